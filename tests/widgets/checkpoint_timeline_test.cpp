@@ -1,0 +1,53 @@
+#include "widgets/checkpoint_timeline.h"
+
+#include <QLabel>
+#include <QSignalSpy>
+#include <QSlider>
+
+#include <gtest/gtest.h>
+
+using icl::widgets::CheckpointTimeline;
+
+TEST(CheckpointTimeline, SortsStepsAndSelectsTheLast)
+{
+    CheckpointTimeline timeline;
+    timeline.setSteps({ 300, 100, 200 });
+    EXPECT_EQ(timeline.steps(), (std::vector<int64_t> { 100, 200, 300 }));
+    EXPECT_EQ(timeline.currentStep(), 300);
+    auto* label = timeline.findChild<QLabel*>("checkpointLabel");
+    ASSERT_NE(label, nullptr);
+    EXPECT_EQ(label->text(), "step 300");
+    EXPECT_TRUE(timeline.slider()->isEnabled());
+}
+
+TEST(CheckpointTimeline, SliderEmitsTheStepOfTheCheckpoint)
+{
+    CheckpointTimeline timeline;
+    timeline.setSteps({ 0, 1000, 2000 });
+    QSignalSpy spy(&timeline, &CheckpointTimeline::checkpointSelected);
+    timeline.slider()->setValue(1);
+    ASSERT_EQ(spy.count(), 1);
+    EXPECT_EQ(spy.at(0).at(0).toLongLong(), 1000);
+    EXPECT_EQ(timeline.findChild<QLabel*>("checkpointLabel")->text(), "step 1000");
+}
+
+TEST(CheckpointTimeline, SetCurrentStepPicksTheNearestSavedStep)
+{
+    CheckpointTimeline timeline;
+    timeline.setSteps({ 0, 1000, 2000 });
+    QSignalSpy spy(&timeline, &CheckpointTimeline::checkpointSelected);
+    EXPECT_EQ(timeline.setCurrentStep(900), 1000);
+    ASSERT_EQ(spy.count(), 1);
+    EXPECT_EQ(spy.at(0).at(0).toLongLong(), 1000);
+    EXPECT_EQ(timeline.currentStep(), 1000);
+}
+
+TEST(CheckpointTimeline, EmptyListDisablesTheSlider)
+{
+    CheckpointTimeline timeline;
+    timeline.setSteps({});
+    EXPECT_EQ(timeline.currentStep(), -1);
+    EXPECT_EQ(timeline.setCurrentStep(5), -1);
+    EXPECT_FALSE(timeline.slider()->isEnabled());
+    EXPECT_EQ(timeline.findChild<QLabel*>("checkpointLabel")->text(), "no checkpoints");
+}

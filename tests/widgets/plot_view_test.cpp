@@ -1,0 +1,223 @@
+#include "widgets/plot_view.h"
+
+#include <QAction>
+#include <QToolBar>
+
+#include <gtest/gtest.h>
+#include <qcustomplot.h>
+
+using icl::Figure;
+using icl::Series;
+using icl::widgets::PlotView;
+
+namespace {
+
+Figure lossLikeFigure()
+{
+    Figure f;
+    f.name = "loss";
+    f.title = "Training loss";
+    f.x_label = "step";
+    f.y_label = "loss";
+    f.log_y = true;
+    Series train;
+    train.name = "train loss";
+    train.x = { 0, 10, 20, 30 };
+    train.y = { 2.0, 1.0, 0.5, 0.25 };
+    Series gd;
+    gd.name = "gd_1";
+    gd.x = { 0, 10, 20, 30 };
+    gd.y = { 0.3, 0.3, 0.3, 0.3 };
+    gd.style = Series::Style::Dashed;
+    f.series = { train, gd };
+    f.metadata = { { "experiment", "run.h5" }, { "seed", "3" }, { "checkpoint_step", "30" } };
+    return f;
+}
+
+std::vector<std::pair<double, double>> graphData(QCPGraph* graph)
+{
+    std::vector<std::pair<double, double>> out;
+    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
+        out.emplace_back(it->key, it->value);
+    return out;
+}
+
+std::vector<QString> textElements(QCustomPlot* plot)
+{
+    std::vector<QString> texts;
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+        if (auto* t = qobject_cast<QCPTextElement*>(e))
+            texts.push_back(t->text());
+    return texts;
+}
+
+} // namespace
+
+TEST(PlotView, DrawsEverySeriesWithItsData)
+{
+    PlotView view;
+    view.setFigure(lossLikeFigure());
+    QCustomPlot* plot = view.plot();
+    ASSERT_EQ(plot->graphCount(), 2);
+    EXPECT_EQ(plot->graph(0)->name(), "train loss");
+    EXPECT_EQ(plot->graph(1)->name(), "gd_1");
+    const std::vector<std::pair<double, double>> train = { { 0, 2.0 }, { 10, 1.0 }, { 20, 0.5 }, { 30, 0.25 } };
+    EXPECT_EQ(graphData(plot->graph(0)), train);
+    const std::vector<std::pair<double, double>> gd = { { 0, 0.3 }, { 10, 0.3 }, { 20, 0.3 }, { 30, 0.3 } };
+    EXPECT_EQ(graphData(plot->graph(1)), gd);
+    EXPECT_EQ(view.seriesGraph(1), plot->graph(1));
+    EXPECT_EQ(view.seriesGraph(2), nullptr);
+}
+
+TEST(PlotView, LabelsAxesLegendTitleAndCaption)
+{
+    PlotView view;
+    view.setFigure(lossLikeFigure());
+    QCustomPlot* plot = view.plot();
+    EXPECT_EQ(plot->xAxis->label(), "step");
+    EXPECT_EQ(plot->yAxis->label(), "loss");
+    EXPECT_TRUE(plot->legend->visible());
+    ASSERT_EQ(plot->legend->itemCount(), 2);
+    EXPECT_TRUE(plot->legend->hasItemWithPlottable(plot->graph(0)));
+    EXPECT_TRUE(plot->legend->hasItemWithPlottable(plot->graph(1)));
+    const std::vector<QString> texts = textElements(plot);
+    EXPECT_NE(std::find(texts.begin(), texts.end(), "Training loss"), texts.end());
+    // Metadata in key order, as Figure::caption documents it.
+    EXPECT_NE(std::find(texts.begin(), texts.end(),
+                        QString::fromUtf8("checkpoint_step: 30 · experiment: run.h5 · seed: 3")),
+              texts.end());
+}
+
+TEST(PlotView, LogAxesWhenTheFigureAsks)
+{
+    PlotView view;
+    Figure f = lossLikeFigure();
+    view.setFigure(f);
+    EXPECT_EQ(view.plot()->yAxis->scaleType(), QCPAxis::stLogarithmic);
+    EXPECT_FALSE(view.plot()->yAxis->ticker().dynamicCast<QCPAxisTickerLog>().isNull());
+    EXPECT_EQ(view.plot()->xAxis->scaleType(), QCPAxis::stLinear);
+
+    f.log_y = false;
+    f.log_x = true;
+    f.series[0].x = { 1, 10, 100, 1000 };
+    view.setFigure(f);
+    EXPECT_EQ(view.plot()->yAxis->scaleType(), QCPAxis::stLinear);
+    EXPECT_EQ(view.plot()->xAxis->scaleType(), QCPAxis::stLogarithmic);
+    // The axes cover the data after a new figure.
+    EXPECT_LE(view.plot()->xAxis->range().lower, 1.0);
+    EXPECT_GE(view.plot()->xAxis->range().upper, 1000.0);
+}
+
+TEST(PlotView, LogAxisOmitsNonPositiveValues)
+{
+    Figure f;
+    f.x_label = "n";
+    f.y_label = "error";
+    f.log_y = true;
+    Series s;
+    s.name = "least_squares";
+    s.x = { 1, 2, 3 };
+    s.y = { 1.0, 0.0, 0.1 };
+    f.series = { s };
+    PlotView view;
+    view.setFigure(f);
+    ASSERT_EQ(view.plot()->graphCount(), 1);
+    const std::vector<std::pair<double, double>> expected = { { 1, 1.0 }, { 3, 0.1 } };
+    EXPECT_EQ(graphData(view.plot()->graph(0)), expected);
+}
+
+TEST(PlotView, BaselinesDashedAndSeriesColoursDistinct)
+{
+    PlotView view;
+    view.setFigure(lossLikeFigure());
+    EXPECT_EQ(view.seriesGraph(0)->pen().style(), Qt::SolidLine);
+    EXPECT_EQ(view.seriesGraph(1)->pen().style(), Qt::DashLine);
+    EXPECT_NE(view.seriesGraph(0)->pen().color(), view.seriesGraph(1)->pen().color());
+    for (int i = 0; i < 8; ++i)
+        for (int j = i + 1; j < 8; ++j)
+            EXPECT_NE(PlotView::seriesColor(i), PlotView::seriesColor(j)) << i << " " << j;
+}
+
+TEST(PlotView, ConfidenceBandIsATranslucentFillOutsideTheLegend)
+{
+    Figure f;
+    f.x_label = "number of in-context examples";
+    f.y_label = "squared error";
+    Series s;
+    s.name = "model";
+    s.x = { 1, 2, 3 };
+    s.y = { 0.9, 0.5, 0.2 };
+    s.y_lower = { 0.8, 0.4, 0.1 };
+    s.y_upper = { 1.0, 0.6, 0.3 };
+    f.series = { s };
+    PlotView view;
+    view.setFigure(f);
+    QCustomPlot* plot = view.plot();
+    ASSERT_EQ(plot->graphCount(), 3); // lower edge, upper edge, line
+    QCPGraph* line = view.seriesGraph(0);
+    ASSERT_NE(line, nullptr);
+    const std::vector<std::pair<double, double>> y = { { 1, 0.9 }, { 2, 0.5 }, { 3, 0.2 } };
+    EXPECT_EQ(graphData(line), y);
+    QCPGraph* filled = nullptr;
+    for (int i = 0; i < plot->graphCount(); ++i)
+        if (plot->graph(i)->channelFillGraph())
+            filled = plot->graph(i);
+    ASSERT_NE(filled, nullptr);
+    const std::vector<std::pair<double, double>> upper = { { 1, 1.0 }, { 2, 0.6 }, { 3, 0.3 } };
+    const std::vector<std::pair<double, double>> lower = { { 1, 0.8 }, { 2, 0.4 }, { 3, 0.1 } };
+    EXPECT_EQ(graphData(filled), upper);
+    EXPECT_EQ(graphData(filled->channelFillGraph()), lower);
+    EXPECT_GT(filled->brush().color().alpha(), 0);
+    EXPECT_LT(filled->brush().color().alpha(), 255);
+    EXPECT_EQ(plot->legend->itemCount(), 1);
+}
+
+TEST(PlotView, MarkersStyleDrawsPointsWithoutLine)
+{
+    Figure f;
+    f.x_label = "x";
+    f.y_label = "y";
+    Series s;
+    s.name = "model vs GD";
+    s.x = { 0.1, 0.2 };
+    s.y = { 0.1, 0.25 };
+    s.style = Series::Style::Markers;
+    f.series = { s };
+    PlotView view;
+    view.setFigure(f);
+    EXPECT_EQ(view.seriesGraph(0)->lineStyle(), QCPGraph::lsNone);
+    EXPECT_NE(view.seriesGraph(0)->scatterStyle().shape(), QCPScatterStyle::ssNone);
+}
+
+TEST(PlotView, NewFigureReplacesTheOldOne)
+{
+    PlotView view;
+    view.setFigure(lossLikeFigure());
+    Figure f;
+    f.x_label = "a";
+    f.y_label = "b";
+    Series s;
+    s.name = "only";
+    s.x = { 1 };
+    s.y = { 2 };
+    f.series = { s };
+    view.setFigure(f);
+    ASSERT_EQ(view.plot()->graphCount(), 1);
+    EXPECT_EQ(view.plot()->graph(0)->name(), "only");
+    EXPECT_EQ(view.figure().series.size(), 1u);
+    EXPECT_EQ(view.plot()->xAxis->label(), "a");
+    // No title and no metadata: no empty text rows are left in the layout.
+    EXPECT_TRUE(textElements(view.plot()).empty());
+}
+
+TEST(PlotView, OffersExportInToolbarAndContextMenu)
+{
+    PlotView view;
+    auto* toolBar = view.findChild<QToolBar*>();
+    ASSERT_NE(toolBar, nullptr);
+    bool found = false;
+    for (QAction* a : toolBar->actions())
+        found = found || a->text() == QString::fromUtf8("Export…");
+    EXPECT_TRUE(found);
+    EXPECT_EQ(view.plot()->contextMenuPolicy(), Qt::CustomContextMenu);
+}

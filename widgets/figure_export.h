@@ -1,0 +1,33 @@
+#pragma once
+// Publication export of an icl::Figure. This header is deliberately free of Qt (and of torch), so
+// the CLI can call it from any translation unit.
+
+#include <string>
+
+#include "core/types/figure.h"
+
+namespace icl::widgets {
+
+/// Page size of exported figures, in inches (a single-column figure at the given DPI).
+inline constexpr double kExportWidthInches = 6.4;
+inline constexpr double kExportHeightInches = 4.0;
+
+/// Formats exportFigure understands, as lowercase file suffixes.
+inline constexpr const char* kExportFormats[] = { "png", "svg", "pdf", "csv" };
+
+/// Pixel size of a PNG exported at `dpi`: round(6.4·dpi) × round(4.0·dpi).
+int exportPixelWidth(int dpi);
+int exportPixelHeight(int dpi);
+
+/// Writes `figure` to `path` as "png", "svg", "pdf" or "csv", drawn off screen at 6.4 × 4.0 inches.
+/// PNG has `dpi` pixels per inch; SVG and PDF are vector. The figure's metadata (experiment file,
+/// checkpoint step, seed, ...) goes into the file: PNG text chunks, SVG title/description, PDF
+/// title/creator/XMP metadata, CSV "# key: value" lines, and the caption drawn under the plot.
+/// Returns false and sets `*error` (when non-null) to a one-line reason on failure.
+/// Thread affinity: the thread of the QApplication. When no QCoreApplication exists yet, one
+/// QApplication is created (offscreen platform unless QT_QPA_PLATFORM is set) and kept until exit,
+/// so headless callers such as icl-cli need no Qt code of their own.
+bool exportFigure(const icl::Figure& figure, const std::string& path, const std::string& format, int dpi,
+                  std::string* error);
+
+} // namespace icl::widgets

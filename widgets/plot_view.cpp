@@ -1,0 +1,380 @@
+#include "widgets/plot_view.h"
+
+#include <cmath>
+#include <limits>
+
+#include <QAction>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QMenu>
+#include <QMessageBox>
+#include <QToolBar>
+#include <QToolTip>
+#include <QVBoxLayout>
+
+#include <qcustomplot.h>
+
+#include "widgets/figure_export.h"
+
+namespace icl::widgets {
+
+namespace {
+
+    /// Drops points a log axis cannot show (non-positive values); NaN is kept as a gap in the line.
+    bool drawable(double value, bool log)
+    {
+        return !log || std::isnan(value) || value > 0.0;
+    }
+
+    QString qs(const std::string& s) { return QString::fromStdString(s); }
+
+    /// Log ticker that labels 1, 2 and 5 × 10^k (with minor ticks at the other integer multiples)
+    /// when the axis spans under three decades, where powers of ten alone leave one or two labels.
+    class LogTicker : public QCPAxisTickerLog {
+    public:
+        void generate(const QCPRange& range, const QLocale& locale, QChar formatChar, int precision,
+                      QVector<double>& ticks, QVector<double>* subTicks, QVector<QString>* tickLabels) override
+        {
+            if (!(range.lower > 0 && range.upper / range.lower < 1000.0)) {
+                QCPAxisTickerLog::generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
+                return;
+            }
+            ticks.clear();
+            if (subTicks)
+                subTicks->clear();
+            const int first = int(std::floor(std::log10(range.lower)));
+            const int last = int(std::floor(std::log10(range.upper)));
+            for (int k = first; k <= last; ++k) {
+                const double decade = std::pow(10.0, k);
+                for (int m = 1; m <= 9; ++m) {
+                    const double v = m * decade;
+                    if (v < range.lower || v > range.upper)
+                        continue;
+                    if (m == 1 || m == 2 || m == 5)
+                        ticks.push_back(v);
+                    else if (subTicks)
+                        subTicks->push_back(v);
+                }
+            }
+            if (tickLabels) {
+                tickLabels->clear();
+                for (double t : ticks)
+                    tickLabels->push_back(locale.toString(t, 'g', 3));
+            }
+        }
+    };
+
+} // namespace
+
+QColor PlotView::seriesColor(int index)
+{
+    // Okabe & Ito (2008), ordered by contrast on white; yellow last.
+    static const QColor palette[] = {
+        QColor(0x00, 0x72, 0xB2), // blue
+        QColor(0xD5, 0x5E, 0x00), // vermillion
+        QColor(0x00, 0x9E, 0x73), // bluish green
+        QColor(0xCC, 0x79, 0xA7), // reddish purple
+        QColor(0xE6, 0x9F, 0x00), // orange
+        QColor(0x56, 0xB4, 0xE9), // sky blue
+        QColor(0x00, 0x00, 0x00), // black
+        QColor(0xF0, 0xE4, 0x42), // yellow
+    };
+    const int n = int(sizeof palette / sizeof palette[0]);
+    return palette[((index % n) + n) % n];
+}
+
+PlotView::PlotView(QWidget* parent)
+    : QWidget(parent)
+    , m_plot(new QCustomPlot(this))
+    , m_toolBar(new QToolBar(this))
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    layout->setSpacing(0);
+
+    m_toolBar->setIconSize(QSize(16, 16));
+    m_toolBar->setToolButtonStyle(Qt::ToolButtonTextOnly);
+    QAction* exportAction = m_toolBar->addAction(tr("Export…"), this, &PlotView::exportWithDialog);
+    exportAction->setObjectName(QStringLiteral("exportAction"));
+    exportAction->setToolTip(tr("Export the plot as PNG, SVG, PDF or its data as CSV"));
+    QAction* resetAction = m_toolBar->addAction(tr("Reset view"), this, &PlotView::resetView);
+    resetAction->setToolTip(tr("Rescale the axes to the data (also: double-click the plot)"));
+    layout->addWidget(m_toolBar);
+    layout->addWidget(m_plot, 1);
+
+    m_plot->setObjectName(QStringLiteral("plot"));
+    m_plot->setMinimumSize(320, 200);
+    m_plot->setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    m_plot->setMouseTracking(true);
+
+    // Title above and caption below the axis rect; legend to the right, where it never covers data.
+    QFont titleFont = font();
+    titleFont.setBold(true);
+    titleFont.setPointSizeF(titleFont.pointSizeF() * 1.1);
+    m_title = new QCPTextElement(m_plot, QString(), titleFont);
+    QFont captionFont = font();
+    captionFont.setPointSizeF(captionFont.pointSizeF() * 0.8);
+    m_caption = new QCPTextElement(m_plot, QString(), captionFont);
+    m_caption->setTextColor(QColor(0x55, 0x55, 0x55));
+
+    m_plot->legend->setVisible(true);
+    QFont legendFont = font();
+    legendFont.setPointSizeF(legendFont.pointSizeF() * 0.9);
+    m_plot->legend->setFont(legendFont);
+    m_plot->legend->setBorderPen(QPen(QColor(0xBB, 0xBB, 0xBB)));
+    m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    auto* legendColumn = new QCPLayoutGrid;
+    legendColumn->addElement(0, 0, m_plot->legend);
+    legendColumn->addElement(1, 0, new QCPLayoutElement(m_plot)); // pushes the legend to the top
+    legendColumn->setRowStretchFactor(0, 0.001);
+    legendColumn->setMargins(QMargins(0, 10, 6, 0));
+    m_plot->plotLayout()->addElement(0, 1, legendColumn);
+    m_plot->plotLayout()->setColumnStretchFactor(1, 0.001);
+
+    m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_plot, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        QMenu menu(this);
+        menu.addAction(tr("Export…"), this, &PlotView::exportWithDialog);
+        menu.addAction(tr("Reset view"), this, &PlotView::resetView);
+        menu.exec(m_plot->mapToGlobal(pos));
+    });
+    connect(m_plot, &QCustomPlot::mouseDoubleClick, this, [this](QMouseEvent*) { resetView(); });
+    connect(m_plot, &QCustomPlot::mouseMove, this, [this](QMouseEvent* event) {
+        // Hover text: the nearest data point within a few pixels.
+        const QPointF pos = event->position();
+        double best = 8.0;
+        QString text;
+        for (size_t i = 0; i < m_seriesGraphs.size(); ++i) {
+            QCPGraph* graph = m_seriesGraphs[i];
+            QVariant details;
+            const double distance = graph->selectTest(pos, false, &details);
+            if (distance < 0 || distance >= best)
+                continue;
+            const QCPDataSelection selection = details.value<QCPDataSelection>();
+            if (selection.isEmpty())
+                continue;
+            const auto it = graph->data()->at(selection.dataRange().begin());
+            best = distance;
+            text = QStringLiteral("%1\n%2 = %3\n%4 = %5")
+                       .arg(graph->name(), m_plot->xAxis->label(), QString::number(it->key, 'g', 6),
+                            m_plot->yAxis->label(), QString::number(it->value, 'g', 6));
+        }
+        if (text.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(m_plot->mapToGlobal(pos.toPoint()), text, m_plot);
+        m_plot->setToolTip(text);
+    });
+
+    rebuild();
+}
+
+PlotView::~PlotView()
+{
+    // Title and caption are not in the layout while their text is empty; the plot owns them otherwise.
+    if (!m_title->layout())
+        delete m_title;
+    if (!m_caption->layout())
+        delete m_caption;
+}
+
+void PlotView::setFigure(const icl::Figure& figure)
+{
+    m_figure = figure;
+    rebuild();
+}
+
+QCPGraph* PlotView::seriesGraph(int index) const
+{
+    if (index < 0 || size_t(index) >= m_seriesGraphs.size())
+        return nullptr;
+    return m_seriesGraphs[size_t(index)];
+}
+
+void PlotView::setToolBarVisible(bool visible) { m_toolBar->setVisible(visible); }
+
+void PlotView::replotNow() { m_plot->replot(QCustomPlot::rpImmediateRefresh); }
+
+void PlotView::rebuild()
+{
+    m_plot->clearGraphs();
+    m_seriesGraphs.clear();
+
+    // Layout rows: [title], axis rect + legend, [caption].
+    QCPLayoutGrid* grid = m_plot->plotLayout();
+    if (m_title->layout())
+        grid->take(m_title);
+    if (m_caption->layout())
+        grid->take(m_caption);
+    grid->simplify();
+    const QString title = qs(m_figure.title);
+    const QString caption = qs(m_figure.caption());
+    m_title->setText(title);
+    m_caption->setText(caption);
+    if (!title.isEmpty()) {
+        grid->insertRow(0);
+        grid->addElement(0, 0, m_title);
+    }
+    if (!caption.isEmpty()) {
+        const int row = grid->rowCount();
+        grid->insertRow(row);
+        grid->addElement(row, 0, m_caption);
+    }
+
+    QCPAxis* xAxis = m_plot->xAxis;
+    QCPAxis* yAxis = m_plot->yAxis;
+    xAxis->setLabel(qs(m_figure.x_label));
+    yAxis->setLabel(qs(m_figure.y_label));
+    auto configureAxis = [](QCPAxis* axis, bool log) {
+        if (log) {
+            axis->setScaleType(QCPAxis::stLogarithmic);
+            axis->setTicker(QSharedPointer<QCPAxisTickerLog>(new LogTicker));
+            axis->setNumberFormat(QStringLiteral("eb"));
+            axis->setNumberPrecision(0);
+        } else {
+            axis->setScaleType(QCPAxis::stLinear);
+            axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+            axis->setNumberFormat(QStringLiteral("gbd"));
+            axis->setNumberPrecision(6);
+        }
+    };
+    configureAxis(xAxis, m_figure.log_x);
+    configureAxis(yAxis, m_figure.log_y);
+
+    bool anyData = false;
+    for (size_t i = 0; i < m_figure.series.size(); ++i) {
+        const icl::Series& series = m_figure.series[i];
+        const QColor color = seriesColor(int(i));
+        const size_t n = std::min(series.x.size(), series.y.size());
+        const bool hasBand = series.y_lower.size() >= n && series.y_upper.size() >= n && !series.y_lower.empty();
+
+        if (hasBand) {
+            QVector<double> bx, lo, hi;
+            for (size_t k = 0; k < n; ++k) {
+                if (!drawable(series.x[k], m_figure.log_x) || !drawable(series.y_lower[k], m_figure.log_y)
+                    || !drawable(series.y_upper[k], m_figure.log_y))
+                    continue;
+                bx.push_back(series.x[k]);
+                lo.push_back(series.y_lower[k]);
+                hi.push_back(series.y_upper[k]);
+            }
+            QCPGraph* lower = m_plot->addGraph(xAxis, yAxis);
+            QCPGraph* upper = m_plot->addGraph(xAxis, yAxis);
+            lower->setName(qs(series.name) + QStringLiteral(" (lower)"));
+            upper->setName(qs(series.name) + QStringLiteral(" (upper)"));
+            lower->setData(bx, lo);
+            upper->setData(bx, hi);
+            QColor edge = color;
+            edge.setAlpha(90);
+            lower->setPen(QPen(edge, 0.5));
+            upper->setPen(QPen(edge, 0.5));
+            QColor fill = color;
+            fill.setAlpha(50);
+            upper->setBrush(fill);
+            upper->setChannelFillGraph(lower);
+            lower->removeFromLegend();
+            upper->removeFromLegend();
+            lower->setSelectable(QCP::stNone);
+            upper->setSelectable(QCP::stNone);
+        }
+
+        QVector<double> x, y;
+        x.reserve(int(n));
+        y.reserve(int(n));
+        for (size_t k = 0; k < n; ++k) {
+            if (!drawable(series.x[k], m_figure.log_x) || !drawable(series.y[k], m_figure.log_y))
+                continue;
+            x.push_back(series.x[k]);
+            y.push_back(series.y[k]);
+        }
+        anyData = anyData || !x.isEmpty();
+
+        QCPGraph* graph = m_plot->addGraph(xAxis, yAxis);
+        graph->setName(qs(series.name));
+        graph->setData(x, y);
+        QPen pen(color, 2.0);
+        pen.setCapStyle(Qt::FlatCap);
+        switch (series.style) {
+        case icl::Series::Style::Line:
+            graph->setLineStyle(QCPGraph::lsLine);
+            break;
+        case icl::Series::Style::Dashed:
+            pen.setStyle(Qt::DashLine);
+            pen.setWidthF(1.6);
+            graph->setLineStyle(QCPGraph::lsLine);
+            break;
+        case icl::Series::Style::Markers:
+            graph->setLineStyle(QCPGraph::lsNone);
+            graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, color, color, 6));
+            break;
+        }
+        graph->setPen(pen);
+        m_seriesGraphs.push_back(graph);
+    }
+    m_plot->legend->setVisible(!m_figure.series.empty());
+
+    if (anyData) {
+        resetView();
+    } else {
+        xAxis->setRange(m_figure.log_x ? QCPRange(1, 10) : QCPRange(0, 1));
+        yAxis->setRange(m_figure.log_y ? QCPRange(1e-3, 1) : QCPRange(0, 1));
+        m_plot->replot(QCustomPlot::rpQueuedReplot);
+    }
+}
+
+void PlotView::resetView()
+{
+    m_plot->rescaleAxes();
+    // A little air around the data: 5% on linear axes, a factor on log axes.
+    auto pad = [](QCPAxis* axis) {
+        const QCPRange r = axis->range();
+        if (axis->scaleType() == QCPAxis::stLogarithmic) {
+            if (r.lower > 0 && r.upper > 0) {
+                const double f = std::pow(r.upper / r.lower, 0.05);
+                axis->setRange(r.lower / f, r.upper * f);
+            }
+        } else {
+            const double margin = 0.05 * r.size();
+            axis->setRange(r.lower - margin, r.upper + margin);
+        }
+    };
+    pad(m_plot->yAxis);
+    m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void PlotView::exportWithDialog()
+{
+    const QString base = m_figure.name.empty() ? QStringLiteral("figure") : qs(m_figure.name);
+    const QString pngFilter = tr("PNG image (*.png)");
+    const QString svgFilter = tr("SVG vector image (*.svg)");
+    const QString pdfFilter = tr("PDF document (*.pdf)");
+    const QString csvFilter = tr("CSV data (*.csv)");
+    QString selected = pngFilter;
+    QString path = QFileDialog::getSaveFileName(this, tr("Export plot"), base + QStringLiteral(".png"),
+                                                QStringList { pngFilter, svgFilter, pdfFilter, csvFilter }.join(";;"),
+                                                &selected);
+    if (path.isEmpty())
+        return;
+
+    QString format = QFileInfo(path).suffix().toLower();
+    if (format != "png" && format != "svg" && format != "pdf" && format != "csv") {
+        format = selected == svgFilter ? "svg" : selected == pdfFilter ? "pdf" : selected == csvFilter ? "csv" : "png";
+        path += "." + format;
+    }
+    int dpi = 300;
+    if (format == "png") {
+        bool ok = false;
+        dpi = QInputDialog::getInt(this, tr("Export PNG"), tr("Resolution (dots per inch):"), 300, 50, 1200, 50, &ok);
+        if (!ok)
+            return;
+    }
+    std::string error;
+    if (!exportFigure(m_figure, path.toStdString(), format.toStdString(), dpi, &error)) {
+        QMessageBox::warning(this, tr("Export failed"), QString::fromStdString(error));
+        return;
+    }
+    Q_EMIT exported(path);
+}
+
+} // namespace icl::widgets

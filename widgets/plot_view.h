@@ -1,0 +1,66 @@
+#pragma once
+// A QCustomPlot view of an icl::Figure (core/types/figure.h) with export to PNG/SVG/PDF/CSV.
+
+#include <QWidget>
+
+#include "core/types/figure.h"
+
+class QCPGraph;
+class QCPTextElement;
+class QCustomPlot;
+class QToolBar;
+class QAction;
+
+namespace icl::widgets {
+
+/// Draws one Figure: title, labelled axes, legend with the series names, log axes when the figure
+/// asks, confidence bands as translucent fills, dashed baselines, one colour-blind-safe colour per
+/// series, and the metadata caption in small type under the plot (also in exported files).
+/// Thread affinity: GUI thread only.
+class PlotView : public QWidget {
+    Q_OBJECT
+public:
+    explicit PlotView(QWidget* parent = nullptr);
+    ~PlotView() override;
+
+    /// Replaces the drawn figure (full redraw, axes rescaled to the data).
+    void setFigure(const icl::Figure& figure);
+    const icl::Figure& figure() const { return m_figure; }
+
+    /// The underlying plot (for tests and exporters).
+    QCustomPlot* plot() const { return m_plot; }
+
+    /// The graph drawing series `index` of the figure (its line, not its band), or nullptr.
+    QCPGraph* seriesGraph(int index) const;
+
+    /// Shows or hides the toolbar above the plot (hidden for off-screen export).
+    void setToolBarVisible(bool visible);
+
+    /// Draws pending changes now instead of on the next event-loop pass (screenshots, export).
+    void replotNow();
+
+    /// The palette used for series, in order (Okabe & Ito 2008, colour-blind safe).
+    static QColor seriesColor(int index);
+
+public Q_SLOTS:
+    /// Asks for a file name and format (and the DPI for PNG) and exports the figure.
+    void exportWithDialog();
+    /// Rescales the axes to the data (after zooming or dragging).
+    void resetView();
+
+Q_SIGNALS:
+    /// Emitted after an export succeeded (path of the written file).
+    void exported(const QString& path);
+
+private:
+    void rebuild();
+
+    icl::Figure m_figure;
+    QCustomPlot* m_plot = nullptr;
+    QToolBar* m_toolBar = nullptr;
+    QCPTextElement* m_title = nullptr;
+    QCPTextElement* m_caption = nullptr;
+    std::vector<QCPGraph*> m_seriesGraphs;
+};
+
+} // namespace icl::widgets
