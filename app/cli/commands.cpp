@@ -1,0 +1,336 @@
+#include "commands.h"
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/analysis/icl_curve.h"
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "core/report.h"
+#include "core/training/trainer.h"
+#include "plot_export.h"
+#include "progress_bar.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace icl::cli {
+
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void onInterrupt(int)
+{
+    g_interrupted = true;
+}
+
+std::string fmt(double v, int precision = 4)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+    return buf;
+}
+
+// Metric values as JSON (NaN -> null).
+json number(double v)
+{
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+json finalMetrics(const RunSummary& s)
+{
+    json m = json::object();
+    json baselines = json::object();
+    for (const auto& [name, values] : s.metrics) {
+        if (values.empty())
+            continue;
+        if (name.rfind("baseline/", 0) == 0)
+            baselines[name.substr(9)] = number(values.back());
+        else if (name.rfind("baseline_eta/", 0) == 0)
+            baselines["eta_" + name.substr(13)] = number(values.back());
+        else
+            m[name] = number(values.back());
+    }
+    m["baselines"] = baselines;
+    return m;
+}
+
+void printBaselines(const std::map<std::string, double>& baselines, double model)
+{
+    for (const auto& [name, value] : baselines)
+        std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << fmt(value) << "\n";
+    auto gd = baselines.find("gd_1");
+    if (gd != baselines.end() && gd->second > 0)
+        std::cout << "model / gd_1 = " << fmt(model / gd->second, 4) << "\n";
+}
+
+} // namespace
+
+int runPresets(bool asJson)
+{
+    const auto presets = listPresets();
+    if (asJson) {
+        json out = json::object();
+        json list = json::array();
+        for (const auto& p : presets)
+            list.push_back({{"name", p.name}, {"description", p.description}, {"reproduces", p.reproduces},
+                            {"scales", p.scales}});
+        out["presets"] = list;
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    for (const auto& p : presets)
+        std::cout << p.name << "  " << p.description << "\n    reproduces: " << p.reproduces << "\n";
+    return 0;
+}
+
+int runTrain(const TrainArgs& args)
+{
+    json config;
+    if (!args.resume) {
+        config = resolveConfig(args.request);
+    } else if (!args.request.preset.empty() || !args.request.config_file.empty() || !args.request.sets.empty()) {
+        throw Error("--resume continues the file's own config: drop --preset/--config/--set (only --steps may change)");
+    }
+    if (!args.resume && fs::exists(args.out) && !args.force)
+        throw Error(args.out + ": file exists (use --resume to continue it or --force to overwrite)");
+
+    TrainOptions options;
+    options.out_path = args.out;
+    options.resume = args.resume;
+    options.force = args.force;
+    options.threads = args.threads;
+    if (args.resume && args.request.steps)
+        options.steps = *args.request.steps;
+
+    g_interrupted = false;
+    auto previous = std::signal(SIGINT, onInterrupt);
+    ProgressBar bar("train");
+    std::string lastEval;
+    TrainResult result;
+    try {
+        result = train(config, options, [&](const TrainProgress& p) {
+            if (p.phase == TrainProgress::Phase::Preparing && bar.enabled())
+                std::fprintf(stderr, "%s ...\n", p.message.c_str());
+            if (p.evaluated)
+                lastEval = " eval " + fmt(p.eval_loss);
+            if (p.phase == TrainProgress::Phase::Training)
+                bar.update(p.step, p.total_steps, "loss " + fmt(p.train_loss) + lastEval);
+            return !g_interrupted.load();
+        });
+    } catch (...) {
+        bar.finish();
+        std::signal(SIGINT, previous);
+        throw;
+    }
+    bar.finish();
+    std::signal(SIGINT, previous);
+
+    if (args.json) {
+        json out;
+        out["out"] = args.out;
+        out["final_step"] = result.final_step;
+        out["stopped"] = result.stopped;
+        out["device"] = result.device;
+        out["eval_loss"] = number(result.eval_loss);
+        out["baselines"] = json::object();
+        for (const auto& [name, value] : result.baselines)
+            out["baselines"][name] = number(value);
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << (result.stopped ? "stopped" : "finished") << " at step " << result.final_step << " on "
+              << result.device << " -> " << args.out << "\n";
+    std::cout << "eval loss 0.5·(ŷ − y)² on the fixed evaluation prompts:\n  model           " << fmt(result.eval_loss)
+              << "\n";
+    printBaselines(result.baselines, result.eval_loss);
+    return 0;
+}
+
+int runInfo(const std::string& path, bool asJson)
+{
+    const RunSummary s = readRunSummary(path);
+    json config = json::parse(s.config_json, nullptr, false);
+    if (asJson) {
+        json out;
+        out["file"] = path;
+        out["format"] = s.format;
+        out["format_version"] = s.format_version;
+        out["app_version"] = s.app_version;
+        out["created"] = s.created;
+        out["config"] = config;
+        json cps = json::array();
+        for (const auto& c : s.checkpoints)
+            cps.push_back({{"step", c.step}, {"train_loss", number(c.train_loss)}, {"wall_time_s", c.wall_time_s}});
+        out["checkpoints"] = cps;
+        out["final"] = finalMetrics(s);
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << path << "  (" << s.format << " v" << s.format_version << ", app " << s.app_version << ", created "
+              << s.created << ")\n";
+    if (config.is_object()) {
+        if (config.value("preset", "") != "")
+            std::cout << "preset      " << config["preset"].get<std::string>() << " (" << config.value("scale", "")
+                      << ")\n";
+        std::cout << "task        " << config["task"].dump() << "\n"
+                  << "model       " << config["model"].dump() << "\n"
+                  << "training    " << config["training"].dump() << "\n"
+                  << "seed        " << config["seed"].dump() << ", device " << config["device"].dump() << "\n";
+    }
+    std::cout << "checkpoints " << s.checkpoints.size() << ":";
+    for (const auto& c : s.checkpoints)
+        std::cout << " " << c.step;
+    std::cout << "\n";
+    if (!s.metrics.count("step") || s.metrics.at("step").empty()) {
+        std::cout << "no metrics yet\n";
+        return 0;
+    }
+    std::cout << "at step " << static_cast<long long>(s.lastMetric("step")) << ": train loss "
+              << fmt(s.lastMetric("train_loss")) << ", eval loss " << fmt(s.lastMetric("eval_loss")) << "\n";
+    std::map<std::string, double> baselines;
+    for (const auto& [name, values] : s.metrics)
+        if (name.rfind("baseline/", 0) == 0 && !values.empty())
+            baselines[name.substr(9)] = values.back();
+    printBaselines(baselines, s.lastMetric("eval_loss"));
+    return 0;
+}
+
+namespace {
+
+IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64_t prompts, uint64_t seed,
+                              int threads)
+{
+    IclCurveOptions o;
+    o.checkpoint_step = checkpoint;
+    o.n_prompts = prompts;
+    o.seed = seed;
+    o.threads = threads;
+    ProgressBar bar("eval");
+    return computeIclCurve(path, o, [&](int64_t done, int64_t total) {
+        bar.update(done, total);
+        return true;
+    });
+}
+
+json curveJson(const IclCurve& c)
+{
+    json out;
+    out["checkpoint_step"] = c.checkpoint_step;
+    out["n_prompts"] = c.n_prompts;
+    out["n_examples"] = c.n_examples;
+    json series = json::object();
+    for (const auto& s : c.series) {
+        json entry = {{"error", s.error}, {"ci_lower", s.ci_lower}, {"ci_upper", s.ci_upper}};
+        if (s.name == "model")
+            out["model"] = entry;
+        else
+            series[s.name] = entry;
+    }
+    out["baselines"] = series;
+    return out;
+}
+
+} // namespace
+
+int runEval(const EvalArgs& args)
+{
+    const IclCurve c = iclCurveWithProgress(args.path, args.checkpoint, args.prompts, args.seed, args.threads);
+    if (args.json) {
+        std::cout << curveJson(c).dump(2) << "\n";
+        return 0;
+    }
+    std::cout << "ICL curve of " << args.path << " at checkpoint " << c.checkpoint_step << " (" << c.n_prompts
+              << " prompts, " << c.loss_name << ", mean):\n";
+    std::printf("%4s", "n");
+    for (const auto& s : c.series)
+        std::printf(" %14s", s.name.c_str());
+    std::printf("\n");
+    for (size_t i = 0; i < c.n_examples.size(); ++i) {
+        std::printf("%4lld", static_cast<long long>(c.n_examples[i]));
+        for (const auto& s : c.series)
+            std::printf(" %14.4f", s.error[i]);
+        std::printf("\n");
+    }
+    return 0;
+}
+
+namespace {
+
+Figure figureByName(const std::string& path, const std::string& plot, int64_t checkpoint)
+{
+    const RunSummary s = readRunSummary(path);
+    if (plot == "loss")
+        return lossFigure(s);
+    if (plot == "icl_curve")
+        return iclCurveFigure(iclCurveWithProgress(path, checkpoint, 2000, 12345, 0), s);
+    std::string names;
+    for (const auto& n : availablePlots(s))
+        names += (names.empty() ? "" : ", ") + n;
+    throw Error("--plot " + plot + ": unknown plot for this experiment (available: " + names + ")");
+}
+
+} // namespace
+
+int runExport(const ExportArgs& args)
+{
+    const Figure f = figureByName(args.path, args.plot, args.checkpoint);
+    exportPlot(f, args.out, args.format, args.dpi);
+    std::cerr << "wrote " << args.out << "\n";
+    return 0;
+}
+
+int runReport(const ReportArgs& args)
+{
+    const RunSummary s = readRunSummary(args.path);
+    std::error_code ec;
+    fs::create_directories(args.out_dir, ec);
+    if (ec)
+        throw Error(args.out_dir + ": cannot create directory (" + ec.message() + ")");
+    json summary;
+    summary["file"] = args.path;
+    summary["config"] = json::parse(s.config_json, nullptr, false);
+    summary["final"] = finalMetrics(s);
+    summary["checkpoints"] = s.checkpoints.size();
+    json files = json::array();
+    std::vector<std::string> formats = {"csv"};
+    if (plotImagesAvailable())
+        formats = {"png", "svg", "pdf", "csv"};
+    for (const auto& plot : availablePlots(s)) {
+        Figure f;
+        if (plot == "icl_curve") {
+            const IclCurve c = iclCurveWithProgress(args.path, -1, 2000, 12345, 0);
+            summary["icl_curve"] = curveJson(c);
+            f = iclCurveFigure(c, s);
+        } else {
+            f = lossFigure(s);
+        }
+        for (const auto& format : formats) {
+            const std::string out = (fs::path(args.out_dir) / (plot + "." + format)).string();
+            exportPlot(f, out, format, args.dpi);
+            files.push_back(out);
+        }
+    }
+    summary["plots"] = files;
+    const std::string summaryPath = (fs::path(args.out_dir) / "summary.json").string();
+    std::ofstream(summaryPath) << summary.dump(2) << "\n";
+    files.push_back(summaryPath);
+    if (args.json) {
+        std::cout << json{{"out_dir", args.out_dir}, {"files", files}}.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << "report for " << args.path << " in " << args.out_dir << ":\n";
+    for (const auto& f : files)
+        std::cout << "  " << f.get<std::string>() << "\n";
+    return 0;
+}
+
+} // namespace icl::cli

@@ -1,0 +1,56 @@
+#pragma once
+// icl-cli commands. Each prints human-readable text, or one JSON object on stdout with --json,
+// and throws icl::Error for bad input (main turns it into one line on stderr and exit code 1).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/io/config.h"
+
+namespace icl::cli {
+
+int runPresets(bool json);
+
+struct TrainArgs {
+    ConfigRequest request;
+    std::string out;
+    int threads = 0;
+    bool resume = false;
+    bool force = false;
+    bool json = false;
+};
+int runTrain(const TrainArgs& args);
+
+int runInfo(const std::string& path, bool json);
+
+struct EvalArgs {
+    std::string path;
+    int64_t checkpoint = -1;
+    int64_t prompts = 2000;
+    uint64_t seed = 12345;
+    int threads = 0;
+    bool json = false;
+};
+int runEval(const EvalArgs& args);
+
+struct ExportArgs {
+    std::string path;
+    std::string plot;
+    std::string format;
+    std::string out;
+    int dpi = 300;
+    int64_t checkpoint = -1;
+};
+int runExport(const ExportArgs& args);
+
+struct ReportArgs {
+    std::string path;
+    std::string out_dir;
+    int dpi = 200;
+    bool json = false;
+};
+int runReport(const ReportArgs& args);
+
+} // namespace icl::cli

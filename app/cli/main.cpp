@@ -1,0 +1,113 @@
+// icl-cli: the headless face of ICL Workbench (same core as the GUI). See DESIGN.md for the contract.
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv)
+{
+    using namespace icl::cli;
+    CLI::App app{"ICL Workbench command line: train transformers on in-context-learning tasks and compare them "
+                 "with learning algorithms"};
+    app.require_subcommand(1);
+    app.set_version_flag("--version", ICL_APP_VERSION_STRING);
+
+    bool json = false;
+
+    auto* presets = app.add_subcommand("presets", "list presets with one-line descriptions");
+    presets->add_flag("--json", json, "one JSON object on stdout");
+
+    TrainArgs train;
+    std::vector<std::string> sets;
+    int64_t steps = -1;
+    int64_t seed = -1;
+    std::string device;
+    auto* t = app.add_subcommand("train", "train a model and write an experiment file");
+    auto* presetOpt = t->add_option("--preset", train.request.preset, "preset name (see `icl-cli presets`)");
+    auto* configOpt = t->add_option("--config", train.request.config_file, "JSON config file")->check(CLI::ExistingFile);
+    presetOpt->excludes(configOpt);
+    t->add_option("--scale", train.request.scale, "preset scale")->check(CLI::IsMember({"quick", "paper"}));
+    t->add_option("--set", sets, "override a config value: key.path=value (repeatable)");
+    t->add_option("--out", train.out, "experiment file to write (RUN.h5)")->required();
+    t->add_option("--steps", steps, "number of training steps")->check(CLI::PositiveNumber);
+    t->add_option("--seed", seed, "experiment seed")->check(CLI::NonNegativeNumber);
+    t->add_option("--device", device, "auto, cpu, cuda or cuda:N");
+    t->add_option("--threads", train.threads, "LibTorch intra-op threads (default: all cores)")
+        ->check(CLI::PositiveNumber);
+    t->add_flag("--resume", train.resume, "continue the file's run from its last checkpoint");
+    t->add_flag("--force", train.force, "overwrite an existing output file");
+    t->add_flag("--json", train.json, "one JSON object on stdout");
+
+    std::string infoPath;
+    auto* info = app.add_subcommand("info", "summary of an experiment file: config, checkpoints, final metrics");
+    info->add_option("file", infoPath, "experiment file")->required();
+    info->add_flag("--json", json, "one JSON object on stdout");
+
+    EvalArgs eval;
+    auto* e = app.add_subcommand("eval", "ICL error vs number of in-context examples, model and baselines");
+    e->add_option("file", eval.path, "experiment file")->required();
+    e->add_option("--checkpoint", eval.checkpoint, "checkpoint step (default: last)");
+    e->add_option("--prompts", eval.prompts, "number of evaluation prompts")->check(CLI::PositiveNumber);
+    e->add_option("--seed", eval.seed, "seed of the evaluation prompts");
+    e->add_option("--threads", eval.threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber);
+    e->add_flag("--json", eval.json, "one JSON object on stdout");
+
+    ExportArgs exp;
+    auto* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
+    x->add_option("file", exp.path, "experiment file")->required();
+    x->add_option("--plot", exp.plot, "plot name: loss, icl_curve")->required();
+    x->add_option("--format", exp.format, "png, svg, pdf or csv")
+        ->required()
+        ->check(CLI::IsMember({"png", "svg", "pdf", "csv"}));
+    x->add_option("--out", exp.out, "output file")->required();
+    x->add_option("--dpi", exp.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
+    x->add_option("--checkpoint", exp.checkpoint, "checkpoint step for icl_curve (default: last)");
+
+    ReportArgs report;
+    auto* r = app.add_subcommand("report", "every plot that fits the experiment, plus summary.json");
+    r->add_option("file", report.path, "experiment file")->required();
+    r->add_option("--out", report.out_dir, "output directory (created)")->required();
+    r->add_option("--dpi", report.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
+    r->add_flag("--json", report.json, "one JSON object on stdout");
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& err) {
+        return app.exit(err);
+    }
+
+    try {
+        if (*presets)
+            return runPresets(json);
+        if (*t) {
+            if (train.request.preset.empty() && train.request.config_file.empty() && !train.resume)
+                throw icl::Error("train: give --preset NAME or --config FILE (or --resume an existing --out file)");
+            train.request.sets = sets;
+            if (steps > 0)
+                train.request.steps = steps;
+            if (seed >= 0)
+                train.request.seed = static_cast<uint64_t>(seed);
+            if (!device.empty())
+                train.request.device = device;
+            return runTrain(train);
+        }
+        if (*info)
+            return runInfo(infoPath, json);
+        if (*e)
+            return runEval(eval);
+        if (*x)
+            return runExport(exp);
+        if (*r)
+            return runReport(report);
+    } catch (const icl::Error& err) {
+        std::cerr << "icl-cli: " << err.what() << "\n";
+        return 1;
+    } catch (const std::exception& err) {
+        std::cerr << "icl-cli: internal error: " << err.what() << "\n";
+        return 2;
+    }
+    return 0;
+}

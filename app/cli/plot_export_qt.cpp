@@ -1,0 +1,47 @@
+// Qt side of the CLI's plot export. This unit includes Qt and the widgets library, never LibTorch.
+#include "plot_export.h"
+
+#include <memory>
+
+#include <QApplication>
+
+#include "core/error.h"
+#include "core/types/figure_csv.h"
+#include "widgets/figure_export.h"
+
+namespace icl::cli {
+
+namespace {
+
+void ensureApplication()
+{
+    static std::unique_ptr<QApplication> app;
+    if (QApplication::instance())
+        return;
+    // Export never shows a window: render off-screen whether or not a display exists.
+    if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+        qputenv("QT_QPA_PLATFORM", "offscreen");
+    static int argc = 1;
+    static char name[] = "icl-cli";
+    static char* argv[] = {name, nullptr};
+    app = std::make_unique<QApplication>(argc, argv);
+}
+
+} // namespace
+
+bool plotImagesAvailable()
+{
+    return true;
+}
+
+void exportPlot(const Figure& figure, const std::string& path, const std::string& format, int dpi)
+{
+    if (format == "csv")
+        return writeFigureCsv(figure, path);
+    ensureApplication();
+    std::string error;
+    if (!icl::widgets::exportFigure(figure, path, format, dpi, &error))
+        throw Error(path + ": " + error);
+}
+
+} // namespace icl::cli

@@ -1,0 +1,110 @@
+#include "core/analysis/icl_curve.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "core/baselines/baselines.h"
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "core/models/model.h"
+#include "core/training/checkpoint.h"
+#include "core/training/device.h"
+
+namespace icl {
+
+namespace {
+
+/// Mean of per-prompt losses [P] and the 2.5/97.5 percentiles of `resamples` bootstrap means.
+IclCurveSeries* seriesFor(IclCurve& curve, const std::string& name)
+{
+    for (auto& s : curve.series)
+        if (s.name == name)
+            return &s;
+    curve.series.push_back({name, {}, {}, {}});
+    return &curve.series.back();
+}
+
+void addPoint(IclCurveSeries& s, const torch::Tensor& losses, const torch::Tensor& resampleIdx)
+{
+    const torch::Tensor l = losses.to(torch::kFloat64);
+    s.error.push_back(l.mean().item<double>());
+    if (!resampleIdx.defined()) {
+        s.ci_lower.push_back(s.error.back());
+        s.ci_upper.push_back(s.error.back());
+        return;
+    }
+    const torch::Tensor means = l.index({resampleIdx}).mean(1);  // [R]
+    const torch::Tensor sorted = std::get<0>(means.sort());
+    const int64_t R = sorted.size(0);
+    s.ci_lower.push_back(sorted[std::min<int64_t>(R - 1, int64_t(0.025 * R))].item<double>());
+    s.ci_upper.push_back(sorted[std::min<int64_t>(R - 1, int64_t(0.975 * R))].item<double>());
+}
+
+} // namespace
+
+IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options,
+                         const std::function<bool(int64_t, int64_t)>& progress)
+{
+    const RunSummary summary = readRunSummary(path);
+    if (summary.checkpoints.empty())
+        throw Error(path + ": the file holds no checkpoint");
+    const ExperimentConfig cfg = parseConfig(nlohmann::json::parse(summary.config_json));
+    int64_t step = options.checkpoint_step;
+    if (step < 0)
+        step = summary.checkpoints.back().step;
+    CheckpointData cp = readCheckpoint(path, step);
+    configureThreads(options.threads);
+    torch::NoGradGuard guard;
+
+    ModelHandle model = makeModel(cfg, 0);
+    loadParams(*model.module, cp.params, path + " (checkpoint " + std::to_string(step) + ")");
+    model.module->eval();
+
+    // GD step sizes as fitted during training (same η the loss curves used).
+    std::map<std::string, double> etas;
+    for (const auto& [name, values] : summary.metrics)
+        if (name.rfind("baseline_eta/", 0) == 0 && !values.empty())
+            etas[name.substr(13)] = values.back();
+    for (const auto& name : baselineNames(cfg.eval))
+        if (name.rfind("gd_", 0) == 0 && !etas.count(name))
+            etas = fitGdEtas(sampleLinearRegression(cfg.task, cfg.eval.n_prompts, mixSeed(options.seed, 2)), cfg.eval);
+
+    const PromptBatch prompts = sampleLinearRegression(cfg.task, options.n_prompts, mixSeed(options.seed, 1));
+    torch::Tensor resampleIdx;
+    if (cfg.eval.bootstrap > 0) {
+        auto gen = at::detail::createCPUGenerator(mixSeed(options.seed, 3));
+        resampleIdx = torch::randint(options.n_prompts, {cfg.eval.bootstrap, options.n_prompts}, gen,
+                                     torch::TensorOptions().dtype(torch::kLong));
+    }
+
+    IclCurve curve;
+    curve.checkpoint_step = step;
+    curve.n_prompts = options.n_prompts;
+    curve.loss_name = "0.5·squared error";
+    const int64_t N = cfg.task.n_context;
+    const auto names = baselineNames(cfg.eval);
+    for (int64_t n = 1; n <= N; ++n) {
+        if (progress && !progress(n - 1, N))
+            throw Error("cancelled");
+        const PromptBatch b = prompts.prefix(n);
+        const torch::Tensor y = b.queryY().to(torch::kFloat64);
+        curve.n_examples.push_back(n);
+        auto lossOf = [&](const torch::Tensor& pred) { return 0.5 * (pred.to(torch::kFloat64) - y).pow(2); };
+        addPoint(*seriesFor(curve, "model"), lossOf(model.predict(b)), resampleIdx);
+        for (const auto& name : names)
+            addPoint(*seriesFor(curve, name), lossOf(predictBaseline(name, b, cfg, etas)), resampleIdx);
+    }
+    if (progress)
+        progress(N, N);
+
+    if (options.store) {
+        nlohmann::json result, opts;
+        result["n_examples"] = curve.n_examples;
+        for (const auto& s : curve.series)
+            result["series"][s.name] = {{"error", s.error}, {"ci_lower", s.ci_lower}, {"ci_upper", s.ci_upper}};
+        opts = {{"n_prompts", options.n_prompts}, {"seed", options.seed}, {"checkpoint_step", step}};
+        storeAnalysis(path, "icl_curve", step, options.seed, opts.dump(), result.dump());
+    }
+    return curve;
+}
+
+} // namespace icl

@@ -1,0 +1,24 @@
+#include "core/analysis/lsa_construction.h"
+
+namespace icl {
+
+void applyGdConstruction(LsaImpl& model, double eta, int64_t n_context)
+{
+    torch::NoGradGuard guard;
+    const int64_t D = model.tokenDim();
+    const int64_t d = D - 1;
+    for (int64_t l = 0; l < model.nLayers(); ++l) {
+        LsaLayerWeights& w = model.layer(l);
+        for (torch::Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o})
+            t->zero_();
+        auto opts = w.w_q.options();
+        torch::Tensor xProj = torch::zeros({D, D}, opts);
+        xProj.narrow(0, 0, d).narrow(1, 0, d).copy_(torch::eye(d, opts));
+        w.w_q[0].copy_(xProj);
+        w.w_k[0].copy_(xProj);
+        w.w_v[0][d][d] = -1.0;
+        w.w_o[0].copy_(torch::eye(D, opts) * (eta / double(n_context)));
+    }
+}
+
+} // namespace icl

@@ -1,0 +1,391 @@
+#include "core/io/config.h"
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace icl {
+namespace detail {
+const std::vector<std::pair<std::string, std::string>>& embeddedPresets();
+}
+
+namespace {
+
+std::string shortJson(const nlohmann::json& v)
+{
+    std::string s = v.dump();
+    return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+// Reads one JSON object with key-path error messages and rejects keys nobody asked for.
+class SectionReader {
+public:
+    SectionReader(const nlohmann::json& object, std::string path)
+        : m_object(object)
+        , m_path(std::move(path))
+    {
+        if (!m_object.is_object())
+            throw Error(where("") + "expected an object, got " + shortJson(m_object));
+    }
+
+    std::string where(const std::string& key) const
+    {
+        std::string p = m_path.empty() ? key : (key.empty() ? m_path : m_path + "." + key);
+        return p.empty() ? std::string() : p + ": ";
+    }
+
+    const nlohmann::json* find(const std::string& key)
+    {
+        m_known.insert(key);
+        auto it = m_object.find(key);
+        return it == m_object.end() ? nullptr : &*it;
+    }
+
+    double number(const std::string& key, double fallback, const std::function<bool(double)>& ok,
+                  const std::string& expectation)
+    {
+        const nlohmann::json* v = find(key);
+        if (!v)
+            return fallback;
+        if (!v->is_number() || !ok(v->get<double>()))
+            throw Error(where(key) + "expected " + expectation + ", got " + shortJson(*v));
+        return v->get<double>();
+    }
+
+    int64_t integer(const std::string& key, int64_t fallback, int64_t min, int64_t max)
+    {
+        const nlohmann::json* v = find(key);
+        if (!v)
+            return fallback;
+        const bool isInt = v->is_number_integer()
+            || (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())));
+        std::string expect = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+        if (!isInt)
+            throw Error(where(key) + "expected " + expect + ", got " + shortJson(*v));
+        const auto n = static_cast<int64_t>(v->get<double>());
+        if (n < min || n > max)
+            throw Error(where(key) + "expected " + expect + ", got " + shortJson(*v));
+        return n;
+    }
+
+    bool boolean(const std::string& key, bool fallback)
+    {
+        const nlohmann::json* v = find(key);
+        if (!v)
+            return fallback;
+        if (!v->is_boolean())
+            throw Error(where(key) + "expected true or false, got " + shortJson(*v));
+        return v->get<bool>();
+    }
+
+    std::string string(const std::string& key, const std::string& fallback)
+    {
+        const nlohmann::json* v = find(key);
+        if (!v)
+            return fallback;
+        if (!v->is_string())
+            throw Error(where(key) + "expected a string, got " + shortJson(*v));
+        return v->get<std::string>();
+    }
+
+    std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed)
+    {
+        const nlohmann::json* v = find(key);
+        if (!v)
+            return fallback;
+        std::string list;
+        for (const auto& a : allowed)
+            list += (list.empty() ? "\"" : ", \"") + a + "\"";
+        if (!v->is_string() || std::find(allowed.begin(), allowed.end(), v->get<std::string>()) == allowed.end())
+            throw Error(where(key) + "expected one of " + list + ", got " + shortJson(*v));
+        return v->get<std::string>();
+    }
+
+    const nlohmann::json& section(const std::string& key)
+    {
+        static const nlohmann::json empty = nlohmann::json::object();
+        const nlohmann::json* v = find(key);
+        return v ? *v : empty;
+    }
+
+    void rejectUnknown() const
+    {
+        for (auto it = m_object.begin(); it != m_object.end(); ++it) {
+            if (m_known.count(it.key()))
+                continue;
+            std::string known;
+            for (const auto& k : m_known)
+                known += (known.empty() ? "" : ", ") + k;
+            throw Error(where(it.key()) + "unknown key (known keys: " + known + ")");
+        }
+    }
+
+private:
+    const nlohmann::json& m_object;
+    std::string m_path;
+    std::set<std::string> m_known;
+};
+
+auto positive = [](double v) { return v > 0; };
+auto nonNegative = [](double v) { return v >= 0; };
+auto unitInterval = [](double v) { return v >= 0 && v < 1; };
+constexpr int64_t kBig = int64_t(1) << 40;
+
+} // namespace
+
+ExperimentConfig parseConfig(const nlohmann::json& json)
+{
+    ExperimentConfig c;
+    SectionReader root(json, "");
+    c.preset = root.string("preset", "");
+    c.scale = root.string("scale", "");
+    c.description = root.string("description", "");
+    {
+        const nlohmann::json* v = root.find("seed");
+        if (v) {
+            if (!v->is_number_integer() || v->get<int64_t>() < 0)
+                throw Error("seed: expected a non-negative integer, got " + shortJson(*v));
+            c.seed = v->get<uint64_t>();
+        }
+    }
+    c.device = root.string("device", "auto");
+    if (c.device != "auto" && c.device != "cpu" && c.device.rfind("cuda", 0) != 0)
+        throw Error("device: expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + c.device + "\"");
+
+    {
+        SectionReader s(root.section("task"), "task");
+        TaskConfig& t = c.task;
+        t.kind = s.choice("kind", t.kind, {"linear_regression"});
+        t.layout = s.choice("layout", t.layout, {"pair", "interleaved"});
+        t.d = s.integer("d", t.d, 1, 4096);
+        t.n_context = s.integer("n_context", t.n_context, 1, 100000);
+        t.x_distribution = s.choice("x_distribution", t.x_distribution, {"uniform", "normal"});
+        t.x_range = s.number("x_range", t.x_range, positive, "a number > 0");
+        t.w_scale = s.number("w_scale", t.w_scale, positive, "a number > 0");
+        t.noise_std = s.number("noise_std", t.noise_std, nonNegative, "a number >= 0");
+        s.rejectUnknown();
+    }
+    {
+        SectionReader s(root.section("model"), "model");
+        ModelConfig& m = c.model;
+        m.kind = s.choice("kind", m.kind, {"lsa"});
+        m.n_layers = s.integer("n_layers", m.n_layers, 1, 1000);
+        m.n_heads = s.integer("n_heads", m.n_heads, 1, 1024);
+        m.tied = s.boolean("tied", m.tied);
+        m.init_scale = s.number("init_scale", m.init_scale, positive, "a number > 0");
+        s.rejectUnknown();
+    }
+    {
+        SectionReader s(root.section("training"), "training");
+        TrainingConfig& t = c.training;
+        t.optimizer = s.choice("optimizer", t.optimizer, {"adam", "adamw", "sgd"});
+        t.lr = s.number("lr", t.lr, positive, "a number > 0");
+        t.beta1 = s.number("beta1", t.beta1, unitInterval, "a number in [0, 1)");
+        t.beta2 = s.number("beta2", t.beta2, unitInterval, "a number in [0, 1)");
+        t.weight_decay = s.number("weight_decay", t.weight_decay, nonNegative, "a number >= 0");
+        t.batch_size = s.integer("batch_size", t.batch_size, 1, 1 << 24);
+        t.steps = s.integer("steps", t.steps, 0, kBig);
+        t.grad_clip = s.number("grad_clip", t.grad_clip, nonNegative, "a number >= 0 (0 = off)");
+        t.schedule = s.choice("schedule", t.schedule, {"constant", "warmup", "warmup_cosine"});
+        t.warmup_steps = s.integer("warmup_steps", t.warmup_steps, 0, kBig);
+        t.eval_every = s.integer("eval_every", t.eval_every, 1, kBig);
+        t.checkpoint_every = s.integer("checkpoint_every", t.checkpoint_every, 1, kBig);
+        s.rejectUnknown();
+    }
+    {
+        SectionReader s(root.section("eval"), "eval");
+        EvalConfig& e = c.eval;
+        e.n_prompts = s.integer("n_prompts", e.n_prompts, 1, 10000000);
+        if (const nlohmann::json* v = s.find("baselines")) {
+            static const std::vector<std::string> known = {"zero", "least_squares", "ridge", "gd"};
+            if (!v->is_array())
+                throw Error("eval.baselines: expected an array of names, got " + shortJson(*v));
+            e.baselines.clear();
+            for (size_t i = 0; i < v->size(); ++i) {
+                const auto& b = (*v)[i];
+                if (!b.is_string() || std::find(known.begin(), known.end(), b.get<std::string>()) == known.end())
+                    throw Error("eval.baselines[" + std::to_string(i)
+                                + "]: expected one of \"zero\", \"least_squares\", \"ridge\", \"gd\", got "
+                                + shortJson(b));
+                e.baselines.push_back(b.get<std::string>());
+            }
+        }
+        if (const nlohmann::json* v = s.find("gd_steps")) {
+            if (!v->is_array() || v->empty())
+                throw Error("eval.gd_steps: expected a non-empty array of integers >= 1, got " + shortJson(*v));
+            e.gd_steps.clear();
+            for (size_t i = 0; i < v->size(); ++i) {
+                const auto& k = (*v)[i];
+                if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > 10000)
+                    throw Error("eval.gd_steps[" + std::to_string(i) + "]: expected an integer in [1, 10000], got "
+                                + shortJson(k));
+                e.gd_steps.push_back(k.get<int64_t>());
+            }
+        }
+        e.ridge_lambda = s.number("ridge_lambda", e.ridge_lambda, [](double) { return true; },
+                                  "a number (negative = Bayes choice)");
+        e.bootstrap = s.integer("bootstrap", e.bootstrap, 0, 1000000);
+        s.rejectUnknown();
+    }
+    root.rejectUnknown();
+
+    if (c.task.layout != "pair" && c.model.kind == "lsa")
+        throw Error("task.layout: the lsa model reads the pair layout (e_i = (x_i, y_i)); got \"" + c.task.layout
+                    + "\"");
+    return c;
+}
+
+nlohmann::json toJson(const ExperimentConfig& c)
+{
+    nlohmann::json j;
+    j["preset"] = c.preset;
+    j["scale"] = c.scale;
+    j["description"] = c.description;
+    j["seed"] = c.seed;
+    j["device"] = c.device;
+    j["task"] = {{"kind", c.task.kind},
+                 {"layout", c.task.layout},
+                 {"d", c.task.d},
+                 {"n_context", c.task.n_context},
+                 {"x_distribution", c.task.x_distribution},
+                 {"x_range", c.task.x_range},
+                 {"w_scale", c.task.w_scale},
+                 {"noise_std", c.task.noise_std}};
+    j["model"] = {{"kind", c.model.kind},
+                  {"n_layers", c.model.n_layers},
+                  {"n_heads", c.model.n_heads},
+                  {"tied", c.model.tied},
+                  {"init_scale", c.model.init_scale}};
+    const TrainingConfig& t = c.training;
+    j["training"] = {{"optimizer", t.optimizer},       {"lr", t.lr},
+                     {"beta1", t.beta1},               {"beta2", t.beta2},
+                     {"weight_decay", t.weight_decay}, {"batch_size", t.batch_size},
+                     {"steps", t.steps},               {"grad_clip", t.grad_clip},
+                     {"schedule", t.schedule},         {"warmup_steps", t.warmup_steps},
+                     {"eval_every", t.eval_every},     {"checkpoint_every", t.checkpoint_every}};
+    j["eval"] = {{"n_prompts", c.eval.n_prompts},
+                 {"baselines", c.eval.baselines},
+                 {"gd_steps", c.eval.gd_steps},
+                 {"ridge_lambda", c.eval.ridge_lambda},
+                 {"bootstrap", c.eval.bootstrap}};
+    return j;
+}
+
+void applyOverride(nlohmann::json& config, const std::string& assignment)
+{
+    const auto eq = assignment.find('=');
+    if (eq == std::string::npos || eq == 0)
+        throw Error("--set " + assignment + ": expected key.path=value");
+    const std::string path = assignment.substr(0, eq);
+    const std::string text = assignment.substr(eq + 1);
+    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
+    if (value.is_discarded())
+        value = text;
+    nlohmann::json* node = &config;
+    std::stringstream ss(path);
+    std::string part, walked;
+    std::vector<std::string> parts;
+    while (std::getline(ss, part, '.')) {
+        if (part.empty())
+            throw Error("--set " + assignment + ": empty component in key path \"" + path + "\"");
+        parts.push_back(part);
+    }
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+        walked += (walked.empty() ? "" : ".") + parts[i];
+        nlohmann::json& next = (*node)[parts[i]];
+        if (next.is_null())
+            next = nlohmann::json::object();
+        if (!next.is_object())
+            throw Error(walked + ": is not a section, cannot set \"" + path + "\"");
+        node = &next;
+    }
+    (*node)[parts.back()] = value;
+}
+
+namespace {
+
+const nlohmann::json& presetJson(const std::string& name)
+{
+    static const auto parsed = [] {
+        std::vector<std::pair<std::string, nlohmann::json>> all;
+        for (const auto& [n, text] : detail::embeddedPresets())
+            all.emplace_back(n, nlohmann::json::parse(text));
+        return all;
+    }();
+    for (const auto& [n, j] : parsed)
+        if (n == name)
+            return j;
+    std::string names;
+    for (const auto& [n, j] : parsed)
+        names += (names.empty() ? "" : ", ") + n;
+    throw Error("unknown preset \"" + name + "\" (available: " + names + ")");
+}
+
+} // namespace
+
+std::vector<PresetInfo> listPresets()
+{
+    std::vector<PresetInfo> out;
+    for (const auto& entry : detail::embeddedPresets()) {
+        const nlohmann::json& j = presetJson(entry.first);
+        PresetInfo p;
+        p.name = entry.first;
+        p.description = j.value("description", "");
+        p.reproduces = j.value("reproduces", "");
+        for (auto it = j["scales"].begin(); it != j["scales"].end(); ++it)
+            p.scales.push_back(it.key());
+        out.push_back(p);
+    }
+    std::sort(out.begin(), out.end(), [](const PresetInfo& a, const PresetInfo& b) { return a.name < b.name; });
+    return out;
+}
+
+nlohmann::json resolveConfig(const ConfigRequest& request)
+{
+    nlohmann::json config;
+    if (!request.preset.empty() && !request.config_file.empty())
+        throw Error("give either a preset or a config file, not both");
+    if (!request.preset.empty()) {
+        const nlohmann::json& preset = presetJson(request.preset);
+        config = preset.at("config");
+        const auto& scales = preset.at("scales");
+        if (!scales.contains(request.scale)) {
+            std::string names;
+            for (auto it = scales.begin(); it != scales.end(); ++it)
+                names += (names.empty() ? "" : ", ") + it.key();
+            throw Error("preset " + request.preset + " has no scale \"" + request.scale + "\" (available: " + names
+                        + ")");
+        }
+        for (auto it = scales[request.scale].begin(); it != scales[request.scale].end(); ++it)
+            applyOverride(config, it.key() + "=" + it.value().dump());
+        config["preset"] = request.preset;
+        config["scale"] = request.scale;
+        config["description"] = preset.value("description", "");
+    } else if (!request.config_file.empty()) {
+        std::ifstream f(request.config_file);
+        if (!f)
+            throw Error("cannot read config file " + request.config_file);
+        try {
+            config = nlohmann::json::parse(f);
+        } catch (const nlohmann::json::parse_error& e) {
+            throw Error(request.config_file + ": invalid JSON (" + std::string(e.what()) + ")");
+        }
+    } else {
+        throw Error("no experiment given: use a preset or a config file");
+    }
+    for (const auto& s : request.sets)
+        applyOverride(config, s);
+    if (request.steps)
+        config["training"]["steps"] = *request.steps;
+    if (request.seed)
+        config["seed"] = *request.seed;
+    if (request.device)
+        config["device"] = *request.device;
+    return toJson(parseConfig(config));
+}
+
+} // namespace icl

@@ -1,0 +1,122 @@
+#pragma once
+// Experiment configuration: JSON parsing, validation with key-path errors, presets and overrides.
+// Torch-free; safe to include from the app.
+//
+// Intended usage:
+//   ConfigRequest req;  req.preset = "vonoswald-lsa-1layer";  req.scale = "quick";
+//   req.sets = {"training.lr=5e-4"};
+//   nlohmann::json cfg = resolveConfig(req);          // validated, every default filled in
+//   ExperimentConfig typed = parseConfig(cfg);          // typed view used by the trainer
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace icl {
+
+/// `task` section. Only `linear_regression` exists in this slice.
+struct TaskConfig {
+    std::string kind = "linear_regression";
+    std::string layout = "pair";            ///< "pair" (e_i = (x_i, y_i)) or "interleaved" (x and y tokens)
+    int64_t d = 10;                         ///< input dimension
+    int64_t n_context = 10;                 ///< N, number of in-context examples
+    std::string x_distribution = "uniform"; ///< "uniform" (U(−x_range, x_range)^d) or "normal" (N(0, I_d))
+    double x_range = 1.0;
+    double w_scale = 1.0;                   ///< w ~ N(0, w_scale²·I_d)
+    double noise_std = 0.0;                 ///< σ of Gaussian label noise on y_i (and y_q)
+};
+
+/// `model` section. Only `lsa` (von Oswald et al. 2022, linear self-attention) in this slice.
+struct ModelConfig {
+    std::string kind = "lsa";
+    int64_t n_layers = 1;      ///< K
+    int64_t n_heads = 1;
+    bool tied = false;         ///< one shared layer applied K times (recurrent)
+    double init_scale = 0.002; ///< variance-scaling scale; divided by K (PAPERS.md §1)
+};
+
+/// `training` section.
+struct TrainingConfig {
+    std::string optimizer = "adamw";   ///< "adam", "adamw" or "sgd"
+    double lr = 1e-3;                  ///< peak learning rate
+    double beta1 = 0.9;
+    double beta2 = 0.98;
+    double weight_decay = 0.0;
+    int64_t batch_size = 2048;
+    int64_t steps = 5000;
+    double grad_clip = 0.001;          ///< global-norm clipping threshold; 0 = off
+    std::string schedule = "constant"; ///< "constant", "warmup" (linear warm-up then constant), "warmup_cosine"
+    int64_t warmup_steps = 0;
+    int64_t eval_every = 100;
+    int64_t checkpoint_every = 1000;
+};
+
+/// `eval` section: the fixed evaluation prompts and the baselines measured on them.
+struct EvalConfig {
+    int64_t n_prompts = 10000;
+    std::vector<std::string> baselines = {"zero", "least_squares", "ridge", "gd"};
+    std::vector<int64_t> gd_steps = {1};   ///< k for each GD-k baseline ("gd_1", "gd_2", …)
+    /// ridge penalty λ on the sum-of-squares objective; negative = Bayes choice σ²/w_scale²
+    double ridge_lambda = -1.0;
+    int64_t bootstrap = 1000;              ///< bootstrap resamples for confidence intervals
+};
+
+/// A whole resolved experiment config.
+struct ExperimentConfig {
+    std::string preset;   ///< preset it came from, "" for a config file
+    std::string scale;    ///< "quick" or "paper" when from a preset
+    std::string description;
+    TaskConfig task;
+    ModelConfig model;
+    TrainingConfig training;
+    EvalConfig eval;
+    uint64_t seed = 0;
+    std::string device = "auto";  ///< "auto", "cpu", "cuda" or "cuda:N"
+};
+
+/// Parses and validates a config. Missing keys take the defaults above; unknown keys, wrong types
+/// and out-of-range values throw icl::Error naming the key path, e.g.
+/// `training.lr: expected a number > 0, got "fast"`.
+ExperimentConfig parseConfig(const nlohmann::json& config);
+
+/// Full JSON form of a config (every key present). parseConfig(toJson(c)) == c.
+nlohmann::json toJson(const ExperimentConfig& config);
+
+/// Sets `key.path=value` in a JSON config. The value is parsed as JSON when it parses
+/// (numbers, true/false, arrays), otherwise taken as a string. Throws icl::Error for a malformed
+/// assignment; unknown keys are caught later by parseConfig.
+void applyOverride(nlohmann::json& config, const std::string& assignment);
+
+/// Where a config comes from and what to change in it.
+struct ConfigRequest {
+    std::string preset;               ///< preset name, or empty when config_file is set
+    std::string config_file;          ///< path of a JSON config
+    std::string scale = "quick";      ///< "quick" or "paper" (presets only)
+    std::vector<std::string> sets;    ///< "key.path=value" overrides, applied in order
+    std::optional<int64_t> steps;
+    std::optional<uint64_t> seed;
+    std::optional<std::string> device;
+};
+
+/// Loads a preset or file, applies the scale, the overrides and the options, validates, and
+/// returns the full resolved JSON. Throws icl::Error (unknown preset, unreadable file, bad key).
+nlohmann::json resolveConfig(const ConfigRequest& request);
+
+/// One preset of resources/presets (compiled into the binary).
+struct PresetInfo {
+    std::string name;
+    std::string description;   ///< one line
+    std::string reproduces;    ///< paper figure it reproduces
+    std::vector<std::string> scales;
+};
+
+/// All presets, sorted by name.
+std::vector<PresetInfo> listPresets();
+
+/// The default experiment of `scripts/run.sh` and the GUI.
+inline constexpr const char* kDefaultPreset = "vonoswald-lsa-1layer";
+
+} // namespace icl

@@ -1,0 +1,25 @@
+#pragma once
+// Model factory: builds the model a config asks for. Core-internal (LibTorch).
+
+#include <functional>
+#include <memory>
+
+#include <torch/torch.h>
+
+#include "core/io/config.h"
+#include "core/tasks/linear_regression.h"
+
+namespace icl {
+
+/// A model of any kind behind one interface: its module (parameters, train()/eval(), to(device))
+/// and its query prediction ŷ_q [B] for a batch of prompts.
+struct ModelHandle {
+    std::shared_ptr<torch::nn::Module> module;
+    std::function<torch::Tensor(const PromptBatch&)> predict;
+};
+
+/// Builds and initialises (seeded by `seed`) the model of `config`, on the CPU in float32.
+/// Throws icl::Error when the model does not fit the task (e.g. lsa with the interleaved layout).
+ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed);
+
+} // namespace icl

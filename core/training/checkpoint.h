@@ -1,0 +1,27 @@
+#pragma once
+// Conversion between live LibTorch state and the experiment file's checkpoint arrays. Core-internal.
+
+#include <torch/torch.h>
+
+#include "core/io/experiment_file.h"
+
+namespace icl {
+
+/// Parameters of `module` as float32 arrays named as in named_parameters(). Copies to the CPU.
+std::vector<NamedArray> paramsToArrays(const torch::nn::Module& module);
+
+/// Loads parameters by name. Throws icl::Error (naming parameter and shapes) when a parameter is
+/// missing, unexpected, or has another shape. `where` prefixes messages (file and step).
+void loadParams(torch::nn::Module& module, const std::vector<NamedArray>& params, const std::string& where);
+
+/// Adam/AdamW/SGD state (exp_avg, exp_avg_sq, step; momentum_buffer) per parameter name.
+void saveOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::Module& module, CheckpointData& out);
+
+/// Restores what saveOptimizerState wrote. Parameters with no stored state keep a fresh state.
+void loadOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::Module& module,
+                        const CheckpointData& checkpoint, const std::string& where);
+
+/// A float32 CPU tensor holding `array` (shape as stored).
+torch::Tensor arrayToTensor(const NamedArray& array);
+
+} // namespace icl

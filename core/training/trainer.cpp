@@ -1,0 +1,270 @@
+#include "core/training/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "core/baselines/baselines.h"
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "core/models/model.h"
+#include "core/tasks/linear_regression.h"
+#include "core/training/checkpoint.h"
+#include "core/training/device.h"
+
+namespace icl {
+
+namespace {
+
+// Seed streams: training batches use stream = step (< 2^40); the others sit far above.
+constexpr uint64_t kInitStream = uint64_t(1) << 50;
+constexpr uint64_t kEvalStream = kInitStream + 1;
+constexpr uint64_t kTuneStream = kInitStream + 2;
+
+std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const TrainingConfig& t, std::vector<torch::Tensor> params)
+{
+    if (t.optimizer == "adamw")
+        return std::make_unique<torch::optim::AdamW>(
+            params, torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(t.weight_decay));
+    if (t.optimizer == "adam")
+        return std::make_unique<torch::optim::Adam>(
+            params, torch::optim::AdamOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(t.weight_decay));
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(t.lr).weight_decay(t.weight_decay));
+}
+
+/// Learning rate η at optimisation step `step` (0-based) under the configured schedule.
+double learningRate(const TrainingConfig& t, int64_t step)
+{
+    const double warm = t.warmup_steps > 0 ? std::min(1.0, double(step + 1) / double(t.warmup_steps)) : 1.0;
+    if (t.schedule == "constant")
+        return t.lr;
+    if (t.schedule == "warmup")
+        return t.lr * warm;
+    // warmup_cosine: linear warm-up, then cosine decay to 0 at the last step
+    if (step < t.warmup_steps)
+        return t.lr * warm;
+    const double span = std::max<int64_t>(1, t.steps - t.warmup_steps);
+    const double progress = std::min(1.0, double(step - t.warmup_steps) / span);
+    return t.lr * 0.5 * (1.0 + std::cos(M_PI * progress));
+}
+
+void setLearningRate(torch::optim::Optimizer& opt, double lr)
+{
+    for (auto& group : opt.param_groups())
+        group.options().set_lr(lr);
+}
+
+double evalLoss(const ModelHandle& model, const PromptBatch& eval)
+{
+    torch::NoGradGuard guard;
+    model.module->eval();
+    double sum = 0.0;
+    const int64_t chunk = 4096, n = eval.batchSize();
+    for (int64_t b = 0; b < n; b += chunk) {
+        PromptBatch part = eval.slice(b, std::min(n, b + chunk));
+        torch::Tensor err = (model.predict(part) - part.queryY()).to(torch::kFloat64);
+        sum += 0.5 * err.pow(2).sum().item<double>();
+    }
+    model.module->train();
+    return sum / double(n);
+}
+
+} // namespace
+
+TrainResult train(const nlohmann::json& configJson, const TrainOptions& options, const TrainCallback& callback)
+{
+    namespace fs = std::filesystem;
+    if (options.out_path.empty())
+        throw Error("no output file given (--out RUN.h5)");
+    const std::string& out = options.out_path;
+
+    ExperimentConfig cfg;
+    CheckpointData resumeFrom;
+    bool resuming = false;
+    if (options.resume) {
+        if (!fs::exists(out))
+            throw Error(out + ": cannot resume: no such file");
+        RunSummary summary = readRunSummary(out);
+        nlohmann::json stored;
+        try {
+            stored = nlohmann::json::parse(summary.config_json);
+        } catch (const std::exception&) {
+            throw Error(out + ": damaged /config (not JSON)");
+        }
+        cfg = parseConfig(stored);
+        if (options.steps > 0)
+            cfg.training.steps = options.steps;
+        if (summary.checkpoints.empty())
+            throw Error(out + ": cannot resume: the file holds no checkpoint");
+        resumeFrom = readCheckpoint(out, summary.checkpoints.back().step);
+        resuming = true;
+    } else {
+        cfg = parseConfig(configJson);
+    }
+
+    const torch::Device device = resolveDevice(cfg.device);  // before touching the file
+    configureThreads(options.threads);
+    if (!resuming)
+        createExperimentFile(out, toJson(cfg).dump(2), options.force);
+
+    const TrainingConfig& tc = cfg.training;
+    const int64_t totalSteps = tc.steps;
+    int64_t step = resuming ? resumeFrom.step : 0;
+    const double wallOffset = resuming ? resumeFrom.wall_time_s : 0.0;
+    const auto started = std::chrono::steady_clock::now();
+    auto elapsed = [&] {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    };
+
+    TrainProgress progress;
+    progress.start_step = step;
+    progress.step = step;
+    progress.total_steps = totalSteps;
+    auto report = [&](TrainProgress::Phase phase, const std::string& message) {
+        progress.phase = phase;
+        progress.message = message;
+        progress.elapsed_s = elapsed();
+        return callback ? callback(progress) : true;
+    };
+
+    ModelHandle model = makeModel(cfg, mixSeed(cfg.seed, kInitStream));
+    model.module->to(device);
+    auto optimizer = makeOptimizer(tc, model.module->parameters());
+    const std::string where = out + " (checkpoint " + std::to_string(step) + ")";
+    if (resuming) {
+        loadParams(*model.module, resumeFrom.params, where);
+        loadOptimizerState(*optimizer, *model.module, resumeFrom, where);
+    }
+
+    // Fixed evaluation prompts, and separate prompts on which GD's step size η is fitted.
+    TrainResult result;
+    result.device = device.str();
+    if (!report(TrainProgress::Phase::Preparing,
+                "drawing " + std::to_string(cfg.eval.n_prompts) + " evaluation prompts and fitting baselines")) {
+        result.final_step = step;
+        result.stopped = true;
+        return result;
+    }
+    const PromptBatch evalCpu = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, mixSeed(cfg.seed, kEvalStream));
+    const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, mixSeed(cfg.seed, kTuneStream));
+    const std::map<std::string, double> etas = fitGdEtas(tuning, cfg.eval);
+    std::map<std::string, double> baselineLoss;
+    for (const auto& name : baselineNames(cfg.eval))
+        baselineLoss[name] = halfMse(predictBaseline(name, evalCpu, cfg, etas).to(torch::kFloat64),
+                                     evalCpu.queryY().to(torch::kFloat64))
+                                 .item<double>();
+    const PromptBatch evalSet = evalCpu.to(device);
+    progress.baselines = baselineLoss;
+
+    std::vector<MetricsRow> pending;
+    double lossSum = 0.0, lastGradNorm = 0.0, lastLr = learningRate(tc, step);
+    int64_t lossCount = 0;
+    bool truncatePending = resuming;
+    int64_t lastCheckpoint = step;
+
+    auto evaluateAndCommit = [&](bool withCheckpoint, double batchLoss) {
+        const double eval = evalLoss(model, evalSet);
+        if (!std::isfinite(eval))
+            throw Error("training diverged at step " + std::to_string(step) + ": eval loss is "
+                        + std::to_string(eval) + "; the last checkpoint (step " + std::to_string(lastCheckpoint)
+                        + ") in " + out + " is intact and resumable; lower training.lr or set training.grad_clip");
+        MetricsRow row;
+        row["step"] = double(step);
+        row["train_loss"] = lossCount ? lossSum / double(lossCount) : batchLoss;
+        row["eval_loss"] = eval;
+        row["lr"] = lastLr;
+        row["grad_norm"] = lastGradNorm;
+        row["wall_time_s"] = wallOffset + elapsed();
+        for (const auto& [name, value] : baselineLoss)
+            row["baseline/" + name] = value;
+        for (const auto& [name, value] : etas)
+            row["baseline_eta/" + name] = value;
+        pending.push_back(row);
+        CheckpointData cp;
+        if (withCheckpoint) {
+            cp.step = step;
+            cp.train_loss = row["train_loss"];
+            cp.wall_time_s = row["wall_time_s"];
+            cp.params = paramsToArrays(*model.module);
+            saveOptimizerState(*optimizer, *model.module, cp);
+        }
+        commitToExperimentFile(out, pending, withCheckpoint ? &cp : nullptr,
+                               truncatePending ? resumeFrom.step : -1);
+        truncatePending = false;
+        pending.clear();
+        if (withCheckpoint)
+            lastCheckpoint = step;
+        progress.evaluated = true;
+        progress.eval_loss = eval;
+        progress.checkpointed = withCheckpoint;
+        result.eval_loss = eval;
+        lossSum = 0.0;
+        lossCount = 0;
+    };
+
+    if (!resuming) {
+        // Step 0: the untrained model, so curves and the checkpoint timeline start at initialisation.
+        double initialLoss;
+        {
+            torch::NoGradGuard guard;
+            PromptBatch b = sampleLinearRegression(cfg.task, tc.batch_size, mixSeed(cfg.seed, 0), torch::kFloat32, device);
+            initialLoss = halfMse(model.predict(b), b.queryY()).item<double>();
+        }
+        progress.train_loss = initialLoss;
+        evaluateAndCommit(true, initialLoss);
+    }
+
+    model.module->train();
+    bool stopped = !report(TrainProgress::Phase::Training, "training");
+    const auto params = model.module->parameters();
+    while (!stopped && step < totalSteps) {
+        const double lr = learningRate(tc, step);
+        setLearningRate(*optimizer, lr);
+        PromptBatch batch = sampleLinearRegression(cfg.task, tc.batch_size, mixSeed(cfg.seed, uint64_t(step)),
+                                                   torch::kFloat32, device);
+        torch::Tensor loss = halfMse(model.predict(batch), batch.queryY());
+        optimizer->zero_grad();
+        loss.backward();
+        const double maxNorm = tc.grad_clip > 0 ? tc.grad_clip : std::numeric_limits<double>::infinity();
+        const double gradNorm = torch::nn::utils::clip_grad_norm_(params, maxNorm);
+        const double lossValue = loss.item<double>();
+        if (!std::isfinite(lossValue) || !std::isfinite(gradNorm))
+            throw Error("training diverged at step " + std::to_string(step + 1) + ": loss = "
+                        + std::to_string(lossValue) + ", gradient norm = " + std::to_string(gradNorm)
+                        + "; the last checkpoint (step " + std::to_string(lastCheckpoint) + ") in " + out
+                        + " is intact and resumable; lower training.lr or set training.grad_clip");
+        optimizer->step();
+        ++step;
+        lossSum += lossValue;
+        ++lossCount;
+        lastGradNorm = gradNorm;
+        lastLr = lr;
+
+        progress.step = step;
+        progress.train_loss = lossValue;
+        progress.lr = lr;
+        progress.grad_norm = gradNorm;
+        progress.evaluated = false;
+        progress.checkpointed = false;
+        const bool last = step == totalSteps;
+        const bool checkpointNow = last || step % tc.checkpoint_every == 0;
+        if (checkpointNow || step % tc.eval_every == 0)
+            evaluateAndCommit(checkpointNow, lossValue);
+        stopped = !report(TrainProgress::Phase::Training, "training");
+        if (stopped && lastCheckpoint != step)
+            evaluateAndCommit(true, lossValue);  // stop: keep everything up to this step
+    }
+
+    result.final_step = step;
+    result.stopped = stopped && step < totalSteps;
+    result.baselines = baselineLoss;
+    if (result.eval_loss == 0.0 && !progress.evaluated)
+        result.eval_loss = evalLoss(model, evalSet);
+    progress.evaluated = false;
+    progress.checkpointed = false;
+    report(TrainProgress::Phase::Finished, result.stopped ? "stopped" : "finished");
+    return result;
+}
+
+} // namespace icl

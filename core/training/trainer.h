@@ -1,0 +1,48 @@
+#pragma once
+// Training facade (torch-free header). The loop itself lives in trainer.cpp.
+//
+// Intended usage (from a worker thread; the callback runs on that thread):
+//   TrainOptions opt;  opt.out_path = "run.h5";
+//   TrainResult r = train(resolveConfig(req), opt, [&](const TrainProgress& p) { return !stop; });
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/types/train_progress.h"
+
+namespace icl {
+
+struct TrainOptions {
+    std::string out_path;    ///< experiment file to create (or to continue with `resume`)
+    bool resume = false;     ///< continue from the last checkpoint of out_path (config taken from the file)
+    bool force = false;      ///< overwrite an existing out_path
+    int threads = 0;         ///< LibTorch intra-op threads; 0 = hardware concurrency
+    int64_t steps = 0;       ///< with resume: new total number of steps (0 = keep the file's)
+};
+
+/// Return false to stop training; the run then commits a final checkpoint and returns.
+using TrainCallback = std::function<bool(const TrainProgress&)>;
+
+struct TrainResult {
+    int64_t final_step = 0;
+    bool stopped = false;                     ///< the callback asked to stop
+    double eval_loss = 0.0;                   ///< model loss on the eval prompts at final_step
+    std::map<std::string, double> baselines;  ///< baseline losses on the same prompts
+    std::string device;                       ///< device actually used ("cpu", "cuda:0")
+};
+
+/// Trains the model of `config` (a resolved config, see resolveConfig) and writes the experiment
+/// file. Throws icl::Error for bad config, an existing file without force/resume, a damaged file on
+/// resume, or divergence (NaN/Inf loss or gradient: the last checkpoint stays intact).
+/// Thread affinity: call from a worker thread; the callback runs on that same thread.
+TrainResult train(const nlohmann::json& config, const TrainOptions& options, const TrainCallback& callback);
+
+/// Human-readable name of the device `spec` ("auto", "cpu", "cuda:1") resolves to on this machine.
+/// Throws icl::Error for an unknown spec or an unavailable CUDA device.
+std::string resolveDeviceName(const std::string& spec);
+
+} // namespace icl

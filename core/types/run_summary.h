@@ -1,0 +1,40 @@
+#pragma once
+// Torch-free summary of an experiment file, read by the GUI and the CLI `info` command.
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace icl {
+
+/// One saved checkpoint (/checkpoints/<step>).
+struct CheckpointInfo {
+    int64_t step = 0;
+    double train_loss = 0.0;
+    double wall_time_s = 0.0;  ///< seconds of training when the checkpoint was written
+};
+
+/// Everything in an experiment file except the parameters.
+struct RunSummary {
+    std::string path;
+    std::string format;       ///< always "icl-workbench" for files that open
+    int format_version = 0;
+    std::string app_version;
+    std::string created;      ///< ISO 8601
+    std::string config_json;  ///< the full resolved config
+    std::vector<CheckpointInfo> checkpoints;                 ///< ascending by step
+    std::map<std::string, std::vector<double>> metrics;      ///< /metrics/<series>, e.g. "eval_loss", "baseline/gd_1"
+
+    /// Last value of a metric series, or NaN when the series is missing or empty.
+    double lastMetric(const std::string& series) const
+    {
+        auto it = metrics.find(series);
+        if (it == metrics.end() || it->second.empty())
+            return std::numeric_limits<double>::quiet_NaN();
+        return it->second.back();
+    }
+};
+
+} // namespace icl

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Idempotent install of everything ICL Workbench needs to build, run and test on Debian 12.
+# Usage: scripts/install-deps.sh        (runs apt-get only for packages that are missing)
+set -euo pipefail
+
+PACKAGES=(
+    build-essential cmake ninja-build ccache pkg-config git
+    libtorch-dev libopenblas0-openmp
+    qt6-base-dev libqt6svg6-dev libgl-dev libqcustomplot-dev
+    libhdf5-dev hdf5-tools
+    nlohmann-json3-dev libcli11-dev libfmt-dev
+    googletest libgtest-dev libgmock-dev libbenchmark-dev
+    xvfb xauth
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#PACKAGES[@]} packages present"
+    exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
