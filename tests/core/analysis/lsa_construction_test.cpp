@@ -1,1 +1,136 @@
+// von Oswald et al. 2022, Proposition 1: an LSA layer with the constructed weights performs exactly one
+// step of gradient descent on L(W) = (1/2N)·Σ(W x_i − y_i)². The reference here is an explicit loop over
+// plain doubles, independent of the library's GD baseline.
 #include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/analysis/lsa_construction.h"
+
+namespace {
+
+icl::PromptBatch prompts(int64_t batch, int64_t d, int64_t n, uint64_t seed)
+{
+    icl::TaskConfig t;
+    t.d = d;
+    t.n_context = n;
+    return icl::sampleLinearRegression(t, batch, seed, torch::kFloat64);
+}
+
+// k GD steps from W = 0 with step η, in plain C++; returns the query prediction of each prompt.
+std::vector<double> gdReference(const icl::PromptBatch& b, int k, double eta)
+{
+    const auto x = b.x.accessor<double, 3>();
+    const auto y = b.y.accessor<double, 2>();
+    const int64_t B = b.batchSize(), N = b.nContext(), d = b.dim();
+    std::vector<double> out(B);
+    for (int64_t p = 0; p < B; ++p) {
+        std::vector<double> w(d, 0.0);
+        for (int step = 0; step < k; ++step) {
+            std::vector<double> grad(d, 0.0);
+            for (int64_t i = 0; i < N; ++i) {
+                double r = -y[p][i];
+                for (int64_t j = 0; j < d; ++j)
+                    r += w[j] * x[p][i][j];
+                for (int64_t j = 0; j < d; ++j)
+                    grad[j] += r * x[p][i][j] / double(N);
+            }
+            for (int64_t j = 0; j < d; ++j)
+                w[j] -= eta * grad[j];
+        }
+        double pred = 0.0;
+        for (int64_t j = 0; j < d; ++j)
+            pred += w[j] * x[p][N][j];
+        out[p] = pred;
+    }
+    return out;
+}
+
+double maxRelativeError(const torch::Tensor& got, const std::vector<double>& want)
+{
+    auto g = got.accessor<double, 1>();
+    double worst = 0.0;
+    for (size_t i = 0; i < want.size(); ++i)
+        worst = std::max(worst, std::abs(g[i] - want[i]) / std::max(1e-12, std::abs(want[i])));
+    return worst;
+}
+
+TEST(LsaConstruction, OneLayerEqualsOneGdStepExactly)
+{
+    const double eta = 1.37;
+    const auto b = prompts(64, 10, 10, 7);
+    icl::Lsa model(11, 1, 1, false);
+    model->to(torch::kFloat64);
+    icl::applyGdConstruction(*model, eta, 10);
+    const torch::Tensor pred = model->predict(b);
+    EXPECT_LE(maxRelativeError(pred, gdReference(b, 1, eta)), 1e-10);
+
+    // Closed form of the same prediction with W_0 = 0: ŷ = (η/N)·Σ y_i x_iᵀ x_q.
+    auto x = b.x.accessor<double, 3>();
+    auto y = b.y.accessor<double, 2>();
+    for (int64_t p = 0; p < 4; ++p) {
+        double want = 0.0;
+        for (int64_t i = 0; i < 10; ++i) {
+            double dot = 0.0;
+            for (int64_t j = 0; j < 10; ++j)
+                dot += x[p][i][j] * x[p][10][j];
+            want += eta / 10.0 * y[p][i] * dot;
+        }
+        EXPECT_NEAR(pred[p].item<double>(), want, 1e-10 * std::max(1.0, std::abs(want)));
+    }
+}
+
+TEST(LsaConstruction, TokensBecomeResidualsOfTheUpdatedModel)
+{
+    // Each context token (x_j, y_j) becomes (x_j, y_j − ΔW x_j) with ΔW = (η/N)·Σ y_i x_iᵀ.
+    const double eta = 0.9;
+    const auto b = prompts(8, 5, 7, 3);
+    icl::Lsa model(6, 1, 1, false);
+    model->to(torch::kFloat64);
+    icl::applyGdConstruction(*model, eta, 7);
+    const torch::Tensor out = model->forward(icl::pairTokens(b), 7);
+    auto x = b.x.accessor<double, 3>();
+    auto y = b.y.accessor<double, 2>();
+    auto o = out.accessor<double, 3>();
+    for (int64_t p = 0; p < 8; ++p) {
+        std::vector<double> dw(5, 0.0);
+        for (int64_t i = 0; i < 7; ++i)
+            for (int64_t j = 0; j < 5; ++j)
+                dw[j] += eta / 7.0 * y[p][i] * x[p][i][j];
+        for (int64_t t = 0; t < 7; ++t) {
+            double dwx = 0.0;
+            for (int64_t j = 0; j < 5; ++j) {
+                dwx += dw[j] * x[p][t][j];
+                EXPECT_DOUBLE_EQ(o[p][t][j], x[p][t][j]);  // x part untouched
+            }
+            EXPECT_NEAR(o[p][t][5], y[p][t] - dwx, 1e-12);
+        }
+    }
+}
+
+TEST(LsaConstruction, KLayersEqualKGdSteps)
+{
+    const double eta = 0.8;
+    const auto b = prompts(32, 6, 12, 11);
+    for (bool tied : {false, true}) {
+        for (int k : {2, 3, 5}) {
+            icl::Lsa model(7, k, 1, tied);
+            model->to(torch::kFloat64);
+            icl::applyGdConstruction(*model, eta, 12);
+            EXPECT_LE(maxRelativeError(model->predict(b), gdReference(b, k, eta)), 1e-10)
+                << "K = " << k << (tied ? " tied" : " untied");
+        }
+    }
+}
+
+TEST(LsaConstruction, ExtraHeadsAreSilenced)
+{
+    const auto b = prompts(16, 4, 6, 5);
+    icl::Lsa model(5, 2, 3, false);
+    model->initVarianceScaling(1.0, 1);  // non-zero weights everywhere first
+    model->to(torch::kFloat64);
+    icl::applyGdConstruction(*model, 1.1, 6);
+    EXPECT_LE(maxRelativeError(model->predict(b), gdReference(b, 2, 1.1)), 1e-10);
+}
+
+} // namespace

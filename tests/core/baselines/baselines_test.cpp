@@ -1,1 +1,132 @@
+// Baselines against independent computations and closed forms.
 #include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/baselines/baselines.h"
+
+namespace {
+
+icl::PromptBatch prompts(int64_t batch, int64_t d, int64_t n, uint64_t seed, double noise = 0.0)
+{
+    icl::TaskConfig t;
+    t.d = d;
+    t.n_context = n;
+    t.noise_std = noise;
+    return icl::sampleLinearRegression(t, batch, seed, torch::kFloat64);
+}
+
+double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
+{
+    return (a - b).abs().max().item<double>();
+}
+
+TEST(LeastSquares, EqualsNormalEquationsWhenOverdetermined)
+{
+    const auto b = prompts(50, 5, 12, 1, 0.3);
+    const torch::Tensor X = b.contextX(), y = b.contextY().unsqueeze(-1);
+    // ŵ = (XᵀX)⁻¹ Xᵀy, solved by LU — a different route from the pseudo-inverse.
+    const torch::Tensor w = torch::linalg::solve(torch::matmul(X.transpose(1, 2), X),
+                                                 torch::matmul(X.transpose(1, 2), y), true)
+                                .squeeze(-1);
+    const torch::Tensor want = (w * b.queryX()).sum(-1);
+    EXPECT_LE(maxAbsDiff(icl::predictLeastSquares(b), want), 1e-9);
+}
+
+TEST(LeastSquares, IsMinimumNormWhenUnderdetermined)
+{
+    const auto b = prompts(50, 8, 3, 2);
+    const torch::Tensor X = b.contextX(), y = b.contextY().unsqueeze(-1);
+    // Minimum-norm solution ŵ = Xᵀ(XXᵀ)⁻¹y.
+    const torch::Tensor w
+        = torch::matmul(X.transpose(1, 2), torch::linalg::solve(torch::matmul(X, X.transpose(1, 2)), y, true))
+              .squeeze(-1);
+    EXPECT_LE(maxAbsDiff(icl::predictLeastSquares(b), (w * b.queryX()).sum(-1)), 1e-9);
+}
+
+TEST(LeastSquares, NoiselessSquareSystemRecoversTheTask)
+{
+    const auto b = prompts(20, 10, 10, 3);
+    EXPECT_LE(maxAbsDiff(icl::predictLeastSquares(b), b.queryY()), 1e-7);
+}
+
+TEST(Ridge, EqualsLeastSquaresOnTheAugmentedSystem)
+{
+    // Ridge with penalty λ is least squares on [X; √λ·I], [y; 0].
+    const double lambda = 0.7;
+    const auto b = prompts(30, 6, 9, 4, 0.5);
+    const int64_t B = 30, d = 6;
+    const torch::Tensor Xa = torch::cat(
+        {b.contextX(), std::sqrt(lambda) * torch::eye(d, torch::kFloat64).unsqueeze(0).expand({B, d, d})}, 1);
+    const torch::Tensor ya = torch::cat({b.contextY(), torch::zeros({B, d}, torch::kFloat64)}, 1).unsqueeze(-1);
+    const torch::Tensor w = std::get<0>(torch::linalg::lstsq(Xa, ya, c10::nullopt, "gelsd")).squeeze(-1);
+    EXPECT_LE(maxAbsDiff(icl::predictRidge(b, lambda), (w * b.queryX()).sum(-1)), 1e-9);
+    EXPECT_LE(maxAbsDiff(icl::predictRidge(b, 0.0), icl::predictLeastSquares(b)), 1e-12);
+}
+
+TEST(Ridge, BayesPenaltyIsNoiseOverPriorVariance)
+{
+    icl::ExperimentConfig c;
+    c.task.noise_std = 0.5;
+    c.task.w_scale = 2.0;
+    EXPECT_DOUBLE_EQ(icl::ridgeLambda(c), 0.25 / 4.0);
+    c.eval.ridge_lambda = 0.3;
+    EXPECT_DOUBLE_EQ(icl::ridgeLambda(c), 0.3);
+}
+
+TEST(GradientDescent, OneStepIsTheClosedForm)
+{
+    const double eta = 1.3;
+    const auto b = prompts(40, 4, 7, 5);
+    // W_1 = (η/N)·Σ y_i x_i
+    const torch::Tensor w1 = eta / 7.0 * (b.contextY().unsqueeze(-1) * b.contextX()).sum(1);
+    EXPECT_LE(maxAbsDiff(icl::predictGd(b, 1, eta), (w1 * b.queryX()).sum(-1)), 1e-12);
+}
+
+TEST(GradientDescent, ManyStepsWithSmallEtaConvergeToLeastSquares)
+{
+    const auto b = prompts(20, 3, 15, 6, 0.2);
+    EXPECT_LE(maxAbsDiff(icl::predictGd(b, 3000, 1.0), icl::predictLeastSquares(b)), 1e-6);
+}
+
+TEST(GradientDescent, ClosedFormEtaEqualsFineLineSearch)
+{
+    const auto b = prompts(4000, 10, 10, 8);
+    const double closed = icl::closedFormEtaOneStep(b);
+    const double searched = icl::lineSearchEta(b, 1);
+    EXPECT_NEAR(closed, searched, 1e-6 * closed);
+}
+
+TEST(GradientDescent, BestEtaMatchesTheAnalyticValueForUniformInputs)
+{
+    // x ~ U(−1, 1)^d (variance s² = 1/3, E x⁴ = 1/5), w ~ N(0, I), d = N = 10 (PAPERS.md §1):
+    // E[g·y_q] = d·s⁴ and E[g²] = (1/N)·s²·(d·E x⁴ + d(d−1)s⁴) + ((N−1)/N)·d·s⁶,
+    // so η* = 1.5152 and the loss 0.5·(E y² − E[g y]²/E[g²]) = 0.8249; predicting 0 costs d·s²/2 = 1.6667.
+    const double s2 = 1.0 / 3.0, m4 = 0.2, d = 10, N = 10;
+    const double egy = d * s2 * s2;
+    const double egg = (1.0 / N) * s2 * (d * m4 + d * (d - 1) * s2 * s2) + ((N - 1) / N) * d * s2 * s2 * s2;
+    const double etaStar = egy / egg;
+    const double lossStar = 0.5 * (d * s2 - egy * egy / egg);
+    ASSERT_NEAR(etaStar, 1.5152, 1e-4);
+
+    const auto b = prompts(200000, 10, 10, 9);
+    const double eta = icl::closedFormEtaOneStep(b);
+    EXPECT_NEAR(eta, etaStar, 0.02 * etaStar);
+    const double loss = icl::halfMse(icl::predictGd(b, 1, etaStar), b.queryY()).item<double>();
+    EXPECT_NEAR(loss, lossStar, 0.02 * lossStar);
+    EXPECT_NEAR(icl::halfMse(icl::predictZero(b), b.queryY()).item<double>(), 5.0 / 3.0, 0.02);
+}
+
+TEST(Baselines, NamesAndDispatch)
+{
+    icl::ExperimentConfig c;
+    c.eval.baselines = {"zero", "gd"};
+    c.eval.gd_steps = {1, 3};
+    EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"zero", "gd_1", "gd_3"}));
+    const auto b = prompts(10, 3, 4, 1);
+    EXPECT_THROW(icl::predictBaseline("gd_3", b, c, {}), std::runtime_error);
+    EXPECT_THROW(icl::predictBaseline("knn_5", b, c, {}), std::runtime_error);
+    EXPECT_LE(maxAbsDiff(icl::predictBaseline("gd_3", b, c, {{"gd_3", 0.5}}), icl::predictGd(b, 3, 0.5)), 0.0);
+}
+
+} // namespace
