@@ -1,1 +1,132 @@
+// End-to-end tests of icl-cli as a user runs it: real processes, real files.
 #include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+    int code = -1;
+    std::string out;  // stdout
+    std::string err;  // stderr
+};
+
+Result run(const std::string& args)
+{
+    const std::string errFile = ::testing::TempDir() + "cli_stderr.txt";
+    const std::string cmd = std::string(ICL_CLI_PATH) + " " + args + " 2>" + errFile;
+    Result r;
+    FILE* pipe = popen(cmd.c_str(), "r");
+    if (!pipe)
+        return r;
+    std::array<char, 4096> buf;
+    size_t n;
+    while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0)
+        r.out.append(buf.data(), n);
+    const int status = pclose(pipe);
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    std::ifstream f(errFile);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    r.err = ss.str();
+    return r;
+}
+
+std::string temp(const std::string& name)
+{
+    const std::string p = ::testing::TempDir() + name;
+    fs::remove_all(p);
+    return p;
+}
+
+const char* kTiny = " --preset vonoswald-lsa-1layer --set task.d=5 --set task.n_context=5"
+                    " --set training.batch_size=256 --set training.lr=0.003 --set training.eval_every=50"
+                    " --set training.checkpoint_every=100 --set eval.n_prompts=1000 --device cpu --threads 1";
+
+TEST(Cli, TrainThenInfoListsCheckpointsAndFinalLosses)
+{
+    const std::string out = temp("cli_run.h5");
+    const Result t = run(std::string("train") + kTiny + " --steps 300 --out " + out + " --json");
+    ASSERT_EQ(t.code, 0) << t.err;
+    const auto trained = nlohmann::json::parse(t.out);
+    EXPECT_EQ(trained["final_step"], 300);
+    EXPECT_TRUE(trained["baselines"].contains("gd_1"));
+
+    const Result i = run("info " + out + " --json");
+    ASSERT_EQ(i.code, 0) << i.err;
+    const auto info = nlohmann::json::parse(i.out);
+    std::vector<int64_t> steps;
+    for (const auto& c : info["checkpoints"])
+        steps.push_back(c["step"]);
+    EXPECT_EQ(steps, (std::vector<int64_t>{0, 100, 200, 300}));
+    EXPECT_DOUBLE_EQ(info["final"]["eval_loss"].get<double>(), trained["eval_loss"].get<double>());
+    EXPECT_DOUBLE_EQ(info["final"]["baselines"]["gd_1"].get<double>(), trained["baselines"]["gd_1"].get<double>());
+    EXPECT_EQ(info["config"]["task"]["d"], 5);
+    // The trained model is close to one GD step with the best η (von Oswald et al.).
+    EXPECT_LT(info["final"]["eval_loss"].get<double>(), 1.1 * info["final"]["baselines"]["gd_1"].get<double>());
+
+    const Result e = run("eval " + out + " --prompts 500 --json");
+    ASSERT_EQ(e.code, 0) << e.err;
+    const auto curve = nlohmann::json::parse(e.out);
+    EXPECT_EQ(curve["n_examples"], nlohmann::json({1, 2, 3, 4, 5}));
+    ASSERT_EQ(curve["model"]["error"].size(), 5u);
+    // Least squares is exact once n ≥ d in the noiseless task.
+    EXPECT_LT(curve["baselines"]["least_squares"]["error"][4].get<double>(), 1e-6);
+
+    const std::string csv = temp("cli_loss.csv");
+    const Result x = run("export " + out + " --plot loss --format csv --out " + csv);
+    ASSERT_EQ(x.code, 0) << x.err;
+    std::ifstream f(csv);
+    std::string all((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_NE(all.find("model (eval)"), std::string::npos);
+    EXPECT_NE(all.find("\n300,"), std::string::npos) << all;
+
+    const Result resume = run("train --resume --out " + out + " --steps 350 --json");
+    ASSERT_EQ(resume.code, 0) << resume.err;
+    EXPECT_EQ(nlohmann::json::parse(resume.out)["final_step"], 350);
+}
+
+void expectOneLineError(const Result& r, const std::string& needle)
+{
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+}
+
+TEST(Cli, BadInputExitsNonZeroWithOneClearLine)
+{
+    const std::string out = temp("cli_bad.h5");
+    expectOneLineError(run("train --preset no-such --out " + out), "unknown preset \"no-such\"");
+    expectOneLineError(run(std::string("train") + kTiny + " --set training.lr=fast --out " + out),
+                       "training.lr: expected a number > 0, got \"fast\"");
+    expectOneLineError(run(std::string("train") + kTiny + " --set training.optimiser=adam --out " + out),
+                       "training.optimiser: unknown key");
+    EXPECT_FALSE(fs::exists(out)) << "nothing half-written is left";
+
+    std::ofstream(out) << "garbage";
+    expectOneLineError(run(std::string("train") + kTiny + " --out " + out), "file exists");
+    expectOneLineError(run("info " + out), "not an ICL Workbench experiment file");
+    expectOneLineError(run("info " + temp("cli_missing.h5")), "no such file");
+    EXPECT_NE(run("export " + out + " --plot loss --format gif --out x.gif").code, 0);
+}
+
+TEST(Cli, PresetsListsTheDefaultExperiment)
+{
+    const Result r = run("presets --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    bool found = false;
+    for (const auto& p : j["presets"])
+        found |= p["name"] == "vonoswald-lsa-1layer" && !p["description"].get<std::string>().empty();
+    EXPECT_TRUE(found) << r.out;
+}
+
+} // namespace
