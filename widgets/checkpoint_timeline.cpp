@@ -51,8 +51,8 @@ void CheckpointTimeline::setSteps(std::vector<int64_t> steps)
     }
     m_slider->setEnabled(!m_steps.empty());
     m_range->setText(m_steps.empty()
-                         ? QString()
-                         : tr("(%1 saved, %2 … %3)").arg(m_steps.size()).arg(m_steps.front()).arg(m_steps.back()));
+            ? QString()
+            : tr("(%1 saved, %2 … %3)").arg(m_steps.size()).arg(m_steps.front()).arg(m_steps.back()));
     updateLabel();
 }
 

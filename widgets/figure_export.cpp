@@ -24,82 +24,91 @@ namespace icl::widgets {
 
 namespace {
 
-    /// Logical size of the exported plot: 100 logical pixels per inch, scaled to the DPI on output.
-    constexpr int kLogicalDpi = 100;
-    const int kLogicalWidth = int(std::lround(kExportWidthInches * kLogicalDpi));
-    const int kLogicalHeight = int(std::lround(kExportHeightInches * kLogicalDpi));
+/// Logical size of the exported plot: 100 logical pixels per inch, scaled to the DPI on output.
+constexpr int kLogicalDpi = 100;
+const int kLogicalWidth = int(std::lround(kExportWidthInches * kLogicalDpi));
+const int kLogicalHeight = int(std::lround(kExportHeightInches * kLogicalDpi));
 
-    const char* kCreator = "ICL Workbench";
+const char* kCreator = "ICL Workbench";
 
-    /// Makes sure a QApplication exists (creating one for headless callers) on this thread.
-    bool ensureApplication(std::string* error)
-    {
-        if (!QCoreApplication::instance()) {
-            if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
-                qputenv("QT_QPA_PLATFORM", "offscreen");
-            static int argc = 1;
-            static char name[] = "icl-export";
-            static char* argv[] = { name, nullptr };
-            static QApplication* app = new QApplication(argc, argv); // lives until the process exits
-            (void)app;
-        }
-        if (!qobject_cast<QApplication*>(QCoreApplication::instance())) {
-            if (error)
-                *error = "exportFigure needs a QApplication, but a QCoreApplication is running";
-            return false;
-        }
-        if (QThread::currentThread() != QCoreApplication::instance()->thread()) {
-            if (error)
-                *error = "exportFigure must be called on the QApplication's thread";
-            return false;
-        }
-        return true;
+/// Makes sure a QApplication exists (creating one for headless callers) on this thread.
+bool ensureApplication(std::string* error)
+{
+    if (!QCoreApplication::instance()) {
+        if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
+            qputenv("QT_QPA_PLATFORM", "offscreen");
+        static int argc = 1;
+        static char name[] = "icl-export";
+        static char* argv[] = { name, nullptr };
+        static QApplication* app = new QApplication(argc, argv); // lives until the process exits
+        (void)app;
     }
-
-    QString escapeXml(const QString& s) { return s.toHtmlEscaped(); }
-
-    /// Dublin Core XMP packet for PDF: title, creator tool and the metadata as description.
-    QByteArray xmpPacket(const icl::Figure& figure)
-    {
-        QString description = QString::fromStdString(figure.caption());
-        QString xmp;
-        xmp += "<?xpacket begin=\"\xEF\xBB\xBF\" id=\"W5M0MpCehiHzreSzNTczkc9d\"?>\n";
-        xmp += "<x:xmpmeta xmlns:x=\"adobe:ns:meta/\">\n";
-        xmp += "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n";
-        xmp += "<rdf:Description rdf:about=\"\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" "
-               "xmlns:xmp=\"http://ns.adobe.com/xap/1.0/\" xmlns:icl=\"https://icl-workbench.invalid/ns/1.0/\">\n";
-        xmp += "<dc:title><rdf:Alt><rdf:li xml:lang=\"x-default\">" + escapeXml(QString::fromStdString(figure.title))
-            + "</rdf:li></rdf:Alt></dc:title>\n";
-        xmp += "<dc:description><rdf:Alt><rdf:li xml:lang=\"x-default\">" + escapeXml(description)
-            + "</rdf:li></rdf:Alt></dc:description>\n";
-        xmp += QStringLiteral("<xmp:CreatorTool>%1</xmp:CreatorTool>\n").arg(kCreator);
-        for (const auto& [key, value] : figure.metadata) {
-            QString tag = QString::fromStdString(key);
-            for (QChar& c : tag)
-                if (!c.isLetterOrNumber() && c != '_')
-                    c = '_';
-            if (tag.isEmpty() || tag.front().isDigit())
-                tag.prepend('k');
-            xmp += "<icl:" + tag + ">" + escapeXml(QString::fromStdString(value)) + "</icl:" + tag + ">\n";
-        }
-        xmp += "</rdf:Description>\n</rdf:RDF>\n</x:xmpmeta>\n<?xpacket end=\"w\"?>";
-        return xmp.toUtf8();
-    }
-
-    bool fail(std::string* error, const std::string& message)
-    {
+    if (!qobject_cast<QApplication*>(QCoreApplication::instance())) {
         if (error)
-            *error = message;
+            *error = "exportFigure needs a QApplication, but a QCoreApplication is running";
         return false;
     }
+    if (QThread::currentThread() != QCoreApplication::instance()->thread()) {
+        if (error)
+            *error = "exportFigure must be called on the QApplication's thread";
+        return false;
+    }
+    return true;
+}
+
+QString escapeXml(const QString& s)
+{
+    return s.toHtmlEscaped();
+}
+
+/// Dublin Core XMP packet for PDF: title, creator tool and the metadata as description.
+QByteArray xmpPacket(const icl::Figure& figure)
+{
+    QString description = QString::fromStdString(figure.caption());
+    QString xmp;
+    xmp += "<?xpacket begin=\"\xEF\xBB\xBF\" id=\"W5M0MpCehiHzreSzNTczkc9d\"?>\n";
+    xmp += "<x:xmpmeta xmlns:x=\"adobe:ns:meta/\">\n";
+    xmp += "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n";
+    xmp += "<rdf:Description rdf:about=\"\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" "
+           "xmlns:xmp=\"http://ns.adobe.com/xap/1.0/\" xmlns:icl=\"https://icl-workbench.invalid/ns/1.0/\">\n";
+    xmp += "<dc:title><rdf:Alt><rdf:li xml:lang=\"x-default\">" + escapeXml(QString::fromStdString(figure.title))
+        + "</rdf:li></rdf:Alt></dc:title>\n";
+    xmp += "<dc:description><rdf:Alt><rdf:li xml:lang=\"x-default\">" + escapeXml(description)
+        + "</rdf:li></rdf:Alt></dc:description>\n";
+    xmp += QStringLiteral("<xmp:CreatorTool>%1</xmp:CreatorTool>\n").arg(kCreator);
+    for (const auto& [key, value] : figure.metadata) {
+        QString tag = QString::fromStdString(key);
+        for (QChar& c : tag)
+            if (!c.isLetterOrNumber() && c != '_')
+                c = '_';
+        if (tag.isEmpty() || tag.front().isDigit())
+            tag.prepend('k');
+        xmp += "<icl:" + tag + ">" + escapeXml(QString::fromStdString(value)) + "</icl:" + tag + ">\n";
+    }
+    xmp += "</rdf:Description>\n</rdf:RDF>\n</x:xmpmeta>\n<?xpacket end=\"w\"?>";
+    return xmp.toUtf8();
+}
+
+bool fail(std::string* error, const std::string& message)
+{
+    if (error)
+        *error = message;
+    return false;
+}
 
 } // namespace
 
-int exportPixelWidth(int dpi) { return int(std::lround(kExportWidthInches * dpi)); }
-int exportPixelHeight(int dpi) { return int(std::lround(kExportHeightInches * dpi)); }
+int exportPixelWidth(int dpi)
+{
+    return int(std::lround(kExportWidthInches * dpi));
+}
+int exportPixelHeight(int dpi)
+{
+    return int(std::lround(kExportHeightInches * dpi));
+}
 
-bool exportFigure(const icl::Figure& figure, const std::string& path, const std::string& format, int dpi,
-                  std::string* error)
+bool exportFigure(
+    const icl::Figure& figure, const std::string& path, const std::string& format, int dpi, std::string* error)
 {
     if (format == "csv") {
         try {
@@ -134,8 +143,8 @@ bool exportFigure(const icl::Figure& figure, const std::string& path, const std:
             return fail(error, "could not render the figure");
         // toPixmap rounds width·scale; make the size exact for the requested DPI.
         if (image.width() != exportPixelWidth(dpi) || image.height() != exportPixelHeight(dpi))
-            image = image.scaled(exportPixelWidth(dpi), exportPixelHeight(dpi), Qt::IgnoreAspectRatio,
-                                 Qt::SmoothTransformation);
+            image = image.scaled(
+                exportPixelWidth(dpi), exportPixelHeight(dpi), Qt::IgnoreAspectRatio, Qt::SmoothTransformation);
         const int dotsPerMeter = int(std::lround(dpi / 0.0254));
         image.setDotsPerMeterX(dotsPerMeter);
         image.setDotsPerMeterY(dotsPerMeter);
@@ -187,8 +196,8 @@ bool exportFigure(const icl::Figure& figure, const std::string& path, const std:
         // 100 device units per inch: the page is exactly the 640 × 400 logical plot, fonts sized as on screen.
         writer.setResolution(kLogicalDpi);
         writer.setPageLayout(QPageLayout(QPageSize(QSizeF(kExportWidthInches, kExportHeightInches), QPageSize::Inch,
-                                                   QString(), QPageSize::ExactMatch),
-                                         QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
+                                             QString(), QPageSize::ExactMatch),
+            QPageLayout::Portrait, QMarginsF(0, 0, 0, 0)));
         QCPPainter painter;
         if (!painter.begin(&writer))
             return fail(error, "cannot write " + path);

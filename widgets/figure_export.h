@@ -27,7 +27,7 @@ int exportPixelHeight(int dpi);
 /// Thread affinity: the thread of the QApplication. When no QCoreApplication exists yet, one
 /// QApplication is created (offscreen platform unless QT_QPA_PLATFORM is set) and kept until exit,
 /// so headless callers such as icl-cli need no Qt code of their own.
-bool exportFigure(const icl::Figure& figure, const std::string& path, const std::string& format, int dpi,
-                  std::string* error);
+bool exportFigure(
+    const icl::Figure& figure, const std::string& path, const std::string& format, int dpi, std::string* error);
 
 } // namespace icl::widgets

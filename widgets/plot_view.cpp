@@ -21,49 +21,52 @@ namespace icl::widgets {
 
 namespace {
 
-    /// Drops points a log axis cannot show (non-positive values); NaN is kept as a gap in the line.
-    bool drawable(double value, bool log)
+/// Drops points a log axis cannot show (non-positive values); NaN is kept as a gap in the line.
+bool drawable(double value, bool log)
+{
+    return !log || std::isnan(value) || value > 0.0;
+}
+
+QString qs(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+/// Log ticker that labels 1, 2 and 5 × 10^k (with minor ticks at the other integer multiples)
+/// when the axis spans under three decades, where powers of ten alone leave one or two labels.
+class LogTicker : public QCPAxisTickerLog {
+public:
+    void generate(const QCPRange& range, const QLocale& locale, QChar formatChar, int precision, QVector<double>& ticks,
+        QVector<double>* subTicks, QVector<QString>* tickLabels) override
     {
-        return !log || std::isnan(value) || value > 0.0;
-    }
-
-    QString qs(const std::string& s) { return QString::fromStdString(s); }
-
-    /// Log ticker that labels 1, 2 and 5 × 10^k (with minor ticks at the other integer multiples)
-    /// when the axis spans under three decades, where powers of ten alone leave one or two labels.
-    class LogTicker : public QCPAxisTickerLog {
-    public:
-        void generate(const QCPRange& range, const QLocale& locale, QChar formatChar, int precision,
-                      QVector<double>& ticks, QVector<double>* subTicks, QVector<QString>* tickLabels) override
-        {
-            if (!(range.lower > 0 && range.upper / range.lower < 1000.0)) {
-                QCPAxisTickerLog::generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
-                return;
-            }
-            ticks.clear();
-            if (subTicks)
-                subTicks->clear();
-            const int first = int(std::floor(std::log10(range.lower)));
-            const int last = int(std::floor(std::log10(range.upper)));
-            for (int k = first; k <= last; ++k) {
-                const double decade = std::pow(10.0, k);
-                for (int m = 1; m <= 9; ++m) {
-                    const double v = m * decade;
-                    if (v < range.lower || v > range.upper)
-                        continue;
-                    if (m == 1 || m == 2 || m == 5)
-                        ticks.push_back(v);
-                    else if (subTicks)
-                        subTicks->push_back(v);
-                }
-            }
-            if (tickLabels) {
-                tickLabels->clear();
-                for (double t : ticks)
-                    tickLabels->push_back(locale.toString(t, 'g', 3));
+        if (!(range.lower > 0 && range.upper / range.lower < 1000.0)) {
+            QCPAxisTickerLog::generate(range, locale, formatChar, precision, ticks, subTicks, tickLabels);
+            return;
+        }
+        ticks.clear();
+        if (subTicks)
+            subTicks->clear();
+        const int first = int(std::floor(std::log10(range.lower)));
+        const int last = int(std::floor(std::log10(range.upper)));
+        for (int k = first; k <= last; ++k) {
+            const double decade = std::pow(10.0, k);
+            for (int m = 1; m <= 9; ++m) {
+                const double v = m * decade;
+                if (v < range.lower || v > range.upper)
+                    continue;
+                if (m == 1 || m == 2 || m == 5)
+                    ticks.push_back(v);
+                else if (subTicks)
+                    subTicks->push_back(v);
             }
         }
-    };
+        if (tickLabels) {
+            tickLabels->clear();
+            for (double t : ticks)
+                tickLabels->push_back(locale.toString(t, 'g', 3));
+        }
+    }
+};
 
 } // namespace
 
@@ -158,7 +161,7 @@ PlotView::PlotView(QWidget* parent)
             best = distance;
             text = QStringLiteral("%1\n%2 = %3\n%4 = %5")
                        .arg(graph->name(), m_plot->xAxis->label(), QString::number(it->key, 'g', 6),
-                            m_plot->yAxis->label(), QString::number(it->value, 'g', 6));
+                           m_plot->yAxis->label(), QString::number(it->value, 'g', 6));
         }
         if (text.isEmpty())
             QToolTip::hideText();
@@ -192,9 +195,15 @@ QCPGraph* PlotView::seriesGraph(int index) const
     return m_seriesGraphs[size_t(index)];
 }
 
-void PlotView::setToolBarVisible(bool visible) { m_toolBar->setVisible(visible); }
+void PlotView::setToolBarVisible(bool visible)
+{
+    m_toolBar->setVisible(visible);
+}
 
-void PlotView::replotNow() { m_plot->replot(QCustomPlot::rpImmediateRefresh); }
+void PlotView::replotNow()
+{
+    m_plot->replot(QCustomPlot::rpImmediateRefresh);
+}
 
 void PlotView::rebuild()
 {
@@ -352,8 +361,7 @@ void PlotView::exportWithDialog()
     const QString csvFilter = tr("CSV data (*.csv)");
     QString selected = pngFilter;
     QString path = QFileDialog::getSaveFileName(this, tr("Export plot"), base + QStringLiteral(".png"),
-                                                QStringList { pngFilter, svgFilter, pdfFilter, csvFilter }.join(";;"),
-                                                &selected);
+        QStringList { pngFilter, svgFilter, pdfFilter, csvFilter }.join(";;"), &selected);
     if (path.isEmpty())
         return;
 

@@ -83,9 +83,9 @@ TEST(PlotView, LabelsAxesLegendTitleAndCaption)
     const std::vector<QString> texts = textElements(plot);
     EXPECT_NE(std::find(texts.begin(), texts.end(), "Training loss"), texts.end());
     // Metadata in key order, as Figure::caption documents it.
-    EXPECT_NE(std::find(texts.begin(), texts.end(),
-                        QString::fromUtf8("checkpoint_step: 30 · experiment: run.h5 · seed: 3")),
-              texts.end());
+    EXPECT_NE(
+        std::find(texts.begin(), texts.end(), QString::fromUtf8("checkpoint_step: 30 · experiment: run.h5 · seed: 3")),
+        texts.end());
 }
 
 TEST(PlotView, LogAxesWhenTheFigureAsks)

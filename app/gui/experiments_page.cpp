@@ -1,0 +1,277 @@
+#include "app/gui/experiments_page.h"
+
+#include <cmath>
+
+#include <QComboBox>
+#include <QDialogButtonBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QPushButton>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QTextBrowser>
+#include <QVBoxLayout>
+
+#include <nlohmann/json.hpp>
+
+#include "app/gui/train_page.h"
+#include "core/error.h"
+#include "core/io/config.h"
+
+namespace icl::gui {
+
+namespace {
+
+QString qs(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
+
+std::vector<icl::PresetInfo> presetsOrEmpty()
+{
+    try {
+        return icl::listPresets();
+    } catch (const icl::Error&) {
+        return {};
+    }
+}
+
+} // namespace
+
+ExperimentsPage::ExperimentsPage(QWidget* parent)
+    : QWidget(parent)
+    , m_recent(new QListWidget(this))
+    , m_presets(new QTableWidget(this))
+    , m_summary(new QTextBrowser(this))
+{
+    auto* open = new QPushButton(tr("Open experiment…"), this);
+    open->setObjectName(QStringLiteral("openButton"));
+    open->setToolTip(tr("Open a saved experiment file (.h5) — or drop one onto the window (Ctrl+O)"));
+    auto* create = new QPushButton(tr("New experiment from preset…"), this);
+    create->setObjectName(QStringLiteral("newExperimentButton"));
+    auto* buttons = new QHBoxLayout;
+    buttons->addWidget(open);
+    buttons->addWidget(create);
+    buttons->addStretch(1);
+
+    m_recent->setObjectName(QStringLiteral("recentList"));
+    m_recent->setToolTip(tr("Double-click to open"));
+    auto* recentBox = new QGroupBox(tr("Recent experiments"), this);
+    auto* recentLayout = new QVBoxLayout(recentBox);
+    recentLayout->setContentsMargins(4, 4, 4, 4);
+    recentLayout->addWidget(m_recent);
+
+    m_summary->setObjectName(QStringLiteral("experimentSummary"));
+    m_summary->setOpenLinks(false);
+    m_summary->setHtml(tr("<p style='color:gray'>No experiment open. Open a <b>.h5</b> file (Ctrl+O), drop one "
+                          "here, or start a new experiment from a preset below.</p>"));
+    auto* summaryBox = new QGroupBox(tr("Experiment"), this);
+    auto* summaryLayout = new QVBoxLayout(summaryBox);
+    summaryLayout->setContentsMargins(4, 4, 4, 4);
+    summaryLayout->addWidget(m_summary);
+
+    m_presets->setObjectName(QStringLiteral("presetTable"));
+    m_presets->setColumnCount(3);
+    m_presets->setHorizontalHeaderLabels({ tr("preset"), tr("reproduces"), tr("description") });
+    m_presets->verticalHeader()->setVisible(false);
+    m_presets->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_presets->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_presets->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_presets->setWordWrap(false);
+    m_presets->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+    m_presets->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
+    m_presets->horizontalHeader()->setStretchLastSection(true);
+    const std::vector<icl::PresetInfo> presets = presetsOrEmpty();
+    m_presets->setRowCount(int(presets.size()));
+    for (size_t i = 0; i < presets.size(); ++i) {
+        const icl::PresetInfo& p = presets[i];
+        auto* name = new QTableWidgetItem(qs(p.name));
+        name->setData(Qt::UserRole, qs(p.name));
+        m_presets->setItem(int(i), 0, name);
+        m_presets->setItem(int(i), 1, new QTableWidgetItem(qs(p.reproduces)));
+        auto* description = new QTableWidgetItem(qs(p.description));
+        description->setToolTip(qs(p.description));
+        m_presets->setItem(int(i), 2, description);
+    }
+    if (!presets.empty())
+        m_presets->selectRow(0);
+    auto* presetBox = new QGroupBox(tr("Presets — reproduce a figure (double-click to train)"), this);
+    auto* presetLayout = new QVBoxLayout(presetBox);
+    presetLayout->setContentsMargins(4, 4, 4, 4);
+    presetLayout->addWidget(m_presets);
+
+    auto* top = new QSplitter(Qt::Horizontal, this);
+    top->addWidget(recentBox);
+    top->addWidget(summaryBox);
+    top->setStretchFactor(0, 1);
+    top->setStretchFactor(1, 2);
+    top->setChildrenCollapsible(false);
+    auto* vertical = new QSplitter(Qt::Vertical, this);
+    vertical->addWidget(top);
+    vertical->addWidget(presetBox);
+    vertical->setStretchFactor(0, 3);
+    vertical->setStretchFactor(1, 1);
+    vertical->setChildrenCollapsible(false);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(buttons);
+    layout->addWidget(vertical, 1);
+
+    connect(open, &QPushButton::clicked, this, &ExperimentsPage::browseForExperiment);
+    connect(create, &QPushButton::clicked, this, &ExperimentsPage::newExperimentFromPreset);
+    connect(m_recent, &QListWidget::itemActivated, this,
+        [this](QListWidgetItem* item) { Q_EMIT openRequested(item->data(Qt::UserRole).toString()); });
+    connect(m_presets, &QTableWidget::cellDoubleClicked, this, [this](int, int) { newExperimentFromPreset(); });
+}
+
+void ExperimentsPage::setRecentFiles(const QStringList& paths)
+{
+    m_recent->clear();
+    for (const QString& path : paths) {
+        auto* item = new QListWidgetItem(QFileInfo(path).fileName(), m_recent);
+        item->setData(Qt::UserRole, path);
+        item->setToolTip(path);
+        if (!QFileInfo::exists(path))
+            item->setForeground(Qt::gray);
+    }
+}
+
+void ExperimentsPage::browseForExperiment()
+{
+    const QString start
+        = m_recent->count() > 0 ? QFileInfo(m_recent->item(0)->data(Qt::UserRole).toString()).path() : QString();
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open experiment"), start, tr("Experiment files (*.h5);;All files (*)"));
+    if (!path.isEmpty())
+        Q_EMIT openRequested(path);
+}
+
+void ExperimentsPage::newExperimentFromPreset()
+{
+    QString preset;
+    const int row = m_presets->currentRow();
+    if (row >= 0 && m_presets->item(row, 0))
+        preset = m_presets->item(row, 0)->data(Qt::UserRole).toString();
+    NewExperimentDialog dialog(preset, this);
+    if (dialog.exec() != QDialog::Accepted)
+        return;
+    Q_EMIT newExperimentRequested(dialog.preset(), dialog.scale(), dialog.outputPath());
+}
+
+void ExperimentsPage::showExperiment(const icl::RunSummary& summary)
+{
+    auto esc = [](const std::string& s) { return qs(s).toHtmlEscaped(); };
+    QString html;
+    html += QStringLiteral("<h3>%1</h3>").arg(QFileInfo(qs(summary.path)).fileName().toHtmlEscaped());
+    html += QStringLiteral("<table cellspacing='2' cellpadding='2'>");
+    auto row = [&](const QString& key, const QString& value) {
+        html += QStringLiteral("<tr><td style='color:gray'>%1</td><td>%2</td></tr>").arg(key, value);
+    };
+    row(tr("file"), esc(summary.path));
+    row(tr("format"), QStringLiteral("%1 v%2").arg(esc(summary.format)).arg(summary.format_version));
+    row(tr("created"), esc(summary.created));
+    row(tr("app version"), esc(summary.app_version));
+    if (summary.checkpoints.empty())
+        row(tr("checkpoints"), tr("none"));
+    else
+        row(tr("checkpoints"),
+            tr("%1 (steps %2 … %3)")
+                .arg(summary.checkpoints.size())
+                .arg(summary.checkpoints.front().step)
+                .arg(summary.checkpoints.back().step));
+    html += QStringLiteral("</table>");
+
+    html += QStringLiteral("<h4>%1</h4><table cellspacing='2' cellpadding='2'>").arg(tr("Final metrics"));
+    for (const auto& [key, values] : summary.metrics) {
+        const double v = summary.lastMetric(key);
+        html += QStringLiteral("<tr><td style='color:gray'>%1</td><td align='right'>%2</td></tr>")
+                    .arg(esc(key), std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 6));
+    }
+    html += QStringLiteral("</table>");
+
+    QString config = qs(summary.config_json);
+    try {
+        config = qs(nlohmann::json::parse(summary.config_json).dump(2));
+    } catch (const std::exception&) {
+    }
+    html += QStringLiteral("<h4>%1</h4><pre>%2</pre>").arg(tr("Config"), config.toHtmlEscaped());
+    m_summary->setHtml(html);
+}
+
+NewExperimentDialog::NewExperimentDialog(const QString& preset, QWidget* parent)
+    : QDialog(parent)
+    , m_preset(new QComboBox(this))
+    , m_scale(new QComboBox(this))
+    , m_output(new QLineEdit(this))
+    , m_description(new QLabel(this))
+{
+    setWindowTitle(tr("New experiment from preset"));
+    const std::vector<icl::PresetInfo> presets = presetsOrEmpty();
+    for (const icl::PresetInfo& p : presets)
+        m_preset->addItem(qs(p.name), qs(p.name));
+    const int index = m_preset->findData(preset.isEmpty() ? QString::fromLatin1(icl::kDefaultPreset) : preset);
+    if (index >= 0)
+        m_preset->setCurrentIndex(index);
+    m_scale->addItem(tr("quick (minutes on a CPU)"), QStringLiteral("quick"));
+    m_scale->addItem(tr("paper (published settings, GPU)"), QStringLiteral("paper"));
+    m_description->setWordWrap(true);
+    m_description->setStyleSheet(QStringLiteral("color: gray;"));
+    auto* browse = new QPushButton(tr("Browse…"), this);
+    auto* outputRow = new QHBoxLayout;
+    outputRow->addWidget(m_output, 1);
+    outputRow->addWidget(browse);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Preset"), m_preset);
+    form->addRow(QString(), m_description);
+    form->addRow(tr("Scale"), m_scale);
+    form->addRow(tr("Output file"), outputRow);
+    auto* box = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel, this);
+    box->button(QDialogButtonBox::Ok)->setText(tr("Create and train"));
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(box);
+    resize(560, sizeHint().height());
+
+    auto update = [this, presets] {
+        const QString name = m_preset->currentData().toString();
+        for (const icl::PresetInfo& p : presets)
+            if (qs(p.name) == name)
+                m_description->setText(QStringLiteral("%1<br><i>%2</i>")
+                                           .arg(qs(p.description).toHtmlEscaped(), qs(p.reproduces).toHtmlEscaped()));
+        m_output->setText(TrainPage::defaultOutputPath(name));
+    };
+    connect(m_preset, &QComboBox::currentIndexChanged, this, update);
+    connect(browse, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Experiment file"), m_output->text(), tr("Experiment files (*.h5)"));
+        if (!path.isEmpty())
+            m_output->setText(path.endsWith(QStringLiteral(".h5")) ? path : path + QStringLiteral(".h5"));
+    });
+    connect(box, &QDialogButtonBox::accepted, this, &QDialog::accept);
+    connect(box, &QDialogButtonBox::rejected, this, &QDialog::reject);
+    box->button(QDialogButtonBox::Ok)->setEnabled(m_preset->count() > 0);
+    update();
+}
+
+QString NewExperimentDialog::preset() const
+{
+    return m_preset->currentData().toString();
+}
+QString NewExperimentDialog::scale() const
+{
+    return m_scale->currentData().toString();
+}
+QString NewExperimentDialog::outputPath() const
+{
+    return m_output->text().trimmed();
+}
+
+} // namespace icl::gui

@@ -1,0 +1,67 @@
+#pragma once
+// Experiments page: open saved experiment files, recent files, presets ("new experiment").
+
+#include <QDialog>
+#include <QStringList>
+#include <QWidget>
+
+#include "core/types/run_summary.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QListWidget;
+class QTableWidget;
+class QTextBrowser;
+
+namespace icl::gui {
+
+/// Lists recent experiment files and the presets, and shows the summary (metadata, checkpoints,
+/// final metrics, config) of the open experiment. Opening and creating are requests to the main
+/// window, which owns the files. Thread affinity: GUI thread only.
+class ExperimentsPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit ExperimentsPage(QWidget* parent = nullptr);
+
+    void setRecentFiles(const QStringList& paths);
+    /// Shows the summary of an opened experiment.
+    void showExperiment(const icl::RunSummary& summary);
+
+    QListWidget* recentList() const { return m_recent; }
+    QTableWidget* presetTable() const { return m_presets; }
+    QTextBrowser* summaryView() const { return m_summary; }
+
+public Q_SLOTS:
+    /// Asks for a .h5 file and requests to open it.
+    void browseForExperiment();
+    /// Asks for preset, scale and output file (preselecting the highlighted preset).
+    void newExperimentFromPreset();
+
+Q_SIGNALS:
+    void openRequested(const QString& path);
+    void newExperimentRequested(const QString& preset, const QString& scale, const QString& outputPath);
+
+private:
+    QListWidget* m_recent = nullptr;
+    QTableWidget* m_presets = nullptr;
+    QTextBrowser* m_summary = nullptr;
+};
+
+/// Dialog of "New experiment from preset": preset, scale (quick/paper) and output file.
+class NewExperimentDialog : public QDialog {
+    Q_OBJECT
+public:
+    explicit NewExperimentDialog(const QString& preset, QWidget* parent = nullptr);
+    QString preset() const;
+    QString scale() const;
+    QString outputPath() const;
+
+private:
+    QComboBox* m_preset = nullptr;
+    QComboBox* m_scale = nullptr;
+    QLineEdit* m_output = nullptr;
+    QLabel* m_description = nullptr;
+};
+
+} // namespace icl::gui

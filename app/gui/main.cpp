@@ -1,0 +1,149 @@
+// icl-workbench: the ICL Workbench GUI.
+//
+//   icl-workbench [RUN.h5] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
+//                 [--page experiments|train] [--checkpoint STEP] [--screenshot OUT.png] [--quit]
+//
+// Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
+// opens the file on that page, waits until the page's jobs are done, saves a screenshot of the
+// window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen.
+
+#include <cstdio>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QDir>
+#include <QFileInfo>
+#include <QPixmap>
+#include <QTimer>
+
+#include "app/gui/main_window.h"
+#include "app/gui/train_page.h"
+#include "core/io/config.h"
+
+#ifndef ICL_APP_VERSION_STRING
+#define ICL_APP_VERSION_STRING "dev"
+#endif
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("ICL Workbench"));
+    QApplication::setApplicationName(QStringLiteral("icl-workbench"));
+    QApplication::setApplicationDisplayName(QStringLiteral("ICL Workbench"));
+    QApplication::setApplicationVersion(QStringLiteral(ICL_APP_VERSION_STRING));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QStringLiteral("In-context learning workbench: train, inspect and plot."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("RUN.h5"), QStringLiteral("Experiment file to open."), "[RUN.h5]");
+    const QCommandLineOption presetOpt(
+        QStringLiteral("preset"), QStringLiteral("Preset to train."), QStringLiteral("NAME"));
+    const QCommandLineOption scaleOpt(QStringLiteral("scale"), QStringLiteral("Preset scale: quick or paper."),
+        QStringLiteral("SCALE"), QStringLiteral("quick"));
+    const QCommandLineOption trainOpt(QStringLiteral("train"),
+        QStringLiteral("Start training right away (default output: runs/<preset>-<date>.h5)."));
+    const QCommandLineOption outOpt(
+        QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
+    const QCommandLineOption pageOpt(
+        QStringLiteral("page"), QStringLiteral("Page to show: experiments or train."), QStringLiteral("NAME"));
+    const QCommandLineOption checkpointOpt(QStringLiteral("checkpoint"),
+        QStringLiteral("Select the saved checkpoint nearest to STEP."), QStringLiteral("STEP"));
+    const QCommandLineOption screenshotOpt(QStringLiteral("screenshot"),
+        QStringLiteral("When the page's jobs are done, save a screenshot of the "
+                       "window."),
+        QStringLiteral("OUT.png"));
+    const QCommandLineOption quitOpt(
+        QStringLiteral("quit"), QStringLiteral("Quit when the page's jobs are done (after the screenshot)."));
+    parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, checkpointOpt, screenshotOpt, quitOpt });
+    parser.process(app);
+
+    auto fail = [](const QString& message) {
+        std::fprintf(stderr, "icl-workbench: %s\n", qUtf8Printable(message));
+        return 2;
+    };
+    const QStringList positional = parser.positionalArguments();
+    if (positional.size() > 1)
+        return fail(QStringLiteral("expected at most one experiment file, got %1").arg(positional.size()));
+    const QString scale = parser.value(scaleOpt);
+    if (scale != QLatin1String("quick") && scale != QLatin1String("paper"))
+        return fail(QStringLiteral("--scale: expected quick or paper, got \"%1\"").arg(scale));
+    std::optional<icl::gui::MainWindow::Page> page;
+    if (parser.isSet(pageOpt)) {
+        page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
+        if (!page)
+            return fail(QStringLiteral("--page: expected experiments or train, got \"%1\"").arg(parser.value(pageOpt)));
+    }
+    qint64 checkpoint = -1;
+    if (parser.isSet(checkpointOpt)) {
+        bool ok = false;
+        checkpoint = parser.value(checkpointOpt).toLongLong(&ok);
+        if (!ok || checkpoint < 0)
+            return fail(
+                QStringLiteral("--checkpoint: expected a step >= 0, got \"%1\"").arg(parser.value(checkpointOpt)));
+    }
+    const bool train = parser.isSet(trainOpt);
+    const bool quit = parser.isSet(quitOpt);
+    const QString screenshot = parser.value(screenshotOpt);
+    const bool scripted = quit || !screenshot.isEmpty();
+
+    icl::gui::MainWindow window;
+    window.setScripted(scripted);
+    window.show();
+
+    int exitCode = 0;
+    if (!positional.isEmpty() && !window.openExperiment(positional.front()))
+        exitCode = 1;
+    if (parser.isSet(presetOpt) || train) {
+        const QString preset
+            = parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset);
+        window.trainPage()->setPreset(preset, scale);
+    }
+    if (parser.isSet(outOpt))
+        window.trainPage()->setOutputPath(parser.value(outOpt));
+    else if (train)
+        window.trainPage()->setOutputPath(icl::gui::TrainPage::defaultOutputPath(
+            parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset)));
+    if (page)
+        window.showPage(*page);
+    else if (train || parser.isSet(presetOpt))
+        window.showPage(icl::gui::MainWindow::Page::Train);
+    if (checkpoint >= 0 && window.selectCheckpoint(checkpoint) < 0 && !positional.isEmpty())
+        std::fprintf(stderr, "icl-workbench: --checkpoint %lld: the experiment has no checkpoints\n",
+            static_cast<long long>(checkpoint));
+
+    if (train) {
+        // Scripted runs never overwrite silently; interactive ones ask.
+        if (!window.trainPage()->startTraining(!scripted, false))
+            exitCode = 1;
+        if (scripted) {
+            QObject::connect(window.trainPage(), &icl::gui::TrainPage::trainingFinished, &window,
+                [&exitCode](bool ok, const QString&) {
+                    if (!ok)
+                        exitCode = 1;
+                });
+        }
+    }
+
+    if (!scripted)
+        return app.exec();
+
+    window.whenIdle([&] {
+        // Let layouts settle and queued replots run, then draw every plot now.
+        QCoreApplication::processEvents();
+        window.flushPlots();
+        QCoreApplication::processEvents();
+        if (!screenshot.isEmpty()) {
+            const QString dir = QFileInfo(screenshot).absolutePath();
+            QDir().mkpath(dir);
+            if (!window.grab().save(screenshot)) {
+                std::fprintf(stderr, "icl-workbench: cannot write screenshot %s\n", qUtf8Printable(screenshot));
+                exitCode = 1;
+            }
+        }
+        if (quit)
+            QCoreApplication::exit(exitCode);
+    });
+    const int rc = app.exec();
+    return quit ? exitCode : rc;
+}

@@ -1,0 +1,416 @@
+#include "app/gui/main_window.h"
+
+#include <cstdio>
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileInfo>
+#include <QFrame>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QStyle>
+#include <QTimer>
+#include <QUrl>
+#include <QVBoxLayout>
+
+#include "app/gui/experiments_page.h"
+#include "app/gui/train_page.h"
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "core/training/trainer.h"
+#include "widgets/checkpoint_timeline.h"
+#include "widgets/plot_view.h"
+
+#ifndef ICL_APP_VERSION_STRING
+#define ICL_APP_VERSION_STRING "dev"
+#endif
+
+namespace icl::gui {
+
+namespace {
+constexpr int kMaxRecentFiles = 10;
+const char* kRecentKey = "recentFiles";
+const char* kGeometryKey = "mainWindow/geometry";
+const char* kStateKey = "mainWindow/state";
+
+QStringList localH5Files(const QMimeData* mime)
+{
+    QStringList files;
+    if (!mime || !mime->hasUrls())
+        return files;
+    for (const QUrl& url : mime->urls())
+        if (url.isLocalFile() && url.toLocalFile().endsWith(QStringLiteral(".h5"), Qt::CaseInsensitive))
+            files << url.toLocalFile();
+    return files;
+}
+} // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent)
+    , m_navigator(new QListWidget(this))
+    , m_pages(new QStackedWidget(this))
+    , m_experimentsPage(new ExperimentsPage(this))
+    , m_trainPage(new TrainPage(this))
+    , m_timeline(new widgets::CheckpointTimeline(this))
+{
+    setWindowTitle(tr("ICL Workbench"));
+    setObjectName(QStringLiteral("mainWindow"));
+    setAcceptDrops(true);
+
+    // --- pages ---
+    m_navigator->setObjectName(QStringLiteral("pageNavigator"));
+    m_navigator->setFixedWidth(150);
+    m_navigator->setIconSize(QSize(20, 20));
+    m_navigator->setSpacing(2);
+    addPage(tr("Experiments"), m_experimentsPage, tr("Open saved experiments, recent files and presets"));
+    addPage(tr("Train"), m_trainPage, tr("Train a model with live loss curves and checkpoints"));
+    m_navigator->item(0)->setIcon(style()->standardIcon(QStyle::SP_DirOpenIcon));
+    m_navigator->item(1)->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+    connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
+    m_navigator->setCurrentRow(0);
+
+    auto* body = new QHBoxLayout;
+    body->setSpacing(6);
+    body->addWidget(m_navigator);
+    body->addWidget(m_pages, 1);
+    auto* line = new QFrame(this);
+    line->setFrameShape(QFrame::HLine);
+    line->setFrameShadow(QFrame::Sunken);
+    m_timeline->setObjectName(QStringLiteral("checkpointTimeline"));
+    auto* central = new QWidget(this);
+    auto* layout = new QVBoxLayout(central);
+    layout->setContentsMargins(4, 4, 4, 0);
+    layout->setSpacing(2);
+    layout->addLayout(body, 1);
+    layout->addWidget(line);
+    layout->addWidget(m_timeline);
+    setCentralWidget(central);
+
+    // --- status bar: device, progress, cancel ---
+    QString device;
+    try {
+        device = QString::fromStdString(icl::resolveDeviceName("auto"));
+    } catch (const icl::Error& e) {
+        device = tr("unavailable (%1)").arg(QString::fromStdString(e.what()));
+    }
+    m_deviceLabel = new QLabel(tr("device: %1").arg(device), this);
+    m_deviceLabel->setObjectName(QStringLiteral("deviceLabel"));
+    m_deviceLabel->setToolTip(tr("Compute device that \"auto\" resolves to on this machine"));
+    m_progress = new QProgressBar(this);
+    m_progress->setObjectName(QStringLiteral("statusProgress"));
+    m_progress->setMaximumWidth(180);
+    m_progress->setRange(0, 100);
+    m_progress->setValue(0);
+    m_progress->setTextVisible(false);
+    m_cancel = new QPushButton(tr("Cancel"), this);
+    m_cancel->setObjectName(QStringLiteral("cancelButton"));
+    m_cancel->setToolTip(tr("Stop the running job (Esc)"));
+    m_cancel->setEnabled(false);
+    statusBar()->addPermanentWidget(m_deviceLabel);
+    statusBar()->addPermanentWidget(m_progress);
+    statusBar()->addPermanentWidget(m_cancel);
+
+    // --- menus and shortcuts ---
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    QAction* open = file->addAction(tr("&Open experiment…"), this, &MainWindow::openWithDialog);
+    open->setShortcut(QKeySequence::Open);
+    m_recentMenu = file->addMenu(tr("Open &recent"));
+    file->addSeparator();
+    QAction* exportPlot = file->addAction(tr("&Export current plot…"), this, &MainWindow::exportCurrentPlot);
+    exportPlot->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+    file->addSeparator();
+    QAction* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+    quit->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Q));
+    quit->setMenuRole(QAction::QuitRole);
+
+    QMenu* train = menuBar()->addMenu(tr("&Train"));
+    m_startAction = train->addAction(tr("&Start training"), this, [this] {
+        showPage(Page::Train);
+        m_trainPage->startTraining();
+    });
+    m_startAction->setShortcut(QKeySequence(Qt::Key_F5));
+    m_stopAction = train->addAction(tr("S&top training"), m_trainPage, &TrainPage::stopTraining);
+    m_stopAction->setShortcut(QKeySequence(Qt::Key_Escape));
+    m_stopAction->setEnabled(false);
+    train->addAction(tr("&Resume training"), this, [this] {
+        showPage(Page::Train);
+        m_trainPage->resumeTraining();
+    });
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    for (int i = 0; i < m_navigator->count(); ++i) {
+        QAction* a = view->addAction(m_navigator->item(i)->text(), this, [this, i] { m_navigator->setCurrentRow(i); });
+        a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+    }
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About ICL Workbench"), this, &MainWindow::about);
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
+
+    // --- wiring ---
+    connect(m_experimentsPage, &ExperimentsPage::openRequested, this, &MainWindow::openExperiment);
+    connect(m_experimentsPage, &ExperimentsPage::newExperimentRequested, this,
+        [this](const QString& preset, const QString& scale, const QString& out) {
+            m_trainPage->setPreset(preset, scale);
+            m_trainPage->setOutputPath(out);
+            showPage(Page::Train);
+            m_trainPage->startTraining();
+        });
+    connect(m_timeline, &widgets::CheckpointTimeline::checkpointSelected, this, [this](qint64 step) {
+        m_trainPage->selectCheckpoint(step);
+        statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
+    });
+    connect(m_cancel, &QPushButton::clicked, m_trainPage, &TrainPage::stopTraining);
+    connect(m_trainPage, &TrainPage::trainingStarted, this, [this] { setBusy(true); });
+    connect(m_trainPage, &TrainPage::progressChanged, this, [this](int percent, const QString& text) {
+        if (percent < 0) {
+            m_progress->setRange(0, 0);
+        } else {
+            m_progress->setRange(0, 100);
+            m_progress->setValue(percent);
+        }
+        statusBar()->showMessage(text);
+    });
+    connect(m_trainPage, &TrainPage::experimentWritten, this, &MainWindow::openExperiment);
+    connect(m_trainPage, &TrainPage::trainingFinished, this, [this](bool, const QString&) {
+        setBusy(false);
+        Q_EMIT idle();
+    });
+    connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
+    connect(m_trainPage, &TrainPage::statusMessage, this,
+        [this](const QString& message) { statusBar()->showMessage(message, 15000); });
+
+    QSettings settings;
+    m_recentFiles = settings.value(kRecentKey).toStringList();
+    updateRecentMenu();
+    resize(1280, 800);
+    restoreGeometry(settings.value(kGeometryKey).toByteArray());
+    restoreState(settings.value(kStateKey).toByteArray());
+    statusBar()->showMessage(tr("Ready"), 3000);
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::addPage(const QString& name, QWidget* page, const QString& toolTip)
+{
+    auto* item = new QListWidgetItem(name, m_navigator);
+    item->setToolTip(toolTip);
+    item->setSizeHint(QSize(0, 32));
+    m_pages->addWidget(page);
+}
+
+std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
+{
+    const QString n = name.trimmed().toLower();
+    if (n == QLatin1String("experiments"))
+        return Page::Experiments;
+    if (n == QLatin1String("train"))
+        return Page::Train;
+    return std::nullopt;
+}
+
+void MainWindow::setScripted(bool scripted)
+{
+    m_scripted = scripted;
+    if (scripted) {
+        setWindowState(Qt::WindowNoState);
+        resize(1280, 800);
+    }
+}
+
+void MainWindow::showError(const QString& title, const QString& message)
+{
+    statusBar()->showMessage(QStringLiteral("%1: %2").arg(title, message), 15000);
+    if (m_scripted) {
+        std::fprintf(stderr, "icl-workbench: %s: %s\n", qUtf8Printable(title), qUtf8Printable(message));
+        return;
+    }
+    QMessageBox::critical(this, title, message);
+}
+
+bool MainWindow::openExperiment(const QString& path)
+{
+    icl::RunSummary summary;
+    try {
+        summary = icl::readRunSummary(path.toStdString());
+    } catch (const std::exception& e) { // icl::Error, and anything else the reader lets through
+        showError(tr("Cannot open experiment"), QString::fromStdString(e.what()));
+        return false;
+    }
+    m_experiment = summary;
+    m_experimentsPage->showExperiment(summary);
+    m_trainPage->showExperiment(summary);
+    std::vector<int64_t> steps;
+    for (const icl::CheckpointInfo& c : summary.checkpoints)
+        steps.push_back(c.step);
+    m_timeline->setSteps(steps);
+    if (!steps.empty())
+        m_trainPage->selectCheckpoint(m_timeline->currentStep());
+    addRecentFile(QFileInfo(path).absoluteFilePath());
+    setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
+    statusBar()->showMessage(
+        tr("Opened %1: %2 checkpoints").arg(QFileInfo(path).fileName()).arg(summary.checkpoints.size()), 10000);
+    return true;
+}
+
+void MainWindow::openWithDialog()
+{
+    m_experimentsPage->browseForExperiment();
+}
+
+void MainWindow::showPage(Page page)
+{
+    m_navigator->setCurrentRow(int(page));
+}
+
+MainWindow::Page MainWindow::currentPage() const
+{
+    return Page(m_pages->currentIndex());
+}
+
+qint64 MainWindow::selectCheckpoint(qint64 step)
+{
+    const qint64 selected = m_timeline->setCurrentStep(step);
+    if (selected >= 0)
+        m_trainPage->selectCheckpoint(selected);
+    return selected;
+}
+
+widgets::PlotView* MainWindow::currentPlot() const
+{
+    QWidget* page = m_pages->currentWidget();
+    return page ? page->findChild<widgets::PlotView*>() : nullptr;
+}
+
+bool MainWindow::isBusy() const
+{
+    return m_trainPage->isRunning();
+}
+
+void MainWindow::whenIdle(std::function<void()> done)
+{
+    if (!isBusy()) {
+        QTimer::singleShot(0, this, std::move(done));
+        return;
+    }
+    connect(this, &MainWindow::idle, this, std::move(done), Qt::SingleShotConnection);
+}
+
+void MainWindow::flushPlots()
+{
+    for (widgets::PlotView* plot : findChildren<widgets::PlotView*>())
+        plot->replotNow();
+}
+
+void MainWindow::exportCurrentPlot()
+{
+    widgets::PlotView* plot = currentPlot();
+    if (!plot) {
+        statusBar()->showMessage(tr("This page has no plot to export"), 5000);
+        return;
+    }
+    plot->exportWithDialog();
+}
+
+void MainWindow::about()
+{
+    QMessageBox::about(this, tr("About ICL Workbench"),
+        tr("<h3>ICL Workbench %1</h3>"
+           "<p>Train small transformers on synthetic in-context-learning tasks, compare them with gradient "
+           "descent and other learning algorithms on the same prompts, and export publication-ready plots.</p>"
+           "<p>%2 · Qt %3</p>")
+            .arg(QStringLiteral(ICL_APP_VERSION_STRING), m_deviceLabel->text(), QString::fromLatin1(qVersion())));
+}
+
+QStringList MainWindow::recentFiles() const
+{
+    return m_recentFiles;
+}
+
+void MainWindow::addRecentFile(const QString& path)
+{
+    m_recentFiles.removeAll(path);
+    m_recentFiles.prepend(path);
+    while (m_recentFiles.size() > kMaxRecentFiles)
+        m_recentFiles.removeLast();
+    if (!m_scripted)
+        QSettings().setValue(kRecentKey, m_recentFiles);
+    updateRecentMenu();
+}
+
+void MainWindow::updateRecentMenu()
+{
+    const QStringList files = recentFiles();
+    m_recentMenu->clear();
+    for (const QString& path : files)
+        m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] { openExperiment(path); })
+            ->setToolTip(path);
+    m_recentMenu->setEnabled(!files.isEmpty());
+    m_experimentsPage->setRecentFiles(files);
+}
+
+void MainWindow::setBusy(bool busy)
+{
+    m_cancel->setEnabled(busy);
+    m_progress->setTextVisible(busy);
+    m_stopAction->setEnabled(busy);
+    m_startAction->setEnabled(!busy);
+    if (!busy) {
+        m_progress->setRange(0, 100);
+        m_progress->setValue(m_progress->value());
+    }
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (isBusy()) {
+        if (!m_scripted) {
+            const auto answer = QMessageBox::question(this, tr("Training is running"),
+                tr("Stop training (keeping the last checkpoint in the file) and quit?"));
+            if (answer != QMessageBox::Yes) {
+                event->ignore();
+                return;
+            }
+        }
+        m_trainPage->stopTraining(); // the job joins its thread when the page is destroyed
+    }
+    if (!m_scripted) {
+        QSettings settings;
+        settings.setValue(kGeometryKey, saveGeometry());
+        settings.setValue(kStateKey, saveState());
+    }
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event)
+{
+    if (!localH5Files(event->mimeData()).isEmpty())
+        event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event)
+{
+    const QStringList files = localH5Files(event->mimeData());
+    if (files.isEmpty())
+        return;
+    event->acceptProposedAction();
+    // Later files go to the recent list; the first one is opened.
+    for (int i = int(files.size()) - 1; i >= 1; --i)
+        addRecentFile(QFileInfo(files[i]).absoluteFilePath());
+    openExperiment(files.front());
+}
+
+} // namespace icl::gui

@@ -1,0 +1,116 @@
+#pragma once
+// The ICL Workbench main window: page navigator, checkpoint timeline, status bar.
+
+#include <functional>
+#include <optional>
+
+#include <QMainWindow>
+#include <QStringList>
+
+#include "core/types/run_summary.h"
+
+class QAction;
+class QLabel;
+class QListWidget;
+class QMenu;
+class QProgressBar;
+class QPushButton;
+class QStackedWidget;
+
+namespace icl::widgets {
+class CheckpointTimeline;
+class PlotView;
+} // namespace icl::widgets
+
+namespace icl::gui {
+
+class ExperimentsPage;
+class TrainPage;
+
+/// Left navigator of pages (Experiments, Train; later analysis pages are added with addPage), the
+/// checkpoint timeline every page follows, and a status bar with the compute device, progress and
+/// Cancel. Owns the open experiment and the recent-files list (QSettings).
+/// Thread affinity: GUI thread only.
+class MainWindow : public QMainWindow {
+    Q_OBJECT
+public:
+    enum class Page { Experiments = 0, Train = 1 };
+
+    explicit MainWindow(QWidget* parent = nullptr);
+    ~MainWindow() override;
+
+    /// Page for a command-line name ("experiments", "train"), if there is one.
+    static std::optional<Page> pageFromName(const QString& name);
+
+    /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
+    /// fixed 1280×800 size, and neither geometry nor recent files are written to the settings.
+    void setScripted(bool scripted);
+    bool isScripted() const { return m_scripted; }
+
+    /// Reads the experiment at `path` and shows it on every page. On failure reports the
+    /// icl::Error message (dialog, or stderr when scripted) and returns false; never throws.
+    bool openExperiment(const QString& path);
+    /// The open experiment (empty path when none).
+    const icl::RunSummary& experiment() const { return m_experiment; }
+
+    void showPage(Page page);
+    Page currentPage() const;
+
+    /// Selects the saved checkpoint nearest to `step` on the timeline; returns the step selected or -1.
+    qint64 selectCheckpoint(qint64 step);
+
+    /// The plot of the current page, or nullptr when the page has none.
+    widgets::PlotView* currentPlot() const;
+
+    /// True while a page has work running (training).
+    bool isBusy() const;
+    /// Calls `done` (once, on the GUI thread) when no job is running any more.
+    void whenIdle(std::function<void()> done);
+
+    /// Draws pending plot changes now (before grabbing a screenshot).
+    void flushPlots();
+
+    ExperimentsPage* experimentsPage() const { return m_experimentsPage; }
+    TrainPage* trainPage() const { return m_trainPage; }
+    widgets::CheckpointTimeline* timeline() const { return m_timeline; }
+    QStringList recentFiles() const;
+
+public Q_SLOTS:
+    void openWithDialog();
+    void exportCurrentPlot();
+    void about();
+
+Q_SIGNALS:
+    /// All running jobs have finished (emitted after training ends).
+    void idle();
+
+protected:
+    void closeEvent(QCloseEvent* event) override;
+    void dragEnterEvent(QDragEnterEvent* event) override;
+    void dropEvent(QDropEvent* event) override;
+
+private:
+    void addPage(const QString& name, QWidget* page, const QString& toolTip);
+    void showError(const QString& title, const QString& message);
+    void addRecentFile(const QString& path);
+    void updateRecentMenu();
+    void setBusy(bool busy);
+
+    bool m_scripted = false;
+    QStringList m_recentFiles; ///< most recent first; saved in QSettings unless scripted
+    icl::RunSummary m_experiment;
+
+    QListWidget* m_navigator = nullptr;
+    QStackedWidget* m_pages = nullptr;
+    ExperimentsPage* m_experimentsPage = nullptr;
+    TrainPage* m_trainPage = nullptr;
+    widgets::CheckpointTimeline* m_timeline = nullptr;
+    QLabel* m_deviceLabel = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QMenu* m_recentMenu = nullptr;
+    QAction* m_startAction = nullptr;
+    QAction* m_stopAction = nullptr;
+};
+
+} // namespace icl::gui

@@ -1,0 +1,120 @@
+#pragma once
+// Train page: choose a preset or config file, start/stop/resume training, live loss curves.
+
+#include <cstdint>
+
+#include <QElapsedTimer>
+#include <QWidget>
+
+#include <nlohmann/json.hpp>
+
+#include "app/gui/live_loss.h"
+#include "core/types/run_summary.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QRadioButton;
+class QSpinBox;
+class QTableWidget;
+class QTimer;
+
+namespace icl::widgets {
+class PlotView;
+}
+
+namespace icl::gui {
+
+class TrainingJob;
+
+/// Preset/config chooser, output path, Start/Stop/Resume, progress with ETA, the live loss plot
+/// (train loss, eval loss and every baseline's eval loss on the same axes) and the checkpoint list.
+/// Training runs on a worker thread (TrainingJob); the plot is redrawn on a 40 ms timer.
+/// Thread affinity: GUI thread only.
+class TrainPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit TrainPage(QWidget* parent = nullptr);
+    ~TrainPage() override;
+
+    /// Selects a preset and scale ("quick" or "paper") as the config source.
+    void setPreset(const QString& name, const QString& scale);
+    /// Uses a JSON config file as the config source.
+    void setConfigFile(const QString& path);
+    void setOutputPath(const QString& path);
+    QString outputPath() const;
+
+    /// Shows a saved experiment: its loss curves (icl::lossFigure) and checkpoints; the output path
+    /// becomes the file, so Resume continues it.
+    void showExperiment(const icl::RunSummary& summary);
+
+    bool isRunning() const;
+
+    /// Default output for a new run of `preset`: runs/<preset>-<yyyyMMdd-HHmmss>.h5 under the
+    /// current directory.
+    static QString defaultOutputPath(const QString& preset);
+
+    widgets::PlotView* lossPlot() const { return m_plot; }
+    QTableWidget* checkpointTable() const { return m_checkpoints; }
+
+public Q_SLOTS:
+    /// Starts a new run from the chosen config. `overwrite` replaces an existing output file;
+    /// otherwise the user is asked (or, when `ask` is false, an error is reported). Returns false
+    /// (after reporting why) when the run could not start.
+    bool startTraining(bool ask = true, bool overwrite = false);
+    /// Continues the run in the output file from its last checkpoint.
+    bool resumeTraining();
+    /// Stops the running job after the current step.
+    void stopTraining();
+    /// Selects the checkpoint row of `step` in the checkpoint list.
+    void selectCheckpoint(qint64 step);
+
+Q_SIGNALS:
+    void trainingStarted();
+    /// Progress for the status bar: percent in [0, 100] or -1 while preparing.
+    void progressChanged(int percent, const QString& text);
+    /// The run ended; `ok` false when it failed (the error was reported through errorOccurred).
+    void trainingFinished(bool ok, const QString& path);
+    /// A file was written (the run ended, possibly stopped or failed after some checkpoints).
+    void experimentWritten(const QString& path);
+    /// An error for the user (a dialog in the window, stderr in scripted mode).
+    void errorOccurred(const QString& title, const QString& message);
+    void statusMessage(const QString& message);
+
+private:
+    bool launch(const nlohmann::json& config, const QString& out, bool resume, bool force);
+    void drainProgress();
+    void onJobFinished(bool ok, const QString& message);
+    void updateButtons();
+    void addCheckpointRow(int64_t step, double trainLoss, double wallTime);
+    nlohmann::json resolveChosenConfig();
+
+    TrainingJob* m_job = nullptr;
+    QTimer* m_redrawTimer = nullptr;
+    LiveLossCurves m_live;
+    bool m_liveDirty = false;
+    QString m_runPath;
+    QElapsedTimer m_clock;
+
+    QRadioButton* m_fromPreset = nullptr;
+    QRadioButton* m_fromFile = nullptr;
+    QComboBox* m_preset = nullptr;
+    QComboBox* m_scale = nullptr;
+    QLineEdit* m_configFile = nullptr;
+    QPushButton* m_browseConfig = nullptr;
+    QLineEdit* m_output = nullptr;
+    QSpinBox* m_steps = nullptr;
+    QComboBox* m_device = nullptr;
+    QPushButton* m_start = nullptr;
+    QPushButton* m_stop = nullptr;
+    QPushButton* m_resume = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QLabel* m_eta = nullptr;
+    QLabel* m_result = nullptr;
+    widgets::PlotView* m_plot = nullptr;
+    QTableWidget* m_checkpoints = nullptr;
+};
+
+} // namespace icl::gui
