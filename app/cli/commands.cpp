@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/gd_alignment.h"
 #include "core/analysis/icl_curve.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -330,6 +331,47 @@ int runReport(const ReportArgs& args)
     std::cout << "report for " << args.path << " in " << args.out_dir << ":\n";
     for (const auto& f : files)
         std::cout << "  " << f.get<std::string>() << "\n";
+    return 0;
+}
+
+int runAnalyze(const AnalyzeArgs& args)
+{
+    if (args.kind != "gd-alignment")
+        throw Error("unknown analysis \"" + args.kind + "\"");
+    GdAlignmentOptions o;
+    o.checkpoint_step = args.checkpoint;
+    o.reference = args.reference;
+    if (o.reference == "gd") {
+        const json cfg = json::parse(readRunSummary(args.path).config_json);
+        o.reference = "gd_" + std::to_string(cfg["model"].value("n_layers", 1));
+    }
+    o.n_prompts = args.prompts;
+    o.seed = args.seed;
+    o.threads = args.threads;
+    const AlignmentResult r = computeGdAlignment(args.path, o);
+    const AlignmentMetrics& m = r.metrics;
+    if (args.json) {
+        json out = {{"analysis", "gd_alignment"},
+                    {"reference", r.reference},
+                    {"reference_eta", r.reference_eta},
+                    {"checkpoint_step", r.checkpoint_step},
+                    {"n_prompts", r.n_prompts},
+                    {"prediction_difference", m.prediction_difference},
+                    {"model_cosine", m.model_cosine},
+                    {"model_difference", m.model_difference},
+                    {"relative_model_difference", m.relative_model_difference},
+                    {"model_loss", m.model_loss},
+                    {"reference_loss", m.reference_loss}};
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << "GD alignment of " << args.path << " at checkpoint " << r.checkpoint_step << " with " << r.reference
+              << " (η = " << fmt(r.reference_eta) << ", " << r.n_prompts << " prompts):\n"
+              << "  prediction difference      " << fmt(m.prediction_difference) << "\n"
+              << "  model cosine               " << fmt(m.model_cosine) << "\n"
+              << "  model difference           " << fmt(m.model_difference) << "\n"
+              << "  relative model difference  " << fmt(m.relative_model_difference) << "\n"
+              << "  loss: model " << fmt(m.model_loss) << ", " << r.reference << " " << fmt(m.reference_loss) << "\n";
     return 0;
 }
 

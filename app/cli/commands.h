@@ -53,4 +53,16 @@ struct ReportArgs {
 };
 int runReport(const ReportArgs& args);
 
+struct AnalyzeArgs {
+    std::string path;
+    std::string kind;            ///< "gd-alignment"
+    int64_t checkpoint = -1;
+    std::string reference = "gd";  ///< "gd" (= gd_K for a K-layer model) or "gd_k"
+    int64_t prompts = 0;
+    uint64_t seed = 0;
+    int threads = 0;
+    bool json = false;
+};
+int runAnalyze(const AnalyzeArgs& args);
+
 } // namespace icl::cli

@@ -73,6 +73,18 @@ int main(int argc, char** argv)
     r->add_option("--dpi", report.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
     r->add_flag("--json", report.json, "one JSON object on stdout");
 
+    AnalyzeArgs analyze;
+    auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
+    a->add_option("file", analyze.path, "experiment file")->required();
+    a->add_option("analysis", analyze.kind, "gd-alignment")->required()->check(CLI::IsMember({"gd-alignment"}));
+    a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
+    a->add_option("--reference", analyze.reference,
+                  "gd-alignment: reference algorithm, gd (K steps for a K-layer model) or gd_k");
+    a->add_option("--prompts", analyze.prompts, "number of prompts (default: the run's evaluation prompts)");
+    a->add_option("--seed", analyze.seed, "prompt seed (default 0: the run's own evaluation prompts)");
+    a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber);
+    a->add_flag("--json", analyze.json, "one JSON object on stdout");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& err) {
@@ -102,6 +114,8 @@ int main(int argc, char** argv)
             return runExport(exp);
         if (*r)
             return runReport(report);
+        if (*a)
+            return runAnalyze(analyze);
     } catch (const icl::Error& err) {
         std::cerr << "icl-cli: " << err.what() << "\n";
         return 1;

@@ -229,6 +229,26 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         e.ridge_lambda = s.number("ridge_lambda", e.ridge_lambda, [](double) { return true; },
                                   "a number (negative = Bayes choice)");
         e.bootstrap = s.integer("bootstrap", e.bootstrap, 0, 1000000);
+        if (const nlohmann::json* v = s.find("alignment")) {
+            if (!v->is_array())
+                throw Error("eval.alignment: expected an array of GD baselines such as [\"gd_1\"], got " + shortJson(*v));
+            e.alignment.clear();
+            const bool hasGd = std::find(e.baselines.begin(), e.baselines.end(), "gd") != e.baselines.end();
+            for (size_t i = 0; i < v->size(); ++i) {
+                const auto& r = (*v)[i];
+                bool ok = r.is_string() && hasGd;
+                if (ok) {
+                    const std::string name = r.get<std::string>();
+                    ok = false;
+                    for (int64_t k : e.gd_steps)
+                        ok |= name == "gd_" + std::to_string(k);
+                }
+                if (!ok)
+                    throw Error("eval.alignment[" + std::to_string(i) + "]: expected a GD baseline of eval.baselines/"
+                                "eval.gd_steps (e.g. \"gd_1\"), got " + shortJson(r));
+                e.alignment.push_back(r.get<std::string>());
+            }
+        }
         s.rejectUnknown();
     }
     root.rejectUnknown();
@@ -271,7 +291,8 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"baselines", c.eval.baselines},
                  {"gd_steps", c.eval.gd_steps},
                  {"ridge_lambda", c.eval.ridge_lambda},
-                 {"bootstrap", c.eval.bootstrap}};
+                 {"bootstrap", c.eval.bootstrap},
+                 {"alignment", c.eval.alignment}};
     return j;
 }
 

@@ -62,6 +62,9 @@ struct EvalConfig {
     /// ridge penalty λ on the sum-of-squares objective; negative = Bayes choice σ²/w_scale²
     double ridge_lambda = -1.0;
     int64_t bootstrap = 1000;              ///< bootstrap resamples for confidence intervals
+    /// GD baselines ("gd_k") the model is aligned with at every evaluation (prediction difference,
+    /// model cosine, model difference; stored as /metrics/alignment/<reference>/<metric>)
+    std::vector<std::string> alignment;
 };
 
 /// A whole resolved experiment config.

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/version.h"
 
 namespace fs = std::filesystem;
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "core/analysis/gd_alignment_impl.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -12,15 +13,11 @@
 #include "core/tasks/linear_regression.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
+#include "core/training/seeds.h"
 
 namespace icl {
 
 namespace {
-
-// Seed streams: training batches use stream = step (< 2^40); the others sit far above.
-constexpr uint64_t kInitStream = uint64_t(1) << 50;
-constexpr uint64_t kEvalStream = kInitStream + 1;
-constexpr uint64_t kTuneStream = kInitStream + 2;
 
 std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const TrainingConfig& t, std::vector<torch::Tensor> params)
 {
@@ -128,7 +125,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         return callback ? callback(progress) : true;
     };
 
-    ModelHandle model = makeModel(cfg, mixSeed(cfg.seed, kInitStream));
+    ModelHandle model = makeModel(cfg, seeds::init(cfg.seed));
     model.module->to(device);
     auto optimizer = makeOptimizer(tc, model.module->parameters());
     const std::string where = out + " (checkpoint " + std::to_string(step) + ")";
@@ -146,8 +143,8 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         result.stopped = true;
         return result;
     }
-    const PromptBatch evalCpu = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, mixSeed(cfg.seed, kEvalStream));
-    const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, mixSeed(cfg.seed, kTuneStream));
+    const PromptBatch evalCpu = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
+    const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
     const std::map<std::string, double> etas = fitGdEtas(tuning, cfg.eval);
     std::map<std::string, double> baselineLoss;
     for (const auto& name : baselineNames(cfg.eval))
@@ -180,6 +177,17 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
             row["baseline/" + name] = value;
         for (const auto& [name, value] : etas)
             row["baseline_eta/" + name] = value;
+        for (const auto& reference : cfg.eval.alignment) {
+            const int64_t k = std::stoll(reference.substr(3));
+            const double eta = etas.at(reference);
+            const AlignmentMetrics a = alignmentMetrics(
+                model.predict, [&](const PromptBatch& b) { return predictGd(b, k, eta); }, evalSet);
+            const std::string prefix = "alignment/" + reference + "/";
+            row[prefix + "prediction_difference"] = a.prediction_difference;
+            row[prefix + "model_cosine"] = a.model_cosine;
+            row[prefix + "model_difference"] = a.model_difference;
+            row[prefix + "relative_model_difference"] = a.relative_model_difference;
+        }
         pending.push_back(row);
         CheckpointData cp;
         if (withCheckpoint) {
@@ -208,7 +216,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         double initialLoss;
         {
             torch::NoGradGuard guard;
-            PromptBatch b = sampleLinearRegression(cfg.task, tc.batch_size, mixSeed(cfg.seed, 0), torch::kFloat32, device);
+            PromptBatch b = sampleLinearRegression(cfg.task, tc.batch_size, seeds::train(cfg.seed, 0), torch::kFloat32, device);
             initialLoss = halfMse(model.predict(b), b.queryY()).item<double>();
         }
         progress.train_loss = initialLoss;
@@ -221,7 +229,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     while (!stopped && step < totalSteps) {
         const double lr = learningRate(tc, step);
         setLearningRate(*optimizer, lr);
-        PromptBatch batch = sampleLinearRegression(cfg.task, tc.batch_size, mixSeed(cfg.seed, uint64_t(step)),
+        PromptBatch batch = sampleLinearRegression(cfg.task, tc.batch_size, seeds::train(cfg.seed, step),
                                                    torch::kFloat32, device);
         torch::Tensor loss = halfMse(model.predict(batch), batch.queryY());
         optimizer->zero_grad();

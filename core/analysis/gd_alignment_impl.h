@@ -1,0 +1,25 @@
+#pragma once
+// Core-internal alignment metrics over any two predictors (LibTorch).
+
+#include <functional>
+
+#include <torch/torch.h>
+
+#include "core/tasks/linear_regression.h"
+#include "core/types/alignment.h"
+
+namespace icl {
+
+using Predictor = std::function<torch::Tensor(const PromptBatch&)>;
+
+/// Query predictions ŷ [B] and sensitivities ∂ŷ/∂x_q [B, d] of `predict` by autograd.
+/// The predictor must be differentiable in the query input.
+std::pair<torch::Tensor, torch::Tensor> predictionsAndSensitivities(const Predictor& predict, const PromptBatch& batch);
+
+/// AlignmentMetrics of `model` against `reference` on `batch` (processed in chunks of `chunk` prompts).
+/// If `model_pred`/`ref_pred` are given they receive the predictions [B] (float64, CPU).
+AlignmentMetrics alignmentMetrics(const Predictor& model, const Predictor& reference, const PromptBatch& batch,
+                                  int64_t chunk = 4096, torch::Tensor* model_pred = nullptr,
+                                  torch::Tensor* ref_pred = nullptr);
+
+} // namespace icl
