@@ -15,6 +15,7 @@ constexpr int64_t kMaxTrainPoints = 5000;
 
 void LiveLossCurves::reset(const std::string& path, const std::string& config_json)
 {
+    m_stride = 1;
     m_summary = {};
     m_summary.path = path;
     m_summary.config_json = config_json;
@@ -45,9 +46,31 @@ void LiveLossCurves::add(const icl::TrainProgress& progress)
 {
     if (progress.phase == icl::TrainProgress::Phase::Preparing)
         return;
-    const int64_t stride = std::max<int64_t>(1, progress.total_steps / kMaxTrainPoints);
-    if (progress.evaluated || progress.step % stride == 0)
-        appendRow(progress, progress.evaluated);
+    if (!progress.evaluated && progress.step % m_stride != 0)
+        return;
+    appendRow(progress, progress.evaluated);
+    if (rows() > size_t(kMaxTrainPoints))
+        thin();
+}
+
+void LiveLossCurves::thin()
+{
+    // Doubles the stride and drops the rows off it, keeping every evaluation.
+    m_stride *= 2;
+    auto& metrics = m_summary.metrics;
+    const std::vector<double> steps = metrics["step"];
+    const std::vector<double> eval = metrics["eval_loss"];
+    std::vector<size_t> keep;
+    for (size_t i = 0; i < steps.size(); ++i)
+        if (!std::isnan(eval[i]) || int64_t(steps[i]) % m_stride == 0 || i + 1 == steps.size())
+            keep.push_back(i);
+    for (auto& [key, column] : metrics) {
+        std::vector<double> kept;
+        kept.reserve(keep.size());
+        for (size_t i : keep)
+            kept.push_back(column[i]);
+        column.swap(kept);
+    }
 }
 
 void LiveLossCurves::appendRow(const icl::TrainProgress& progress, bool evaluated)

@@ -12,7 +12,7 @@ namespace icl::gui {
 
 /// Accumulates progress reports as metric rows (as in an experiment file's /metrics) and draws
 /// them with icl::lossFigure, so the live plot looks like the saved one. Train loss is kept for
-/// every step (thinned to about 5000 points on long runs); eval and baseline losses at the steps
+/// every step (thinned to at most 5000 rows on long runs); eval and baseline losses at the steps
 /// where the model was evaluated (NaN elsewhere, which lossFigure skips).
 /// Thread affinity: none (plain data); the GUI uses it on its thread.
 class LiveLossCurves {
@@ -38,8 +38,10 @@ public:
 
 private:
     void appendRow(const icl::TrainProgress& progress, bool evaluated);
+    void thin();
 
     icl::RunSummary m_summary;
+    int64_t m_stride = 1; ///< keep train loss of every m_stride-th step (doubles past 5000 rows)
 };
 
 } // namespace icl::gui

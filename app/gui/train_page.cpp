@@ -112,8 +112,9 @@ TrainPage::TrainPage(QWidget* parent)
     m_output = new QLineEdit(source);
     m_output->setObjectName(QStringLiteral("outputPath"));
     m_output->setPlaceholderText(tr("runs/<preset>-<date>.h5 (default)"));
-    auto* browseOutput = new QPushButton(tr("Browse…"), source);
+    m_browseOutput = new QPushButton(tr("Browse…"), source);
     m_steps = new QSpinBox(source);
+    m_steps->setObjectName(QStringLiteral("stepsSpin"));
     m_steps->setRange(0, 100000000);
     m_steps->setSingleStep(1000);
     m_steps->setSpecialValueText(tr("from config"));
@@ -133,7 +134,7 @@ TrainPage::TrainPage(QWidget* parent)
     grid->addWidget(m_browseConfig, 1, 2, 1, 2, Qt::AlignLeft);
     grid->addWidget(new QLabel(tr("Output file"), source), 2, 0);
     grid->addWidget(m_output, 2, 1);
-    grid->addWidget(browseOutput, 2, 2, 1, 2, Qt::AlignLeft);
+    grid->addWidget(m_browseOutput, 2, 2, 1, 2, Qt::AlignLeft);
     auto* options = new QHBoxLayout;
     options->addWidget(new QLabel(tr("Steps"), source));
     options->addWidget(m_steps);
@@ -224,7 +225,7 @@ TrainPage::TrainPage(QWidget* parent)
         if (!path.isEmpty())
             setConfigFile(path);
     });
-    connect(browseOutput, &QPushButton::clicked, this, [this] {
+    connect(m_browseOutput, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getSaveFileName(this, tr("Experiment file"), m_output->text(),
             tr("Experiment files (*.h5)"), nullptr, QFileDialog::DontConfirmOverwrite);
         if (!path.isEmpty())
@@ -544,6 +545,7 @@ void TrainPage::updateButtons()
     m_configFile->setEnabled(!running && !preset);
     m_browseConfig->setEnabled(!running && !preset);
     m_output->setEnabled(!running);
+    m_browseOutput->setEnabled(!running);
     m_steps->setEnabled(!running);
     m_device->setEnabled(!running);
 }

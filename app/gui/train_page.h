@@ -105,6 +105,7 @@ private:
     QLineEdit* m_configFile = nullptr;
     QPushButton* m_browseConfig = nullptr;
     QLineEdit* m_output = nullptr;
+    QPushButton* m_browseOutput = nullptr;
     QSpinBox* m_steps = nullptr;
     QComboBox* m_device = nullptr;
     QPushButton* m_start = nullptr;

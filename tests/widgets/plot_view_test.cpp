@@ -1,6 +1,8 @@
 #include "widgets/plot_view.h"
 
 #include <QAction>
+#include <QApplication>
+#include <QMouseEvent>
 #include <QToolBar>
 
 #include <gtest/gtest.h>
@@ -220,4 +222,27 @@ TEST(PlotView, OffersExportInToolbarAndContextMenu)
         found = found || a->text() == QString::fromUtf8("Export…");
     EXPECT_TRUE(found);
     EXPECT_EQ(view.plot()->contextMenuPolicy(), Qt::CustomContextMenu);
+}
+
+TEST(PlotView, HoverShowsSeriesNameAndValuesOfTheNearestPoint)
+{
+    PlotView view;
+    view.resize(800, 500);
+    view.setFigure(lossLikeFigure());
+    view.replotNow(); // lays out the axes so data coordinates map to pixels
+    QCustomPlot* plot = view.plot();
+    // The train-loss point (20, 0.5).
+    const QPointF pos(plot->xAxis->coordToPixel(20), plot->yAxis->coordToPixel(0.5));
+    QMouseEvent move(QEvent::MouseMove, pos, plot->mapToGlobal(pos), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+    QApplication::sendEvent(plot, &move);
+    const QString tip = plot->toolTip();
+    EXPECT_TRUE(tip.contains("train loss")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("step = 20")) << tip.toStdString();
+    EXPECT_TRUE(tip.contains("loss = 0.5")) << tip.toStdString();
+
+    // Far from every line: no hover text.
+    const QPointF empty(plot->xAxis->coordToPixel(5), plot->yAxis->coordToPixel(0.05));
+    QMouseEvent away(QEvent::MouseMove, empty, plot->mapToGlobal(empty), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
+    QApplication::sendEvent(plot, &away);
+    EXPECT_TRUE(plot->toolTip().isEmpty()) << plot->toolTip().toStdString();
 }

@@ -13,6 +13,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSlider>
+#include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTextBrowser>
@@ -35,12 +36,13 @@ namespace {
 const std::vector<std::string> kTinySets = { "training.batch_size=64", "training.steps=40", "training.eval_every=10",
     "training.checkpoint_every=20", "eval.n_prompts=256" };
 
-nlohmann::json tinyConfig(int64_t steps = 40)
+nlohmann::json tinyConfig(int64_t steps = 40, const std::vector<std::string>& more = {})
 {
     icl::ConfigRequest request;
     request.preset = icl::kDefaultPreset;
     request.scale = "quick";
     request.sets = kTinySets;
+    request.sets.insert(request.sets.end(), more.begin(), more.end());
     request.steps = steps;
     request.device = "cpu";
     return icl::resolveConfig(request);
@@ -68,6 +70,12 @@ protected:
 };
 
 QTemporaryDir* MainWindowTest::s_dir = nullptr;
+
+void writeConfig(const QString& path, const nlohmann::json& config)
+{
+    std::ofstream f(path.toStdString());
+    f << config.dump(2);
+}
 std::string MainWindowTest::s_run;
 
 std::vector<std::pair<double, double>> graphPoints(QCPGraph* graph)
@@ -285,4 +293,107 @@ TEST_F(MainWindowTest, StopEndsTrainingEarlyAndKeepsAResumableFile)
     ASSERT_FALSE(file.checkpoints.empty()); // the stop commits a final checkpoint
     EXPECT_LT(file.checkpoints.back().step, 1000000);
     EXPECT_TRUE(window.findChild<QPushButton*>("resumeButton")->isEnabled());
+}
+
+TEST_F(MainWindowTest, ResumeContinuesTheFileToTheNewStepCount)
+{
+    QTemporaryDir dir;
+    const QString run = dir.filePath("resumed.h5");
+    ASSERT_TRUE(QFile::copy(QString::fromStdString(s_run), run));
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(run));
+    icl::gui::TrainPage* page = window.trainPage();
+    EXPECT_EQ(page->outputPath(), run);
+    auto* steps = page->findChild<QSpinBox*>("stepsSpin");
+    ASSERT_NE(steps, nullptr);
+    steps->setValue(60);
+    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    ASSERT_TRUE(page->resumeTraining());
+    ASSERT_TRUE(finished.wait(300000));
+    EXPECT_TRUE(finished.at(0).at(0).toBool());
+    const icl::RunSummary file = icl::readRunSummary(run.toStdString());
+    ASSERT_FALSE(file.checkpoints.empty());
+    EXPECT_EQ(file.checkpoints.back().step, 60);
+    EXPECT_EQ(page->checkpointTable()->rowCount(), int(file.checkpoints.size()));
+}
+
+TEST_F(MainWindowTest, DivergenceIsReportedAndTheLastCheckpointOpened)
+{
+    QTemporaryDir dir;
+    const QString configPath = dir.filePath("diverging.json");
+    writeConfig(configPath, tinyConfig(40, { "training.lr=1e30", "training.grad_clip=0", "training.optimizer=sgd" }));
+    const QString out = dir.filePath("diverged.h5");
+    MainWindow window;
+    window.setScripted(true);
+    icl::gui::TrainPage* page = window.trainPage();
+    page->setConfigFile(configPath);
+    page->setOutputPath(out);
+    QSignalSpy errors(page, &icl::gui::TrainPage::errorOccurred);
+    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    ASSERT_TRUE(page->startTraining(false));
+    ASSERT_TRUE(finished.wait(300000));
+    EXPECT_FALSE(finished.at(0).at(0).toBool());
+    ASSERT_EQ(errors.count(), 1);
+    EXPECT_TRUE(errors.at(0).at(1).toString().contains("diverged")) << errors.at(0).at(1).toString().toStdString();
+    EXPECT_FALSE(window.isBusy());
+    // The file keeps its last complete checkpoint, and the window shows it.
+    const icl::RunSummary file = icl::readRunSummary(out.toStdString());
+    EXPECT_EQ(window.experiment().path, out.toStdString());
+    EXPECT_EQ(window.timeline()->steps().size(), file.checkpoints.size());
+}
+
+TEST_F(MainWindowTest, BadConfigFileIsAnErrorNotACrash)
+{
+    QTemporaryDir dir;
+    MainWindow window;
+    window.setScripted(true);
+    icl::gui::TrainPage* page = window.trainPage();
+    page->setConfigFile(dir.filePath("missing.json"));
+    page->setOutputPath(dir.filePath("never.h5"));
+    QSignalSpy errors(page, &icl::gui::TrainPage::errorOccurred);
+    EXPECT_FALSE(page->startTraining(false));
+    ASSERT_EQ(errors.count(), 1);
+    EXPECT_TRUE(errors.at(0).at(1).toString().contains("missing.json"));
+    EXPECT_FALSE(window.isBusy());
+    EXPECT_FALSE(QFile::exists(dir.filePath("never.h5")));
+}
+
+TEST_F(MainWindowTest, LivePlotShowsTrainEvalAndBaselineLossesWhileTraining)
+{
+    QTemporaryDir dir;
+    const QString configPath = dir.filePath("live.json");
+    writeConfig(configPath, tinyConfig(1000000));
+    MainWindow window;
+    window.setScripted(true);
+    window.show();
+    window.showPage(MainWindow::Page::Train);
+    icl::gui::TrainPage* page = window.trainPage();
+    page->setConfigFile(configPath);
+    page->setOutputPath(dir.filePath("live.h5"));
+    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    QSignalSpy progress(page, &icl::gui::TrainPage::progressChanged);
+    ASSERT_TRUE(page->startTraining(false));
+    QCustomPlot* qcp = page->lossPlot()->plot();
+    // Until at least three evaluations (eval_every = 10) have been drawn.
+    auto evalPoints = [&] {
+        int most = 0;
+        for (int g = 0; g < qcp->graphCount(); ++g)
+            if (qcp->graph(g)->name().contains("eval"))
+                most = std::max(most, qcp->graph(g)->dataCount());
+        return most;
+    };
+    while (evalPoints() < 3 && finished.isEmpty())
+        ASSERT_TRUE(progress.wait(120000));
+    EXPECT_TRUE(window.isBusy());
+    // Train loss, eval loss and the preset's baselines ("zero", "least_squares", "ridge", "gd_1").
+    const nlohmann::json config = tinyConfig();
+    const nlohmann::json& baselines = config["eval"]["baselines"];
+    EXPECT_EQ(qcp->graphCount(), 2 + int(baselines.size()));
+    int trainPoints = 0;
+    for (int g = 0; g < qcp->graphCount(); ++g)
+        trainPoints = std::max(trainPoints, qcp->graph(g)->dataCount());
+    EXPECT_GE(trainPoints, 20); // every step's train loss, not only the evaluations
+    page->stopTraining();
+    ASSERT_TRUE(finished.wait(120000) || !finished.isEmpty());
 }
