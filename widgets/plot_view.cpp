@@ -68,6 +68,29 @@ public:
     }
 };
 
+/// Breaks a "key: value · key: value" caption into lines that fit the export width, at the " · "
+/// separators (a long caption must not widen the plot layout).
+QString wrapCaption(const QString& caption, const QFont& font)
+{
+    const QFontMetrics metrics(font);
+    const int budget = 600; // logical pixels: the 640-pixel export width less margins
+    const QString separator = QStringLiteral(" · ");
+    QStringList lines;
+    QString line;
+    for (const QString& part : caption.split(separator)) {
+        const QString candidate = line.isEmpty() ? part : line + separator + part;
+        if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > budget) {
+            lines << line;
+            line = part;
+        } else {
+            line = candidate;
+        }
+    }
+    if (!line.isEmpty())
+        lines << line;
+    return lines.join('\n');
+}
+
 } // namespace
 
 QColor PlotView::seriesColor(int index)
@@ -120,6 +143,7 @@ PlotView::PlotView(QWidget* parent)
     captionFont.setPointSizeF(captionFont.pointSizeF() * 0.8);
     m_caption = new QCPTextElement(m_plot, QString(), captionFont);
     m_caption->setTextColor(QColor(0x55, 0x55, 0x55));
+    m_caption->setMinimumSize(1, 0); // wrapped by rebuild(); never widens the layout
 
     m_plot->legend->setVisible(true);
     QFont legendFont = font();
@@ -127,13 +151,21 @@ PlotView::PlotView(QWidget* parent)
     m_plot->legend->setFont(legendFont);
     m_plot->legend->setBorderPen(QPen(QColor(0xBB, 0xBB, 0xBB)));
     m_plot->axisRect()->insetLayout()->take(m_plot->legend);
+    // The axis rect and the legend share one row (a sub-grid), so the full-width title and caption
+    // rows never change the width of the legend column. Grids join the plot before they get children.
+    QCPAxisRect* axisRect = m_plot->axisRect();
+    m_plot->plotLayout()->take(axisRect);
+    m_plot->plotLayout()->simplify();
+    auto* body = new QCPLayoutGrid;
+    m_plot->plotLayout()->addElement(0, 0, body);
+    body->addElement(0, 0, axisRect);
     auto* legendColumn = new QCPLayoutGrid;
+    body->addElement(0, 1, legendColumn);
+    body->setColumnStretchFactor(1, 0.001);
     legendColumn->addElement(0, 0, m_plot->legend);
     legendColumn->addElement(1, 0, new QCPLayoutElement(m_plot)); // pushes the legend to the top
     legendColumn->setRowStretchFactor(0, 0.001);
     legendColumn->setMargins(QMargins(0, 10, 6, 0));
-    m_plot->plotLayout()->addElement(0, 1, legendColumn);
-    m_plot->plotLayout()->setColumnStretchFactor(1, 0.001);
 
     m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(m_plot, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
@@ -220,7 +252,7 @@ void PlotView::rebuild()
     const QString title = qs(m_figure.title);
     const QString caption = qs(m_figure.caption());
     m_title->setText(title);
-    m_caption->setText(caption);
+    m_caption->setText(wrapCaption(caption, m_caption->font()));
     if (!title.isEmpty()) {
         grid->insertRow(0);
         grid->addElement(0, 0, m_title);

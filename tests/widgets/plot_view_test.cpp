@@ -246,3 +246,23 @@ TEST(PlotView, HoverShowsSeriesNameAndValuesOfTheNearestPoint)
     QApplication::sendEvent(plot, &away);
     EXPECT_TRUE(plot->toolTip().isEmpty()) << plot->toolTip().toStdString();
 }
+
+TEST(PlotView, LongCaptionWrapsAndNeverSqueezesTheLegend)
+{
+    Figure f = lossLikeFigure();
+    f.metadata["experiment"] = "vonoswald-lsa-1layer-20261130-002751-with-a-long-name.h5";
+    f.metadata["preset"] = "vonoswald-lsa-1layer (quick)";
+    PlotView view;
+    view.setToolBarVisible(false);
+    view.setFigure(f);
+    QCustomPlot* plot = view.plot();
+    plot->setViewport(QRect(0, 0, 640, 400)); // the export size (the view is never shown)
+    view.replotNow();
+    EXPECT_GE(plot->legend->outerRect().width(), plot->legend->minimumOuterSizeHint().width());
+    bool wrapped = false;
+    for (QCPLayoutElement* e : plot->plotLayout()->elements(true))
+        if (auto* t = qobject_cast<QCPTextElement*>(e))
+            wrapped = wrapped || (t->text().contains('\n') && t->text().contains("seed: 3"));
+    EXPECT_TRUE(wrapped);
+    EXPECT_LE(plot->axisRect()->outerRect().right(), plot->legend->outerRect().left());
+}
