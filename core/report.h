@@ -15,7 +15,8 @@ namespace icl {
 std::vector<std::string> availablePlots(const RunSummary& summary);
 
 /// Training curves: train and eval loss against step with each baseline's eval loss on the same
-/// axes (log y). Throws icl::Error if the file has no metrics.
+/// axes (linear y, as in von Oswald et al. Fig. 2; exact baselines such as least squares on a
+/// noiseless square system sit at 0). Throws icl::Error if the file has no metrics.
 Figure lossFigure(const RunSummary& summary);
 
 /// Error against number of in-context examples, with bootstrap bands.

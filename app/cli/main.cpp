@@ -1,4 +1,5 @@
 // icl-cli: the headless face of ICL Workbench (same core as the GUI). See DESIGN.md for the contract.
+#include "app/openmp_env.h"
 #include <cstdio>
 #include <iostream>
 
@@ -9,6 +10,7 @@
 
 int main(int argc, char** argv)
 {
+    icl::app::ensurePassiveOpenMpWait(argv);
     using namespace icl::cli;
     CLI::App app{"ICL Workbench command line: train transformers on in-context-learning tasks and compare them "
                  "with learning algorithms"};

@@ -7,6 +7,7 @@
 // opens the file on that page, waits until the page's jobs are done, saves a screenshot of the
 // window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen.
 
+#include "app/openmp_env.h"
 #include <cstdio>
 
 #include <QApplication>
@@ -26,6 +27,7 @@
 
 int main(int argc, char** argv)
 {
+    icl::app::ensurePassiveOpenMpWait(argv);
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("ICL Workbench"));
     QApplication::setApplicationName(QStringLiteral("icl-workbench"));

@@ -76,18 +76,23 @@ AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOpt
     const CheckpointData cp = readCheckpoint(path, step);
     configureThreads(options.threads);
 
-    if (options.reference.rfind("gd_", 0) != 0 || options.reference.size() < 4
-        || options.reference.find_first_not_of("0123456789", 3) != std::string::npos)
-        throw Error("reference \"" + options.reference + "\": expected gd_k (k GD steps), e.g. gd_1");
-    const int64_t k = std::stoll(options.reference.substr(3));
-    double eta = std::nan("");
-    auto etaSeries = summary.metrics.find("baseline_eta/" + options.reference);
-    if (etaSeries != summary.metrics.end() && !etaSeries->second.empty())
-        eta = etaSeries->second.back();
-    if (!std::isfinite(eta)) {
+    // The reference: "gd_k" or "gdpp_k", fitted as during training (read back from the run's metrics
+    // when it was a baseline there, else refitted on the same tuning prompts and seed).
+    const std::string& ref = options.reference;
+    const bool isGd = ref.rfind("gd_", 0) == 0, isGdpp = ref.rfind("gdpp_", 0) == 0;
+    const std::string digits = isGd ? ref.substr(3) : isGdpp ? ref.substr(5) : "";
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || std::stoll(digits) < 1
+        || (isGdpp && std::stoll(digits) < 2))
+        throw Error("reference \"" + ref + "\": expected gd_k (k GD steps) or gdpp_k (k GD++ layers, k > 1)");
+    ExperimentConfig refCfg = cfg;
+    refCfg.eval.baselines = {isGd ? "gd" : "gd_plus_plus"};
+    refCfg.eval.gd_steps = {std::stoll(digits)};
+    FittedBaselines fitted = fittedFromMetrics(summary.metrics);
+    if (!fitted.eta.count(ref) && !fitted.gdpp.count(ref)) {
         const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
-        eta = k == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
+        fitted = fitBaselines(refCfg, tuning, seeds::tuning(cfg.seed));
     }
+    const double eta = isGd ? fitted.eta.at(ref) : std::nan("");
 
     ModelHandle model = makeModel(cfg, 0);
     loadParams(*model.module, cp.params, path + " (checkpoint " + std::to_string(step) + ")");
@@ -102,8 +107,9 @@ AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOpt
     r.checkpoint_step = step;
     r.n_prompts = n;
     torch::Tensor mp, rp;
-    r.metrics = alignmentMetrics(model.predict, [&](const PromptBatch& b) { return predictGd(b, k, eta); }, prompts,
-                                 4096, &mp, &rp);
+    r.metrics = alignmentMetrics(
+        model.predict, [&](const PromptBatch& b) { return predictBaseline(ref, b, refCfg, fitted); }, prompts, 4096,
+        &mp, &rp);
     const int64_t keep = std::min<int64_t>(2000, n);
     r.model_predictions.assign(mp.data_ptr<double>(), mp.data_ptr<double>() + keep);
     r.reference_predictions.assign(rp.data_ptr<double>(), rp.data_ptr<double>() + keep);

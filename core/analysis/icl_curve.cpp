@@ -60,13 +60,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     model.module->eval();
 
     // GD step sizes as fitted during training (same η the loss curves used).
-    std::map<std::string, double> etas;
-    for (const auto& [name, values] : summary.metrics)
-        if (name.rfind("baseline_eta/", 0) == 0 && !values.empty())
-            etas[name.substr(13)] = values.back();
-    for (const auto& name : baselineNames(cfg.eval))
-        if (name.rfind("gd_", 0) == 0 && !etas.count(name))
-            etas = fitGdEtas(sampleLinearRegression(cfg.task, cfg.eval.n_prompts, mixSeed(options.seed, 2)), cfg.eval);
+    const FittedBaselines fitted = fittedOrRefit(cfg, summary.metrics);
 
     const PromptBatch prompts = sampleLinearRegression(cfg.task, options.n_prompts, mixSeed(options.seed, 1));
     torch::Tensor resampleIdx;
@@ -91,7 +85,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
         auto lossOf = [&](const torch::Tensor& pred) { return 0.5 * (pred.to(torch::kFloat64) - y).pow(2); };
         addPoint(*seriesFor(curve, "model"), lossOf(model.predict(b)), resampleIdx);
         for (const auto& name : names)
-            addPoint(*seriesFor(curve, name), lossOf(predictBaseline(name, b, cfg, etas)), resampleIdx);
+            addPoint(*seriesFor(curve, name), lossOf(predictBaseline(name, b, cfg, fitted)), resampleIdx);
     }
     if (progress)
         progress(N, N);

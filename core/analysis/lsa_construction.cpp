@@ -1,5 +1,7 @@
 #include "core/analysis/lsa_construction.h"
 
+#include "core/error.h"
+
 namespace icl {
 
 void applyGdConstruction(LsaImpl& model, double eta, int64_t n_context)
@@ -18,6 +20,33 @@ void applyGdConstruction(LsaImpl& model, double eta, int64_t n_context)
         w.w_k[0].copy_(xProj);
         w.w_v[0][d][d] = -1.0;
         w.w_o[0].copy_(torch::eye(D, opts) * (eta / double(n_context)));
+    }
+}
+
+void applyGdPlusPlusConstruction(LsaImpl& model, const std::vector<double>& eta, const std::vector<double>& gamma,
+                                 int64_t n_context)
+{
+    const size_t layers = model.tied() ? 1 : size_t(model.nLayers());
+    if (eta.size() != layers || gamma.size() != layers)
+        throw Error("GD++ construction: expected " + std::to_string(layers) + " values of η and γ, got "
+                    + std::to_string(eta.size()) + " and " + std::to_string(gamma.size()));
+    torch::NoGradGuard guard;
+    const int64_t D = model.tokenDim();
+    const int64_t d = D - 1;
+    for (size_t l = 0; l < layers; ++l) {
+        LsaLayerWeights& w = model.layer(int64_t(l));
+        for (torch::Tensor* t : {&w.w_q, &w.w_k, &w.w_v, &w.w_o})
+            t->zero_();
+        auto opts = w.w_q.options();
+        torch::Tensor xProj = torch::zeros({D, D}, opts);
+        xProj.narrow(0, 0, d).narrow(1, 0, d).copy_(torch::eye(d, opts));
+        w.w_q[0].copy_(xProj);
+        w.w_k[0].copy_(xProj);
+        w.w_v[0].copy_(xProj);
+        w.w_v[0][d][d] = -1.0;
+        torch::Tensor p = torch::eye(D, opts) * (-gamma[l]);
+        p[d][d] = eta[l] / double(n_context);
+        w.w_o[0].copy_(p);
     }
 }
 

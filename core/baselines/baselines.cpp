@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/training/seeds.h"
 
 namespace icl {
 
@@ -139,6 +140,46 @@ double ridgeLambda(const ExperimentConfig& config)
     return config.task.noise_std * config.task.noise_std / (tau * tau);
 }
 
+torch::Tensor predictGdPlusPlus(const PromptBatch& batch, const torch::Tensor& eta, const torch::Tensor& gamma)
+{
+    const int64_t N = batch.nContext();
+    TORCH_CHECK(eta.dim() == 1 && gamma.sizes() == eta.sizes(), "GD++ expects eta and gamma of shape [K]");
+    torch::Tensor X = batch.x.to(torch::kFloat64);                  // [B, N+1, d]
+    torch::Tensor r = batch.y.to(torch::kFloat64).clone();          // [B, N+1]
+    r.select(1, N).zero_();
+    if (N == 0)
+        return torch::zeros({batch.batchSize()}, batch.x.options());
+    for (int64_t l = 0; l < eta.size(0); ++l) {
+        // Σ_i x_i x_iᵀ x_j = (CᵀC) x_j and Σ_i r_i x_iᵀ x_j = ⟨Cᵀr_c, x_j⟩ with C the context inputs.
+        const torch::Tensor C = X.narrow(1, 0, N);                                    // [B, N, d]
+        const torch::Tensor u = torch::einsum("bnd,bn->bd", {C, r.narrow(1, 0, N)});  // [B, d]
+        const torch::Tensor M = torch::matmul(C.transpose(1, 2), C);                 // [B, d, d]
+        r = r - (eta[l] / double(N)) * torch::einsum("btd,bd->bt", {X, u});
+        X = X - gamma[l] * torch::matmul(X, M);
+    }
+    return (-r.select(1, N)).to(batch.x.scalar_type());
+}
+
+GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed, int64_t steps)
+{
+    torch::Tensor eta = torch::ones({k}, torch::kFloat64).requires_grad_(true);
+    torch::Tensor gamma = torch::zeros({k}, torch::kFloat64).requires_grad_(true);
+    torch::optim::Adam opt({eta, gamma}, torch::optim::AdamOptions(1e-3));
+    for (int64_t t = 0; t < steps; ++t) {
+        const PromptBatch b = sampleLinearRegression(task, 512, mixSeed(seed, uint64_t(t)), torch::kFloat64);
+        opt.zero_grad();
+        torch::Tensor loss = halfMse(predictGdPlusPlus(b, eta, gamma), b.queryY());
+        loss.backward();
+        opt.step();
+    }
+    GdPlusPlusParams p;
+    for (int64_t l = 0; l < k; ++l) {
+        p.eta.push_back(eta[l].item<double>());
+        p.gamma.push_back(gamma[l].item<double>());
+    }
+    return p;
+}
+
 std::vector<std::string> baselineNames(const EvalConfig& eval)
 {
     std::vector<std::string> names;
@@ -146,6 +187,10 @@ std::vector<std::string> baselineNames(const EvalConfig& eval)
         if (b == "gd") {
             for (int64_t k : eval.gd_steps)
                 names.push_back("gd_" + std::to_string(k));
+        } else if (b == "gd_plus_plus") {
+            for (int64_t k : eval.gd_steps)
+                if (k > 1)
+                    names.push_back("gdpp_" + std::to_string(k));
         } else {
             names.push_back(b);
         }
@@ -153,18 +198,78 @@ std::vector<std::string> baselineNames(const EvalConfig& eval)
     return names;
 }
 
-std::map<std::string, double> fitGdEtas(const PromptBatch& tuning, const EvalConfig& eval)
+FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& tuning, uint64_t seed)
 {
-    std::map<std::string, double> etas;
-    if (std::find(eval.baselines.begin(), eval.baselines.end(), "gd") == eval.baselines.end())
-        return etas;
-    for (int64_t k : eval.gd_steps)
-        etas["gd_" + std::to_string(k)] = (k == 1) ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
-    return etas;
+    FittedBaselines f;
+    for (const auto& name : baselineNames(config.eval)) {
+        if (name.rfind("gd_", 0) == 0) {
+            const int64_t k = std::stoll(name.substr(3));
+            f.eta[name] = (k == 1) ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
+        } else if (name.rfind("gdpp_", 0) == 0) {
+            f.gdpp[name] = fitGdPlusPlus(config.task, std::stoll(name.substr(5)), seed);
+        }
+    }
+    return f;
+}
+
+FittedBaselines fittedFromMetrics(const std::map<std::string, std::vector<double>>& metrics)
+{
+    FittedBaselines f;
+    for (const auto& [key, values] : metrics) {
+        if (values.empty() || !std::isfinite(values.back()))
+            continue;
+        if (key.rfind("baseline_eta/", 0) == 0) {
+            f.eta[key.substr(13)] = values.back();
+        } else if (key.rfind("baseline_param/", 0) == 0) {
+            // baseline_param/gdpp_k/eta_l or …/gamma_l
+            const std::string rest = key.substr(15);
+            const auto slash = rest.find('/');
+            const auto under = rest.rfind('_');
+            if (slash == std::string::npos || under == std::string::npos || under < slash)
+                continue;
+            const std::string name = rest.substr(0, slash);
+            const std::string what = rest.substr(slash + 1, under - slash - 1);
+            const size_t layer = std::stoul(rest.substr(under + 1));
+            auto& p = f.gdpp[name];
+            auto& vec = what == "eta" ? p.eta : p.gamma;
+            if (vec.size() <= layer)
+                vec.resize(layer + 1, std::nan(""));
+            vec[layer] = values.back();
+        }
+    }
+    return f;
+}
+
+std::map<std::string, double> fittedToMetrics(const FittedBaselines& fitted)
+{
+    std::map<std::string, double> m;
+    for (const auto& [name, eta] : fitted.eta)
+        m["baseline_eta/" + name] = eta;
+    for (const auto& [name, p] : fitted.gdpp)
+        for (size_t l = 0; l < p.eta.size(); ++l) {
+            m["baseline_param/" + name + "/eta_" + std::to_string(l)] = p.eta[l];
+            m["baseline_param/" + name + "/gamma_" + std::to_string(l)] = p.gamma[l];
+        }
+    return m;
+}
+
+FittedBaselines fittedOrRefit(const ExperimentConfig& config, const std::map<std::string, std::vector<double>>& metrics)
+{
+    FittedBaselines f = fittedFromMetrics(metrics);
+    for (const auto& name : baselineNames(config.eval)) {
+        const bool missing = (name.rfind("gd_", 0) == 0 && !f.eta.count(name))
+            || (name.rfind("gdpp_", 0) == 0 && !f.gdpp.count(name));
+        if (missing) {
+            const PromptBatch tuning
+                = sampleLinearRegression(config.task, config.eval.n_prompts, seeds::tuning(config.seed));
+            return fitBaselines(config, tuning, seeds::tuning(config.seed));
+        }
+    }
+    return f;
 }
 
 torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch, const ExperimentConfig& config,
-                              const std::map<std::string, double>& etas)
+                              const FittedBaselines& fitted)
 {
     if (name == "zero")
         return predictZero(batch);
@@ -173,10 +278,17 @@ torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch,
     if (name == "ridge")
         return predictRidge(batch, ridgeLambda(config));
     if (name.rfind("gd_", 0) == 0) {
-        auto it = etas.find(name);
-        if (it == etas.end())
+        auto it = fitted.eta.find(name);
+        if (it == fitted.eta.end())
             throw Error("baseline " + name + ": no fitted step size η");
         return predictGd(batch, std::stoll(name.substr(3)), it->second);
+    }
+    if (name.rfind("gdpp_", 0) == 0) {
+        auto it = fitted.gdpp.find(name);
+        if (it == fitted.gdpp.end() || it->second.eta.size() != size_t(std::stoll(name.substr(5))))
+            throw Error("baseline " + name + ": no fitted GD++ parameters");
+        const auto& p = it->second;
+        return predictGdPlusPlus(batch, torch::tensor(p.eta, torch::kFloat64), torch::tensor(p.gamma, torch::kFloat64));
     }
     throw Error("unknown baseline \"" + name + "\"");
 }

@@ -42,16 +42,52 @@ double lineSearchEta(const PromptBatch& batch, int64_t k, double lo = 0.0, doubl
 /// Ridge penalty of the config: eval.ridge_lambda when ≥ 0, else the Bayes choice σ²/w_scale².
 double ridgeLambda(const ExperimentConfig& config);
 
-/// Baseline names of a config in display order: "zero", "least_squares", "ridge", "gd_1", "gd_2", …
+/// GD++ (von Oswald et al. 2022, §4): K layers, each updating every token with the pre-layer values
+///   x_j ← x_j − γ_l·Σ_{i≤N} x_i x_iᵀ x_j,   r_j ← r_j − (η_l/N)·Σ_{i≤N} r_i x_iᵀ x_j,
+/// where r_i starts as y_i for context tokens and 0 for the query, and ŷ_q = −r_q after K layers.
+/// With γ = 0 this is plain GD (K steps with per-step η_l); γ > 0 preconditions the inputs by
+/// (I − γ·XᵀX) — the curvature correction. `eta`, `gamma` are [K] float64 tensors; the result [B]
+/// is differentiable in them (used to fit them).
+torch::Tensor predictGdPlusPlus(const PromptBatch& batch, const torch::Tensor& eta, const torch::Tensor& gamma);
+
+/// Per-layer scalars of a GD++ baseline.
+struct GdPlusPlusParams {
+    std::vector<double> eta;
+    std::vector<double> gamma;
+};
+
+/// Trains the 2K GD++ scalars as in the paper: Adam (lr 1e-3), batches of 512 fresh prompts drawn from
+/// `seed`, `steps` steps, starting from η_l = 1, γ_l = 0. Deterministic for a given seed.
+GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed, int64_t steps = 1000);
+
+/// Step sizes and scalars of every parametrised baseline of a config.
+struct FittedBaselines {
+    std::map<std::string, double> eta;               ///< "gd_k" -> η
+    std::map<std::string, GdPlusPlusParams> gdpp;    ///< "gdpp_k" -> per-layer (η, γ)
+};
+
+/// Baseline names of a config in display order: "zero", "least_squares", "ridge", "gd_1", …, "gdpp_2", …
+/// (GD++ is defined for k > 1 only).
 std::vector<std::string> baselineNames(const EvalConfig& eval);
 
-/// Fits η of every GD-k baseline on `tuning` prompts (closed form for k = 1, line search otherwise).
-/// Returns "gd_k" -> η.
-std::map<std::string, double> fitGdEtas(const PromptBatch& tuning, const EvalConfig& eval);
+/// Fits every parametrised baseline: η of GD-k on `tuning` prompts (closed form for k = 1, line search
+/// otherwise), GD++ scalars by fitGdPlusPlus from `seed`.
+FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& tuning, uint64_t seed);
 
-/// Query predictions [B] of baseline `name` ("zero", "least_squares", "ridge", "gd_k").
-/// Throws icl::Error for an unknown name or a GD baseline missing from `etas`.
+/// Recovers fitted baselines from a run's metrics ("baseline_eta/gd_k", "baseline_param/gdpp_k/eta_l",
+/// "baseline_param/gdpp_k/gamma_l"). Missing entries stay missing.
+FittedBaselines fittedFromMetrics(const std::map<std::string, std::vector<double>>& metrics);
+
+/// The metric entries that fittedFromMetrics reads back.
+std::map<std::string, double> fittedToMetrics(const FittedBaselines& fitted);
+
+/// Fitted baselines of a finished run: read from its metrics; any that are missing are refitted
+/// exactly as the trainer fits them (same tuning prompts and seed), so results agree with training.
+FittedBaselines fittedOrRefit(const ExperimentConfig& config, const std::map<std::string, std::vector<double>>& metrics);
+
+/// Query predictions [B] of baseline `name` ("zero", "least_squares", "ridge", "gd_k", "gdpp_k").
+/// Throws icl::Error for an unknown name or a baseline missing from `fitted`.
 torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch, const ExperimentConfig& config,
-                              const std::map<std::string, double>& etas);
+                              const FittedBaselines& fitted);
 
 } // namespace icl

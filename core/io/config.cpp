@@ -201,7 +201,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         EvalConfig& e = c.eval;
         e.n_prompts = s.integer("n_prompts", e.n_prompts, 1, 10000000);
         if (const nlohmann::json* v = s.find("baselines")) {
-            static const std::vector<std::string> known = {"zero", "least_squares", "ridge", "gd"};
+            static const std::vector<std::string> known = {"zero", "least_squares", "ridge", "gd", "gd_plus_plus"};
             if (!v->is_array())
                 throw Error("eval.baselines: expected an array of names, got " + shortJson(*v));
             e.baselines.clear();
@@ -209,7 +209,8 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
                 const auto& b = (*v)[i];
                 if (!b.is_string() || std::find(known.begin(), known.end(), b.get<std::string>()) == known.end())
                     throw Error("eval.baselines[" + std::to_string(i)
-                                + "]: expected one of \"zero\", \"least_squares\", \"ridge\", \"gd\", got "
+                                + "]: expected one of \"zero\", \"least_squares\", \"ridge\", \"gd\", "
+                                  "\"gd_plus_plus\", got "
                                 + shortJson(b));
                 e.baselines.push_back(b.get<std::string>());
             }
@@ -233,19 +234,20 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
             if (!v->is_array())
                 throw Error("eval.alignment: expected an array of GD baselines such as [\"gd_1\"], got " + shortJson(*v));
             e.alignment.clear();
-            const bool hasGd = std::find(e.baselines.begin(), e.baselines.end(), "gd") != e.baselines.end();
+            auto has = [&](const char* b) { return std::find(e.baselines.begin(), e.baselines.end(), b) != e.baselines.end(); };
             for (size_t i = 0; i < v->size(); ++i) {
                 const auto& r = (*v)[i];
-                bool ok = r.is_string() && hasGd;
-                if (ok) {
+                bool ok = false;
+                if (r.is_string()) {
                     const std::string name = r.get<std::string>();
-                    ok = false;
-                    for (int64_t k : e.gd_steps)
-                        ok |= name == "gd_" + std::to_string(k);
+                    for (int64_t k : e.gd_steps) {
+                        ok |= has("gd") && name == "gd_" + std::to_string(k);
+                        ok |= has("gd_plus_plus") && k > 1 && name == "gdpp_" + std::to_string(k);
+                    }
                 }
                 if (!ok)
-                    throw Error("eval.alignment[" + std::to_string(i) + "]: expected a GD baseline of eval.baselines/"
-                                "eval.gd_steps (e.g. \"gd_1\"), got " + shortJson(r));
+                    throw Error("eval.alignment[" + std::to_string(i) + "]: expected a baseline of eval.baselines and "
+                                "eval.gd_steps (e.g. \"gd_1\", \"gdpp_3\"), got " + shortJson(r));
                 e.alignment.push_back(r.get<std::string>());
             }
         }

@@ -57,8 +57,9 @@ struct TrainingConfig {
 /// `eval` section: the fixed evaluation prompts and the baselines measured on them.
 struct EvalConfig {
     int64_t n_prompts = 10000;
+    /// "zero", "least_squares", "ridge", "gd" (one GD-k per gd_steps entry), "gd_plus_plus" (GD++-k, k > 1)
     std::vector<std::string> baselines = {"zero", "least_squares", "ridge", "gd"};
-    std::vector<int64_t> gd_steps = {1};   ///< k for each GD-k baseline ("gd_1", "gd_2", …)
+    std::vector<int64_t> gd_steps = {1};   ///< k for each GD-k / GD++-k baseline ("gd_1", "gdpp_2", …)
     /// ridge penalty λ on the sum-of-squares objective; negative = Bayes choice σ²/w_scale²
     double ridge_lambda = -1.0;
     int64_t bootstrap = 1000;              ///< bootstrap resamples for confidence intervals

@@ -28,14 +28,15 @@ std::mutex& hdf5Mutex()
     return m;
 }
 
-// Silences HDF5's own stderr error stack once; failures are reported through icl::Error.
+// Silences HDF5's own stderr error stack; failures are reported through icl::Error. The setting is
+// per thread in thread-safe HDF5 builds (Debian's), so every calling thread does it once.
 void quietHdf5()
 {
-    static bool done = [] {
+    thread_local bool done = false;
+    if (!done) {
         H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-        return true;
-    }();
-    (void)done;
+        done = true;
+    }
 }
 
 // Owning HDF5 identifier.
@@ -405,6 +406,7 @@ void createExperimentFile(const std::string& path, const std::string& config_jso
 RunSummary readRunSummary(const std::string& path)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
     Hid f = openFile(path, H5F_ACC_RDONLY);
     RunSummary s;
     s.path = path;
@@ -491,6 +493,7 @@ void commitToExperimentFile(const std::string& path, const std::vector<MetricsRo
                             const CheckpointData* checkpoint, int64_t truncate_after_step)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
     { Hid probe = openFile(path, H5F_ACC_RDONLY); }
     commitCopy(path, [&](hid_t f) {
         Hid metrics = openOrCreateGroup(f, "metrics");
@@ -564,6 +567,7 @@ std::string storeAnalysis(const std::string& path, const std::string& kind, int6
                           const std::string& options_json, const std::string& result_json)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
     { Hid probe = openFile(path, H5F_ACC_RDONLY); }
     std::string id;
     commitCopy(path, [&](hid_t f) {

@@ -145,10 +145,10 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     }
     const PromptBatch evalCpu = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
     const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
-    const std::map<std::string, double> etas = fitGdEtas(tuning, cfg.eval);
+    const FittedBaselines fitted = fitBaselines(cfg, tuning, seeds::tuning(cfg.seed));
     std::map<std::string, double> baselineLoss;
     for (const auto& name : baselineNames(cfg.eval))
-        baselineLoss[name] = halfMse(predictBaseline(name, evalCpu, cfg, etas).to(torch::kFloat64),
+        baselineLoss[name] = halfMse(predictBaseline(name, evalCpu, cfg, fitted).to(torch::kFloat64),
                                      evalCpu.queryY().to(torch::kFloat64))
                                  .item<double>();
     const PromptBatch evalSet = evalCpu.to(device);
@@ -175,13 +175,12 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         row["wall_time_s"] = wallOffset + elapsed();
         for (const auto& [name, value] : baselineLoss)
             row["baseline/" + name] = value;
-        for (const auto& [name, value] : etas)
-            row["baseline_eta/" + name] = value;
+        for (const auto& [name, value] : fittedToMetrics(fitted))
+            row[name] = value;
         for (const auto& reference : cfg.eval.alignment) {
-            const int64_t k = std::stoll(reference.substr(3));
-            const double eta = etas.at(reference);
             const AlignmentMetrics a = alignmentMetrics(
-                model.predict, [&](const PromptBatch& b) { return predictGd(b, k, eta); }, evalSet);
+                model.predict, [&](const PromptBatch& b) { return predictBaseline(reference, b, cfg, fitted); },
+                evalSet);
             const std::string prefix = "alignment/" + reference + "/";
             row[prefix + "prediction_difference"] = a.prediction_difference;
             row[prefix + "model_cosine"] = a.model_cosine;

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
@@ -21,7 +23,10 @@ struct Result {
 
 Result run(const std::string& args)
 {
-    const std::string errFile = ::testing::TempDir() + "cli_stderr.txt";
+    // ctest runs tests as parallel processes: one stderr file per process and call.
+    static int calls = 0;
+    const std::string errFile
+        = ::testing::TempDir() + "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(++calls) + ".txt";
     const std::string cmd = std::string(ICL_CLI_PATH) + " " + args + " 2>" + errFile;
     Result r;
     FILE* pipe = popen(cmd.c_str(), "r");

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/analysis/lsa_construction.h"
+#include "core/baselines/baselines.h"
 
 namespace {
 
@@ -131,6 +132,87 @@ TEST(LsaConstruction, ExtraHeadsAreSilenced)
     model->to(torch::kFloat64);
     icl::applyGdConstruction(*model, 1.1, 6);
     EXPECT_LE(maxRelativeError(model->predict(b), gdReference(b, 2, 1.1)), 1e-10);
+}
+
+// GD++ with explicit per-layer updates in plain C++ (pre-layer values on the right-hand side):
+//   x_j ← x_j − γ_l Σ_i x_i (x_iᵀ x_j),  r_j ← r_j − (η_l/N) Σ_i r_i (x_iᵀ x_j),  r_q starts at 0, ŷ = −r_q.
+std::vector<double> gdPlusPlusReference(const icl::PromptBatch& b, const std::vector<double>& eta,
+                                        const std::vector<double>& gamma)
+{
+    const auto xa = b.x.accessor<double, 3>();
+    const auto ya = b.y.accessor<double, 2>();
+    const int64_t B = b.batchSize(), N = b.nContext(), d = b.dim();
+    std::vector<double> out(B);
+    for (int64_t p = 0; p < B; ++p) {
+        std::vector<std::vector<double>> x(N + 1, std::vector<double>(d));
+        std::vector<double> r(N + 1, 0.0);
+        for (int64_t t = 0; t <= N; ++t) {
+            for (int64_t j = 0; j < d; ++j)
+                x[t][j] = xa[p][t][j];
+            r[t] = t < N ? ya[p][t] : 0.0;
+        }
+        for (size_t l = 0; l < eta.size(); ++l) {
+            auto nx = x;
+            auto nr = r;
+            for (int64_t t = 0; t <= N; ++t) {
+                for (int64_t i = 0; i < N; ++i) {
+                    double dot = 0.0;
+                    for (int64_t j = 0; j < d; ++j)
+                        dot += x[i][j] * x[t][j];
+                    for (int64_t j = 0; j < d; ++j)
+                        nx[t][j] -= gamma[l] * x[i][j] * dot;
+                    nr[t] -= eta[l] / double(N) * r[i] * dot;
+                }
+            }
+            x = nx;
+            r = nr;
+        }
+        out[p] = -r[N];
+    }
+    return out;
+}
+
+TEST(LsaConstruction, GdPlusPlusEqualsItsExplicitPreconditionedUpdate)
+{
+    const auto b = prompts(24, 5, 9, 21);
+    const std::vector<double> eta = {1.1, 0.7, 1.4}, gamma = {0.02, 0.05, 0.01};
+    icl::Lsa model(6, 3, 1, false);
+    model->to(torch::kFloat64);
+    icl::applyGdPlusPlusConstruction(*model, eta, gamma, 9);
+    const auto want = gdPlusPlusReference(b, eta, gamma);
+    EXPECT_LE(maxRelativeError(model->predict(b), want), 1e-10);
+    // The baseline implementation computes the same thing.
+    const torch::Tensor baseline = icl::predictGdPlusPlus(b, torch::tensor(eta, torch::kFloat64),
+                                                          torch::tensor(gamma, torch::kFloat64));
+    EXPECT_LE(maxRelativeError(baseline, want), 1e-10);
+    // γ = 0 is plain GD with per-layer step sizes; with equal η it is K GD steps.
+    const auto plain = gdPlusPlusReference(b, {0.9, 0.9}, {0.0, 0.0});
+    EXPECT_LE(maxRelativeError(torch::tensor(plain, torch::kFloat64), gdReference(b, 2, 0.9)), 1e-10);
+}
+
+TEST(LsaConstruction, GdPlusPlusRejectsWrongSizes)
+{
+    icl::Lsa model(4, 2, 1, false);
+    EXPECT_THROW(icl::applyGdPlusPlusConstruction(*model, {1.0}, {0.0}, 5), std::runtime_error);
+}
+
+TEST(GdPlusPlus, FittedScalarsBeatPlainGdWithTheSameDepth)
+{
+    // von Oswald et al. §4: the curvature correction makes K GD++ layers better than K GD steps.
+    icl::TaskConfig t;
+    t.d = 10;
+    t.n_context = 10;
+    const auto fit = icl::fitGdPlusPlus(t, 3, 99, 800);
+    const auto test = icl::sampleLinearRegression(t, 4000, 5, torch::kFloat64);
+    const double gdppLoss = icl::halfMse(icl::predictGdPlusPlus(test, torch::tensor(fit.eta, torch::kFloat64),
+                                                                torch::tensor(fit.gamma, torch::kFloat64)),
+                                         test.queryY())
+                                .item<double>();
+    const double gdLoss = icl::halfMse(icl::predictGd(test, 3, icl::lineSearchEta(test, 3)), test.queryY()).item<double>();
+    EXPECT_LT(gdppLoss, gdLoss);
+    // The last layer's input transform never reaches the prediction, so its γ gets no gradient.
+    EXPECT_EQ(fit.gamma.back(), 0.0);
+    EXPECT_NE(fit.gamma.front(), 0.0);
 }
 
 } // namespace

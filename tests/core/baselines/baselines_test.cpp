@@ -126,7 +126,25 @@ TEST(Baselines, NamesAndDispatch)
     const auto b = prompts(10, 3, 4, 1);
     EXPECT_THROW(icl::predictBaseline("gd_3", b, c, {}), std::runtime_error);
     EXPECT_THROW(icl::predictBaseline("knn_5", b, c, {}), std::runtime_error);
-    EXPECT_LE(maxAbsDiff(icl::predictBaseline("gd_3", b, c, {{"gd_3", 0.5}}), icl::predictGd(b, 3, 0.5)), 0.0);
+    icl::FittedBaselines fitted;
+    fitted.eta["gd_3"] = 0.5;
+    EXPECT_LE(maxAbsDiff(icl::predictBaseline("gd_3", b, c, fitted), icl::predictGd(b, 3, 0.5)), 0.0);
+    c.eval.baselines = {"gd", "gd_plus_plus"};
+    EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"gd_1", "gd_3", "gdpp_3"}));
+}
+
+TEST(Baselines, FittedParametersSurviveTheMetricsRoundTrip)
+{
+    icl::FittedBaselines f;
+    f.eta["gd_2"] = 0.75;
+    f.gdpp["gdpp_3"] = {{1.1, 1.2, 1.3}, {0.01, 0.02, 0.03}};
+    std::map<std::string, std::vector<double>> metrics;
+    for (const auto& [k, v] : icl::fittedToMetrics(f))
+        metrics[k] = {v};
+    const auto back = icl::fittedFromMetrics(metrics);
+    EXPECT_EQ(back.eta, f.eta);
+    EXPECT_EQ(back.gdpp.at("gdpp_3").eta, f.gdpp["gdpp_3"].eta);
+    EXPECT_EQ(back.gdpp.at("gdpp_3").gamma, f.gdpp["gdpp_3"].gamma);
 }
 
 } // namespace
