@@ -1,5 +1,6 @@
 #include "core/report.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,16 @@ std::vector<std::string> availablePlots(const RunSummary& summary)
         plots.push_back("loss");
     if (!summary.checkpoints.empty())
         plots.push_back("icl_curve");
+    for (const auto& [key, values] : summary.metrics)
+        if (key.rfind("alignment/", 0) == 0) {
+            plots.push_back("alignment");
+            break;
+        }
+    try {
+        if (!summary.checkpoints.empty() && nlohmann::json::parse(summary.config_json)["model"]["kind"] == "lsa")
+            plots.push_back("eta_scan");
+    } catch (const std::exception&) {
+    }
     return plots;
 }
 
@@ -104,6 +115,131 @@ Figure iclCurveFigure(const IclCurve& curve, const RunSummary& summary)
         out.y_upper = s.ci_upper;
         f.series.push_back(std::move(out));
     }
+    return f;
+}
+
+Figure alignmentFigure(const RunSummary& summary)
+{
+    auto steps = summary.metrics.find("step");
+    Figure f;
+    f.name = "alignment";
+    f.title = "Alignment of the model with gradient descent during training";
+    f.x_label = "training step";
+    f.y_label = "cosine / difference";
+    f.metadata = runMetadata(summary);
+    for (const auto& [key, values] : summary.metrics) {
+        if (key.rfind("alignment/", 0) != 0 || steps == summary.metrics.end())
+            continue;
+        const std::string rest = key.substr(10);
+        const auto slash = rest.find('/');
+        const std::string ref = rest.substr(0, slash), metric = rest.substr(slash + 1);
+        if (metric == "model_difference")
+            continue;  // the relative difference is on the same scale as the cosine
+        Series s;
+        const std::string label = metric == "model_cosine"             ? "model cosine"
+                                  : metric == "relative_model_difference" ? "relative model difference"
+                                                                          : "prediction difference";
+        s.name = label + " vs " + prettyBaseline(ref);
+        s.style = metric == "model_cosine" ? Series::Style::Line : Series::Style::Dashed;
+        for (size_t i = 0; i < values.size() && i < steps->second.size(); ++i)
+            if (!std::isnan(values[i])) {
+                s.x.push_back(steps->second[i]);
+                s.y.push_back(values[i]);
+            }
+        f.series.push_back(std::move(s));
+    }
+    if (f.series.empty())
+        throw Error(summary.path + ": no alignment metrics recorded (set eval.alignment, e.g. [\"gd_1\"])");
+    return f;
+}
+
+Figure predictionScatterFigure(const AlignmentResult& r, const RunSummary& summary)
+{
+    Figure f;
+    f.name = "prediction_scatter";
+    f.title = "Model vs " + prettyBaseline(r.reference) + " predictions on the same prompts";
+    f.x_label = "prediction of " + prettyBaseline(r.reference);
+    f.y_label = "model prediction";
+    f.metadata = runMetadata(summary);
+    f.metadata["checkpoint_step"] = std::to_string(r.checkpoint_step);
+    Series s;
+    s.name = "prompts";
+    s.style = Series::Style::Markers;
+    s.x = r.reference_predictions;
+    s.y = r.model_predictions;
+    double lo = 0, hi = 0;
+    for (double v : s.x) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    Series diag;
+    diag.name = "y = x";
+    diag.style = Series::Style::Dashed;
+    diag.x = {lo, hi};
+    diag.y = {lo, hi};
+    f.series = {s, diag};
+    return f;
+}
+
+Figure etaScanFigure(const EtaScan& scan, const RunSummary& summary)
+{
+    Figure f;
+    f.name = "eta_scan";
+    f.title = "GD with " + std::to_string(scan.k) + " step" + (scan.k == 1 ? "" : "s") + ": loss against step size";
+    f.x_label = "learning rate η";
+    f.y_label = "loss  0.5·(ŷ − y)²";
+    f.metadata = runMetadata(summary);
+    f.metadata["checkpoint_step"] = std::to_string(scan.checkpoint_step);
+    f.metadata["best_eta"] = std::to_string(scan.best_eta);
+    Series gd;
+    gd.name = "GD, " + std::to_string(scan.k) + " step" + (scan.k == 1 ? "" : "s");
+    gd.x = scan.eta;
+    gd.y = scan.loss;
+    Series model;
+    model.name = "trained model";
+    model.style = Series::Style::Dashed;
+    model.x = {scan.eta.front(), scan.eta.back()};
+    model.y = {scan.model_loss, scan.model_loss};
+    Series best;
+    best.name = "best η";
+    best.style = Series::Style::Markers;
+    best.x = {scan.best_eta};
+    best.y = {scan.best_loss};
+    f.series = {gd, model, best};
+    return f;
+}
+
+Figure oodFigure(const OodCurve& c, const RunSummary& summary)
+{
+    Figure f;
+    f.name = "ood_" + c.kind;
+    const std::string what = c.kind == "x_scale"       ? "input range α (x ~ U(−α, α))"
+                             : c.kind == "w_scale"     ? "task scale α (w ~ N(0, α²I))"
+                             : c.kind == "label_noise" ? "context label noise σ"
+                                                       : "number of layer applications";
+    f.title = "Out of distribution: " + what;
+    f.x_label = what;
+    f.y_label = "loss  0.5·(ŷ − y)²";
+    f.log_y = c.kind == "x_scale" || c.kind == "w_scale";
+    f.metadata = runMetadata(summary);
+    f.metadata["checkpoint_step"] = std::to_string(c.checkpoint_step);
+    auto add = [&](const std::string& name, const std::vector<double>& y, Series::Style style) {
+        Series s;
+        s.name = name;
+        s.style = style;
+        for (size_t i = 0; i < y.size(); ++i)
+            if (!f.log_y || y[i] > 0) {
+                s.x.push_back(c.alpha[i]);
+                s.y.push_back(y[i]);
+            }
+        f.series.push_back(s);
+    };
+    add("model", c.model_loss, Series::Style::Line);
+    add(c.kind == "depth" ? "GD, same number of steps" : "GD (trained depth, fitted η)", c.gd_loss,
+        Series::Style::Dashed);
+    if (c.kind != "label_noise")
+        add("least squares", c.least_squares_loss, Series::Style::Dashed);
+    add("zero", c.zero_loss, Series::Style::Dashed);
     return f;
 }
 

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/gd_alignment.h"
+#include "core/types/alignment.h"
 #include "core/types/figure.h"
 #include "core/types/figure_csv.h"
 #include "core/types/icl_curve.h"
@@ -11,7 +13,7 @@
 
 namespace icl {
 
-/// Names of the plots that fit this experiment ("loss", "icl_curve").
+/// Names of the plots that fit this experiment ("loss", "icl_curve", "alignment", "eta_scan").
 std::vector<std::string> availablePlots(const RunSummary& summary);
 
 /// Training curves: train and eval loss against step with each baseline's eval loss on the same
@@ -21,5 +23,19 @@ Figure lossFigure(const RunSummary& summary);
 
 /// Error against number of in-context examples, with bootstrap bands.
 Figure iclCurveFigure(const IclCurve& curve, const RunSummary& summary);
+
+/// GD alignment over training (von Oswald et al. Fig. 2, right): model cosine and relative model
+/// difference against each aligned reference, and prediction difference, against step. Throws
+/// icl::Error when the run recorded no alignment metrics (eval.alignment empty).
+Figure alignmentFigure(const RunSummary& summary);
+
+/// Model vs reference predictions on the same prompts (a scatter; the diagonal is perfect agreement).
+Figure predictionScatterFigure(const AlignmentResult& result, const RunSummary& summary);
+
+/// Loss of GD-k against η, with the model's loss as a horizontal line.
+Figure etaScanFigure(const EtaScan& scan, const RunSummary& summary);
+
+/// Model, GD, least squares and zero predictor against α for one out-of-distribution kind.
+Figure oodFigure(const OodCurve& curve, const RunSummary& summary);
 
 } // namespace icl

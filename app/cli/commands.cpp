@@ -273,6 +273,12 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
         return lossFigure(s);
     if (plot == "icl_curve")
         return iclCurveFigure(iclCurveWithProgress(path, checkpoint, 2000, 12345, 0), s);
+    if (plot == "alignment")
+        return alignmentFigure(s);
+    if (plot == "eta_scan") {
+        const json cfg = json::parse(s.config_json);
+        return etaScanFigure(computeEtaScan(path, checkpoint, cfg["model"].value("n_layers", 1), 4.0, 200, false), s);
+    }
     std::string names;
     for (const auto& n : availablePlots(s))
         names += (names.empty() ? "" : ", ") + n;
@@ -311,6 +317,10 @@ int runReport(const ReportArgs& args)
             const IclCurve c = iclCurveWithProgress(args.path, -1, 2000, 12345, 0);
             summary["icl_curve"] = curveJson(c);
             f = iclCurveFigure(c, s);
+        } else if (plot == "alignment") {
+            f = alignmentFigure(s);
+        } else if (plot == "eta_scan") {
+            f = figureByName(args.path, plot, -1);
         } else {
             f = lossFigure(s);
         }
@@ -334,8 +344,96 @@ int runReport(const ReportArgs& args)
     return 0;
 }
 
+namespace {
+
+int64_t modelLayers(const std::string& path)
+{
+    const json cfg = json::parse(readRunSummary(path).config_json);
+    return cfg["model"].value("n_layers", 1);
+}
+
+json metricsJson(const AlignmentMetrics& m)
+{
+    return {{"prediction_difference", number(m.prediction_difference)},
+            {"model_cosine", number(m.model_cosine)},
+            {"model_difference", number(m.model_difference)},
+            {"relative_model_difference", number(m.relative_model_difference)}};
+}
+
+int runEtaScan(const AnalyzeArgs& args)
+{
+    const int64_t k = args.k > 0 ? args.k : modelLayers(args.path);
+    const EtaScan s = computeEtaScan(args.path, args.checkpoint, k, args.eta_max, args.points);
+    if (args.json) {
+        std::cout << json{{"analysis", "eta_scan"}, {"k", s.k}, {"checkpoint_step", s.checkpoint_step},
+                          {"eta", s.eta}, {"loss", s.loss}, {"best_eta", s.best_eta}, {"best_loss", s.best_loss},
+                          {"model_loss", s.model_loss}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "η scan of GD-" << s.k << " on the evaluation prompts of " << args.path << ":\n"
+              << "  best η " << fmt(s.best_eta) << " with loss " << fmt(s.best_loss) << "; the model (checkpoint "
+              << s.checkpoint_step << ") has loss " << fmt(s.model_loss) << "\n";
+    const size_t stride = std::max<size_t>(1, s.eta.size() / 20);
+    for (size_t i = 0; i < s.eta.size(); i += stride)
+        std::printf("  η %8.4f  loss %10.4f\n", s.eta[i], s.loss[i]);
+    return 0;
+}
+
+int runLayers(const AnalyzeArgs& args)
+{
+    const auto rows = compareLayersWithSteps(args.path, args.checkpoint, true);
+    if (args.json) {
+        json out = {{"analysis", "layers_vs_steps"}, {"rows", json::array()}};
+        for (const auto& r : rows)
+            out["rows"].push_back({{"layer", r.layer},
+                                   {"model_loss", number(r.model_loss)},
+                                   {"gd_loss", number(r.gd_loss)},
+                                   {"gdpp_loss", number(r.gdpp_loss)},
+                                   {"vs_gd", metricsJson(r.vs_gd)},
+                                   {"vs_gdpp", metricsJson(r.vs_gdpp)}});
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    std::printf("%6s %11s %11s %11s %12s %12s %12s %12s\n", "layer", "model", "GD-k", "GD++-k", "cos GD",
+                "cos GD++", "rel.diff GD", "rel.diff GD++");
+    for (const auto& r : rows)
+        std::printf("%6lld %11.4f %11.4f %11.4f %12.4f %12.4f %12.4f %12.4f\n", static_cast<long long>(r.layer),
+                    r.model_loss, r.gd_loss, r.gdpp_loss, r.vs_gd.model_cosine, r.vs_gdpp.model_cosine,
+                    r.vs_gd.relative_model_difference, r.vs_gdpp.relative_model_difference);
+    return 0;
+}
+
+int runOod(const AnalyzeArgs& args)
+{
+    const OodCurve c = computeOod(args.path, args.checkpoint, args.ood_kind, args.alpha);
+    if (args.json) {
+        std::cout << json{{"analysis", "ood"}, {"kind", c.kind}, {"checkpoint_step", c.checkpoint_step},
+                          {"alpha", c.alpha}, {"model_loss", c.model_loss}, {"gd_loss", c.gd_loss},
+                          {"least_squares_loss", c.least_squares_loss}, {"zero_loss", c.zero_loss}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "out-of-distribution (" << c.kind << ") at checkpoint " << c.checkpoint_step << ":\n";
+    std::printf("%8s %11s %11s %11s %11s\n", "alpha", "model", "GD", "LS", "zero");
+    for (size_t i = 0; i < c.alpha.size(); ++i)
+        std::printf("%8.3f %11.4f %11.4f %11.4f %11.4f\n", c.alpha[i], c.model_loss[i], c.gd_loss[i],
+                    c.least_squares_loss[i], c.zero_loss[i]);
+    return 0;
+}
+
+} // namespace
+
 int runAnalyze(const AnalyzeArgs& args)
 {
+    if (args.kind == "eta-scan")
+        return runEtaScan(args);
+    if (args.kind == "layers")
+        return runLayers(args);
+    if (args.kind == "ood")
+        return runOod(args);
     if (args.kind != "gd-alignment")
         throw Error("unknown analysis \"" + args.kind + "\"");
     GdAlignmentOptions o;

@@ -55,13 +55,18 @@ int runReport(const ReportArgs& args);
 
 struct AnalyzeArgs {
     std::string path;
-    std::string kind;            ///< "gd-alignment"
+    std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood"
     int64_t checkpoint = -1;
     std::string reference = "gd";  ///< "gd" (= gd_K for a K-layer model) or "gd_k"
     int64_t prompts = 0;
     uint64_t seed = 0;
     int threads = 0;
     bool json = false;
+    int64_t k = 0;                  ///< eta-scan: GD steps (0 = the model's layers)
+    double eta_max = 4.0;           ///< eta-scan
+    int64_t points = 200;           ///< eta-scan
+    std::string ood_kind = "x_scale";  ///< ood: x_scale, w_scale, label_noise, depth
+    std::vector<double> alpha;      ///< ood values (empty: defaults)
 };
 int runAnalyze(const AnalyzeArgs& args);
 

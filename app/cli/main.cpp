@@ -60,7 +60,7 @@ int main(int argc, char** argv)
     ExportArgs exp;
     auto* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
     x->add_option("file", exp.path, "experiment file")->required();
-    x->add_option("--plot", exp.plot, "plot name: loss, icl_curve")->required();
+    x->add_option("--plot", exp.plot, "plot name: loss, icl_curve, alignment, eta_scan")->required();
     x->add_option("--format", exp.format, "png, svg, pdf or csv")
         ->required()
         ->check(CLI::IsMember({"png", "svg", "pdf", "csv"}));
@@ -78,7 +78,9 @@ int main(int argc, char** argv)
     AnalyzeArgs analyze;
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     a->add_option("file", analyze.path, "experiment file")->required();
-    a->add_option("analysis", analyze.kind, "gd-alignment")->required()->check(CLI::IsMember({"gd-alignment"}));
+    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers or ood")
+        ->required()
+        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood"}));
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
                   "gd-alignment: reference algorithm, gd (K steps for a K-layer model) or gd_k");
@@ -86,6 +88,13 @@ int main(int argc, char** argv)
     a->add_option("--seed", analyze.seed, "prompt seed (default 0: the run's own evaluation prompts)");
     a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber);
     a->add_flag("--json", analyze.json, "one JSON object on stdout");
+    a->add_option("--k", analyze.k, "eta-scan: number of GD steps (default: the model's layers)")
+        ->check(CLI::PositiveNumber);
+    a->add_option("--eta-max", analyze.eta_max, "eta-scan: largest step size η")->check(CLI::PositiveNumber);
+    a->add_option("--points", analyze.points, "eta-scan: grid points")->check(CLI::Range(2, 100000));
+    a->add_option("--kind", analyze.ood_kind, "ood: x_scale, w_scale, label_noise or depth")
+        ->check(CLI::IsMember({"x_scale", "w_scale", "label_noise", "depth"}));
+    a->add_option("--alpha", analyze.alpha, "ood: values of α (repeatable; default depends on --kind)");
 
     try {
         app.parse(argc, argv);

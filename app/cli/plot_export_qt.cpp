@@ -1,8 +1,6 @@
 // Qt side of the CLI's plot export. This unit includes Qt and the widgets library, never LibTorch.
 #include "plot_export.h"
 
-#include <memory>
-
 #include <QApplication>
 
 #include "core/error.h"
@@ -15,7 +13,6 @@ namespace {
 
 void ensureApplication()
 {
-    static std::unique_ptr<QApplication> app;
     if (QApplication::instance())
         return;
     // Export never shows a window: render off-screen whether or not a display exists.
@@ -24,7 +21,9 @@ void ensureApplication()
     static int argc = 1;
     static char name[] = "icl-cli";
     static char* argv[] = {name, nullptr};
-    app = std::make_unique<QApplication>(argc, argv);
+    // Deliberately never destroyed: destroying a QApplication from a static destructor at exit
+    // crashes once Qt's own statics are gone.
+    new QApplication(argc, argv);
 }
 
 } // namespace

@@ -1,8 +1,12 @@
 #include "core/analysis/gd_alignment.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/gd_alignment_impl.h"
+#include "core/analysis/lsa_construction.h"
+#include "core/analysis/run_loader.h"
+#include "core/models/lsa.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -68,13 +72,10 @@ AlignmentMetrics alignmentMetrics(const Predictor& model, const Predictor& refer
 
 AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOptions& options)
 {
-    const RunSummary summary = readRunSummary(path);
-    if (summary.checkpoints.empty())
-        throw Error(path + ": the file holds no checkpoint");
-    const ExperimentConfig cfg = parseConfig(nlohmann::json::parse(summary.config_json));
-    const int64_t step = options.checkpoint_step < 0 ? summary.checkpoints.back().step : options.checkpoint_step;
-    const CheckpointData cp = readCheckpoint(path, step);
     configureThreads(options.threads);
+    LoadedRun run = loadRun(path, options.checkpoint_step);
+    const ExperimentConfig& cfg = run.config;
+    const int64_t step = run.step;
 
     // The reference: "gd_k" or "gdpp_k", fitted as during training (read back from the run's metrics
     // when it was a baseline there, else refitted on the same tuning prompts and seed).
@@ -87,16 +88,14 @@ AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOpt
     ExperimentConfig refCfg = cfg;
     refCfg.eval.baselines = {isGd ? "gd" : "gd_plus_plus"};
     refCfg.eval.gd_steps = {std::stoll(digits)};
-    FittedBaselines fitted = fittedFromMetrics(summary.metrics);
+    FittedBaselines fitted = run.fitted;
     if (!fitted.eta.count(ref) && !fitted.gdpp.count(ref)) {
         const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
         fitted = fitBaselines(refCfg, tuning, seeds::tuning(cfg.seed));
     }
     const double eta = isGd ? fitted.eta.at(ref) : std::nan("");
 
-    ModelHandle model = makeModel(cfg, 0);
-    loadParams(*model.module, cp.params, path + " (checkpoint " + std::to_string(step) + ")");
-    model.module->eval();
+    const ModelHandle& model = run.model;
     const int64_t n = options.n_prompts > 0 ? options.n_prompts : cfg.eval.n_prompts;
     const PromptBatch prompts
         = sampleLinearRegression(cfg.task, n, options.seed == 0 ? seeds::eval(cfg.seed) : options.seed);
@@ -128,6 +127,224 @@ AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOpt
         storeAnalysis(path, "gd_alignment", step, options.seed, opts.dump(), result.dump());
     }
     return r;
+}
+
+namespace {
+
+std::shared_ptr<LsaImpl> lsaOf(const LoadedRun& run, const std::string& path)
+{
+    auto lsa = std::dynamic_pointer_cast<LsaImpl>(run.model.module);
+    if (!lsa)
+        throw Error(path + ": this analysis needs an lsa model, the run has " + run.config.model.kind);
+    return lsa;
+}
+
+double lossOf(const torch::Tensor& pred, const PromptBatch& b)
+{
+    return halfMse(pred.to(torch::kFloat64), b.queryY().to(torch::kFloat64)).item<double>();
+}
+
+/// Read-outs after each layer of an LSA: [K] tensors of query predictions [B].
+std::vector<torch::Tensor> layerReadouts(LsaImpl& lsa, const PromptBatch& b)
+{
+    std::vector<torch::Tensor> resid;
+    lsa.forward(pairTokens(b), b.nContext(), &resid);
+    std::vector<torch::Tensor> out;
+    for (const auto& r : resid)
+        out.push_back(-r.select(1, b.nContext()).select(1, lsa.tokenDim() - 1));
+    return out;
+}
+
+Matrix toMatrix(const std::string& name, const torch::Tensor& t)
+{
+    const torch::Tensor c = t.to(torch::kCPU, torch::kFloat64).contiguous();
+    Matrix m;
+    m.name = name;
+    m.rows = c.size(0);
+    m.cols = c.size(1);
+    m.data.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+    for (int64_t i = 0; i < m.rows; ++i)
+        m.row_labels.push_back(i + 1 < m.rows ? "x" + std::to_string(i + 1) : "y");
+    m.col_labels = m.row_labels;
+    return m;
+}
+
+} // namespace
+
+EtaScan computeEtaScan(const std::string& path, int64_t checkpoint_step, int64_t k, double eta_max, int64_t points,
+                       bool store)
+{
+    if (k < 1 || points < 2 || !(eta_max > 0))
+        throw Error("eta-scan: expected k >= 1, points >= 2 and eta_max > 0");
+    LoadedRun run = loadRun(path, checkpoint_step);
+    torch::NoGradGuard guard;
+    const PromptBatch prompts = sampleLinearRegression(run.config.task, run.config.eval.n_prompts,
+                                                       seeds::eval(run.config.seed));
+    EtaScan s;
+    s.k = k;
+    s.checkpoint_step = run.step;
+    for (int64_t i = 0; i < points; ++i) {
+        const double eta = eta_max * double(i) / double(points - 1);
+        s.eta.push_back(eta);
+        s.loss.push_back(lossOf(predictGd(prompts, k, eta), prompts));
+    }
+    s.best_eta = lineSearchEta(prompts, k, 0.0, eta_max);
+    s.best_loss = lossOf(predictGd(prompts, k, s.best_eta), prompts);
+    s.model_loss = lossOf(run.model.predict(prompts), prompts);
+    if (store) {
+        nlohmann::json result = {{"k", k}, {"eta", s.eta}, {"loss", s.loss}, {"best_eta", s.best_eta},
+                                 {"best_loss", s.best_loss}, {"model_loss", s.model_loss}};
+        nlohmann::json opts = {{"k", k}, {"eta_max", eta_max}, {"points", points}};
+        storeAnalysis(path, "eta_scan", run.step, run.config.seed, opts.dump(), result.dump());
+    }
+    return s;
+}
+
+std::vector<LayerStepRow> compareLayersWithSteps(const std::string& path, int64_t checkpoint_step, bool with_gdpp)
+{
+    LoadedRun run = loadRun(path, checkpoint_step);
+    auto lsa = lsaOf(run, path);
+    const ExperimentConfig& cfg = run.config;
+    const PromptBatch prompts = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
+    const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
+    std::vector<LayerStepRow> rows;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (int64_t k = 1; k <= lsa->nLayers(); ++k) {
+        LayerStepRow row;
+        row.layer = k;
+        const Predictor readout = [&, k](const PromptBatch& b) { return layerReadouts(*lsa, b)[size_t(k - 1)]; };
+        auto fitIt = run.fitted.eta.find("gd_" + std::to_string(k));
+        const double eta = fitIt != run.fitted.eta.end() ? fitIt->second
+                                                         : (k == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k));
+        row.vs_gd = alignmentMetrics(readout, [&](const PromptBatch& b) { return predictGd(b, k, eta); }, prompts);
+        row.model_loss = row.vs_gd.model_loss;
+        row.gd_loss = row.vs_gd.reference_loss;
+        row.vs_gdpp = {nan, nan, nan, nan, nan, nan};
+        if (with_gdpp && k > 1) {
+            const std::string name = "gdpp_" + std::to_string(k);
+            auto it = run.fitted.gdpp.find(name);
+            const GdPlusPlusParams p = it != run.fitted.gdpp.end() ? it->second
+                                                                   : fitGdPlusPlus(cfg.task, k, seeds::tuning(cfg.seed));
+            const torch::Tensor e = torch::tensor(p.eta, torch::kFloat64), g = torch::tensor(p.gamma, torch::kFloat64);
+            row.vs_gdpp = alignmentMetrics(readout, [&](const PromptBatch& b) { return predictGdPlusPlus(b, e, g); },
+                                           prompts);
+            row.gdpp_loss = row.vs_gdpp.reference_loss;
+        }
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+std::vector<LsaWeightView> lsaWeightViews(const std::string& path, int64_t checkpoint_step)
+{
+    LoadedRun run = loadRun(path, checkpoint_step);
+    auto lsa = lsaOf(run, path);
+    torch::NoGradGuard guard;
+    const int64_t K = lsa->nLayers(), N = run.config.task.n_context, D = lsa->tokenDim();
+    auto etaIt = run.fitted.eta.find("gd_" + std::to_string(K));
+    const double eta = etaIt != run.fitted.eta.end() ? etaIt->second : 1.0;
+    Lsa construction(D, K, 1, false);
+    construction->to(torch::kFloat64);
+    applyGdConstruction(*construction, eta, N);
+    std::vector<LsaWeightView> out;
+    const int64_t blocks = lsa->tied() ? 1 : K;
+    for (int64_t l = 0; l < blocks; ++l) {
+        const LsaLayerWeights& w = lsa->layer(l);
+        const LsaLayerWeights& c = construction->layer(l);
+        auto kq = [](const LsaLayerWeights& x) { return torch::einsum("hed,hef->df", {x.w_k, x.w_q}); };
+        auto pv = [](const LsaLayerWeights& x) { return torch::einsum("hfe,hed->fd", {x.w_o, x.w_v}); };
+        LsaWeightView v;
+        v.layer = l + 1;
+        v.learned_kq = toMatrix("W_K^T W_Q (layer " + std::to_string(l + 1) + ")", kq(w));
+        v.learned_pv = toMatrix("P W_V (layer " + std::to_string(l + 1) + ")", pv(w));
+        v.construction_kq = toMatrix("GD construction W_K^T W_Q", kq(c));
+        v.construction_pv = toMatrix("GD construction P W_V (eta = " + std::to_string(eta) + ")", pv(c));
+        out.push_back(std::move(v));
+    }
+    return out;
+}
+
+OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std::string& kind,
+                    std::vector<double> alpha, int64_t n_prompts, bool store)
+{
+    static const std::vector<std::string> kinds = {"x_scale", "w_scale", "label_noise", "depth"};
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end())
+        throw Error("ood: unknown kind \"" + kind + "\" (expected x_scale, w_scale, label_noise or depth)");
+    LoadedRun run = loadRun(path, checkpoint_step);
+    const ExperimentConfig& cfg = run.config;
+    if (alpha.empty()) {
+        if (kind == "depth") {
+            for (int64_t k = 1; k <= 2 * cfg.model.n_layers + 2; ++k)
+                alpha.push_back(double(k));
+        } else if (kind == "label_noise") {
+            alpha = {0.0, 0.1, 0.25, 0.5, 0.75, 1.0};
+        } else {
+            alpha = {0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
+        }
+    }
+    std::shared_ptr<LsaImpl> lsa;
+    if (kind == "depth") {
+        lsa = lsaOf(run, path);
+        if (!lsa->tied())
+            throw Error("ood depth: iterating beyond the training depth needs a tied (recurrent) LSA; this model is untied");
+    }
+    torch::NoGradGuard guard;
+    const int64_t K = cfg.model.n_layers;
+    auto etaFor = [&](int64_t k) {
+        auto it = run.fitted.eta.find("gd_" + std::to_string(k));
+        if (it != run.fitted.eta.end())
+            return it->second;
+        const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
+        return k == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
+    };
+    OodCurve c;
+    c.kind = kind;
+    c.alpha = alpha;
+    c.checkpoint_step = run.step;
+    const double trainedEta = etaFor(K);
+    for (size_t i = 0; i < alpha.size(); ++i) {
+        const double a = alpha[i];
+        TaskConfig task = cfg.task;
+        if (kind == "x_scale")
+            task.x_range = a;  // U(−α, α)
+        if (kind == "w_scale")
+            task.w_scale = a * cfg.task.w_scale;
+        PromptBatch b = sampleLinearRegression(task, n_prompts, mixSeed(cfg.seed, 777 + i));
+        if (kind == "x_scale" && task.x_distribution == "normal")
+            b.x = b.x * a, b.y = b.y * a;
+        if (kind == "label_noise") {
+            auto gen = at::detail::createCPUGenerator(mixSeed(cfg.seed, 999 + i));
+            torch::Tensor noise = a * torch::randn({n_prompts, cfg.task.n_context}, gen, b.y.options());
+            b.y = b.y.clone();
+            b.y.narrow(1, 0, cfg.task.n_context).add_(noise);
+        }
+        torch::Tensor pred;
+        int64_t gdSteps = K;
+        double eta = trainedEta;
+        if (kind == "depth") {
+            gdSteps = int64_t(a);
+            if (gdSteps < 1 || double(gdSteps) != a)
+                throw Error("ood depth: α must be an integer number of layers >= 1, got " + std::to_string(a));
+            Lsa iterated(lsa->tokenDim(), gdSteps, lsa->nHeads(), true);
+            loadParams(*iterated, paramsToArrays(*lsa), path);
+            pred = iterated->predict(b);
+            eta = trainedEta;  // the GD comparison keeps the η of the trained depth, as the layer does
+        } else {
+            pred = run.model.predict(b);
+        }
+        c.model_loss.push_back(lossOf(pred, b));
+        c.gd_loss.push_back(lossOf(predictGd(b, gdSteps, eta), b));
+        c.least_squares_loss.push_back(lossOf(predictLeastSquares(b), b));
+        c.zero_loss.push_back(lossOf(predictZero(b), b));
+    }
+    if (store) {
+        nlohmann::json result = {{"kind", kind},     {"alpha", c.alpha}, {"model_loss", c.model_loss},
+                                 {"gd_loss", c.gd_loss}, {"least_squares_loss", c.least_squares_loss},
+                                 {"zero_loss", c.zero_loss}};
+        nlohmann::json opts = {{"kind", kind}, {"alpha", alpha}, {"n_prompts", n_prompts}};
+        storeAnalysis(path, "ood", run.step, cfg.seed, opts.dump(), result.dump());
+    }
+    return c;
 }
 
 } // namespace icl

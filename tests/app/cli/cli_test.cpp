@@ -54,7 +54,8 @@ std::string temp(const std::string& name)
 
 const char* kTiny = " --preset vonoswald-lsa-1layer --set task.d=5 --set task.n_context=5"
                     " --set training.batch_size=256 --set training.lr=0.003 --set training.eval_every=50"
-                    " --set training.checkpoint_every=100 --set eval.n_prompts=1000 --device cpu --threads 1";
+                    " --set training.checkpoint_every=100 --set eval.n_prompts=1000"
+                    " --device cpu --threads 1";
 
 TEST(Cli, TrainThenInfoListsCheckpointsAndFinalLosses)
 {
@@ -93,6 +94,30 @@ TEST(Cli, TrainThenInfoListsCheckpointsAndFinalLosses)
     std::string all((std::istreambuf_iterator<char>(f)), {});
     EXPECT_NE(all.find("model (eval)"), std::string::npos);
     EXPECT_NE(all.find("\n300,"), std::string::npos) << all;
+
+    const Result lsaLayers = run("analyze " + out + " layers --json");
+    ASSERT_EQ(lsaLayers.code, 0) << lsaLayers.err;
+    EXPECT_EQ(nlohmann::json::parse(lsaLayers.out)["rows"].size(), 1u);
+    const Result align = run("analyze " + out + " gd-alignment --json");
+    ASSERT_EQ(align.code, 0) << align.err;
+    const auto a = nlohmann::json::parse(align.out);
+    EXPECT_GT(a["model_cosine"].get<double>(), 0.95);  // trained 1-layer LSA ≈ one GD step
+    EXPECT_EQ(a["reference"], "gd_1");
+
+#ifdef ICL_HAVE_PLOT_EXPORT
+    // report renders every plot as PNG/SVG/PDF/CSV and exits cleanly (no crash at exit).
+    const std::string dir = temp("cli_report");
+    const Result rep = run("report " + out + " --out " + dir + " --json");
+    ASSERT_EQ(rep.code, 0) << rep.err;
+    for (const char* f : {"loss.png", "loss.svg", "loss.pdf", "icl_curve.png", "alignment.png", "summary.json"}) {
+        ASSERT_TRUE(fs::exists(fs::path(dir) / f)) << f;
+        EXPECT_GT(fs::file_size(fs::path(dir) / f), 100u) << f;
+    }
+    std::ifstream png(fs::path(dir) / "loss.png", std::ios::binary);
+    char magic[4] = {};
+    png.read(magic, 4);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG");
+#endif
 
     const Result resume = run("train --resume --out " + out + " --steps 350 --json");
     ASSERT_EQ(resume.code, 0) << resume.err;

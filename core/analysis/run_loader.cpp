@@ -1,0 +1,28 @@
+#include "core/analysis/run_loader.h"
+
+#include "core/error.h"
+#include "core/training/checkpoint.h"
+
+namespace icl {
+
+LoadedRun loadRun(const std::string& path, int64_t step)
+{
+    LoadedRun r;
+    r.summary = readRunSummary(path);
+    if (r.summary.checkpoints.empty())
+        throw Error(path + ": the file holds no checkpoint");
+    try {
+        r.config = parseConfig(nlohmann::json::parse(r.summary.config_json));
+    } catch (const nlohmann::json::exception&) {
+        throw Error(path + ": damaged /config (not JSON)");
+    }
+    r.step = step < 0 ? r.summary.checkpoints.back().step : step;
+    const CheckpointData cp = readCheckpoint(path, r.step);
+    r.model = makeModel(r.config, 0);
+    loadParams(*r.model.module, cp.params, path + " (checkpoint " + std::to_string(r.step) + ")");
+    r.model.module->eval();
+    r.fitted = fittedOrRefit(r.config, r.summary.metrics);
+    return r;
+}
+
+} // namespace icl

@@ -1,0 +1,27 @@
+#pragma once
+// Loading a checkpoint of an experiment file into a live model, for analyses. Core-internal.
+
+#include <string>
+
+#include "core/baselines/baselines.h"
+#include "core/io/config.h"
+#include "core/io/experiment_file.h"
+#include "core/models/model.h"
+
+namespace icl {
+
+/// A checkpoint ready for analysis: its config, summary, model (eval mode, CPU, float32) and the
+/// baselines fitted during training.
+struct LoadedRun {
+    RunSummary summary;
+    ExperimentConfig config;
+    int64_t step = 0;
+    ModelHandle model;
+    FittedBaselines fitted;
+};
+
+/// Loads checkpoint `step` (−1 = last) of `path`. Throws icl::Error for a file without checkpoints,
+/// an absent step, or parameters that do not fit the config's model.
+LoadedRun loadRun(const std::string& path, int64_t step);
+
+} // namespace icl
