@@ -1,0 +1,30 @@
+#pragma once
+// Writes a QCustomPlot to PNG/SVG/PDF at the publication size, with metadata. Shared by the Figure
+// exporter (figure_export.h) and HeatmapView. Qt header: not for Qt-free callers.
+
+#include <map>
+#include <string>
+
+class QCustomPlot;
+class QString;
+
+namespace icl::widgets {
+
+/// Logical size of exported plots: 100 logical pixels per inch, 6.4 × 4.0 inches.
+inline constexpr int kExportLogicalDpi = 100;
+inline constexpr int kExportLogicalWidth = 640;
+inline constexpr int kExportLogicalHeight = 400;
+
+/// Makes sure a QApplication exists on this thread (creating one on the offscreen platform for
+/// headless callers). Returns false and sets `*error` when that is impossible.
+bool ensureExportApplication(std::string* error);
+
+/// Renders `plot` at kExportLogicalWidth × kExportLogicalHeight into `path` as "png" (at `dpi`),
+/// "svg" or "pdf", with `title` and `metadata` in the file (PNG text chunks, SVG title/description,
+/// PDF title and XMP). The caller has resized `plot` to the logical size.
+/// Returns false and sets `*error` (when non-null) to a one-line reason on failure.
+/// Thread affinity: the QApplication's thread.
+bool writePlotFile(QCustomPlot* plot, const std::string& path, const std::string& format, int dpi,
+    const std::string& title, const std::map<std::string, std::string>& metadata, std::string* error);
+
+} // namespace icl::widgets
