@@ -424,10 +424,29 @@ int runOod(const AnalyzeArgs& args)
     return 0;
 }
 
+int runInterpolate(const AnalyzeArgs& args)
+{
+    const InterpolationCurve c = computeInterpolation(args.path, args.checkpoint);
+    if (args.json) {
+        std::cout << json{{"analysis", "interpolation"}, {"checkpoint_step", c.checkpoint_step}, {"t", c.t},
+                          {"loss", c.loss}, {"gd_loss", c.gd_loss}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "loss along (1 − t)·trained + t·GD construction, checkpoint " << c.checkpoint_step << " (GD loss "
+              << fmt(c.gd_loss) << "):\n";
+    for (size_t i = 0; i < c.t.size(); ++i)
+        std::printf("  t %5.2f  loss %10.4f\n", c.t[i], c.loss[i]);
+    return 0;
+}
+
 } // namespace
 
 int runAnalyze(const AnalyzeArgs& args)
 {
+    if (args.kind == "interpolate")
+        return runInterpolate(args);
     if (args.kind == "eta-scan")
         return runEtaScan(args);
     if (args.kind == "layers")

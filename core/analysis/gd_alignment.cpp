@@ -347,4 +347,52 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
     return c;
 }
 
+InterpolationCurve computeInterpolation(const std::string& path, int64_t checkpoint_step, int64_t points)
+{
+    if (points < 2)
+        throw Error("interpolation: expected at least 2 points");
+    LoadedRun run = loadRun(path, checkpoint_step);
+    auto lsa = lsaOf(run, path);
+    torch::NoGradGuard guard;
+    const ExperimentConfig& cfg = run.config;
+    const int64_t K = lsa->nLayers();
+    auto etaIt = run.fitted.eta.find("gd_" + std::to_string(K));
+    const PromptBatch prompts = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
+    const double eta = etaIt != run.fitted.eta.end() ? etaIt->second : lineSearchEta(prompts, K);
+    if (lsa->nHeads() != 1)
+        throw Error("interpolation: defined for one-head LSA models (this one has " + std::to_string(lsa->nHeads())
+                    + " heads)");
+    Lsa construction(lsa->tokenDim(), K, 1, lsa->tied());
+    applyGdConstruction(*construction, eta, cfg.task.n_context);
+    Lsa mixed(lsa->tokenDim(), K, 1, lsa->tied());
+    const int64_t D = lsa->tokenDim(), blocks = lsa->tied() ? 1 : K;
+    const torch::Tensor eye = torch::eye(D).unsqueeze(0);
+    InterpolationCurve c;
+    c.checkpoint_step = run.step;
+    for (int64_t i = 0; i < points; ++i) {
+        const double t = double(i) / double(points - 1);
+        for (int64_t l = 0; l < blocks; ++l) {
+            const LsaLayerWeights& a = lsa->layer(l);
+            const LsaLayerWeights& b = construction->layer(l);
+            LsaLayerWeights& m = mixed->layer(l);
+            // The pair (W_KᵀW_Q, P·W_V) is defined up to (c·A, B/c), sign included: first pick the c
+            // that brings the trained W_KᵀW_Q closest to the construction's (least squares in c).
+            const torch::Tensor kqA = torch::matmul(a.w_k.transpose(1, 2), a.w_q);
+            const torch::Tensor kqB = torch::matmul(b.w_k.transpose(1, 2), b.w_q);
+            const double norm = kqA.pow(2).sum().item<double>();
+            const double scale = norm > 0 ? (kqA * kqB).sum().item<double>() / norm : 1.0;
+            const double cs = std::abs(scale) > 1e-12 ? scale : 1.0;
+            // W_KᵀW_Q goes into W_Q with W_K = I; P·W_V into W_V with P = I.
+            m.w_q.copy_((1.0 - t) * cs * kqA + t * kqB);
+            m.w_k.copy_(eye);
+            m.w_v.copy_((1.0 - t) / cs * torch::matmul(a.w_o, a.w_v) + t * torch::matmul(b.w_o, b.w_v));
+            m.w_o.copy_(eye);
+        }
+        c.t.push_back(t);
+        c.loss.push_back(lossOf(mixed->predict(prompts), prompts));
+    }
+    c.gd_loss = lossOf(predictGd(prompts, K, eta), prompts);
+    return c;
+}
+
 } // namespace icl

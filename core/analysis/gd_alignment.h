@@ -88,4 +88,19 @@ struct OodCurve {
 OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std::string& kind,
                     std::vector<double> alpha = {}, int64_t n_prompts = 4000, bool store = true);
 
+/// Loss along the straight line between the trained LSA (t = 0) and the GD construction (t = 1,
+/// Proposition 1 with the run's fitted η for GD-K). A one-head LSA layer's function depends only on
+/// the products A = W_KᵀW_Q and B = P·W_V, and only up to (c·A, B/c); so each layer's trained pair
+/// is first rescaled by the c that best matches the construction's A, then both are interpolated:
+///   A(t) = (1 − t)·c·A_trained + t·A_GD,  B(t) = (1 − t)·B_trained/c + t·B_GD.
+/// (Interpolating the raw weights would cross a loss barrier created by the scale symmetry
+/// W_Q → c·W_Q, P → P/c, which says nothing about the function.) Throws icl::Error for H > 1.
+struct InterpolationCurve {
+    std::vector<double> t;
+    std::vector<double> loss;
+    double gd_loss = 0.0;  ///< loss of GD-K itself (equals loss at t = 1)
+    int64_t checkpoint_step = 0;
+};
+InterpolationCurve computeInterpolation(const std::string& path, int64_t checkpoint_step, int64_t points = 21);
+
 } // namespace icl

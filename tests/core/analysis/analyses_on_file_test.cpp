@@ -1,0 +1,114 @@
+// The von Oswald analyses run on an experiment file whose checkpoint holds the exact GD construction
+// (Proposition 1). Whatever the analysis, the right answer is then known in closed form: the model *is*
+// K steps of GD with the stored η, so it aligns perfectly with GD-K, its weights equal the construction,
+// the interpolation path is flat, and iterating a tied construction L times equals L GD steps.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/analysis/gd_alignment.h"
+#include "core/analysis/lsa_construction.h"
+#include "core/baselines/baselines.h"
+#include "core/io/config.h"
+#include "core/io/experiment_file.h"
+#include "core/training/checkpoint.h"
+
+namespace {
+
+constexpr double kEta = 0.6;
+
+std::string writeConstructionRun(const std::string& name, int64_t layers, bool tied)
+{
+    const std::string path = ::testing::TempDir() + name;
+    std::filesystem::remove(path);
+    icl::ConfigRequest r;
+    r.preset = "vonoswald-lsa-multilayer";
+    r.sets = {"task.d=5",
+              "task.n_context=8",
+              "model.n_layers=" + std::to_string(layers),
+              std::string("model.tied=") + (tied ? "true" : "false"),
+              "eval.n_prompts=800",
+              "eval.baselines=[\"zero\",\"least_squares\",\"gd\"]",
+              "eval.gd_steps=[" + std::to_string(layers) + "]",
+              "eval.alignment=[]"};
+    const nlohmann::json config = icl::resolveConfig(r);
+    icl::createExperimentFile(path, config.dump(), false);
+    icl::Lsa lsa(6, layers, 1, tied);
+    icl::applyGdConstruction(*lsa, kEta, 8);
+    icl::CheckpointData cp;
+    cp.step = 10;
+    cp.params = icl::paramsToArrays(*lsa);
+    icl::commitToExperimentFile(path, {{{"step", 10.0}, {"baseline_eta/gd_" + std::to_string(layers), kEta}}}, &cp);
+    return path;
+}
+
+TEST(AnalysesOnFile, TheConstructionAlignsPerfectlyWithGd)
+{
+    const std::string path = writeConstructionRun("construction_k3.h5", 3, false);
+    icl::GdAlignmentOptions o;
+    o.reference = "gd_3";
+    o.store = false;
+    const icl::AlignmentResult r = icl::computeGdAlignment(path, o);
+    EXPECT_EQ(r.checkpoint_step, 10);
+    EXPECT_DOUBLE_EQ(r.reference_eta, kEta);
+    EXPECT_NEAR(r.metrics.model_cosine, 1.0, 1e-5);        // float32 model vs float64 GD
+    EXPECT_LT(r.metrics.relative_model_difference, 1e-4);
+    EXPECT_NEAR(r.metrics.model_loss, r.metrics.reference_loss, 1e-4 * r.metrics.reference_loss);
+}
+
+TEST(AnalysesOnFile, LearnedWeightsEqualTheConstruction)
+{
+    const std::string path = writeConstructionRun("construction_k2.h5", 2, false);
+    const auto views = icl::lsaWeightViews(path, -1);
+    ASSERT_EQ(views.size(), 2u);
+    for (const auto& v : views) {
+        ASSERT_EQ(v.learned_kq.rows, 6);
+        for (size_t i = 0; i < v.learned_kq.data.size(); ++i) {
+            EXPECT_NEAR(v.learned_kq.data[i], v.construction_kq.data[i], 1e-6);
+            EXPECT_NEAR(v.learned_pv.data[i], v.construction_pv.data[i], 1e-6);
+        }
+        // P·W_V of the construction: only the (y, y) entry, −η/N.
+        EXPECT_NEAR(v.construction_pv.at(5, 5), -kEta / 8.0, 1e-7);
+        EXPECT_NEAR(v.construction_kq.at(0, 0), 1.0, 1e-7);
+    }
+}
+
+TEST(AnalysesOnFile, InterpolationToTheConstructionIsFlat)
+{
+    const std::string path = writeConstructionRun("construction_interp.h5", 2, false);
+    const auto c = icl::computeInterpolation(path, -1, 5);
+    ASSERT_EQ(c.loss.size(), 5u);
+    for (double l : c.loss)
+        EXPECT_NEAR(l, c.gd_loss, 1e-4 * c.gd_loss);
+}
+
+TEST(AnalysesOnFile, IteratingATiedConstructionIsMoreGdSteps)
+{
+    const std::string path = writeConstructionRun("construction_tied.h5", 2, true);
+    const auto c = icl::computeOod(path, -1, "depth", {1, 2, 4, 6}, 500, false);
+    ASSERT_EQ(c.model_loss.size(), 4u);
+    for (size_t i = 0; i < c.alpha.size(); ++i)
+        EXPECT_NEAR(c.model_loss[i], c.gd_loss[i], 1e-4 * c.gd_loss[i]) << "α = " << c.alpha[i];
+    EXPECT_LT(c.model_loss[3], c.model_loss[0]);  // more GD steps help on noiseless data
+    EXPECT_THROW(icl::computeOod(writeConstructionRun("construction_untied.h5", 2, false), -1, "depth", {}, 100,
+                                 false),
+                 std::runtime_error);
+}
+
+TEST(AnalysesOnFile, LayerReadoutsAreTheGdIterates)
+{
+    // Layer k of a K-layer construction is k GD steps with the construction's η. The table's GD-k uses
+    // the file's η for k = K (the stored baseline) and a line search on other prompts for k < K, so:
+    // layer K is exactly GD-K; layer 1 points the same way as GD-1 (W_1 ∝ η); layer 2 is no better than
+    // GD-2 with a tuned η (up to the difference between tuning and evaluation prompts).
+    const std::string path = writeConstructionRun("construction_layers.h5", 3, false);
+    const auto rows = icl::compareLayersWithSteps(path, -1, false);
+    ASSERT_EQ(rows.size(), 3u);
+    EXPECT_NEAR(rows[0].vs_gd.model_cosine, 1.0, 1e-5);
+    EXPECT_GE(rows[1].model_loss, rows[1].gd_loss * 0.99);
+    EXPECT_NEAR(rows[2].vs_gd.model_cosine, 1.0, 1e-5);
+    EXPECT_NEAR(rows[2].model_loss, rows[2].gd_loss, 1e-4 * rows[2].gd_loss);
+    EXPECT_LT(rows[2].model_loss, rows[0].model_loss);
+}
+
+} // namespace
