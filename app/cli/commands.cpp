@@ -470,7 +470,7 @@ int runAnalyze(const AnalyzeArgs& args)
     if (args.json) {
         json out = {{"analysis", "gd_alignment"},
                     {"reference", r.reference},
-                    {"reference_eta", r.reference_eta},
+                    {"reference_eta", number(r.reference_eta)},
                     {"checkpoint_step", r.checkpoint_step},
                     {"n_prompts", r.n_prompts},
                     {"prediction_difference", m.prediction_difference},
@@ -483,7 +483,8 @@ int runAnalyze(const AnalyzeArgs& args)
         return 0;
     }
     std::cout << "GD alignment of " << args.path << " at checkpoint " << r.checkpoint_step << " with " << r.reference
-              << " (η = " << fmt(r.reference_eta) << ", " << r.n_prompts << " prompts):\n"
+              << (std::isfinite(r.reference_eta) ? " (η = " + fmt(r.reference_eta) + ", " : std::string(" ("))
+              << r.n_prompts << " prompts):\n"
               << "  prediction difference      " << fmt(m.prediction_difference) << "\n"
               << "  model cosine               " << fmt(m.model_cosine) << "\n"
               << "  model difference           " << fmt(m.model_difference) << "\n"
