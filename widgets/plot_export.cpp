@@ -49,8 +49,7 @@ QByteArray xmpPacket(const QString& title, const std::map<std::string, std::stri
     xmp += "<rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">\n";
     xmp += "<rdf:Description rdf:about=\"\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" "
            "xmlns:xmp=\"http://ns.adobe.com/xap/1.0/\" xmlns:icl=\"https://icl-workbench.invalid/ns/1.0/\">\n";
-    xmp += "<dc:title><rdf:Alt><rdf:li xml:lang=\"x-default\">" + escapeXml(title)
-        + "</rdf:li></rdf:Alt></dc:title>\n";
+    xmp += "<dc:title><rdf:Alt><rdf:li xml:lang=\"x-default\">" + escapeXml(title) + "</rdf:li></rdf:Alt></dc:title>\n";
     xmp += "<dc:description><rdf:Alt><rdf:li xml:lang=\"x-default\">" + escapeXml(description)
         + "</rdf:li></rdf:Alt></dc:description>\n";
     xmp += QStringLiteral("<xmp:CreatorTool>%1</xmp:CreatorTool>\n").arg(kCreator);

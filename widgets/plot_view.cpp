@@ -381,6 +381,13 @@ void PlotView::resetView()
         }
     };
     pad(m_plot->yAxis);
+    // Scatter plots (a markers series with many points) get the same air on x, so that the markers
+    // at the extremes are not cut in half by the axis rect.
+    bool scatter = false;
+    for (const icl::Series& s : m_figure.series)
+        scatter = scatter || (s.style == icl::Series::Style::Markers && s.x.size() > 2);
+    if (scatter)
+        pad(m_plot->xAxis);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

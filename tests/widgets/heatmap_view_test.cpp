@@ -44,7 +44,7 @@ TEST(HeatmapView, ValuesRoundTripIntoTheColorMap)
     const Matrix m = testMatrix();
     view.setMatrix(m);
     QCPColorMapData* data = view.colorMap()->data();
-    ASSERT_EQ(data->keySize(), 4);   // columns
+    ASSERT_EQ(data->keySize(), 4); // columns
     ASSERT_EQ(data->valueSize(), 3); // rows
     for (int r = 0; r < 3; ++r)
         for (int c = 0; c < 4; ++c)
@@ -123,8 +123,8 @@ TEST(HeatmapView, HoverShowsRowColumnAndValueOfTheCell)
     EXPECT_EQ(row, 1);
     EXPECT_EQ(col, 2);
     // A real mouse move over the cell sets the plot's tooltip.
-    QMouseEvent move(QEvent::MouseMove, center, view.plot()->mapToGlobal(center), Qt::NoButton, Qt::NoButton,
-        Qt::NoModifier);
+    QMouseEvent move(
+        QEvent::MouseMove, center, view.plot()->mapToGlobal(center), Qt::NoButton, Qt::NoButton, Qt::NoModifier);
     QCoreApplication::sendEvent(view.plot(), &move);
     EXPECT_EQ(view.plot()->toolTip(), "row x2, column c3\nvalue = 4");
     // Row 0 is drawn above row 2.
@@ -156,7 +156,7 @@ TEST(HeatmapView, ExportsValidPngSvgPdfAndCsv)
             red += c.red() > 150 && c.blue() < 90;
             blue += c.blue() > 150 && c.red() < 90;
         }
-    EXPECT_GT(red, 500);  // positive cells
+    EXPECT_GT(red, 500); // positive cells
     EXPECT_GT(blue, 500); // negative cells
 
     const QString svg = dir.filePath("h.svg");

@@ -266,3 +266,21 @@ TEST(PlotView, LongCaptionWrapsAndNeverSqueezesTheLegend)
     EXPECT_TRUE(wrapped);
     EXPECT_LE(plot->axisRect()->outerRect().right(), plot->legend->outerRect().left());
 }
+
+TEST(PlotView, ScatterHasRoomAroundTheExtremeMarkersOnBothAxes)
+{
+    Figure f;
+    f.title = "scatter";
+    Series s;
+    s.name = "prompts";
+    s.style = Series::Style::Markers;
+    s.x = { -2.0, 0.0, 1.0, 2.0 };
+    s.y = { -1.0, 0.5, 0.0, 1.0 };
+    f.series = { s };
+    PlotView view;
+    view.setFigure(f);
+    EXPECT_LT(view.plot()->xAxis->range().lower, -2.0);
+    EXPECT_GT(view.plot()->xAxis->range().upper, 2.0);
+    EXPECT_LT(view.plot()->yAxis->range().lower, -1.0);
+    EXPECT_GT(view.plot()->yAxis->range().upper, 1.0);
+}
