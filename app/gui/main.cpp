@@ -1,7 +1,8 @@
 // icl-workbench: the ICL Workbench GUI.
 //
 //   icl-workbench [RUN.h5] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
-//                 [--page experiments|train] [--checkpoint STEP] [--screenshot OUT.png] [--quit]
+//                 [--page experiments|train|gd-alignment] [--tab NAME] [--checkpoint STEP]
+//                 [--screenshot OUT.png] [--quit]
 //
 // Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
 // opens the file on that page, waits until the page's jobs are done, saves a screenshot of the
@@ -17,6 +18,7 @@
 #include <QPixmap>
 #include <QTimer>
 
+#include "app/gui/gd_alignment_page.h"
 #include "app/gui/main_window.h"
 #include "app/gui/train_page.h"
 #include "core/io/config.h"
@@ -47,8 +49,12 @@ int main(int argc, char** argv)
         QStringLiteral("Start training right away (default output: runs/<preset>-<date>.h5)."));
     const QCommandLineOption outOpt(
         QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
-    const QCommandLineOption pageOpt(
-        QStringLiteral("page"), QStringLiteral("Page to show: experiments or train."), QStringLiteral("NAME"));
+    const QCommandLineOption pageOpt(QStringLiteral("page"),
+        QStringLiteral("Page to show: experiments, train or gd-alignment."), QStringLiteral("NAME"));
+    const QCommandLineOption tabOpt(QStringLiteral("tab"),
+        QStringLiteral("Tab of the gd-alignment page: %1.")
+            .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", "))),
+        QStringLiteral("NAME"));
     const QCommandLineOption checkpointOpt(QStringLiteral("checkpoint"),
         QStringLiteral("Select the saved checkpoint nearest to STEP."), QStringLiteral("STEP"));
     const QCommandLineOption screenshotOpt(QStringLiteral("screenshot"),
@@ -57,7 +63,8 @@ int main(int argc, char** argv)
         QStringLiteral("OUT.png"));
     const QCommandLineOption quitOpt(
         QStringLiteral("quit"), QStringLiteral("Quit when the page's jobs are done (after the screenshot)."));
-    parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, checkpointOpt, screenshotOpt, quitOpt });
+    parser.addOptions(
+        { presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, screenshotOpt, quitOpt });
     parser.process(app);
 
     auto fail = [](const QString& message) {
@@ -74,8 +81,12 @@ int main(int argc, char** argv)
     if (parser.isSet(pageOpt)) {
         page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
-            return fail(QStringLiteral("--page: expected experiments or train, got \"%1\"").arg(parser.value(pageOpt)));
+            return fail(QStringLiteral("--page: expected experiments, train or gd-alignment, got \"%1\"")
+                            .arg(parser.value(pageOpt)));
     }
+    if (parser.isSet(tabOpt) && !icl::gui::GdAlignmentPage::tabNames().contains(parser.value(tabOpt)))
+        return fail(QStringLiteral("--tab: expected one of %1, got \"%2\"")
+                        .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", ")), parser.value(tabOpt)));
     qint64 checkpoint = -1;
     if (parser.isSet(checkpointOpt)) {
         bool ok = false;
@@ -106,6 +117,8 @@ int main(int argc, char** argv)
     else if (train)
         window.trainPage()->setOutputPath(icl::gui::TrainPage::defaultOutputPath(
             parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset)));
+    if (parser.isSet(tabOpt))
+        window.gdAlignmentPage()->showTab(parser.value(tabOpt));
     if (page)
         window.showPage(*page);
     else if (train || parser.isSet(presetOpt))

@@ -27,11 +27,13 @@
 #include <QVBoxLayout>
 
 #include "app/gui/experiments_page.h"
+#include "app/gui/gd_alignment_page.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/training/trainer.h"
 #include "widgets/checkpoint_timeline.h"
+#include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
 
 #ifndef ICL_APP_VERSION_STRING
@@ -64,6 +66,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_pages(new QStackedWidget(this))
     , m_experimentsPage(new ExperimentsPage(this))
     , m_trainPage(new TrainPage(this))
+    , m_gdAlignmentPage(new GdAlignmentPage(this))
     , m_timeline(new widgets::CheckpointTimeline(this))
 {
     setWindowTitle(tr("ICL Workbench"));
@@ -77,9 +80,15 @@ MainWindow::MainWindow(QWidget* parent)
     m_navigator->setSpacing(2);
     addPage(tr("Experiments"), m_experimentsPage, tr("Open saved experiments, recent files and presets"));
     addPage(tr("Train"), m_trainPage, tr("Train a model with live loss curves and checkpoints"));
+    addPage(tr("GD alignment"), m_gdAlignmentPage,
+        tr("Compare a trained linear self-attention model with gradient descent (von Oswald et al.)"));
     m_navigator->item(0)->setIcon(style()->standardIcon(QStyle::SP_DirOpenIcon));
     m_navigator->item(1)->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+    m_navigator->item(2)->setIcon(style()->standardIcon(QStyle::SP_FileDialogContentsView));
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
+    // Analysis pages compute only while they are shown.
+    connect(m_navigator, &QListWidget::currentRowChanged, this,
+        [this](int row) { m_gdAlignmentPage->setActive(row == int(Page::GdAlignment)); });
     m_navigator->setCurrentRow(0);
 
     auto* body = new QHBoxLayout;
@@ -171,10 +180,18 @@ MainWindow::MainWindow(QWidget* parent)
         });
     connect(m_timeline, &widgets::CheckpointTimeline::checkpointSelected, this, [this](qint64 step) {
         m_trainPage->selectCheckpoint(step);
+        m_gdAlignmentPage->selectCheckpoint(step);
         statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
     });
-    connect(m_cancel, &QPushButton::clicked, m_trainPage, &TrainPage::stopTraining);
-    connect(m_trainPage, &TrainPage::trainingStarted, this, [this] { setBusy(true); });
+    connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (m_gdAlignmentPage->isBusy()) {
+            m_gdAlignmentPage->cancel();
+            statusBar()->showMessage(tr("Analyses cancelled (a running computation finishes first)"), 5000);
+        }
+        if (m_trainPage->isRunning())
+            m_trainPage->stopTraining();
+    });
+    connect(m_trainPage, &TrainPage::trainingStarted, this, &MainWindow::updateBusy);
     connect(m_trainPage, &TrainPage::progressChanged, this, [this](int percent, const QString& text) {
         if (percent < 0) {
             m_progress->setRange(0, 0);
@@ -185,9 +202,22 @@ MainWindow::MainWindow(QWidget* parent)
         statusBar()->showMessage(text);
     });
     connect(m_trainPage, &TrainPage::experimentWritten, this, &MainWindow::openExperiment);
-    connect(m_trainPage, &TrainPage::trainingFinished, this, [this](bool, const QString&) {
-        setBusy(false);
-        Q_EMIT idle();
+    connect(m_trainPage, &TrainPage::trainingFinished, this, &MainWindow::updateBusy);
+    connect(m_gdAlignmentPage, &GdAlignmentPage::busyStarted, this, &MainWindow::updateBusy);
+    connect(m_gdAlignmentPage, &GdAlignmentPage::busyFinished, this, [this] {
+        if (!m_trainPage->isRunning()) {
+            m_progress->setRange(0, 100);
+            m_progress->setValue(100);
+            statusBar()->showMessage(tr("GD alignment: analyses done"), 5000);
+        }
+        updateBusy();
+    });
+    connect(m_gdAlignmentPage, &GdAlignmentPage::progressChanged, this, [this](int percent, const QString& text) {
+        if (m_trainPage->isRunning())
+            return; // training owns the progress bar
+        m_progress->setRange(0, 100);
+        m_progress->setValue(percent);
+        statusBar()->showMessage(text);
     });
     connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
     connect(m_trainPage, &TrainPage::statusMessage, this,
@@ -219,6 +249,8 @@ std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
         return Page::Experiments;
     if (n == QLatin1String("train"))
         return Page::Train;
+    if (n == QLatin1String("gd-alignment") || n == QLatin1String("gd_alignment"))
+        return Page::GdAlignment;
     return std::nullopt;
 }
 
@@ -259,6 +291,7 @@ bool MainWindow::openExperiment(const QString& path)
     m_timeline->setSteps(steps);
     if (!steps.empty())
         m_trainPage->selectCheckpoint(m_timeline->currentStep());
+    m_gdAlignmentPage->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
     statusBar()->showMessage(
@@ -284,20 +317,24 @@ MainWindow::Page MainWindow::currentPage() const
 qint64 MainWindow::selectCheckpoint(qint64 step)
 {
     const qint64 selected = m_timeline->setCurrentStep(step);
-    if (selected >= 0)
+    if (selected >= 0) {
         m_trainPage->selectCheckpoint(selected);
+        m_gdAlignmentPage->selectCheckpoint(selected);
+    }
     return selected;
 }
 
 widgets::PlotView* MainWindow::currentPlot() const
 {
     QWidget* page = m_pages->currentWidget();
+    if (page == m_gdAlignmentPage)
+        return m_gdAlignmentPage->currentPlot();
     return page ? page->findChild<widgets::PlotView*>() : nullptr;
 }
 
 bool MainWindow::isBusy() const
 {
-    return m_trainPage->isRunning();
+    return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy();
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -313,10 +350,17 @@ void MainWindow::flushPlots()
 {
     for (widgets::PlotView* plot : findChildren<widgets::PlotView*>())
         plot->replotNow();
+    for (widgets::HeatmapView* heatmap : findChildren<widgets::HeatmapView*>())
+        heatmap->replotNow();
 }
 
 void MainWindow::exportCurrentPlot()
 {
+    if (m_pages->currentWidget() == m_gdAlignmentPage) {
+        if (!m_gdAlignmentPage->exportCurrentPlot())
+            statusBar()->showMessage(tr("This tab has no plot to export"), 5000);
+        return;
+    }
     widgets::PlotView* plot = currentPlot();
     if (!plot) {
         statusBar()->showMessage(tr("This page has no plot to export"), 5000);
@@ -362,21 +406,24 @@ void MainWindow::updateRecentMenu()
     m_experimentsPage->setRecentFiles(files);
 }
 
-void MainWindow::setBusy(bool busy)
+void MainWindow::updateBusy()
 {
+    const bool training = m_trainPage->isRunning();
+    const bool busy = isBusy();
     m_cancel->setEnabled(busy);
     m_progress->setTextVisible(busy);
-    m_stopAction->setEnabled(busy);
-    m_startAction->setEnabled(!busy);
+    m_stopAction->setEnabled(training);
+    m_startAction->setEnabled(!training);
     if (!busy) {
         m_progress->setRange(0, 100);
         m_progress->setValue(m_progress->value());
+        Q_EMIT idle();
     }
 }
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
-    if (isBusy()) {
+    if (m_trainPage->isRunning()) {
         if (!m_scripted) {
             const auto answer = QMessageBox::question(this, tr("Training is running"),
                 tr("Stop training (keeping the last checkpoint in the file) and quit?"));
@@ -387,6 +434,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
         }
         m_trainPage->stopTraining(); // the job joins its thread when the page is destroyed
     }
+    m_gdAlignmentPage->cancel(); // a running analysis ends before the page is destroyed
     if (!m_scripted) {
         QSettings settings;
         settings.setValue(kGeometryKey, saveGeometry());

@@ -25,21 +25,22 @@ class PlotView;
 namespace icl::gui {
 
 class ExperimentsPage;
+class GdAlignmentPage;
 class TrainPage;
 
-/// Left navigator of pages (Experiments, Train; later analysis pages are added with addPage), the
+/// Left navigator of pages (Experiments, Train, GD alignment; later pages are added with addPage), the
 /// checkpoint timeline every page follows, and a status bar with the compute device, progress and
 /// Cancel. Owns the open experiment and the recent-files list (QSettings).
 /// Thread affinity: GUI thread only.
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class Page { Experiments = 0, Train = 1 };
+    enum class Page { Experiments = 0, Train = 1, GdAlignment = 2 };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    /// Page for a command-line name ("experiments", "train"), if there is one.
+    /// Page for a command-line name ("experiments", "train", "gd-alignment"), if there is one.
     static std::optional<Page> pageFromName(const QString& name);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
@@ -62,7 +63,7 @@ public:
     /// The plot of the current page, or nullptr when the page has none.
     widgets::PlotView* currentPlot() const;
 
-    /// True while a page has work running (training).
+    /// True while a page has work running (training, analyses).
     bool isBusy() const;
     /// Calls `done` (once, on the GUI thread) when no job is running any more.
     void whenIdle(std::function<void()> done);
@@ -72,6 +73,7 @@ public:
 
     ExperimentsPage* experimentsPage() const { return m_experimentsPage; }
     TrainPage* trainPage() const { return m_trainPage; }
+    GdAlignmentPage* gdAlignmentPage() const { return m_gdAlignmentPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
 
@@ -81,7 +83,7 @@ public Q_SLOTS:
     void about();
 
 Q_SIGNALS:
-    /// All running jobs have finished (emitted after training ends).
+    /// All running jobs have finished (emitted after training or a page's analyses end).
     void idle();
 
 protected:
@@ -94,7 +96,8 @@ private:
     void showError(const QString& title, const QString& message);
     void addRecentFile(const QString& path);
     void updateRecentMenu();
-    void setBusy(bool busy);
+    /// Enables Cancel and the training actions from what runs now; emits idle when nothing does.
+    void updateBusy();
 
     bool m_scripted = false;
     QStringList m_recentFiles; ///< most recent first; saved in QSettings unless scripted
@@ -104,6 +107,7 @@ private:
     QStackedWidget* m_pages = nullptr;
     ExperimentsPage* m_experimentsPage = nullptr;
     TrainPage* m_trainPage = nullptr;
+    GdAlignmentPage* m_gdAlignmentPage = nullptr;
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

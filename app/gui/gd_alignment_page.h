@@ -1,0 +1,157 @@
+#pragma once
+// GD alignment page (von Oswald et al. 2022): how closely a trained LSA follows gradient descent.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <QWidget>
+
+#include "core/analysis/gd_alignment.h"
+#include "core/types/run_summary.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QSpinBox;
+class QStackedWidget;
+class QTabWidget;
+class QTableWidget;
+
+namespace icl::widgets {
+class HeatmapView;
+class PlotView;
+} // namespace icl::widgets
+
+namespace icl::gui {
+
+class AnalysisRunner;
+
+/// Tabs: alignment metrics over training (from the file's metrics), model vs GD-K predictions of
+/// the selected checkpoint, learned W_KᵀW_Q and P·W_V next to the GD construction, the η scan, K
+/// layers vs K steps of GD and GD++, and out-of-distribution curves; above them, the selected
+/// checkpoint's alignment metrics vs GD-K. Follows the checkpoint timeline: the checkpoint analyses
+/// run (on a worker thread, AnalysisRunner) when the page is active and the checkpoint or file
+/// changes; results of superseded jobs are dropped by a per-analysis generation counter. Nothing is
+/// written to the experiment file. Needs an LSA model; other runs get a message instead.
+/// Thread affinity: GUI thread only.
+class GdAlignmentPage : public QWidget {
+    Q_OBJECT
+public:
+    /// Checkpoint analyses, in the order they run.
+    enum Analysis { Metrics = 0, Weights, EtaScan, Ood, Layers, AnalysisCount };
+
+    explicit GdAlignmentPage(QWidget* parent = nullptr);
+    ~GdAlignmentPage() override;
+
+    /// Shows a file: the alignment-over-training plot at once, the checkpoint analyses for `step`
+    /// when the page is active (else when it becomes active).
+    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    /// Follows the timeline: re-runs the checkpoint analyses for `step` (now if active, else later).
+    void selectCheckpoint(qint64 step);
+    /// The page is on screen (runs pending analyses) or not (defers them).
+    void setActive(bool active);
+
+    /// True while analyses are queued or running.
+    bool isBusy() const;
+    /// Drops queued analyses and the result of the running one (which runs to its end).
+    void cancel();
+
+    /// Selects a tab by name: training, scatter, weights, eta, layers, ood. False if unknown.
+    bool showTab(const QString& name);
+    static QStringList tabNames();
+
+    /// The plot of the visible tab (nullptr on the weights and layers tabs).
+    widgets::PlotView* currentPlot() const;
+    /// Opens the export dialog of the visible tab's plot (the learned W_KᵀW_Q on the weights tab).
+    bool exportCurrentPlot();
+
+    /// "lsa" models only; `why` gets the message shown otherwise.
+    static bool supports(const icl::RunSummary& summary, QString* why);
+
+    qint64 checkpointStep() const { return m_step; }
+    /// The GD reference the checkpoint is compared with: "gd_K", K = number of layers.
+    std::string reference() const;
+
+    QTabWidget* tabs() const { return m_tabs; }
+    widgets::PlotView* alignmentPlot() const { return m_alignmentPlot; }
+    widgets::PlotView* scatterPlot() const { return m_scatterPlot; }
+    widgets::PlotView* etaPlot() const { return m_etaPlot; }
+    widgets::PlotView* oodPlot() const { return m_oodPlot; }
+    QTableWidget* layerTable() const { return m_layerTable; }
+    QComboBox* layerChooser() const { return m_layer; }
+    QComboBox* oodKindChooser() const { return m_oodKind; }
+    QSpinBox* etaStepsChooser() const { return m_etaK; }
+    QCheckBox* gdppCheck() const { return m_withGdpp; }
+    /// Learned (construction=false) or constructed W_KᵀW_Q (kq=true) / P·W_V heatmap.
+    widgets::HeatmapView* heatmap(bool kq, bool construction) const;
+    /// The message shown instead of the page for runs it does not fit (or on errors).
+    QLabel* messageLabel() const { return m_message; }
+
+Q_SIGNALS:
+    /// Analyses started (the page was idle).
+    void busyStarted();
+    /// Progress for the status bar: percent in [0, 100].
+    void progressChanged(int percent, const QString& text);
+    /// All analyses finished (or were cancelled).
+    void busyFinished();
+
+private:
+    void runAll();
+    void runMetrics();
+    void runWeights();
+    void runEtaScan();
+    void runOod();
+    void runLayers();
+    void showLayer(int index);
+    void showAlignmentOverTraining();
+    void setStatus(QLabel* label, const QString& text, bool error = false, bool pending = false);
+    bool ready() const;
+    std::map<std::string, std::string> metadata() const;
+
+    AnalysisRunner* m_runner = nullptr;
+    icl::RunSummary m_summary;
+    std::string m_path;
+    qint64 m_step = -1;
+    int64_t m_layers = 1;
+    bool m_tied = false;
+    bool m_supported = false;
+    bool m_active = false;
+    bool m_stale = false; ///< checkpoint analyses not run for (m_path, m_step) yet
+    std::array<quint64, AnalysisCount> m_generation {};
+    QString m_currentJob;
+    std::vector<icl::LsaWeightView> m_weightViews;
+
+    QStackedWidget* m_stack = nullptr;
+    QLabel* m_message = nullptr;
+    QLabel* m_metricsTitle = nullptr;
+    QLabel* m_cosine = nullptr;
+    QLabel* m_predictionDifference = nullptr;
+    QLabel* m_modelDifference = nullptr;
+    QLabel* m_relativeDifference = nullptr;
+    QLabel* m_modelLoss = nullptr;
+    QLabel* m_referenceLoss = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    widgets::PlotView* m_alignmentPlot = nullptr;
+    QLabel* m_alignmentStatus = nullptr;
+    widgets::PlotView* m_scatterPlot = nullptr;
+    QLabel* m_scatterStatus = nullptr;
+    QComboBox* m_layer = nullptr;
+    widgets::HeatmapView* m_kq = nullptr;
+    widgets::HeatmapView* m_kqConstruction = nullptr;
+    widgets::HeatmapView* m_pv = nullptr;
+    widgets::HeatmapView* m_pvConstruction = nullptr;
+    QLabel* m_weightsStatus = nullptr;
+    QSpinBox* m_etaK = nullptr;
+    widgets::PlotView* m_etaPlot = nullptr;
+    QLabel* m_etaStatus = nullptr;
+    QCheckBox* m_withGdpp = nullptr;
+    QTableWidget* m_layerTable = nullptr;
+    QLabel* m_layersStatus = nullptr;
+    QComboBox* m_oodKind = nullptr;
+    widgets::PlotView* m_oodPlot = nullptr;
+    QLabel* m_oodStatus = nullptr;
+};
+
+} // namespace icl::gui
