@@ -160,12 +160,16 @@ torch::Tensor predictGdPlusPlus(const PromptBatch& batch, const torch::Tensor& e
     return (-r.select(1, N)).to(batch.x.scalar_type());
 }
 
-GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed, int64_t steps)
+GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed, int64_t steps, double lr)
 {
     torch::Tensor eta = torch::ones({k}, torch::kFloat64).requires_grad_(true);
     torch::Tensor gamma = torch::zeros({k}, torch::kFloat64).requires_grad_(true);
-    torch::optim::Adam opt({eta, gamma}, torch::optim::AdamOptions(1e-3));
+    torch::optim::Adam opt({eta, gamma}, torch::optim::AdamOptions(lr));
     for (int64_t t = 0; t < steps; ++t) {
+        const double progress = steps > 1 ? double(t) / double(steps - 1) : 1.0;
+        const double lrNow = lr * (0.01 + 0.99 * 0.5 * (1.0 + std::cos(M_PI * progress)));
+        for (auto& group : opt.param_groups())
+            group.options().set_lr(lrNow);
         const PromptBatch b = sampleLinearRegression(task, 512, mixSeed(seed, uint64_t(t)), torch::kFloat64);
         opt.zero_grad();
         torch::Tensor loss = halfMse(predictGdPlusPlus(b, eta, gamma), b.queryY());
