@@ -99,10 +99,12 @@ Figure iclCurveFigure(const IclCurve& curve, const RunSummary& summary)
     f.name = "icl_curve";
     f.title = "In-context learning: error vs. number of in-context examples";
     f.x_label = "number of in-context examples";
-    f.y_label = "loss  " + curve.loss_name;
+    f.y_label = "loss  0.5·(ŷ − y)²";
     f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(curve.checkpoint_step);
     f.metadata["n_prompts"] = std::to_string(curve.n_prompts);
+    f.metadata["bands"] = "bootstrap 95% confidence interval of the mean";
+    f.title += " (bands: bootstrap 95% CI)";
     for (const auto& s : curve.series) {
         Series out;
         out.name = s.name == "model" ? "model" : prettyBaseline(s.name);

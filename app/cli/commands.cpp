@@ -109,8 +109,13 @@ int runTrain(const TrainArgs& args)
     options.resume = args.resume;
     options.force = args.force;
     options.threads = args.threads;
-    if (args.resume && args.request.steps)
+    if (args.resume && args.request.steps) {
         options.steps = *args.request.steps;
+        const RunSummary s = readRunSummary(args.out);
+        if (!s.checkpoints.empty() && s.checkpoints.back().step >= options.steps)
+            throw Error(args.out + ": already at step " + std::to_string(s.checkpoints.back().step)
+                        + "; --steps is the new total and must be larger");
+    }
 
     g_interrupted = false;
     auto previous = std::signal(SIGINT, onInterrupt);
@@ -135,6 +140,8 @@ int runTrain(const TrainArgs& args)
     bar.finish();
     std::signal(SIGINT, previous);
 
+    // Interrupted by Ctrl-C: the last checkpoint is saved; exit 130 (128 + SIGINT) so scripts can tell.
+    const int exitCode = (result.stopped && g_interrupted.load()) ? 130 : 0;
     if (args.json) {
         json out;
         out["out"] = args.out;
@@ -146,14 +153,16 @@ int runTrain(const TrainArgs& args)
         for (const auto& [name, value] : result.baselines)
             out["baselines"][name] = number(value);
         std::cout << out.dump(2) << "\n";
-        return 0;
+        return exitCode;
     }
     std::cout << (result.stopped ? "stopped" : "finished") << " at step " << result.final_step << " on "
               << result.device << " -> " << args.out << "\n";
+    if (exitCode != 0)
+        std::cout << "interrupted: continue with  icl-cli train --resume --out " << args.out << "\n";
     std::cout << "eval loss 0.5·(ŷ − y)² on the fixed evaluation prompts:\n  model           " << fmt(result.eval_loss)
               << "\n";
     printBaselines(result.baselines, result.eval_loss);
-    return 0;
+    return exitCode;
 }
 
 int runInfo(const std::string& path, bool asJson)
@@ -208,9 +217,10 @@ int runInfo(const std::string& path, bool asJson)
 namespace {
 
 IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64_t prompts, uint64_t seed,
-                              int threads)
+                              int threads, bool store = false)
 {
     IclCurveOptions o;
+    o.store = store;
     o.checkpoint_step = checkpoint;
     o.n_prompts = prompts;
     o.seed = seed;
@@ -244,7 +254,7 @@ json curveJson(const IclCurve& c)
 
 int runEval(const EvalArgs& args)
 {
-    const IclCurve c = iclCurveWithProgress(args.path, args.checkpoint, args.prompts, args.seed, args.threads);
+    const IclCurve c = iclCurveWithProgress(args.path, args.checkpoint, args.prompts, args.seed, args.threads, true);
     if (args.json) {
         std::cout << curveJson(c).dump(2) << "\n";
         return 0;
@@ -272,7 +282,7 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
     if (plot == "loss")
         return lossFigure(s);
     if (plot == "icl_curve")
-        return iclCurveFigure(iclCurveWithProgress(path, checkpoint, 2000, 12345, 0), s);
+        return iclCurveFigure(iclCurveWithProgress(path, checkpoint, 0, 0, 0), s);
     if (plot == "alignment")
         return alignmentFigure(s);
     if (plot == "eta_scan") {
@@ -289,6 +299,10 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
 
 int runExport(const ExportArgs& args)
 {
+    const std::string ext = fs::path(args.out).extension().string();
+    if (ext != "." + args.format)
+        throw Error("--out " + args.out + ": expected a file name ending in ." + args.format + " for --format "
+                    + args.format);
     const Figure f = figureByName(args.path, args.plot, args.checkpoint);
     exportPlot(f, args.out, args.format, args.dpi);
     std::cerr << "wrote " << args.out << "\n";
@@ -314,7 +328,7 @@ int runReport(const ReportArgs& args)
     for (const auto& plot : availablePlots(s)) {
         Figure f;
         if (plot == "icl_curve") {
-            const IclCurve c = iclCurveWithProgress(args.path, -1, 2000, 12345, 0);
+            const IclCurve c = iclCurveWithProgress(args.path, -1, 0, 0, 0);
             summary["icl_curve"] = curveJson(c);
             f = iclCurveFigure(c, s);
         } else if (plot == "alignment") {

@@ -28,8 +28,8 @@ int runInfo(const std::string& path, bool json);
 struct EvalArgs {
     std::string path;
     int64_t checkpoint = -1;
-    int64_t prompts = 2000;
-    uint64_t seed = 12345;
+    int64_t prompts = 0;   ///< 0 = the run's evaluation prompts
+    uint64_t seed = 0;     ///< 0 = the run's own evaluation prompts
     int threads = 0;
     bool json = false;
 };

@@ -8,6 +8,28 @@
 #include "commands.h"
 #include "core/error.h"
 
+namespace {
+
+/// Validator for an integer option that must be at least `min` (CLI11's PositiveNumber prints a
+/// 300-digit range and accepts fractions).
+CLI::Validator atLeast(long long min)
+{
+    return CLI::Validator(
+        [min](std::string& value) -> std::string {
+            try {
+                size_t used = 0;
+                const long long v = std::stoll(value, &used);
+                if (used == value.size() && v >= min)
+                    return {};
+            } catch (const std::exception&) {
+            }
+            return "expected an integer >= " + std::to_string(min) + ", got \"" + value + "\"";
+        },
+        "INT>=" + std::to_string(min));
+}
+
+} // namespace
+
 int main(int argc, char** argv)
 {
     icl::app::ensurePassiveOpenMpWait(argv);
@@ -15,6 +37,8 @@ int main(int argc, char** argv)
     CLI::App app{"ICL Workbench command line: train transformers on in-context-learning tasks and compare them "
                  "with learning algorithms"};
     app.require_subcommand(1);
+    // One line on stderr for every command-line error, like every other error of icl-cli.
+    app.failure_message([](const CLI::App*, const CLI::Error& e) { return "icl-cli: " + std::string(e.what()) + "\n"; });
     app.set_version_flag("--version", ICL_APP_VERSION_STRING);
 
     bool json = false;
@@ -34,11 +58,11 @@ int main(int argc, char** argv)
     t->add_option("--scale", train.request.scale, "preset scale")->check(CLI::IsMember({"quick", "paper"}));
     t->add_option("--set", sets, "override a config value: key.path=value (repeatable)");
     t->add_option("--out", train.out, "experiment file to write (RUN.h5)")->required();
-    t->add_option("--steps", steps, "number of training steps")->check(CLI::PositiveNumber);
-    t->add_option("--seed", seed, "experiment seed")->check(CLI::NonNegativeNumber);
+    t->add_option("--steps", steps, "number of training steps")->check(atLeast(1));
+    t->add_option("--seed", seed, "experiment seed")->check(atLeast(0));
     t->add_option("--device", device, "auto, cpu, cuda or cuda:N");
     t->add_option("--threads", train.threads, "LibTorch intra-op threads (default: all cores)")
-        ->check(CLI::PositiveNumber);
+        ->check(atLeast(1));
     t->add_flag("--resume", train.resume, "continue the file's run from its last checkpoint");
     t->add_flag("--force", train.force, "overwrite an existing output file");
     t->add_flag("--json", train.json, "one JSON object on stdout");
@@ -52,9 +76,10 @@ int main(int argc, char** argv)
     auto* e = app.add_subcommand("eval", "ICL error vs number of in-context examples, model and baselines");
     e->add_option("file", eval.path, "experiment file")->required();
     e->add_option("--checkpoint", eval.checkpoint, "checkpoint step (default: last)");
-    e->add_option("--prompts", eval.prompts, "number of evaluation prompts")->check(CLI::PositiveNumber);
-    e->add_option("--seed", eval.seed, "seed of the evaluation prompts");
-    e->add_option("--threads", eval.threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber);
+    e->add_option("--prompts", eval.prompts, "number of prompts (default: the run's evaluation prompts)")
+        ->check(atLeast(1));
+    e->add_option("--seed", eval.seed, "prompt seed (default 0: the run's own evaluation prompts)");
+    e->add_option("--threads", eval.threads, "LibTorch intra-op threads")->check(atLeast(1));
     e->add_flag("--json", eval.json, "one JSON object on stdout");
 
     ExportArgs exp;
@@ -84,13 +109,14 @@ int main(int argc, char** argv)
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
                   "gd-alignment: reference algorithm, gd (K steps for a K-layer model) or gd_k");
-    a->add_option("--prompts", analyze.prompts, "number of prompts (default: the run's evaluation prompts)");
+    a->add_option("--prompts", analyze.prompts, "number of prompts (default: the run's evaluation prompts)")
+        ->check(atLeast(1));
     a->add_option("--seed", analyze.seed, "prompt seed (default 0: the run's own evaluation prompts)");
-    a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(CLI::PositiveNumber);
+    a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(atLeast(1));
     a->add_flag("--json", analyze.json, "one JSON object on stdout");
     a->add_option("--k", analyze.k, "eta-scan: number of GD steps (default: the model's layers)")
-        ->check(CLI::PositiveNumber);
-    a->add_option("--eta-max", analyze.eta_max, "eta-scan: largest step size η")->check(CLI::PositiveNumber);
+        ->check(atLeast(1));
+    a->add_option("--eta-max", analyze.eta_max, "eta-scan: largest step size η")->check(CLI::Range(1e-6, 1e6));
     a->add_option("--points", analyze.points, "eta-scan: grid points")->check(CLI::Range(2, 100000));
     a->add_option("--kind", analyze.ood_kind, "ood: x_scale, w_scale, label_noise or depth")
         ->check(CLI::IsMember({"x_scale", "w_scale", "label_noise", "depth"}));

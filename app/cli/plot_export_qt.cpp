@@ -2,6 +2,7 @@
 #include "plot_export.h"
 
 #include <QApplication>
+#include <QTemporaryDir>
 
 #include "core/error.h"
 #include "core/types/figure_csv.h"
@@ -18,6 +19,12 @@ void ensureApplication()
     // Export never shows a window: render off-screen whether or not a display exists.
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
+    // Qt warns on stderr when XDG_RUNTIME_DIR is unset (headless machines, CI); give it a private one.
+    if (qEnvironmentVariableIsEmpty("XDG_RUNTIME_DIR")) {
+        static QTemporaryDir runtimeDir;
+        if (runtimeDir.isValid())
+            qputenv("XDG_RUNTIME_DIR", runtimeDir.path().toLocal8Bit());
+    }
     static int argc = 1;
     static char name[] = "icl-cli";
     static char* argv[] = {name, nullptr};

@@ -9,6 +9,8 @@
 // window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen.
 
 #include "app/openmp_env.h"
+
+#include <string>
 #include <cstdio>
 
 #include <QApplication>
@@ -30,6 +32,15 @@
 int main(int argc, char** argv)
 {
     icl::app::ensurePassiveOpenMpWait(argv);
+    // Without a display, help/version and scripted screenshots still work: render off-screen.
+    if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
+        && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
+        for (int i = 1; i < argc; ++i) {
+            const std::string a = argv[i];
+            if (a == "--help" || a == "-h" || a == "--version" || a == "-v" || a == "--screenshot" || a == "--quit")
+                qputenv("QT_QPA_PLATFORM", "offscreen");
+        }
+    }
     QApplication app(argc, argv);
     QApplication::setOrganizationName(QStringLiteral("ICL Workbench"));
     QApplication::setApplicationName(QStringLiteral("icl-workbench"));
@@ -94,6 +105,17 @@ int main(int argc, char** argv)
         if (!ok || checkpoint < 0)
             return fail(
                 QStringLiteral("--checkpoint: expected a step >= 0, got \"%1\"").arg(parser.value(checkpointOpt)));
+    }
+    if (parser.isSet(presetOpt)) {
+        bool known = false;
+        QStringList names;
+        for (const icl::PresetInfo& p : icl::listPresets()) {
+            known |= QString::fromStdString(p.name) == parser.value(presetOpt);
+            names << QString::fromStdString(p.name);
+        }
+        if (!known)
+            return fail(QStringLiteral("--preset: unknown preset \"%1\" (available: %2)")
+                            .arg(parser.value(presetOpt), names.join(QStringLiteral(", "))));
     }
     const bool train = parser.isSet(trainOpt);
     const bool quit = parser.isSet(quitOpt);

@@ -8,6 +8,7 @@
 #include "core/models/model.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
+#include "core/training/seeds.h"
 
 namespace icl {
 
@@ -32,7 +33,8 @@ void addPoint(IclCurveSeries& s, const torch::Tensor& losses, const torch::Tenso
         s.ci_upper.push_back(s.error.back());
         return;
     }
-    const torch::Tensor means = l.index({resampleIdx}).mean(1);  // [R]
+    // resampleIdx holds the bootstrap counts [R, P]: each row's resampled mean is counts·l / P.
+    const torch::Tensor means = torch::matmul(resampleIdx, l) / double(l.size(0));  // [R]
     const torch::Tensor sorted = std::get<0>(means.sort());
     const int64_t R = sorted.size(0);
     s.ci_lower.push_back(sorted[std::min<int64_t>(R - 1, int64_t(0.025 * R))].item<double>());
@@ -62,17 +64,21 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     // GD step sizes as fitted during training (same η the loss curves used).
     const FittedBaselines fitted = fittedOrRefit(cfg, summary.metrics);
 
-    const PromptBatch prompts = sampleLinearRegression(cfg.task, options.n_prompts, mixSeed(options.seed, 1));
+    const int64_t nPrompts = options.n_prompts > 0 ? options.n_prompts : cfg.eval.n_prompts;
+    const PromptBatch prompts = sampleLinearRegression(
+        cfg.task, nPrompts, options.seed == 0 ? seeds::eval(cfg.seed) : mixSeed(options.seed, 1));
     torch::Tensor resampleIdx;
     if (cfg.eval.bootstrap > 0) {
         auto gen = at::detail::createCPUGenerator(mixSeed(options.seed, 3));
-        resampleIdx = torch::randint(options.n_prompts, {cfg.eval.bootstrap, options.n_prompts}, gen,
-                                     torch::TensorOptions().dtype(torch::kLong));
+        const torch::Tensor idx = torch::randint(nPrompts, {cfg.eval.bootstrap, nPrompts}, gen,
+                                                 torch::TensorOptions().dtype(torch::kLong));
+        resampleIdx = torch::zeros({cfg.eval.bootstrap, nPrompts}, torch::kFloat64)
+                          .scatter_add_(1, idx, torch::ones({cfg.eval.bootstrap, nPrompts}, torch::kFloat64));
     }
 
     IclCurve curve;
     curve.checkpoint_step = step;
-    curve.n_prompts = options.n_prompts;
+    curve.n_prompts = nPrompts;
     curve.loss_name = "0.5·squared error";
     const int64_t N = cfg.task.n_context;
     const auto names = baselineNames(cfg.eval);
@@ -95,7 +101,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
         result["n_examples"] = curve.n_examples;
         for (const auto& s : curve.series)
             result["series"][s.name] = {{"error", s.error}, {"ci_lower", s.ci_lower}, {"ci_upper", s.ci_upper}};
-        opts = {{"n_prompts", options.n_prompts}, {"seed", options.seed}, {"checkpoint_step", step}};
+        opts = {{"n_prompts", nPrompts}, {"seed", options.seed}, {"checkpoint_step", step}};
         storeAnalysis(path, "icl_curve", step, options.seed, opts.dump(), result.dump());
     }
     return curve;

@@ -13,10 +13,12 @@ namespace icl {
 
 struct IclCurveOptions {
     int64_t checkpoint_step = -1;  ///< -1 = last checkpoint
-    int64_t n_prompts = 2000;
-    uint64_t seed = 12345;         ///< prompts are drawn from this seed, independent of training data
+    int64_t n_prompts = 0;         ///< 0 = the run's eval.n_prompts
+    /// 0 = the run's own fixed evaluation prompts (so the model's error at N equals its eval loss);
+    /// any other value draws fresh prompts from that seed
+    uint64_t seed = 0;
     int threads = 0;
-    bool store = true;             ///< also store the result under /analysis/icl_curve/<id>
+    bool store = false;            ///< also store the result under /analysis/icl_curve/<id>
 };
 
 /// Computes the curve for the experiment at `path`. The progress callback gets (done, total) and

@@ -367,7 +367,27 @@ std::vector<PresetInfo> listPresets()
     return out;
 }
 
+namespace {
+
+nlohmann::json resolveConfigUnchecked(const ConfigRequest& request);
+
+} // namespace
+
 nlohmann::json resolveConfig(const ConfigRequest& request)
+{
+    try {
+        return resolveConfigUnchecked(request);
+    } catch (const nlohmann::json::exception& e) {
+        // A value of the wrong shape reached by a key path (e.g. --set training=5, then --steps):
+        // report it as bad input, not as an internal error.
+        throw Error(std::string("config has a value of the wrong type where a section was expected (")
+                    + e.what() + ")");
+    }
+}
+
+namespace {
+
+nlohmann::json resolveConfigUnchecked(const ConfigRequest& request)
 {
     nlohmann::json config;
     if (!request.preset.empty() && !request.config_file.empty())
@@ -397,18 +417,22 @@ nlohmann::json resolveConfig(const ConfigRequest& request)
         } catch (const nlohmann::json::parse_error& e) {
             throw Error(request.config_file + ": invalid JSON (" + std::string(e.what()) + ")");
         }
+        if (!config.is_object())
+            throw Error(request.config_file + ": expected a JSON object with sections task, model, training, eval");
     } else {
         throw Error("no experiment given: use a preset or a config file");
     }
     for (const auto& s : request.sets)
         applyOverride(config, s);
     if (request.steps)
-        config["training"]["steps"] = *request.steps;
+        applyOverride(config, "training.steps=" + std::to_string(*request.steps));
     if (request.seed)
         config["seed"] = *request.seed;
     if (request.device)
         config["device"] = *request.device;
     return toJson(parseConfig(config));
 }
+
+} // namespace
 
 } // namespace icl
