@@ -202,6 +202,16 @@ MainWindow::MainWindow(QWidget* parent)
         statusBar()->showMessage(text);
     });
     connect(m_trainPage, &TrainPage::experimentWritten, this, &MainWindow::openExperiment);
+    // While training, the timeline grows with every committed checkpoint (a resumed run continues the
+    // file's list; a new run, whose first checkpoint is step 0, starts a new one).
+    connect(m_trainPage, &TrainPage::checkpointSaved, this, [this](qint64 step) {
+        std::vector<int64_t> steps = m_timeline->steps();
+        if (steps.empty() || steps.back() < step)
+            steps.push_back(step);
+        else
+            steps = {step};
+        m_timeline->setSteps(steps);
+    });
     connect(m_trainPage, &TrainPage::trainingFinished, this, &MainWindow::updateBusy);
     connect(m_gdAlignmentPage, &GdAlignmentPage::busyStarted, this, &MainWindow::updateBusy);
     connect(m_gdAlignmentPage, &GdAlignmentPage::busyFinished, this, [this] {

@@ -412,8 +412,10 @@ void TrainPage::drainProgress()
     const size_t rowsBefore = m_live.rows();
     for (const icl::TrainProgress& p : reports) {
         m_live.add(p);
-        if (p.checkpointed)
-            addCheckpointRow(p.step, p.train_loss, p.elapsed_s);
+        if (p.checkpointed) {
+            addCheckpointRow(p.step, p.checkpoint_train_loss, p.wall_time_s);
+            Q_EMIT checkpointSaved(p.step);
+        }
     }
     const icl::TrainProgress& last = reports.back();
     QString text;

@@ -73,6 +73,8 @@ public Q_SLOTS:
 
 Q_SIGNALS:
     void trainingStarted();
+    /// A checkpoint of the running job was committed to its file (GUI thread).
+    void checkpointSaved(qint64 step);
     /// Progress for the status bar: percent in [0, 100] or -1 while preparing.
     void progressChanged(int percent, const QString& text);
     /// The run ended; `ok` false when it failed (the error was reported through errorOccurred).

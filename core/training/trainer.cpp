@@ -205,6 +205,8 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         progress.evaluated = true;
         progress.eval_loss = eval;
         progress.checkpointed = withCheckpoint;
+        progress.checkpoint_train_loss = row["train_loss"];
+        progress.wall_time_s = row["wall_time_s"];
         result.eval_loss = eval;
         lossSum = 0.0;
         lossCount = 0;

@@ -24,6 +24,8 @@ struct TrainProgress {
     double eval_loss = 0.0;
     std::map<std::string, double> baselines;  ///< name -> eval loss, e.g. "gd_1", "least_squares"
     bool checkpointed = false;    ///< a checkpoint for `step` was committed to the file
+    double checkpoint_train_loss = 0.0;  ///< when checkpointed: the train loss stored with it (mean since the last evaluation)
+    double wall_time_s = 0.0;     ///< total training wall time of the run, across resumes (as stored in the file)
 };
 
 } // namespace icl
