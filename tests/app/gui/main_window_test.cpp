@@ -394,6 +394,19 @@ TEST_F(MainWindowTest, LivePlotShowsTrainEvalAndBaselineLossesWhileTraining)
     for (int g = 0; g < qcp->graphCount(); ++g)
         trainPoints = std::max(trainPoints, qcp->graph(g)->dataCount());
     EXPECT_GE(trainPoints, 20); // every step's train loss, not only the evaluations
+    // The checkpoint timeline grows with the run: it starts at step 0 and lists what the table lists.
+    const std::vector<int64_t> live = window.timeline()->steps();
+    ASSERT_FALSE(live.empty());
+    EXPECT_EQ(live.front(), 0);
+    QTableWidget* table = page->checkpointTable();
+    ASSERT_EQ(table->rowCount(), int(live.size()));
+    for (int r = 0; r < table->rowCount(); ++r)
+        EXPECT_EQ(table->item(r, 0)->text().toLongLong(), live[size_t(r)]);
     page->stopTraining();
     ASSERT_TRUE(finished.wait(120000) || !finished.isEmpty());
+    // After the stop the file is reopened: the timeline holds exactly the file's checkpoints.
+    std::vector<int64_t> saved;
+    for (const auto& c : icl::readRunSummary(dir.filePath("live.h5").toStdString()).checkpoints)
+        saved.push_back(c.step);
+    EXPECT_EQ(window.timeline()->steps(), saved);
 }
