@@ -32,6 +32,8 @@ std::string prettyBaseline(const std::string& name)
         return "least squares";
     if (name.rfind("gd_", 0) == 0)
         return "GD, " + name.substr(3) + " step" + (name.substr(3) == "1" ? "" : "s");
+    if (name.rfind("gdpp_", 0) == 0)
+        return "GD++, " + name.substr(5) + " layers";
     return name;
 }
 
@@ -97,26 +99,39 @@ Figure iclCurveFigure(const IclCurve& curve, const RunSummary& summary)
 {
     Figure f;
     f.name = "icl_curve";
-    f.title = "In-context learning: error vs. number of in-context examples";
     f.x_label = "number of in-context examples";
     f.y_label = "loss  0.5·(ŷ − y)²";
     f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(curve.checkpoint_step);
     f.metadata["n_prompts"] = std::to_string(curve.n_prompts);
     f.metadata["bands"] = "bootstrap 95% confidence interval of the mean";
-    f.title += " (bands: bootstrap 95% CI)";
+    f.title = "ICL error vs. number of in-context examples (bands: 95% CI)";
+    // GD-k and GD++-k keep the step sizes fitted for N examples; with few examples they can diverge
+    // (errors of 10³–10⁵), which would flatten every other curve. Such points — error above 10× the
+    // zero predictor's at the same n — are left out of the plot (the CSV of `icl-cli eval` keeps them).
+    const IclCurveSeries* zero = nullptr;
+    for (const auto& s : curve.series)
+        if (s.name == "zero")
+            zero = &s;
+    bool dropped = false;
     for (const auto& s : curve.series) {
         Series out;
         out.name = s.name == "model" ? "model" : prettyBaseline(s.name);
         out.style = s.name == "model" ? Series::Style::Line : Series::Style::Dashed;
         for (size_t i = 0; i < s.error.size(); ++i) {
+            if (zero && s.name != "model" && s.error[i] > 10.0 * zero->error[i]) {
+                dropped = true;
+                continue;
+            }
             out.x.push_back(double(curve.n_examples[i]));
             out.y.push_back(s.error[i]);
+            out.y_lower.push_back(s.ci_lower[i]);
+            out.y_upper.push_back(s.ci_upper[i]);
         }
-        out.y_lower = s.ci_lower;
-        out.y_upper = s.ci_upper;
         f.series.push_back(std::move(out));
     }
+    if (dropped)
+        f.metadata["omitted"] = "baseline points with error > 10x the zero predictor (diverging step size)";
     return f;
 }
 
@@ -190,6 +205,7 @@ Figure etaScanFigure(const EtaScan& scan, const RunSummary& summary)
     f.title = "GD with " + std::to_string(scan.k) + " step" + (scan.k == 1 ? "" : "s") + ": loss against step size";
     f.x_label = "learning rate η";
     f.y_label = "loss  0.5·(ŷ − y)²";
+    f.log_y = true;  // GD's loss explodes for large η; a linear axis hides the minimum
     f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(scan.checkpoint_step);
     f.metadata["best_eta"] = std::to_string(scan.best_eta);
@@ -229,8 +245,13 @@ Figure oodFigure(const OodCurve& c, const RunSummary& summary)
         Series s;
         s.name = name;
         s.style = style;
+        double top = 0;
+        for (double v : y)
+            top = std::max(top, v);
         for (size_t i = 0; i < y.size(); ++i)
-            if (!f.log_y || y[i] > 0) {
+            // On a log axis, exact-zero baselines (least squares on noiseless square systems sit at
+            // 1e-11…1e-6 float noise) are left out rather than drawn as a spurious trend.
+            if (!f.log_y || y[i] > 1e-6 * std::max(1.0, top)) {
                 s.x.push_back(c.alpha[i]);
                 s.y.push_back(y[i]);
             }

@@ -64,13 +64,21 @@ json finalMetrics(const RunSummary& s)
     return m;
 }
 
-void printBaselines(const std::map<std::string, double>& baselines, double model)
+void printBaselines(const std::map<std::string, double>& baselines, double model, int64_t layers = 1)
 {
     for (const auto& [name, value] : baselines)
         std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << fmt(value) << "\n";
-    auto gd = baselines.find("gd_1");
-    if (gd != baselines.end() && gd->second > 0)
-        std::cout << "model / gd_1 = " << fmt(model / gd->second, 4) << "\n";
+    // The reference of a K-layer model is K steps of GD (and GD++ when fitted).
+    for (const std::string ref : {"gd_" + std::to_string(layers), "gdpp_" + std::to_string(layers)}) {
+        auto it = baselines.find(ref);
+        if (it != baselines.end() && it->second > 0)
+            std::cout << "model / " << ref << " = " << fmt(model / it->second, 4) << "\n";
+    }
+}
+
+int64_t layersOf(const json& config)
+{
+    return config.is_object() && config.contains("model") ? config["model"].value("n_layers", int64_t(1)) : 1;
 }
 
 } // namespace
@@ -161,7 +169,8 @@ int runTrain(const TrainArgs& args)
         std::cout << "interrupted: continue with  icl-cli train --resume --out " << args.out << "\n";
     std::cout << "eval loss 0.5·(ŷ − y)² on the fixed evaluation prompts:\n  model           " << fmt(result.eval_loss)
               << "\n";
-    printBaselines(result.baselines, result.eval_loss);
+    printBaselines(result.baselines, result.eval_loss,
+                   layersOf(json::parse(readRunSummary(args.out).config_json, nullptr, false)));
     return exitCode;
 }
 
@@ -210,7 +219,7 @@ int runInfo(const std::string& path, bool asJson)
     for (const auto& [name, values] : s.metrics)
         if (name.rfind("baseline/", 0) == 0 && !values.empty())
             baselines[name.substr(9)] = values.back();
-    printBaselines(baselines, s.lastMetric("eval_loss"));
+    printBaselines(baselines, s.lastMetric("eval_loss"), layersOf(config));
     return 0;
 }
 

@@ -174,8 +174,8 @@ Matrix toMatrix(const std::string& name, const torch::Tensor& t)
 EtaScan computeEtaScan(const std::string& path, int64_t checkpoint_step, int64_t k, double eta_max, int64_t points,
                        bool store)
 {
-    if (k < 1 || points < 2 || !(eta_max > 0))
-        throw Error("eta-scan: expected k >= 1, points >= 2 and eta_max > 0");
+    if (k < 1 || k > 1000 || points < 2 || !(eta_max > 0))
+        throw Error("eta-scan: expected 1 <= k <= 1000, points >= 2 and eta_max > 0");
     LoadedRun run = loadRun(path, checkpoint_step);
     torch::NoGradGuard guard;
     const PromptBatch prompts = sampleLinearRegression(run.config.task, run.config.eval.n_prompts,
@@ -258,7 +258,7 @@ std::vector<LsaWeightView> lsaWeightViews(const std::string& path, int64_t check
         v.learned_kq = toMatrix("W_K^T W_Q (layer " + std::to_string(l + 1) + ")", kq(w));
         v.learned_pv = toMatrix("P W_V (layer " + std::to_string(l + 1) + ")", pv(w));
         v.construction_kq = toMatrix("GD construction W_K^T W_Q", kq(c));
-        v.construction_pv = toMatrix("GD construction P W_V (eta = " + std::to_string(eta) + ")", pv(c));
+        v.construction_pv = toMatrix("GD construction P W_V (η = " + nlohmann::json(eta).dump() + ")", pv(c));
         out.push_back(std::move(v));
     }
     return out;
@@ -281,6 +281,15 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
         } else {
             alpha = {0.5, 0.75, 1.0, 1.25, 1.5, 1.75, 2.0};
         }
+    }
+    for (double a : alpha) {
+        const bool ok = kind == "depth" ? (a >= 1 && a <= 1000 && a == std::floor(a))
+                        : kind == "label_noise" ? (a >= 0 && a <= 1e6)
+                                                : (a > 0 && a <= 1e6);
+        if (!ok)
+            throw Error("ood " + kind + ": α = " + nlohmann::json(a).dump() + " is out of range ("
+                        + (kind == "depth" ? "an integer number of layers in [1, 1000]"
+                           : kind == "label_noise" ? "a noise level >= 0" : "a scale > 0") + ")");
     }
     std::shared_ptr<LsaImpl> lsa;
     if (kind == "depth") {
@@ -309,7 +318,9 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
             task.x_range = a;  // U(−α, α)
         if (kind == "w_scale")
             task.w_scale = a * cfg.task.w_scale;
-        PromptBatch b = sampleLinearRegression(task, n_prompts, mixSeed(cfg.seed, 777 + i));
+        // Depth and label noise change the model or the labels, not the inputs: same prompts for every α.
+        const bool samePrompts = kind == "depth" || kind == "label_noise";
+        PromptBatch b = sampleLinearRegression(task, n_prompts, mixSeed(cfg.seed, 777 + (samePrompts ? 0 : i)));
         if (kind == "x_scale" && task.x_distribution == "normal")
             b.x = b.x * a, b.y = b.y * a;
         if (kind == "label_noise") {

@@ -16,6 +16,8 @@ LoadedRun loadRun(const std::string& path, int64_t step)
     } catch (const nlohmann::json::exception&) {
         throw Error(path + ": damaged /config (not JSON)");
     }
+    if (step < -1)
+        throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
     r.step = step < 0 ? r.summary.checkpoints.back().step : step;
     const CheckpointData cp = readCheckpoint(path, r.step);
     r.model = makeModel(r.config, 0);
