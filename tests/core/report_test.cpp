@@ -1,0 +1,56 @@
+// Figures built from results: what a reader of the plot sees.
+#include <gtest/gtest.h>
+
+#include "core/report.h"
+
+namespace {
+
+TEST(Report, IclCurveLeavesOutDivergingBaselinePointsAndSaysSo)
+{
+    icl::IclCurve c;
+    c.n_examples = {1, 2, 3};
+    c.checkpoint_step = 7;
+    c.n_prompts = 100;
+    c.series = {{"model", {1.0, 0.8, 0.6}, {0.9, 0.7, 0.5}, {1.1, 0.9, 0.7}},
+                {"zero", {1.5, 1.5, 1.5}, {1.4, 1.4, 1.4}, {1.6, 1.6, 1.6}},
+                {"gd_3", {200.0, 16.0, 0.5}, {150.0, 15.0, 0.4}, {250.0, 17.0, 0.6}}};
+    icl::RunSummary s;
+    s.path = "/tmp/run.h5";
+    s.config_json = R"({"seed": 3})";
+    const icl::Figure f = icl::iclCurveFigure(c, s);
+    ASSERT_EQ(f.series.size(), 3u);
+    // 200 and 16 exceed 10 × 1.5: only n = 3 of GD-3 is drawn, with its band.
+    EXPECT_EQ(f.series[2].name, "GD, 3 steps");
+    EXPECT_EQ(f.series[2].x, (std::vector<double>{3.0}));
+    EXPECT_EQ(f.series[2].y, (std::vector<double>{0.5}));
+    EXPECT_EQ(f.series[2].y_lower, (std::vector<double>{0.4}));
+    EXPECT_EQ(f.series[0].y, (std::vector<double>{1.0, 0.8, 0.6}));  // the model is never cut
+    EXPECT_TRUE(f.metadata.count("omitted"));
+    EXPECT_EQ(f.metadata.at("checkpoint_step"), "7");
+    EXPECT_EQ(f.metadata.at("seed"), "3");
+    EXPECT_EQ(f.metadata.at("experiment"), "run.h5");
+    EXPECT_FALSE(f.x_label.empty());
+    EXPECT_FALSE(f.y_label.empty());
+}
+
+TEST(Report, LossFigureHoldsEveryMetricSeriesAgainstStep)
+{
+    icl::RunSummary s;
+    s.path = "run.h5";
+    s.config_json = "{}";
+    s.metrics["step"] = {0, 100, 200};
+    s.metrics["train_loss"] = {1.6, 0.9, 0.85};
+    s.metrics["eval_loss"] = {1.65, 0.88, 0.84};
+    s.metrics["baseline/gd_1"] = {0.8, 0.8, 0.8};
+    s.metrics["baseline/least_squares"] = {0.0, 0.0, 0.0};
+    const icl::Figure f = icl::lossFigure(s);
+    ASSERT_EQ(f.series.size(), 4u);
+    EXPECT_EQ(f.series[1].name, "model (eval)");
+    EXPECT_EQ(f.series[1].y, s.metrics["eval_loss"]);
+    EXPECT_EQ(f.series[2].name, "GD, 1 step");
+    EXPECT_EQ(f.series[2].x, s.metrics["step"]);
+    EXPECT_EQ(f.series[3].name, "least squares");
+    EXPECT_THROW(icl::alignmentFigure(s), std::runtime_error);  // no alignment metrics recorded
+}
+
+} // namespace
