@@ -191,6 +191,7 @@ int runInfo(const std::string& path, bool asJson)
             cps.push_back({{"step", c.step}, {"train_loss", number(c.train_loss)}, {"wall_time_s", c.wall_time_s}});
         out["checkpoints"] = cps;
         out["final"] = finalMetrics(s);
+        out["analyses"] = s.analyses;
         std::cout << out.dump(2) << "\n";
         return 0;
     }
@@ -209,6 +210,12 @@ int runInfo(const std::string& path, bool asJson)
     for (const auto& c : s.checkpoints)
         std::cout << " " << c.step;
     std::cout << "\n";
+    if (!s.analyses.empty()) {
+        std::cout << "analyses   ";
+        for (const auto& [kind, count] : s.analyses)
+            std::cout << " " << kind << " (" << count << ")";
+        std::cout << "\n";
+    }
     if (!s.metrics.count("step") || s.metrics.at("step").empty()) {
         std::cout << "no metrics yet\n";
         return 0;

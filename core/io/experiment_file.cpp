@@ -441,6 +441,14 @@ RunSummary readRunSummary(const std::string& path)
         Hid m = check(H5Gopen2(f.get(), "metrics", H5P_DEFAULT), H5Gclose, path + ": cannot open /metrics");
         readSeries(m.get(), "", s.metrics, path);
     }
+    if (linkExists(f.get(), "analysis")) {
+        Hid a = check(H5Gopen2(f.get(), "analysis", H5P_DEFAULT), H5Gclose, path + ": cannot open /analysis");
+        for (const auto& kind : childNames(a.get()))
+            if (isGroup(a.get(), kind)) {
+                Hid g = check(H5Gopen2(a.get(), kind.c_str(), H5P_DEFAULT), H5Gclose, path + ": /analysis/" + kind);
+                s.analyses[kind] = static_cast<int>(childNames(g.get()).size());
+            }
+    }
     return s;
 }
 

@@ -26,6 +26,7 @@ struct RunSummary {
     std::string config_json;  ///< the full resolved config
     std::vector<CheckpointInfo> checkpoints;                 ///< ascending by step
     std::map<std::string, std::vector<double>> metrics;      ///< /metrics/<series>, e.g. "eval_loss", "baseline/gd_1"
+    std::map<std::string, int> analyses;                     ///< /analysis/<kind> -> number of stored results
 
     /// Last value of a metric series, or NaN when the series is missing or empty.
     double lastMetric(const std::string& series) const

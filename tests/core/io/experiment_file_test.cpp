@@ -146,7 +146,9 @@ TEST(ExperimentFile, AnalysisResultsAreStoredWithProvenance)
     icl::createExperimentFile(path, "{}", false);
     EXPECT_EQ(icl::storeAnalysis(path, "icl_curve", 100, 7, "{}", R"({"x":1})"), "0001");
     EXPECT_EQ(icl::storeAnalysis(path, "icl_curve", 200, 7, "{}", R"({"x":2})"), "0002");
-    EXPECT_NO_THROW(icl::readRunSummary(path));
+    EXPECT_EQ(icl::storeAnalysis(path, "eta_scan", 200, 7, "{}", "{}"), "0001");
+    const auto s = icl::readRunSummary(path);
+    EXPECT_EQ(s.analyses, (std::map<std::string, int>{{"eta_scan", 1}, {"icl_curve", 2}}));
 }
 
 } // namespace
