@@ -363,29 +363,12 @@ void HeatmapView::exportWithDialog()
             c = '_';
     if (base.isEmpty())
         base = QStringLiteral("heatmap");
-    const QString pngFilter = tr("PNG image (*.png)");
-    const QString svgFilter = tr("SVG vector image (*.svg)");
-    const QString pdfFilter = tr("PDF document (*.pdf)");
-    const QString csvFilter = tr("CSV data (*.csv)");
-    QString selected = pngFilter;
-    QString path = QFileDialog::getSaveFileName(this, tr("Export heatmap"), base + QStringLiteral(".png"),
-        QStringList { pngFilter, svgFilter, pdfFilter, csvFilter }.join(";;"), &selected);
-    if (path.isEmpty())
+    ExportTarget target;
+    if (!askExportTarget(this, tr("Export heatmap"), base, &target))
         return;
-    QString format = QFileInfo(path).suffix().toLower();
-    if (format != "png" && format != "svg" && format != "pdf" && format != "csv") {
-        format = selected == svgFilter ? "svg" : selected == pdfFilter ? "pdf" : selected == csvFilter ? "csv" : "png";
-        path += "." + format;
-    }
-    int dpi = 300;
-    if (format == "png") {
-        bool ok = false;
-        dpi = QInputDialog::getInt(this, tr("Export PNG"), tr("Resolution (dots per inch):"), 300, 50, 1200, 50, &ok);
-        if (!ok)
-            return;
-    }
+    const QString path = QString::fromStdString(target.path);
     std::string error;
-    if (!exportTo(path.toStdString(), format.toStdString(), dpi, &error)) {
+    if (!exportTo(target.path, target.format, target.dpi, &error)) {
         QMessageBox::warning(this, tr("Export failed"), QString::fromStdString(error));
         return;
     }

@@ -3,6 +3,9 @@
 #include <cmath>
 
 #include <QApplication>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
 #include <QFile>
 #include <QImage>
 #include <QImageWriter>
@@ -178,6 +181,36 @@ bool writePlotFile(QCustomPlot* plot, const std::string& path, const std::string
     }
     if (QFile(file).size() == 0)
         return fail(error, "cannot write " + path);
+    return true;
+}
+
+bool askExportTarget(QWidget* parent, const QString& title, const QString& base, ExportTarget* target)
+{
+    const QString pngFilter = QObject::tr("PNG image (*.png)");
+    const QString svgFilter = QObject::tr("SVG vector image (*.svg)");
+    const QString pdfFilter = QObject::tr("PDF document (*.pdf)");
+    const QString csvFilter = QObject::tr("CSV data (*.csv)");
+    QString selected = pngFilter;
+    QString path = QFileDialog::getSaveFileName(parent, title, base + QStringLiteral(".png"),
+        QStringList { pngFilter, svgFilter, pdfFilter, csvFilter }.join(";;"), &selected);
+    if (path.isEmpty())
+        return false;
+    QString format = QFileInfo(path).suffix().toLower();
+    if (format != "png" && format != "svg" && format != "pdf" && format != "csv") {
+        format = selected == svgFilter ? "svg" : selected == pdfFilter ? "pdf" : selected == csvFilter ? "csv" : "png";
+        path += "." + format;
+    }
+    int dpi = 300;
+    if (format == "png") {
+        bool ok = false;
+        dpi = QInputDialog::getInt(parent, QObject::tr("Export PNG"), QObject::tr("Resolution (dots per inch):"), 300,
+            50, 1200, 50, &ok);
+        if (!ok)
+            return false;
+    }
+    target->path = path.toStdString();
+    target->format = format.toStdString();
+    target->dpi = dpi;
     return true;
 }
 

@@ -7,6 +7,7 @@
 
 class QCustomPlot;
 class QString;
+class QWidget;
 
 namespace icl::widgets {
 
@@ -26,5 +27,17 @@ bool ensureExportApplication(std::string* error);
 /// Thread affinity: the QApplication's thread.
 bool writePlotFile(QCustomPlot* plot, const std::string& path, const std::string& format, int dpi,
     const std::string& title, const std::map<std::string, std::string>& metadata, std::string* error);
+
+/// Where and how the user chose to export: a path with its format's suffix, the format ("png",
+/// "svg", "pdf" or "csv") and, for PNG, the resolution.
+struct ExportTarget {
+    std::string path;
+    std::string format;
+    int dpi = 300;
+};
+
+/// Asks for an export file (PNG/SVG/PDF/CSV filters, `base`.png suggested) and, for PNG, the DPI.
+/// Returns false when the user cancels. Thread affinity: GUI thread.
+bool askExportTarget(QWidget* parent, const QString& title, const QString& base, ExportTarget* target);
 
 } // namespace icl::widgets

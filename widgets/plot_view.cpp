@@ -16,6 +16,7 @@
 #include <qcustomplot.h>
 
 #include "widgets/figure_export.h"
+#include "widgets/plot_export.h"
 
 namespace icl::widgets {
 
@@ -394,30 +395,12 @@ void PlotView::resetView()
 void PlotView::exportWithDialog()
 {
     const QString base = m_figure.name.empty() ? QStringLiteral("figure") : qs(m_figure.name);
-    const QString pngFilter = tr("PNG image (*.png)");
-    const QString svgFilter = tr("SVG vector image (*.svg)");
-    const QString pdfFilter = tr("PDF document (*.pdf)");
-    const QString csvFilter = tr("CSV data (*.csv)");
-    QString selected = pngFilter;
-    QString path = QFileDialog::getSaveFileName(this, tr("Export plot"), base + QStringLiteral(".png"),
-        QStringList { pngFilter, svgFilter, pdfFilter, csvFilter }.join(";;"), &selected);
-    if (path.isEmpty())
+    ExportTarget target;
+    if (!askExportTarget(this, tr("Export plot"), base, &target))
         return;
-
-    QString format = QFileInfo(path).suffix().toLower();
-    if (format != "png" && format != "svg" && format != "pdf" && format != "csv") {
-        format = selected == svgFilter ? "svg" : selected == pdfFilter ? "pdf" : selected == csvFilter ? "csv" : "png";
-        path += "." + format;
-    }
-    int dpi = 300;
-    if (format == "png") {
-        bool ok = false;
-        dpi = QInputDialog::getInt(this, tr("Export PNG"), tr("Resolution (dots per inch):"), 300, 50, 1200, 50, &ok);
-        if (!ok)
-            return;
-    }
+    const QString path = QString::fromStdString(target.path);
     std::string error;
-    if (!exportFigure(m_figure, path.toStdString(), format.toStdString(), dpi, &error)) {
+    if (!exportFigure(m_figure, target.path, target.format, target.dpi, &error)) {
         QMessageBox::warning(this, tr("Export failed"), QString::fromStdString(error));
         return;
     }
