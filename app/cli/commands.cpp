@@ -471,10 +471,40 @@ int runInterpolate(const AnalyzeArgs& args)
     return 0;
 }
 
+int runCopy(const AnalyzeArgs& args)
+{
+    const CopyAnalysis c = computeCopyAnalysis(args.path, args.checkpoint, args.prompts > 0 ? args.prompts : 64);
+    if (args.json) {
+        std::cout << json{{"analysis", "copy"},
+                          {"checkpoint_step", c.checkpoint_step},
+                          {"n_prompts", c.n_prompts},
+                          {"own", c.own},
+                          {"next", c.next},
+                          {"other", c.other},
+                          {"own_next_ratio", number(c.ownNextRatio())},
+                          {"next_other_ratio", number(c.nextOtherRatio())},
+                          {"token_labels", c.token_labels},
+                          {"gradient_norm", c.gradient_norm}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "copy analysis of layer 1 at checkpoint " << c.checkpoint_step << " (" << c.n_prompts
+              << " prompts): mean ‖∂(layer-1 output at x-token k)/∂(input token j)‖_F\n"
+              << "  j = k (own)           " << fmt(c.own) << "\n"
+              << "  j = k+1 (its y token) " << fmt(c.next) << "\n"
+              << "  other tokens          " << fmt(c.other) << "\n"
+              << "  own/next ratio " << fmt(c.ownNextRatio()) << ", next/other ratio " << fmt(c.nextOtherRatio())
+              << (c.nextOtherRatio() > 2 ? "  (layer 1 copies y_k into the x_k token)" : "") << "\n";
+    return 0;
+}
+
 } // namespace
 
 int runAnalyze(const AnalyzeArgs& args)
 {
+    if (args.kind == "copy")
+        return runCopy(args);
     if (args.kind == "interpolate")
         return runInterpolate(args);
     if (args.kind == "eta-scan")
@@ -488,9 +518,11 @@ int runAnalyze(const AnalyzeArgs& args)
     GdAlignmentOptions o;
     o.checkpoint_step = args.checkpoint;
     o.reference = args.reference;
-    if (o.reference == "gd") {
+    if (o.reference == "gd" || o.reference == "gdpp") {
+        // K linear layers do K GD steps; softmax layers (the interleaved copy layer) do none.
         const json cfg = json::parse(readRunSummary(args.path).config_json);
-        o.reference = "gd_" + std::to_string(cfg["model"].value("n_layers", 1));
+        const int64_t layers = cfg["model"].value("n_layers", int64_t(1)) - cfg["model"].value("softmax_layers", int64_t(0));
+        o.reference += "_" + std::to_string(std::max<int64_t>(1, layers));
     }
     o.n_prompts = args.prompts;
     o.seed = args.seed;

@@ -55,9 +55,9 @@ int runReport(const ReportArgs& args);
 
 struct AnalyzeArgs {
     std::string path;
-    std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood"
+    std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy"
     int64_t checkpoint = -1;
-    std::string reference = "gd";  ///< "gd" (= gd_K for a K-layer model) or "gd_k"
+    std::string reference = "gd";  ///< "gd" / "gdpp" (= gd_K / gdpp_K for a K-layer model), "gd_k", "gdpp_k", "features_gd_k"
     int64_t prompts = 0;
     uint64_t seed = 0;
     int threads = 0;

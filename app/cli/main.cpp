@@ -103,12 +103,13 @@ int main(int argc, char** argv)
     AnalyzeArgs analyze;
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     a->add_option("file", analyze.path, "experiment file")->required();
-    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood or interpolate")
+    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate or copy")
         ->required()
-        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate"}));
+        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy"}));
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
-                  "gd-alignment: reference algorithm, gd (K steps for a K-layer model) or gd_k");
+                  "gd-alignment: reference algorithm: gd or gdpp (K steps / layers for a K-layer model), gd_k, "
+                  "gdpp_k, or features_gd_k (GD on the model's learned features)");
     a->add_option("--prompts", analyze.prompts, "number of prompts (default: the run's evaluation prompts)")
         ->check(atLeast(1));
     a->add_option("--seed", analyze.seed, "prompt seed (default 0: the run's own evaluation prompts)");

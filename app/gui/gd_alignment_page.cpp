@@ -31,7 +31,7 @@ namespace icl::gui {
 
 namespace {
 
-const char* kTabNames[] = { "training", "scatter", "weights", "eta", "layers", "ood" };
+const char* kTabNames[] = { "training", "scatter", "weights", "eta", "layers", "ood", "copy" };
 
 QString number(double v)
 {
@@ -275,6 +275,19 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
             runOod();
     });
 
+    // (g) copy analysis (interleaved layout)
+    m_copySummary = new QLabel(this);
+    m_copySummary->setObjectName(QStringLiteral("copySummary"));
+    m_copySummary->setWordWrap(true);
+    m_copySummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_copyHeatmap = new widgets::HeatmapView(this);
+    m_copyHeatmap->setObjectName(QStringLiteral("copyHeatmap"));
+    m_copyStatus = statusLabel(QStringLiteral("copyStatus"), this);
+    m_tabs->addTab(tabPage(m_copySummary, m_copyStatus, m_copyHeatmap), tr("Copy (layer 1)"));
+    m_tabs->setTabToolTip(6, tr("Interleaved layout: how strongly each layer-1 output token depends on each input "
+                                "token; a first layer that copies y_i into the x_i token lights up the diagonal "
+                                "next to the main one"));
+
     m_stack->addWidget(content);
     m_stack->setCurrentWidget(m_message);
 
@@ -336,6 +349,10 @@ bool GdAlignmentPage::exportCurrentPlot()
         plot->exportWithDialog();
         return true;
     }
+    if (m_stack->currentWidget() != m_message && m_tabs->currentIndex() == 6 && m_copyHeatmap->matrix().rows > 0) {
+        m_copyHeatmap->exportWithDialog();
+        return true;
+    }
     if (m_stack->currentWidget() != m_message && m_tabs->currentIndex() == 2 && m_kq->matrix().rows > 0) {
         widgets::HeatmapView* focused = m_kq;
         for (widgets::HeatmapView* h : { m_kq, m_kqConstruction, m_pv, m_pvConstruction })
@@ -382,7 +399,7 @@ bool GdAlignmentPage::supports(const icl::RunSummary& summary, QString* why)
 
 std::string GdAlignmentPage::reference() const
 {
-    return "gd_" + std::to_string(m_layers);
+    return m_reference.empty() ? "gd_" + std::to_string(m_layers) : m_reference;
 }
 
 bool GdAlignmentPage::isBusy() const
@@ -395,7 +412,7 @@ void GdAlignmentPage::cancel()
     m_runner->cancel();
     // Everything not computed for this checkpoint is computed again when asked.
     m_stale = true;
-    for (QLabel* s : { m_scatterStatus, m_weightsStatus, m_etaStatus, m_layersStatus, m_oodStatus })
+    for (QLabel* s : { m_scatterStatus, m_weightsStatus, m_etaStatus, m_layersStatus, m_oodStatus, m_copyStatus })
         if (s->property("pending").toBool())
             setStatus(s, tr("Cancelled. Select a checkpoint to compute again."));
 }
@@ -447,12 +464,19 @@ void GdAlignmentPage::showExperiment(const icl::RunSummary& summary, qint64 step
     m_stack->setCurrentWidget(m_stack->widget(1));
     m_layers = 1;
     m_tied = false;
+    m_interleaved = false;
+    m_reference.clear();
     try {
         const auto cfg = nlohmann::json::parse(summary.config_json);
         m_layers = cfg.at("model").value("n_layers", int64_t(1));
         m_tied = cfg.at("model").value("tied", false);
+        m_interleaved = cfg.at("task").value("layout", std::string("pair")) == "interleaved";
+        const auto& alignment = cfg.at("eval").value("alignment", nlohmann::json::array());
+        if (!alignment.empty() && alignment[0].is_string())
+            m_reference = alignment[0].get<std::string>();
     } catch (const std::exception&) {
     }
+    m_tabs->setTabEnabled(6, m_interleaved);
     {
         const QSignalBlocker blockK(m_etaK);
         m_etaK->setValue(int(std::max<int64_t>(1, m_layers)));
@@ -469,6 +493,16 @@ void GdAlignmentPage::showExperiment(const icl::RunSummary& summary, qint64 step
     m_stale = true;
     if (m_active)
         runAll();
+}
+
+void GdAlignmentPage::updateTrainingCurves(const icl::RunSummary& summary)
+{
+    if (summary.path != m_path || !m_supported) {
+        showExperiment(summary, summary.checkpoints.empty() ? -1 : summary.checkpoints.back().step);
+        return;
+    }
+    m_summary = summary;
+    showAlignmentOverTraining();
 }
 
 void GdAlignmentPage::selectCheckpoint(qint64 step)
@@ -509,8 +543,10 @@ void GdAlignmentPage::showAlignmentOverTraining()
 void GdAlignmentPage::runAll()
 {
     m_stale = false;
-    m_metricsTitle->setText(tr("Checkpoint %1 vs GD-%2").arg(m_step).arg(m_layers));
+    m_metricsTitle->setText(tr("Checkpoint %1 vs %2").arg(m_step).arg(QString::fromStdString(reference())));
     runMetrics();
+    if (m_interleaved)
+        runCopy();
     runWeights();
     runEtaScan();
     runOod();
@@ -523,7 +559,8 @@ void GdAlignmentPage::runMetrics()
     for (QLabel* l :
         { m_cosine, m_predictionDifference, m_modelDifference, m_relativeDifference, m_modelLoss, m_referenceLoss })
         l->setText(QStringLiteral("…"));
-    setStatus(m_scatterStatus, tr("Computing the alignment of checkpoint %1 with GD-%2…").arg(m_step).arg(m_layers),
+    const QString refName = QString::fromStdString(reference());
+    setStatus(m_scatterStatus, tr("Computing the alignment of checkpoint %1 with %2…").arg(m_step).arg(refName),
         false, true);
     icl::GdAlignmentOptions options;
     options.checkpoint_step = m_step;
@@ -532,7 +569,7 @@ void GdAlignmentPage::runMetrics()
     const std::string path = m_path;
     const icl::RunSummary summary = m_summary;
     m_runner->enqueue(
-        Metrics, tr("alignment with GD-%1").arg(m_layers),
+        Metrics, tr("alignment with %1").arg(refName),
         [this, generation, path, options, summary]() -> AnalysisRunner::Continuation {
             auto result = std::make_shared<icl::AlignmentResult>(icl::computeGdAlignment(path, options));
             auto figure = std::make_shared<icl::Figure>(icl::predictionScatterFigure(*result, summary));
@@ -546,9 +583,9 @@ void GdAlignmentPage::runMetrics()
                 m_relativeDifference->setText(number(m.relative_model_difference));
                 m_modelLoss->setText(number(m.model_loss));
                 m_referenceLoss->setText(number(m.reference_loss));
-                m_metricsTitle->setText(tr("Checkpoint %1 vs GD-%2\n(η = %3, %4 prompts)")
+                m_metricsTitle->setText(tr("Checkpoint %1 vs %2\n(η = %3, %4 prompts)")
                                             .arg(result->checkpoint_step)
-                                            .arg(m_layers)
+                                            .arg(QString::fromStdString(result->reference))
                                             .arg(QString::number(result->reference_eta, 'g', 4))
                                             .arg(result->n_prompts));
                 m_scatterPlot->setFigure(*figure);
@@ -724,6 +761,44 @@ void GdAlignmentPage::runLayers()
                 return;
             m_layerTable->setRowCount(0);
             setStatus(m_layersStatus, error, true);
+        });
+}
+
+void GdAlignmentPage::runCopy()
+{
+    const quint64 generation = ++m_generation[Copy];
+    setStatus(m_copyStatus, tr("Computing layer-1 gradient norms of checkpoint %1…").arg(m_step), false, true);
+    const std::string path = m_path;
+    const qint64 step = m_step;
+    m_runner->enqueue(
+        Copy, tr("copy analysis of layer 1"),
+        [this, generation, path, step]() -> AnalysisRunner::Continuation {
+            auto copy = std::make_shared<icl::CopyAnalysis>(icl::computeCopyAnalysis(path, step, 64, false));
+            return [this, generation, copy] {
+                if (generation != m_generation[Copy])
+                    return;
+                icl::Matrix m;
+                m.name = "‖∂ layer-1 output (row) / ∂ input token (column)‖, checkpoint " + std::to_string(copy->checkpoint_step);
+                m.rows = m.cols = copy->tokens;
+                m.data = copy->gradient_norm;
+                m.row_labels = m.col_labels = copy->token_labels;
+                m_copyHeatmap->setMetadata(metadata());
+                m_copyHeatmap->setMatrix(m);
+                m_copySummary->setText(
+                    tr("Mean gradient norm of the layer-1 output at x-token k with respect to input token j: "
+                       "own (j = k) %1, next (j = k+1, the token holding y_k) %2, others %3. next/other = %4%5")
+                        .arg(number(copy->own), number(copy->next), number(copy->other),
+                            number(copy->nextOtherRatio()),
+                            copy->nextOtherRatio() > 2 ? tr(": layer 1 copies y_k into the x_k token.")
+                                                       : tr(": no copy yet.")));
+                setStatus(m_copyStatus, QString());
+            };
+        },
+        [this, generation](const QString& error) {
+            if (generation != m_generation[Copy])
+                return;
+            m_copyHeatmap->setMatrix(icl::Matrix {});
+            setStatus(m_copyStatus, error, true);
         });
 }
 

@@ -40,7 +40,7 @@ class GdAlignmentPage : public QWidget {
     Q_OBJECT
 public:
     /// Checkpoint analyses, in the order they run.
-    enum Analysis { Metrics = 0, Weights, EtaScan, Ood, Layers, AnalysisCount };
+    enum Analysis { Metrics = 0, Weights, EtaScan, Ood, Layers, Copy, AnalysisCount };
 
     explicit GdAlignmentPage(QWidget* parent = nullptr);
     ~GdAlignmentPage() override;
@@ -48,6 +48,10 @@ public:
     /// Shows a file: the alignment-over-training plot at once, the checkpoint analyses for `step`
     /// when the page is active (else when it becomes active).
     void showExperiment(const icl::RunSummary& summary, qint64 step);
+    /// A running job wrote new rows to `summary`'s file: redraws the alignment-over-training plot (the
+    /// paper's figure, live while training). A file other than the one shown is opened instead
+    /// (showExperiment at its last checkpoint). Checkpoint analyses are not re-run.
+    void updateTrainingCurves(const icl::RunSummary& summary);
     /// Follows the timeline: re-runs the checkpoint analyses for `step` (now if active, else later).
     void selectCheckpoint(qint64 step);
     /// The page is on screen (runs pending analyses) or not (defers them).
@@ -58,7 +62,7 @@ public:
     /// Drops queued analyses and the result of the running one (which runs to its end).
     void cancel();
 
-    /// Selects a tab by name: training, scatter, weights, eta, layers, ood. False if unknown.
+    /// Selects a tab by name: training, scatter, weights, eta, layers, ood, copy. False if unknown.
     bool showTab(const QString& name);
     static QStringList tabNames();
 
@@ -71,7 +75,8 @@ public:
     static bool supports(const icl::RunSummary& summary, QString* why);
 
     qint64 checkpointStep() const { return m_step; }
-    /// The GD reference the checkpoint is compared with: "gd_K", K = number of layers.
+    /// The reference the checkpoint is compared with: the first of the config's eval.alignment
+    /// ("features_gd_1" for the sine preset), else "gd_K" with K the number of layers.
     std::string reference() const;
 
     QTabWidget* tabs() const { return m_tabs; }
@@ -82,6 +87,9 @@ public:
     QTableWidget* layerTable() const { return m_layerTable; }
     QComboBox* layerChooser() const { return m_layer; }
     QComboBox* oodKindChooser() const { return m_oodKind; }
+    /// The copy analysis (interleaved runs): G[k][j] heatmap and its own/next/other summary.
+    widgets::HeatmapView* copyHeatmap() const { return m_copyHeatmap; }
+    QLabel* copySummary() const { return m_copySummary; }
     QSpinBox* etaStepsChooser() const { return m_etaK; }
     QCheckBox* gdppCheck() const { return m_withGdpp; }
     /// Learned (construction=false) or constructed W_KᵀW_Q (kq=true) / P·W_V heatmap.
@@ -104,6 +112,7 @@ private:
     void runEtaScan();
     void runOod();
     void runLayers();
+    void runCopy();
     void showLayer(int index);
     void showAlignmentOverTraining();
     void setStatus(QLabel* label, const QString& text, bool error = false, bool pending = false);
@@ -116,6 +125,8 @@ private:
     qint64 m_step = -1;
     int64_t m_layers = 1;
     bool m_tied = false;
+    bool m_interleaved = false;
+    std::string m_reference;
     bool m_supported = false;
     bool m_active = false;
     bool m_stale = false; ///< checkpoint analyses not run for (m_path, m_step) yet
@@ -152,6 +163,9 @@ private:
     QComboBox* m_oodKind = nullptr;
     widgets::PlotView* m_oodPlot = nullptr;
     QLabel* m_oodStatus = nullptr;
+    widgets::HeatmapView* m_copyHeatmap = nullptr;
+    QLabel* m_copySummary = nullptr;
+    QLabel* m_copyStatus = nullptr;
 };
 
 } // namespace icl::gui

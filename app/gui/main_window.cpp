@@ -213,6 +213,19 @@ MainWindow::MainWindow(QWidget* parent)
         m_timeline->setSteps(steps);
     });
     connect(m_trainPage, &TrainPage::trainingFinished, this, &MainWindow::updateBusy);
+    // Live alignment curves: re-read the running file after each committed evaluation, at most
+    // twice a second (the trainer commits by rename, so a reader always sees a complete file).
+    connect(m_trainPage, &TrainPage::metricsCommitted, this, [this](const QString& path) {
+        if (m_liveRefresh.isValid() && m_liveRefresh.elapsed() < 500)
+            return;
+        m_liveRefresh.restart();
+        try {
+            const icl::RunSummary summary = icl::readRunSummary(path.toStdString());
+            m_gdAlignmentPage->updateTrainingCurves(summary);
+        } catch (const std::exception&) {
+            // between the job's commits the file can be briefly absent; the next commit retries
+        }
+    });
     connect(m_gdAlignmentPage, &GdAlignmentPage::busyStarted, this, &MainWindow::updateBusy);
     connect(m_gdAlignmentPage, &GdAlignmentPage::busyFinished, this, [this] {
         if (!m_trainPage->isRunning()) {

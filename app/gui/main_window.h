@@ -4,6 +4,7 @@
 #include <functional>
 #include <optional>
 
+#include <QElapsedTimer>
 #include <QMainWindow>
 #include <QStringList>
 
@@ -102,6 +103,7 @@ private:
     bool m_scripted = false;
     QStringList m_recentFiles; ///< most recent first; saved in QSettings unless scripted
     icl::RunSummary m_experiment;
+    QElapsedTimer m_liveRefresh; ///< throttles the live alignment refresh during training
 
     QListWidget* m_navigator = nullptr;
     QStackedWidget* m_pages = nullptr;

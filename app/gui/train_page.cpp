@@ -410,13 +410,17 @@ void TrainPage::drainProgress()
     if (reports.empty())
         return;
     const size_t rowsBefore = m_live.rows();
+    bool committed = false;
     for (const icl::TrainProgress& p : reports) {
         m_live.add(p);
+        committed |= p.evaluated;
         if (p.checkpointed) {
             addCheckpointRow(p.step, p.checkpoint_train_loss, p.wall_time_s);
             Q_EMIT checkpointSaved(p.step);
         }
     }
+    if (committed)
+        Q_EMIT metricsCommitted(m_runPath);
     const icl::TrainProgress& last = reports.back();
     QString text;
     int percent = -1;

@@ -75,6 +75,8 @@ Q_SIGNALS:
     void trainingStarted();
     /// A checkpoint of the running job was committed to its file (GUI thread).
     void checkpointSaved(qint64 step);
+    /// The running job committed an evaluation (metrics rows, maybe a checkpoint) to `path` (GUI thread).
+    void metricsCommitted(const QString& path);
     /// Progress for the status bar: percent in [0, 100] or -1 while preparing.
     void progressChanged(int percent, const QString& text);
     /// The run ended; `ok` false when it failed (the error was reported through errorOccurred).

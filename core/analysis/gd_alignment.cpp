@@ -9,6 +9,7 @@
 #include "core/models/lsa.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/tasks/sine_regression.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
 #include "core/training/checkpoint.h"
@@ -80,25 +81,30 @@ AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOpt
     // The reference: "gd_k" or "gdpp_k", fitted as during training (read back from the run's metrics
     // when it was a baseline there, else refitted on the same tuning prompts and seed).
     const std::string& ref = options.reference;
-    const bool isGd = ref.rfind("gd_", 0) == 0, isGdpp = ref.rfind("gdpp_", 0) == 0;
-    const std::string digits = isGd ? ref.substr(3) : isGdpp ? ref.substr(5) : "";
-    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos || std::stoll(digits) < 1
-        || (isGdpp && std::stoll(digits) < 2))
-        throw Error("reference \"" + ref + "\": expected gd_k (k GD steps) or gdpp_k (k GD++ layers, k > 1)");
+    const bool isGd = ref.rfind("gd_", 0) == 0, isGdpp = ref.rfind("gdpp_", 0) == 0,
+               isFeatures = ref.rfind("features_gd_", 0) == 0;
+    const std::string digits = isGd ? ref.substr(3) : isGdpp ? ref.substr(5) : isFeatures ? ref.substr(12) : "";
+    if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos
+        || std::stoll(digits) < 1 || (isGdpp && std::stoll(digits) < 2))
+        throw Error("reference \"" + ref + "\": expected gd_k (k GD steps), gdpp_k (k GD++ layers, k > 1) or "
+                    "features_gd_k (k GD steps on the model's learned features)");
+    if (isFeatures && cfg.model.feature_dim == 0)
+        throw Error("reference \"" + ref + "\": GD on meta-learned features needs a model with a feature MLP "
+                    "(model.feature_dim > 0)");
     ExperimentConfig refCfg = cfg;
-    refCfg.eval.baselines = {isGd ? "gd" : "gd_plus_plus"};
+    refCfg.eval.baselines = {isGd ? "gd" : isGdpp ? "gd_plus_plus" : "features_gd"};
     refCfg.eval.gd_steps = {std::stoll(digits)};
     FittedBaselines fitted = run.fitted;
-    if (!fitted.eta.count(ref) && !fitted.gdpp.count(ref)) {
-        const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
+    if (!fitted.eta.count(ref) && !fitted.gdpp.count(ref) && !fitted.features_gd.count(ref)) {
+        const PromptBatch tuning = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
         fitted = fitBaselines(refCfg, tuning, seeds::tuning(cfg.seed));
     }
-    const double eta = isGd ? fitted.eta.at(ref) : std::nan("");
+    const double eta = isGdpp ? std::nan("") : isFeatures ? fitted.features_gd.at(ref).eta : fitted.eta.at(ref);
 
     const ModelHandle& model = run.model;
     const int64_t n = options.n_prompts > 0 ? options.n_prompts : cfg.eval.n_prompts;
     const PromptBatch prompts
-        = sampleLinearRegression(cfg.task, n, options.seed == 0 ? seeds::eval(cfg.seed) : options.seed);
+        = samplePrompts(cfg.task, n, options.seed == 0 ? seeds::eval(cfg.seed) : options.seed);
 
     AlignmentResult r;
     r.reference = options.reference;
@@ -139,6 +145,16 @@ std::shared_ptr<LsaImpl> lsaOf(const LoadedRun& run, const std::string& path)
     return lsa;
 }
 
+/// The LSA of a run when it is the plain model of Proposition 1 (the GD construction exists only for it).
+std::shared_ptr<LsaImpl> plainLsaOf(const LoadedRun& run, const std::string& path, const std::string& analysis)
+{
+    auto lsa = lsaOf(run, path);
+    if (!lsa->options().plain())
+        throw Error(path + ": " + analysis + " compares with the GD construction (Proposition 1), which exists for "
+                    "the plain LSA on the pair layout only (no softmax, LayerNorm, MLP, positions or features)");
+    return lsa;
+}
+
 double lossOf(const torch::Tensor& pred, const PromptBatch& b)
 {
     return halfMse(pred.to(torch::kFloat64), b.queryY().to(torch::kFloat64)).item<double>();
@@ -147,11 +163,11 @@ double lossOf(const torch::Tensor& pred, const PromptBatch& b)
 /// Read-outs after each layer of an LSA: [K] tensors of query predictions [B].
 std::vector<torch::Tensor> layerReadouts(LsaImpl& lsa, const PromptBatch& b)
 {
-    std::vector<torch::Tensor> resid;
-    lsa.forward(pairTokens(b), b.nContext(), &resid);
+    LsaCapture capture;
+    lsa.forward(lsa.embed(b), lsa.contextTokens(b.nContext()), &capture);
     std::vector<torch::Tensor> out;
-    for (const auto& r : resid)
-        out.push_back(-r.select(1, b.nContext()).select(1, lsa.tokenDim() - 1));
+    for (const auto& r : capture.resid_post)
+        out.push_back(lsa.readout(r));
     return out;
 }
 
@@ -178,7 +194,7 @@ EtaScan computeEtaScan(const std::string& path, int64_t checkpoint_step, int64_t
         throw Error("eta-scan: expected 1 <= k <= 1000, points >= 2 and eta_max > 0");
     LoadedRun run = loadRun(path, checkpoint_step);
     torch::NoGradGuard guard;
-    const PromptBatch prompts = sampleLinearRegression(run.config.task, run.config.eval.n_prompts,
+    const PromptBatch prompts = samplePrompts(run.config.task, run.config.eval.n_prompts,
                                                        seeds::eval(run.config.seed));
     EtaScan s;
     s.k = k;
@@ -205,8 +221,8 @@ std::vector<LayerStepRow> compareLayersWithSteps(const std::string& path, int64_
     LoadedRun run = loadRun(path, checkpoint_step);
     auto lsa = lsaOf(run, path);
     const ExperimentConfig& cfg = run.config;
-    const PromptBatch prompts = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
-    const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
+    const PromptBatch prompts = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
+    const PromptBatch tuning = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
     std::vector<LayerStepRow> rows;
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (int64_t k = 1; k <= lsa->nLayers(); ++k) {
@@ -238,7 +254,7 @@ std::vector<LayerStepRow> compareLayersWithSteps(const std::string& path, int64_
 std::vector<LsaWeightView> lsaWeightViews(const std::string& path, int64_t checkpoint_step)
 {
     LoadedRun run = loadRun(path, checkpoint_step);
-    auto lsa = lsaOf(run, path);
+    auto lsa = plainLsaOf(run, path, "the weight view");
     torch::NoGradGuard guard;
     const int64_t K = lsa->nLayers(), N = run.config.task.n_context, D = lsa->tokenDim();
     auto etaIt = run.fitted.eta.find("gd_" + std::to_string(K));
@@ -303,7 +319,7 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
         auto it = run.fitted.eta.find("gd_" + std::to_string(k));
         if (it != run.fitted.eta.end())
             return it->second;
-        const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
+        const PromptBatch tuning = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
         return k == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
     };
     OodCurve c;
@@ -320,7 +336,7 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
             task.w_scale = a * cfg.task.w_scale;
         // Depth and label noise change the model or the labels, not the inputs: same prompts for every α.
         const bool samePrompts = kind == "depth" || kind == "label_noise";
-        PromptBatch b = sampleLinearRegression(task, n_prompts, mixSeed(cfg.seed, 777 + (samePrompts ? 0 : i)));
+        PromptBatch b = samplePrompts(task, n_prompts, mixSeed(cfg.seed, 777 + (samePrompts ? 0 : i)));
         if (kind == "x_scale" && task.x_distribution == "normal")
             b.x = b.x * a, b.y = b.y * a;
         if (kind == "label_noise") {
@@ -336,7 +352,10 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
             gdSteps = int64_t(a);
             if (gdSteps < 1 || double(gdSteps) != a)
                 throw Error("ood depth: α must be an integer number of layers >= 1, got " + std::to_string(a));
-            Lsa iterated(lsa->tokenDim(), gdSteps, lsa->nHeads(), true);
+            LsaOptions deeper = lsa->options();
+            deeper.n_layers = gdSteps;
+            deeper.softmax_layers = deeper.softmax_layers > 0 ? gdSteps : 0;
+            Lsa iterated(deeper);
             loadParams(*iterated, paramsToArrays(*lsa), path);
             pred = iterated->predict(b);
             eta = trainedEta;  // the GD comparison keeps the η of the trained depth, as the layer does
@@ -363,12 +382,12 @@ InterpolationCurve computeInterpolation(const std::string& path, int64_t checkpo
     if (points < 2)
         throw Error("interpolation: expected at least 2 points");
     LoadedRun run = loadRun(path, checkpoint_step);
-    auto lsa = lsaOf(run, path);
+    auto lsa = plainLsaOf(run, path, "the interpolation");
     torch::NoGradGuard guard;
     const ExperimentConfig& cfg = run.config;
     const int64_t K = lsa->nLayers();
     auto etaIt = run.fitted.eta.find("gd_" + std::to_string(K));
-    const PromptBatch prompts = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
+    const PromptBatch prompts = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
     const double eta = etaIt != run.fitted.eta.end() ? etaIt->second : lineSearchEta(prompts, K);
     if (lsa->nHeads() != 1)
         throw Error("interpolation: defined for one-head LSA models (this one has " + std::to_string(lsa->nHeads())
@@ -404,6 +423,92 @@ InterpolationCurve computeInterpolation(const std::string& path, int64_t checkpo
     }
     c.gd_loss = lossOf(predictGd(prompts, K, eta), prompts);
     return c;
+}
+
+} // namespace icl
+
+namespace icl {
+
+torch::Tensor copyGradientNorms(LsaImpl& lsa, const PromptBatch& batch)
+{
+    if (!lsa.options().interleaved)
+        throw Error("copy analysis: needs the interleaved layout (separate x and y tokens)");
+    torch::AutoGradMode enable(true);
+    const torch::Tensor tokens = lsa.embed(batch).detach().requires_grad_(true);  // [B, T, d+1]
+    LsaCapture capture;
+    lsa.forward(tokens, lsa.contextTokens(batch.nContext()), &capture);
+    const torch::Tensor out = capture.resid_post.front();                         // [B, T, D]
+    const int64_t B = out.size(0), T = out.size(1), D = out.size(2);
+    torch::Tensor G = torch::zeros({T, T}, torch::kFloat64);
+    for (int64_t k = 0; k < T; ++k) {
+        torch::Tensor sq = torch::zeros({B, T}, torch::kFloat64);
+        for (int64_t c = 0; c < D; ++c) {
+            const torch::Tensor g = torch::autograd::grad({out.select(1, k).select(1, c).sum()}, {tokens},
+                                                          {}, /*retain_graph=*/true, false, true)[0];
+            if (g.defined())
+                sq += g.to(torch::kCPU, torch::kFloat64).pow(2).sum(-1);  // [B, T]
+        }
+        G[k].copy_(sq.sqrt().mean(0));
+    }
+    return G;
+}
+
+CopyAnalysis summariseCopy(const torch::Tensor& G, int64_t n_examples)
+{
+    CopyAnalysis a;
+    const int64_t T = G.size(0);
+    a.tokens = T;
+    const torch::Tensor c = G.to(torch::kFloat64).contiguous();
+    a.gradient_norm.assign(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+    for (int64_t i = 0; i < n_examples; ++i) {
+        a.token_labels.push_back("x" + std::to_string(i + 1));
+        a.token_labels.push_back("y" + std::to_string(i + 1));
+    }
+    a.token_labels.push_back("query");
+    double own = 0, next = 0, other = 0;
+    int64_t otherCount = 0;
+    for (int64_t i = 0; i < n_examples; ++i) {
+        const int64_t k = 2 * i;
+        own += c[k][k].item<double>();
+        next += c[k][k + 1].item<double>();
+        for (int64_t j = 0; j < T; ++j)
+            if (j != k && j != k + 1) {
+                other += c[k][j].item<double>();
+                ++otherCount;
+            }
+    }
+    a.own = own / double(n_examples);
+    a.next = next / double(n_examples);
+    a.other = otherCount ? other / double(otherCount) : 0.0;
+    return a;
+}
+
+CopyAnalysis computeCopyAnalysis(const std::string& path, int64_t checkpoint_step, int64_t n_prompts, bool store)
+{
+    if (n_prompts < 1 || n_prompts > 100000)
+        throw Error("copy analysis: expected 1 <= n_prompts <= 100000");
+    LoadedRun run = loadRun(path, checkpoint_step);
+    auto lsa = lsaOf(run, path);
+    if (!lsa->options().interleaved)
+        throw Error(path + ": the copy analysis needs the interleaved layout (task.layout = \"interleaved\"), "
+                    "this run uses \"" + run.config.task.layout + "\"");
+    const ExperimentConfig& cfg = run.config;
+    const PromptBatch prompts = samplePrompts(cfg.task, n_prompts, seeds::eval(cfg.seed));
+    CopyAnalysis a = summariseCopy(copyGradientNorms(*lsa, prompts), cfg.task.n_context);
+    a.checkpoint_step = run.step;
+    a.n_prompts = n_prompts;
+    if (store) {
+        nlohmann::json result = {{"own", a.own},
+                                 {"next", a.next},
+                                 {"other", a.other},
+                                 {"own_next_ratio", a.ownNextRatio()},
+                                 {"next_other_ratio", a.nextOtherRatio()},
+                                 {"tokens", a.tokens},
+                                 {"gradient_norm", a.gradient_norm}};
+        nlohmann::json opts = {{"n_prompts", n_prompts}, {"layer", 1}};
+        storeAnalysis(path, "copy", run.step, cfg.seed, opts.dump(), result.dump());
+    }
+    return a;
 }
 
 } // namespace icl

@@ -103,4 +103,10 @@ struct InterpolationCurve {
 };
 InterpolationCurve computeInterpolation(const std::string& path, int64_t checkpoint_step, int64_t points = 21);
 
+/// The copy analysis (see CopyAnalysis) of checkpoint `checkpoint_step` (−1 = last) on `n_prompts` of
+/// the run's evaluation prompts. Stored under /analysis/copy/<id>. Throws icl::Error unless the run is an
+/// LSA on the interleaved layout. Thread affinity: worker thread.
+CopyAnalysis computeCopyAnalysis(const std::string& path, int64_t checkpoint_step, int64_t n_prompts = 64,
+                                 bool store = true);
+
 } // namespace icl

@@ -22,4 +22,13 @@ AlignmentMetrics alignmentMetrics(const Predictor& model, const Predictor& refer
                                   int64_t chunk = 4096, torch::Tensor* model_pred = nullptr,
                                   torch::Tensor* ref_pred = nullptr);
 
+class LsaImpl;
+/// Copy-analysis gradient norms of an interleaved LSA stack on `batch`: G [T, T] (float64, CPU) with
+/// G[k][j] = mean over prompts of ‖∂(resid_post.0 at token k)/∂(data part of input token j)‖_F,
+/// by one backward pass per output coordinate. Throws icl::Error for a pair-layout model.
+torch::Tensor copyGradientNorms(LsaImpl& lsa, const PromptBatch& batch);
+
+/// own / next / other summary of G (see CopyAnalysis) over the x-tokens k = 0, 2, …, 2N−2.
+CopyAnalysis summariseCopy(const torch::Tensor& G, int64_t n_examples);
+
 } // namespace icl

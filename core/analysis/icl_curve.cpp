@@ -4,6 +4,7 @@
 
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/tasks/sine_regression.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
 #include "core/training/checkpoint.h"
@@ -65,7 +66,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     const FittedBaselines fitted = fittedOrRefit(cfg, summary.metrics);
 
     const int64_t nPrompts = options.n_prompts > 0 ? options.n_prompts : cfg.eval.n_prompts;
-    const PromptBatch prompts = sampleLinearRegression(
+    const PromptBatch prompts = samplePrompts(
         cfg.task, nPrompts, options.seed == 0 ? seeds::eval(cfg.seed) : mixSeed(options.seed, 1));
     torch::Tensor resampleIdx;
     if (cfg.eval.bootstrap > 0) {

@@ -25,6 +25,8 @@ torch::Tensor resetToXProjection(LsaLayerWeights& w, int64_t D)
 
 void applyGdConstruction(LsaImpl& model, double eta, int64_t n_context)
 {
+    if (!model.options().plain())
+        throw Error("the GD construction (Proposition 1) is defined for the plain LSA only");
     torch::NoGradGuard guard;
     const int64_t D = model.tokenDim();
     const int64_t d = D - 1;
@@ -39,6 +41,8 @@ void applyGdConstruction(LsaImpl& model, double eta, int64_t n_context)
 void applyGdPlusPlusConstruction(LsaImpl& model, const std::vector<double>& eta, const std::vector<double>& gamma,
                                  int64_t n_context)
 {
+    if (!model.options().plain())
+        throw Error("the GD++ construction is defined for the plain LSA only");
     const size_t layers = model.tied() ? 1 : size_t(model.nLayers());
     if (eta.size() != layers || gamma.size() != layers)
         throw Error("GD++ construction: expected " + std::to_string(layers) + " values of η and γ, got "

@@ -1,8 +1,14 @@
 #include "core/baselines/baselines.h"
 
+#include <algorithm>
 #include <cmath>
+#include <mutex>
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/tasks/sine_regression.h"
 #include "core/training/seeds.h"
 
 namespace icl {
@@ -170,7 +176,7 @@ GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed,
         const double lrNow = lr * (0.01 + 0.99 * 0.5 * (1.0 + std::cos(M_PI * progress)));
         for (auto& group : opt.param_groups())
             group.options().set_lr(lrNow);
-        const PromptBatch b = sampleLinearRegression(task, 512, mixSeed(seed, uint64_t(t)), torch::kFloat64);
+        const PromptBatch b = samplePrompts(task, 512, mixSeed(seed, uint64_t(t)), torch::kFloat64);
         opt.zero_grad();
         torch::Tensor loss = halfMse(predictGdPlusPlus(b, eta, gamma), b.queryY());
         loss.backward();
@@ -191,6 +197,9 @@ std::vector<std::string> baselineNames(const EvalConfig& eval)
         if (b == "gd") {
             for (int64_t k : eval.gd_steps)
                 names.push_back("gd_" + std::to_string(k));
+        } else if (b == "features_gd") {
+            for (int64_t k : eval.gd_steps)
+                names.push_back("features_gd_" + std::to_string(k));
         } else if (b == "gd_plus_plus") {
             for (int64_t k : eval.gd_steps)
                 if (k > 1)
@@ -202,6 +211,102 @@ std::vector<std::string> baselineNames(const EvalConfig& eval)
     return names;
 }
 
+PromptBatch withFeatures(const PromptBatch& batch, const FeatureMap& phi)
+{
+    if (!phi)
+        throw Error("features_gd: no feature map φ");
+    return {phi(batch.x), batch.y, batch.w};
+}
+
+namespace {
+
+/// ReLU MLP with seeded He-scaled (fan-in, variance 2/fan_in) weights and zero biases.
+struct FeatureMlpImpl : torch::nn::Module {
+    std::vector<torch::nn::Linear> layers;
+    FeatureMlpImpl(int64_t in, std::vector<int64_t> widths, uint64_t seed)
+    {
+        auto gen = at::detail::createCPUGenerator(seed);
+        torch::NoGradGuard guard;
+        for (size_t i = 0; i < widths.size(); ++i) {
+            auto lin = register_module(std::to_string(i), torch::nn::Linear(in, widths[i]));
+            lin->weight.copy_(torch::randn(lin->weight.sizes(), gen, torch::kFloat32) * std::sqrt(2.0 / double(in)));
+            lin->bias.zero_();
+            layers.push_back(lin);
+            in = widths[i];
+        }
+    }
+    torch::Tensor forward(torch::Tensor h)
+    {
+        for (size_t i = 0; i < layers.size(); ++i) {
+            h = layers[i]->forward(h);
+            if (i + 1 < layers.size())
+                h = torch::relu(h);
+        }
+        return h;
+    }
+};
+TORCH_MODULE(FeatureMlp);
+
+/// k GD steps on the read-out over features F [B, N+1, F] (differentiable in F and η). Returns [B].
+torch::Tensor gdOnFeatures(const torch::Tensor& F, const torch::Tensor& y, int64_t k, const torch::Tensor& eta)
+{
+    const int64_t N = F.size(1) - 1;
+    const torch::Tensor C = F.narrow(1, 0, N), yc = y.narrow(1, 0, N);
+    torch::Tensor w = torch::zeros({F.size(0), F.size(2)}, F.options());
+    for (int64_t t = 0; t < k; ++t) {
+        const torch::Tensor r = torch::einsum("bnf,bf->bn", {C, w}) - yc;
+        w = w - eta / double(N) * torch::einsum("bn,bnf->bf", {r, C});
+    }
+    return (w * F.select(1, N)).sum(-1);
+}
+
+} // namespace
+
+FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t seed, int64_t steps, int64_t batch,
+                         double lr)
+{
+    if (config.model.feature_dim <= 0)
+        throw Error("features_gd: needs a model with a feature MLP (model.feature_dim > 0)");
+    static std::mutex mutex;
+    static std::map<std::string, FeaturesGd> cache;
+    nlohmann::json key = {{"task", toJson(config)["task"]},   {"widths", config.model.feature_mlp},
+                          {"dim", config.model.feature_dim}, {"k", k},
+                          {"seed", seed},                    {"steps", steps},
+                          {"batch", batch},                  {"lr", lr}};
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = cache.find(key.dump()); it != cache.end())
+        return it->second;
+
+    torch::AutoGradMode enable(true);
+    std::vector<int64_t> widths = config.model.feature_mlp;
+    widths.push_back(config.model.feature_dim);
+    FeatureMlp mlp(config.task.d, widths, mixSeed(seed, 0xFEA7));
+    torch::Tensor eta = torch::full({}, 0.1, torch::kFloat32).requires_grad_(true);
+    auto params = mlp->parameters();
+    params.push_back(eta);
+    torch::optim::Adam opt(params, torch::optim::AdamOptions(lr));
+    for (int64_t t = 0; t < steps; ++t) {
+        const double progress = steps > 1 ? double(t) / double(steps - 1) : 1.0;
+        const double lrNow = lr * (0.01 + 0.99 * 0.5 * (1.0 + std::cos(M_PI * progress)));
+        for (auto& group : opt.param_groups())
+            group.options().set_lr(lrNow);
+        const PromptBatch b = samplePrompts(config.task, batch, mixSeed(seed, 0xFEA70000ULL + uint64_t(t)));
+        opt.zero_grad();
+        torch::Tensor loss = halfMse(gdOnFeatures(mlp->forward(b.x), b.y, k, eta), b.queryY());
+        loss.backward();
+        torch::nn::utils::clip_grad_norm_(params, 10.0);
+        opt.step();
+    }
+    mlp->eval();
+    FeaturesGd fit;
+    fit.eta = eta.item<double>();
+    fit.phi = [mlp](const torch::Tensor& x) mutable {
+        return mlp->forward(x.to(torch::kFloat32)).to(x.scalar_type());
+    };
+    cache[key.dump()] = fit;
+    return fit;
+}
+
 FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& tuning, uint64_t seed)
 {
     FittedBaselines f;
@@ -211,6 +316,9 @@ FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& 
             f.eta[name] = (k == 1) ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
         } else if (name.rfind("gdpp_", 0) == 0) {
             f.gdpp[name] = fitGdPlusPlus(config.task, std::stoll(name.substr(5)), seed);
+        } else if (name.rfind("features_gd_", 0) == 0) {
+            f.features_gd[name] = fitFeaturesGd(config, std::stoll(name.substr(12)), seed,
+                                                config.eval.features_gd_steps);
         }
     }
     return f;
@@ -249,6 +357,8 @@ std::map<std::string, double> fittedToMetrics(const FittedBaselines& fitted)
     std::map<std::string, double> m;
     for (const auto& [name, eta] : fitted.eta)
         m["baseline_eta/" + name] = eta;
+    for (const auto& [name, fg] : fitted.features_gd)
+        m["baseline_param/" + name + "/eta"] = fg.eta;  // informative only; φ is refitted on load
     for (const auto& [name, p] : fitted.gdpp)
         for (size_t l = 0; l < p.eta.size(); ++l) {
             m["baseline_param/" + name + "/eta_" + std::to_string(l)] = p.eta[l];
@@ -260,14 +370,30 @@ std::map<std::string, double> fittedToMetrics(const FittedBaselines& fitted)
 FittedBaselines fittedOrRefit(const ExperimentConfig& config, const std::map<std::string, std::vector<double>>& metrics)
 {
     FittedBaselines f = fittedFromMetrics(metrics);
+    std::vector<std::string> missing;
     for (const auto& name : baselineNames(config.eval)) {
-        const bool missing = (name.rfind("gd_", 0) == 0 && !f.eta.count(name))
-            || (name.rfind("gdpp_", 0) == 0 && !f.gdpp.count(name));
-        if (missing) {
-            const PromptBatch tuning
-                = sampleLinearRegression(config.task, config.eval.n_prompts, seeds::tuning(config.seed));
-            return fitBaselines(config, tuning, seeds::tuning(config.seed));
-        }
+        const bool absent = (name.rfind("gd_", 0) == 0 && !f.eta.count(name))
+            || (name.rfind("gdpp_", 0) == 0 && !f.gdpp.count(name))
+            || (name.rfind("features_gd_", 0) == 0 && !f.features_gd.count(name));  // φ is not stored
+        if (absent)
+            missing.push_back(name);
+    }
+    if (missing.empty())
+        return f;
+    const PromptBatch tuning = samplePrompts(config.task, config.eval.n_prompts, seeds::tuning(config.seed));
+    for (const auto& name : missing) {
+        // Refit one baseline exactly as the trainer fitted it (same tuning prompts and seed).
+        ExperimentConfig one = config;
+        const bool gdpp = name.rfind("gdpp_", 0) == 0, feat = name.rfind("features_gd_", 0) == 0;
+        one.eval.baselines = {gdpp ? "gd_plus_plus" : feat ? "features_gd" : "gd"};
+        one.eval.gd_steps = {std::stoll(name.substr(gdpp ? 5 : feat ? 12 : 3))};
+        const FittedBaselines g = fitBaselines(one, tuning, seeds::tuning(config.seed));
+        for (const auto& [n, v] : g.eta)
+            f.eta[n] = v;
+        for (const auto& [n, v] : g.gdpp)
+            f.gdpp[n] = v;
+        for (const auto& [n, v] : g.features_gd)
+            f.features_gd[n] = v;
     }
     return f;
 }
@@ -286,6 +412,12 @@ torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch,
         if (it == fitted.eta.end())
             throw Error("baseline " + name + ": no fitted step size η");
         return predictGd(batch, std::stoll(name.substr(3)), it->second);
+    }
+    if (name.rfind("features_gd_", 0) == 0) {
+        auto it = fitted.features_gd.find(name);
+        if (it == fitted.features_gd.end() || !it->second.phi)
+            throw Error("baseline " + name + ": no meta-learned features and step size η");
+        return predictGd(withFeatures(batch, it->second.phi), std::stoll(name.substr(12)), it->second.eta);
     }
     if (name.rfind("gdpp_", 0) == 0) {
         auto it = fitted.gdpp.find(name);

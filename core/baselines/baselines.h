@@ -5,6 +5,7 @@
 // batch's dtype and device.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -64,18 +65,42 @@ struct GdPlusPlusParams {
 GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed, int64_t steps = 3000,
                                double lr = 1e-2);
 
+/// An input representation φ: x [..., d] -> φ(x) [..., F].
+using FeatureMap = std::function<torch::Tensor(const torch::Tensor&)>;
+
+/// "MLP features + GD on the output layer" (von Oswald et al. 2022, §5, the baseline of the sine
+/// experiment): an MLP φ of the model's architecture (model.feature_mlp hidden widths, ReLU, output
+/// model.feature_dim) and a step size η, meta-trained together so that k GD steps from w = 0 on the
+/// linear read-out over φ, w ← w − (η/N)·Σ_i (wᵀφ(x_i) − y_i)·φ(x_i), predict ŷ = wᵀφ(x_q) well.
+struct FeaturesGd {
+    FeatureMap phi;
+    double eta = 0.0;
+};
+
 /// Step sizes and scalars of every parametrised baseline of a config.
 struct FittedBaselines {
     std::map<std::string, double> eta;               ///< "gd_k" -> η
     std::map<std::string, GdPlusPlusParams> gdpp;    ///< "gdpp_k" -> per-layer (η, γ)
+    std::map<std::string, FeaturesGd> features_gd;   ///< "features_gd_k" -> meta-learned (φ, η)
 };
+
+/// The prompts with every input x_i (and x_q) replaced by φ(x_i): x [B, N+1, F]; y and w unchanged.
+PromptBatch withFeatures(const PromptBatch& batch, const FeatureMap& phi);
+
+/// Meta-trains FeaturesGd for k steps: Adam (learning rate `lr`, cosine-decayed to lr/100) on `steps`
+/// batches of `batch` fresh prompts of `config.task` drawn from `seed`, minimising the 0.5·MSE of the
+/// k-step prediction; φ starts from He-scaled weights, η from 0.1. Deterministic for a seed. Results
+/// are cached per (config, k, seed, steps) within the process, so analyses refit at most once.
+/// Throws icl::Error when the config's model has no feature MLP (model.feature_dim = 0).
+FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t seed, int64_t steps, int64_t batch = 512,
+                         double lr = 1e-3);
 
 /// Baseline names of a config in display order: "zero", "least_squares", "ridge", "gd_1", …, "gdpp_2", …
 /// (GD++ is defined for k > 1 only).
 std::vector<std::string> baselineNames(const EvalConfig& eval);
 
 /// Fits every parametrised baseline: η of GD-k on `tuning` prompts (closed form for k = 1, line search
-/// otherwise), GD++ scalars by fitGdPlusPlus from `seed`.
+/// otherwise), GD++ scalars by fitGdPlusPlus from `seed`, features + GD by fitFeaturesGd from `seed`.
 FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& tuning, uint64_t seed);
 
 /// Recovers fitted baselines from a run's metrics ("baseline_eta/gd_k", "baseline_param/gdpp_k/eta_l",
@@ -89,7 +114,8 @@ std::map<std::string, double> fittedToMetrics(const FittedBaselines& fitted);
 /// exactly as the trainer fits them (same tuning prompts and seed), so results agree with training.
 FittedBaselines fittedOrRefit(const ExperimentConfig& config, const std::map<std::string, std::vector<double>>& metrics);
 
-/// Query predictions [B] of baseline `name` ("zero", "least_squares", "ridge", "gd_k", "gdpp_k").
+/// Query predictions [B] of baseline `name` ("zero", "least_squares", "ridge", "gd_k", "gdpp_k",
+/// "features_gd_k" — the last runs GD-k on withFeatures(batch, φ) with its meta-learned φ and η).
 /// Throws icl::Error for an unknown name or a baseline missing from `fitted`.
 torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch, const ExperimentConfig& config,
                               const FittedBaselines& fitted);

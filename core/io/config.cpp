@@ -1,6 +1,7 @@
 #include "core/io/config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <set>
@@ -159,7 +160,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     {
         SectionReader s(root.section("task"), "task");
         TaskConfig& t = c.task;
-        t.kind = s.choice("kind", t.kind, {"linear_regression"});
+        t.kind = s.choice("kind", t.kind, {"linear_regression", "sine_regression"});
         t.layout = s.choice("layout", t.layout, {"pair", "interleaved"});
         t.d = s.integer("d", t.d, 1, 4096);
         t.n_context = s.integer("n_context", t.n_context, 1, 100000);
@@ -167,6 +168,17 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         t.x_range = s.number("x_range", t.x_range, positive, "a number > 0");
         t.w_scale = s.number("w_scale", t.w_scale, positive, "a number > 0");
         t.noise_std = s.number("noise_std", t.noise_std, nonNegative, "a number >= 0");
+        auto any = [](double v) { return std::isfinite(v); };
+        t.amplitude_min = s.number("amplitude_min", t.amplitude_min, any, "a finite number");
+        t.amplitude_max = s.number("amplitude_max", t.amplitude_max, any, "a finite number");
+        t.phase_min = s.number("phase_min", t.phase_min, any, "a finite number");
+        t.phase_max = s.number("phase_max", t.phase_max, any, "a finite number");
+        if (t.amplitude_max < t.amplitude_min)
+            throw Error("task.amplitude_max: expected a number >= task.amplitude_min");
+        if (t.phase_max < t.phase_min)
+            throw Error("task.phase_max: expected a number >= task.phase_min");
+        if (t.kind == "sine_regression" && t.d != 1)
+            throw Error("task.d: sine_regression has scalar inputs, expected 1, got " + std::to_string(t.d));
         s.rejectUnknown();
     }
     {
@@ -177,6 +189,30 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         m.n_heads = s.integer("n_heads", m.n_heads, 1, 1024);
         m.tied = s.boolean("tied", m.tied);
         m.init_scale = s.number("init_scale", m.init_scale, positive, "a number > 0");
+        m.softmax_layers = s.integer("softmax_layers", m.softmax_layers, 0, m.n_layers);
+        m.layer_norm = s.boolean("layer_norm", m.layer_norm);
+        m.mlp = s.boolean("mlp", m.mlp);
+        m.positions = s.choice("positions", m.positions, {"none", "sinusoidal"});
+        m.pos_dim = s.integer("pos_dim", m.pos_dim, 2, 4096);
+        if (m.pos_dim % 2)
+            throw Error("model.pos_dim: expected an even integer (sine and cosine pairs), got "
+                        + std::to_string(m.pos_dim));
+        if (const nlohmann::json* v = s.find("feature_mlp")) {
+            if (!v->is_array())
+                throw Error("model.feature_mlp: expected an array of hidden widths such as [64, 64], got "
+                            + shortJson(*v));
+            m.feature_mlp.clear();
+            for (size_t i = 0; i < v->size(); ++i) {
+                const auto& w = (*v)[i];
+                if (!w.is_number_integer() || w.get<int64_t>() < 1 || w.get<int64_t>() > 65536)
+                    throw Error("model.feature_mlp[" + std::to_string(i) + "]: expected an integer in [1, 65536], got "
+                                + shortJson(w));
+                m.feature_mlp.push_back(w.get<int64_t>());
+            }
+        }
+        m.feature_dim = s.integer("feature_dim", m.feature_dim, 0, 65536);
+        if (!m.feature_mlp.empty() && m.feature_dim == 0)
+            throw Error("model.feature_dim: model.feature_mlp needs an output width > 0");
         s.rejectUnknown();
     }
     {
@@ -201,7 +237,8 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         EvalConfig& e = c.eval;
         e.n_prompts = s.integer("n_prompts", e.n_prompts, 1, 10000000);
         if (const nlohmann::json* v = s.find("baselines")) {
-            static const std::vector<std::string> known = {"zero", "least_squares", "ridge", "gd", "gd_plus_plus"};
+            static const std::vector<std::string> known = {"zero", "least_squares", "ridge", "gd", "gd_plus_plus",
+                                                           "features_gd"};
             if (!v->is_array())
                 throw Error("eval.baselines: expected an array of names, got " + shortJson(*v));
             e.baselines.clear();
@@ -210,7 +247,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
                 if (!b.is_string() || std::find(known.begin(), known.end(), b.get<std::string>()) == known.end())
                     throw Error("eval.baselines[" + std::to_string(i)
                                 + "]: expected one of \"zero\", \"least_squares\", \"ridge\", \"gd\", "
-                                  "\"gd_plus_plus\", got "
+                                  "\"gd_plus_plus\", \"features_gd\", got "
                                 + shortJson(b));
                 e.baselines.push_back(b.get<std::string>());
             }
@@ -230,6 +267,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         e.ridge_lambda = s.number("ridge_lambda", e.ridge_lambda, [](double) { return true; },
                                   "a number (negative = Bayes choice)");
         e.bootstrap = s.integer("bootstrap", e.bootstrap, 0, 1000000);
+        e.features_gd_steps = s.integer("features_gd_steps", e.features_gd_steps, 1, kBig);
         if (const nlohmann::json* v = s.find("alignment")) {
             if (!v->is_array())
                 throw Error("eval.alignment: expected an array of GD baselines such as [\"gd_1\"], got " + shortJson(*v));
@@ -243,6 +281,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
                     for (int64_t k : e.gd_steps) {
                         ok |= has("gd") && name == "gd_" + std::to_string(k);
                         ok |= has("gd_plus_plus") && k > 1 && name == "gdpp_" + std::to_string(k);
+                        ok |= has("features_gd") && name == "features_gd_" + std::to_string(k);
                     }
                 }
                 if (!ok)
@@ -255,9 +294,11 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     }
     root.rejectUnknown();
 
-    if (c.task.layout != "pair" && c.model.kind == "lsa")
-        throw Error("task.layout: the lsa model reads the pair layout (e_i = (x_i, y_i)); got \"" + c.task.layout
-                    + "\"");
+    if (std::find(c.eval.baselines.begin(), c.eval.baselines.end(), "features_gd") != c.eval.baselines.end()
+        && c.model.feature_dim == 0)
+        throw Error("eval.baselines: \"features_gd\" needs a model with learned features (model.feature_dim > 0)");
+    if (c.task.layout == "interleaved" && c.model.feature_dim > 0)
+        throw Error("model.feature_dim: the input representation is for the pair layout only");
     return c;
 }
 
@@ -270,6 +311,10 @@ nlohmann::json toJson(const ExperimentConfig& c)
     j["seed"] = c.seed;
     j["device"] = c.device;
     j["task"] = {{"kind", c.task.kind},
+                 {"amplitude_min", c.task.amplitude_min},
+                 {"amplitude_max", c.task.amplitude_max},
+                 {"phase_min", c.task.phase_min},
+                 {"phase_max", c.task.phase_max},
                  {"layout", c.task.layout},
                  {"d", c.task.d},
                  {"n_context", c.task.n_context},
@@ -281,7 +326,14 @@ nlohmann::json toJson(const ExperimentConfig& c)
                   {"n_layers", c.model.n_layers},
                   {"n_heads", c.model.n_heads},
                   {"tied", c.model.tied},
-                  {"init_scale", c.model.init_scale}};
+                  {"init_scale", c.model.init_scale},
+                  {"softmax_layers", c.model.softmax_layers},
+                  {"layer_norm", c.model.layer_norm},
+                  {"mlp", c.model.mlp},
+                  {"positions", c.model.positions},
+                  {"pos_dim", c.model.pos_dim},
+                  {"feature_mlp", c.model.feature_mlp},
+                  {"feature_dim", c.model.feature_dim}};
     const TrainingConfig& t = c.training;
     j["training"] = {{"optimizer", t.optimizer},       {"lr", t.lr},
                      {"beta1", t.beta1},               {"beta2", t.beta2},
@@ -294,6 +346,7 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"gd_steps", c.eval.gd_steps},
                  {"ridge_lambda", c.eval.ridge_lambda},
                  {"bootstrap", c.eval.bootstrap},
+                 {"features_gd_steps", c.eval.features_gd_steps},
                  {"alignment", c.eval.alignment}};
     return j;
 }

@@ -17,7 +17,9 @@
 
 namespace icl {
 
-/// `task` section. Only `linear_regression` exists in this slice.
+/// `task` section: `linear_regression` (y = ⟨w, x⟩ + σ·z) or `sine_regression`
+/// (von Oswald et al. §5: y = a·sin(x + φ), d = 1, a ~ U(amplitude_min, amplitude_max) and
+/// φ ~ U(phase_min, phase_max) drawn independently per prompt).
 struct TaskConfig {
     std::string kind = "linear_regression";
     std::string layout = "pair";            ///< "pair" (e_i = (x_i, y_i)) or "interleaved" (x and y tokens)
@@ -27,15 +29,28 @@ struct TaskConfig {
     double x_range = 1.0;
     double w_scale = 1.0;                   ///< w ~ N(0, w_scale²·I_d)
     double noise_std = 0.0;                 ///< σ of Gaussian label noise on y_i (and y_q)
+    double amplitude_min = 0.1;             ///< sine_regression: a ~ U(amplitude_min, amplitude_max)
+    double amplitude_max = 5.0;
+    double phase_min = 0.0;                 ///< sine_regression: φ ~ U(phase_min, phase_max) (radians)
+    double phase_max = 3.14159265358979323846;
 };
 
-/// `model` section. Only `lsa` (von Oswald et al. 2022, linear self-attention) in this slice.
+/// `model` section. Only `lsa` (von Oswald et al. 2022, linear self-attention) in this slice, with the
+/// options of the paper's further experiments (softmax first layer, LayerNorm, MLP, positions, an MLP
+/// representation of the inputs).
 struct ModelConfig {
     std::string kind = "lsa";
     int64_t n_layers = 1;      ///< K
     int64_t n_heads = 1;
     bool tied = false;         ///< one shared layer applied K times (recurrent)
     double init_scale = 0.002; ///< variance-scaling scale; divided by K (PAPERS.md §1)
+    int64_t softmax_layers = 0; ///< the first this-many layers use softmax attention (scaled by 1/√D)
+    bool layer_norm = false;   ///< LayerNorm on each layer's input (pre-LN)
+    bool mlp = false;          ///< a residual MLP (D → 4D → D, GELU) after each attention layer
+    std::string positions = "none"; ///< "none" or "sinusoidal" (concatenated to every token)
+    int64_t pos_dim = 16;      ///< width of the sinusoidal code (even); used when positions = "sinusoidal"
+    std::vector<int64_t> feature_mlp; ///< hidden widths of the input MLP representation φ(x) (ReLU)
+    int64_t feature_dim = 0;   ///< output width of φ; 0 = no representation (tokens carry x itself)
 };
 
 /// `training` section.
@@ -57,13 +72,16 @@ struct TrainingConfig {
 /// `eval` section: the fixed evaluation prompts and the baselines measured on them.
 struct EvalConfig {
     int64_t n_prompts = 10000;
-    /// "zero", "least_squares", "ridge", "gd" (one GD-k per gd_steps entry), "gd_plus_plus" (GD++-k, k > 1)
+    /// "zero", "least_squares", "ridge", "gd" (one GD-k per gd_steps entry), "gd_plus_plus" (GD++-k, k > 1),
+    /// "features_gd" (von Oswald et al. §5: GD-k on the read-out over meta-learned MLP features of the
+    /// model's feature architecture; needs model.feature_dim > 0)
     std::vector<std::string> baselines = {"zero", "least_squares", "ridge", "gd"};
     std::vector<int64_t> gd_steps = {1};   ///< k for each GD-k / GD++-k baseline ("gd_1", "gdpp_2", …)
     /// ridge penalty λ on the sum-of-squares objective; negative = Bayes choice σ²/w_scale²
     double ridge_lambda = -1.0;
     int64_t bootstrap = 1000;              ///< bootstrap resamples for confidence intervals
-    /// GD baselines ("gd_k") the model is aligned with at every evaluation (prediction difference,
+    int64_t features_gd_steps = 3000;      ///< Adam steps that meta-train the "features_gd" baseline
+    /// GD baselines ("gd_k", "gdpp_k", "features_gd_k") the model is aligned with at every evaluation (prediction difference,
     /// model cosine, model difference; stored as /metrics/alignment/<reference>/<metric>)
     std::vector<std::string> alignment;
 };

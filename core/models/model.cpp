@@ -5,14 +5,36 @@
 
 namespace icl {
 
+LsaOptions lsaOptions(const ExperimentConfig& config)
+{
+    const ModelConfig& m = config.model;
+    LsaOptions o;
+    o.input_dim = config.task.d;
+    o.n_layers = m.n_layers;
+    o.n_heads = m.n_heads;
+    o.tied = m.tied;
+    o.softmax_layers = m.softmax_layers;
+    o.layer_norm = m.layer_norm;
+    o.mlp = m.mlp;
+    o.interleaved = config.task.layout == "interleaved";
+    o.pos_dim = m.positions == "sinusoidal" ? m.pos_dim : 0;
+    o.feature_mlp = m.feature_mlp;
+    o.feature_dim = m.feature_dim;
+    return o;
+}
+
 ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed)
 {
     if (config.model.kind == "lsa") {
-        if (config.task.layout != "pair")
-            throw Error("model.kind: lsa needs task.layout \"pair\"");
-        Lsa lsa(config.task.d + 1, config.model.n_layers, config.model.n_heads, config.model.tied);
+        const LsaOptions o = lsaOptions(config);
+        if (o.tied && o.softmax_layers > 0 && o.softmax_layers < o.n_layers)
+            throw Error("model.softmax_layers: a tied stack shares one layer, so it is all softmax or all linear");
+        Lsa lsa(o);
         lsa->initVarianceScaling(config.model.init_scale / double(config.model.n_layers), seed);
-        return {lsa.ptr(), [lsa](const PromptBatch& b) mutable { return lsa->predict(b); }};
+        ModelHandle h{lsa.ptr(), [lsa](const PromptBatch& b) mutable { return lsa->predict(b); }, {}};
+        if (o.feature_dim > 0)
+            h.features = [lsa](const torch::Tensor& x) mutable { return lsa->features(x); };
+        return h;
     }
     throw Error("model.kind: unknown model \"" + config.model.kind + "\"");
 }

@@ -11,12 +11,18 @@
 
 namespace icl {
 
-/// A model of any kind behind one interface: its module (parameters, train()/eval(), to(device))
-/// and its query prediction ŷ_q [B] for a batch of prompts.
+/// A model of any kind behind one interface: its module (parameters, train()/eval(), to(device)),
+/// its query prediction ŷ_q [B] for a batch of prompts, and — for models with a learned input
+/// representation — φ(x) [..., F] of inputs x [..., d] (empty function otherwise).
 struct ModelHandle {
     std::shared_ptr<torch::nn::Module> module;
     std::function<torch::Tensor(const PromptBatch&)> predict;
+    std::function<torch::Tensor(const torch::Tensor&)> features;
 };
+
+struct LsaOptions;
+/// The LSA architecture a config asks for.
+LsaOptions lsaOptions(const ExperimentConfig& config);
 
 /// Builds and initialises (seeded by `seed`) the model of `config`, on the CPU in float32.
 /// Throws icl::Error when the model does not fit the task (e.g. lsa with the interleaved layout).

@@ -8,6 +8,7 @@
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/tasks/sine_regression.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
 #include "core/tasks/linear_regression.h"
@@ -143,8 +144,8 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         result.stopped = true;
         return result;
     }
-    const PromptBatch evalCpu = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
-    const PromptBatch tuning = sampleLinearRegression(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
+    const PromptBatch evalCpu = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
+    const PromptBatch tuning = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
     const FittedBaselines fitted = fitBaselines(cfg, tuning, seeds::tuning(cfg.seed));
     std::map<std::string, double> baselineLoss;
     for (const auto& name : baselineNames(cfg.eval))
@@ -217,7 +218,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         double initialLoss;
         {
             torch::NoGradGuard guard;
-            PromptBatch b = sampleLinearRegression(cfg.task, tc.batch_size, seeds::train(cfg.seed, 0), torch::kFloat32, device);
+            PromptBatch b = samplePrompts(cfg.task, tc.batch_size, seeds::train(cfg.seed, 0), torch::kFloat32, device);
             initialLoss = halfMse(model.predict(b), b.queryY()).item<double>();
         }
         progress.train_loss = initialLoss;
@@ -230,7 +231,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     while (!stopped && step < totalSteps) {
         const double lr = learningRate(tc, step);
         setLearningRate(*optimizer, lr);
-        PromptBatch batch = sampleLinearRegression(cfg.task, tc.batch_size, seeds::train(cfg.seed, step),
+        PromptBatch batch = samplePrompts(cfg.task, tc.batch_size, seeds::train(cfg.seed, step),
                                                    torch::kFloat32, device);
         torch::Tensor loss = halfMse(model.predict(batch), batch.queryY());
         optimizer->zero_grad();

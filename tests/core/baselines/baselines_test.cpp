@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/baselines/baselines.h"
+#include "core/tasks/sine_regression.h"
 
 namespace {
 
@@ -131,6 +132,42 @@ TEST(Baselines, NamesAndDispatch)
     EXPECT_LE(maxAbsDiff(icl::predictBaseline("gd_3", b, c, fitted), icl::predictGd(b, 3, 0.5)), 0.0);
     c.eval.baselines = {"gd", "gd_plus_plus"};
     EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"gd_1", "gd_3", "gdpp_3"}));
+}
+
+// "MLP features + GD" (von Oswald et al. §5) is GD on φ(x): with φ(x) = 2x it must be GD on the doubled
+// inputs, whose one-step prediction is (η/N)·Σ y_i (2x_i)ᵀ(2x_q) = 4·(GD-1 at η on raw x).
+TEST(Baselines, FeaturesGdIsGdOnTheFeatures)
+{
+    icl::ExperimentConfig c;
+    c.eval.baselines = {"zero", "features_gd"};
+    c.eval.gd_steps = {1, 2};
+    EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"zero", "features_gd_1", "features_gd_2"}));
+    const auto b = prompts(50, 3, 6, 2);
+    icl::FittedBaselines fitted;
+    EXPECT_THROW(icl::predictBaseline("features_gd_1", b, c, fitted), std::runtime_error);
+    fitted.features_gd["features_gd_1"] = {[](const torch::Tensor& x) { return 2.0 * x; }, 0.3};
+    EXPECT_LE(maxAbsDiff(icl::predictBaseline("features_gd_1", b, c, fitted), 4.0 * icl::predictGd(b, 1, 0.3)), 1e-12);
+    EXPECT_THROW(icl::fitFeaturesGd(c, 1, 0, 10), std::runtime_error);  // the default model has no feature MLP
+}
+
+// Meta-training the features for one GD step on sine regression must leave far less error than
+// predicting 0: y = a·sin(x + φ) is linear in (sin x, cos x), which an MLP can represent.
+TEST(Baselines, MetaLearnedFeaturesMakeOneGdStepWorkOnSines)
+{
+    icl::ExperimentConfig c;
+    c.task.kind = "sine_regression";
+    c.task.d = 1;
+    c.task.n_context = 10;
+    c.task.x_range = 5.0;
+    c.model.feature_mlp = {32};
+    c.model.feature_dim = 8;
+    const icl::FeaturesGd fit = icl::fitFeaturesGd(c, 1, 3, 1500, 256, 3e-3);
+    const auto b = icl::samplePrompts(c.task, 2000, 99, torch::kFloat64);
+    const double zero = icl::halfMse(icl::predictZero(b), b.queryY()).item<double>();
+    const double gd = icl::halfMse(icl::predictGd(icl::withFeatures(b, fit.phi), 1, fit.eta), b.queryY()).item<double>();
+    EXPECT_LT(gd, 0.5 * zero) << "zero " << zero << ", features + GD " << gd;
+    const icl::FeaturesGd again = icl::fitFeaturesGd(c, 1, 3, 1500, 256, 3e-3);
+    EXPECT_EQ(again.eta, fit.eta);
 }
 
 TEST(Baselines, FittedParametersSurviveTheMetricsRoundTrip)

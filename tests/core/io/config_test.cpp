@@ -35,7 +35,18 @@ TEST(Config, OutOfRangeValuesAreRejected)
     EXPECT_EQ(errorOf({{"task", {{"x_distribution", "cauchy"}}}}).rfind("task.x_distribution: expected one of", 0),
               0u);
     EXPECT_EQ(errorOf({{"eval", {{"baselines", {"zero", "oracle"}}}}}).rfind("eval.baselines[1]:", 0), 0u);
-    EXPECT_EQ(errorOf({{"task", {{"layout", "interleaved"}}}}).rfind("task.layout:", 0), 0u);
+    EXPECT_EQ(errorOf({{"task", {{"layout", "grid"}}}}).rfind("task.layout:", 0), 0u);
+    EXPECT_EQ(errorOf({{"task", {{"kind", "sine_regression"}, {"d", 3}}}}).rfind("task.d: sine_regression", 0), 0u);
+    EXPECT_EQ(errorOf({{"task", {{"amplitude_min", 2.0}, {"amplitude_max", 1.0}}}}).rfind("task.amplitude_max:", 0),
+              0u);
+    EXPECT_EQ(errorOf({{"model", {{"n_layers", 2}, {"softmax_layers", 3}}}}).rfind("model.softmax_layers:", 0), 0u);
+    EXPECT_EQ(errorOf({{"model", {{"pos_dim", 5}}}}).rfind("model.pos_dim:", 0), 0u);
+    EXPECT_EQ(errorOf({{"model", {{"feature_mlp", {8, 0}}, {"feature_dim", 4}}}}).rfind("model.feature_mlp[1]:", 0),
+              0u);
+    EXPECT_EQ(errorOf({{"model", {{"feature_mlp", {8}}}}}).rfind("model.feature_dim:", 0), 0u);
+    EXPECT_EQ(errorOf({{"eval", {{"baselines", {"zero", "features_gd"}}}}}).rfind("eval.baselines: \"features_gd\"", 0),
+              0u);
+    EXPECT_EQ(errorOf({{"eval", {{"alignment", {"features_gd_1"}}}}}).rfind("eval.alignment[0]:", 0), 0u);
     EXPECT_EQ(errorOf({{"seed", -1}}).rfind("seed:", 0), 0u);
     EXPECT_EQ(errorOf({{"task", 5}}), "task: expected an object, got 5");
 }
@@ -44,7 +55,9 @@ TEST(Config, RoundTripKeepsEveryValue)
 {
     nlohmann::json j = {{"seed", 17},
                         {"task", {{"d", 4}, {"n_context", 9}, {"x_distribution", "normal"}, {"noise_std", 0.25}}},
-                        {"model", {{"n_layers", 3}, {"tied", true}}},
+                        {"model", {{"n_layers", 3}, {"tied", true}, {"softmax_layers", 3}, {"layer_norm", true},
+                                   {"mlp", true}, {"positions", "sinusoidal"}, {"pos_dim", 8},
+                                   {"feature_mlp", {5, 6}}, {"feature_dim", 7}}},
                         {"training", {{"lr", 5e-4}, {"schedule", "warmup_cosine"}, {"warmup_steps", 10}}},
                         {"eval", {{"gd_steps", {1, 2, 3}}}}};
     const icl::ExperimentConfig c = icl::parseConfig(j);
@@ -52,6 +65,12 @@ TEST(Config, RoundTripKeepsEveryValue)
     EXPECT_EQ(c.task.d, 4);
     EXPECT_EQ(c.model.n_layers, 3);
     EXPECT_TRUE(c.model.tied);
+    EXPECT_EQ(c.model.softmax_layers, 3);
+    EXPECT_TRUE(c.model.layer_norm && c.model.mlp);
+    EXPECT_EQ(c.model.positions, "sinusoidal");
+    EXPECT_EQ(c.model.pos_dim, 8);
+    EXPECT_EQ(c.model.feature_mlp, (std::vector<int64_t>{5, 6}));
+    EXPECT_EQ(c.model.feature_dim, 7);
     EXPECT_EQ(c.training.schedule, "warmup_cosine");
     EXPECT_EQ(icl::toJson(icl::parseConfig(icl::toJson(c))), icl::toJson(c));
     EXPECT_EQ(icl::toJson(c)["eval"]["gd_steps"], nlohmann::json({1, 2, 3}));
