@@ -12,6 +12,7 @@
 
 #include "core/analysis/gd_alignment.h"
 #include "core/analysis/icl_curve.h"
+#include "core/analysis/kernel_view.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/report.h"
@@ -499,10 +500,90 @@ int runCopy(const AnalyzeArgs& args)
     return 0;
 }
 
+json kernelCurveJson(const KernelErrorCurve& c)
+{
+    return {{"mean", c.mean}, {"std", c.std}, {"slope", number(c.slope)}};
+}
+
+int runKernel(const AnalyzeArgs& args)
+{
+    KernelViewOptions o;
+    o.checkpoint_step = args.checkpoint;
+    o.layer = args.layer;
+    o.head = args.head;
+    if (args.prompts > 0)
+        o.n_prompts = args.prompts;
+    if (!args.m.empty())
+        o.m = args.m;
+    o.seeds = args.seeds;
+    o.seed = args.seed;
+    o.scaling = args.scaling;
+    o.threads = args.threads;
+    ProgressBar bar("kernel");
+    const KernelView kv = computeKernelView(args.path, o, [&](int64_t done, int64_t total) {
+        bar.update(done, total);
+        return true;
+    });
+    bar.finish();
+    const KernelSweep& s = kv.sweep;
+    if (args.json) {
+        json loss = json::array();
+        for (const ReferenceLossCurve& c : kv.loss)
+            loss.push_back({{"kernel", c.kernel}, {"m", c.m}, {"lambda", c.lambda}, {"step", c.step}, {"loss", c.loss}});
+        std::cout << json{{"analysis", "kernel"},
+                          {"id", kv.id},
+                          {"checkpoint_step", kv.checkpoint_step},
+                          {"layer", kv.layer},
+                          {"head", kv.head},
+                          {"n_prompts", kv.n_prompts},
+                          {"attention_variant", kv.attention_variant},
+                          {"variant_strength", kv.variant_strength},
+                          {"scaling", kv.scaling},
+                          {"exact_max_error", kv.exact_max_error},
+                          {"exact_output_max_abs", kv.exact_output_max_abs},
+                          {"exact_attention_max_abs", kv.exact_attention_max_abs},
+                          {"m", s.m},
+                          {"seeds", s.seeds},
+                          {"slope", number(s.output_rmse.slope)},
+                          {"error", s.output_rmse.mean},
+                          {"error_std", s.output_rmse.std},
+                          {"attention_slope", number(s.attention_rmse.slope)},
+                          {"attention_error", s.attention_rmse.mean},
+                          {"output_rmse", kernelCurveJson(s.output_rmse)},
+                          {"output_max_abs", kernelCurveJson(s.output_max_abs)},
+                          {"attention_rmse", kernelCurveJson(s.attention_rmse)},
+                          {"attention_max_abs", kernelCurveJson(s.attention_max_abs)},
+                          {"query_norm_mean", kv.query_norm_mean},
+                          {"key_norm_mean", kv.key_norm_mean},
+                          {"reference_loss", loss}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "kernel view of layer " << kv.layer << ", head " << kv.head << " at checkpoint " << kv.checkpoint_step
+              << " (" << kv.n_prompts << " prompts, " << kv.n_queries << " queries × " << kv.n_keys << " keys, "
+              << kv.attention_variant << " attention, " << kv.scaling << " scaling):\n"
+              << "  exact-kernel reference model vs layer: max |Δ output| " << kv.exact_output_max_abs
+              << ", max |Δ attention| " << kv.exact_attention_max_abs << "\n"
+              << "  random features (" << s.seeds << " seeds each), RMSE of the output and of the attention matrix:\n";
+    for (size_t i = 0; i < s.m.size(); ++i)
+        std::cout << "    m = " << s.m[i] << "\t" << s.output_rmse.mean[i] << " ± " << s.output_rmse.std[i] << "\t"
+                  << s.attention_rmse.mean[i] << " ± " << s.attention_rmse.std[i] << "\n";
+    std::cout << "  fitted log-log slope: output " << fmt(s.output_rmse.slope, 3) << ", attention "
+              << fmt(s.attention_rmse.slope, 3) << " (1/√m: −0.5)\n"
+              << "  scaled query/key norms: mean " << fmt(kv.query_norm_mean, 3) << " / " << fmt(kv.key_norm_mean, 3)
+              << ", max " << fmt(kv.query_norm_max, 3) << " / " << fmt(kv.key_norm_max, 3) << "\n";
+    if (!kv.id.empty())
+        std::cout << "  stored as /analysis/kernel/" << kv.id << "\n";
+    return 0;
+}
+
 } // namespace
 
 int runAnalyze(const AnalyzeArgs& args)
 {
+    if (args.kind == "kernel")
+        return runKernel(args);
     if (args.kind == "copy")
         return runCopy(args);
     if (args.kind == "interpolate")

@@ -55,7 +55,7 @@ int runReport(const ReportArgs& args);
 
 struct AnalyzeArgs {
     std::string path;
-    std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy"
+    std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel"
     int64_t checkpoint = -1;
     std::string reference = "gd";  ///< "gd" / "gdpp" (= gd_K / gdpp_K for a K-layer model), "gd_k", "gdpp_k", "features_gd_k"
     int64_t prompts = 0;
@@ -67,6 +67,11 @@ struct AnalyzeArgs {
     int64_t points = 200;           ///< eta-scan
     std::string ood_kind = "x_scale";  ///< ood: x_scale, w_scale, label_noise, depth
     std::vector<double> alpha;      ///< ood values (empty: defaults)
+    int64_t layer = 0;              ///< kernel: 0-based softmax layer
+    int64_t head = 0;               ///< kernel: 0-based head
+    std::vector<int64_t> m;         ///< kernel: numbers of random features (empty: 16, 64, 256, 1024, 4096)
+    int64_t seeds = 5;              ///< kernel: random-feature draws per m
+    std::string scaling = "centered";  ///< kernel: "centered" or "symmetric" (see KernelViewOptions)
 };
 int runAnalyze(const AnalyzeArgs& args);
 

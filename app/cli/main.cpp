@@ -103,16 +103,18 @@ int main(int argc, char** argv)
     AnalyzeArgs analyze;
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     a->add_option("file", analyze.path, "experiment file")->required();
-    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate or copy")
+    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate, copy or kernel")
         ->required()
-        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy"}));
+        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel"}));
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
                   "gd-alignment: reference algorithm: gd or gdpp (K steps / layers for a K-layer model), gd_k, "
                   "gdpp_k, or features_gd_k (GD on the model's learned features)");
-    a->add_option("--prompts", analyze.prompts, "number of prompts (default: the run's evaluation prompts)")
+    a->add_option("--prompts", analyze.prompts,
+                  "number of prompts (default: the run's evaluation prompts; kernel: the first 128 of them)")
         ->check(atLeast(1));
-    a->add_option("--seed", analyze.seed, "prompt seed (default 0: the run's own evaluation prompts)");
+    a->add_option("--seed", analyze.seed,
+                  "prompt seed (default 0: the run's own evaluation prompts); kernel: seed of the random features");
     a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(atLeast(1));
     a->add_flag("--json", analyze.json, "one JSON object on stdout");
     a->add_option("--k", analyze.k, "eta-scan: number of GD steps (default: the model's layers)")
@@ -122,6 +124,17 @@ int main(int argc, char** argv)
     a->add_option("--kind", analyze.ood_kind, "ood: x_scale, w_scale, label_noise or depth")
         ->check(CLI::IsMember({"x_scale", "w_scale", "label_noise", "depth"}));
     a->add_option("--alpha", analyze.alpha, "ood: values of α (repeatable; default depends on --kind)");
+    a->add_option("--layer", analyze.layer, "kernel: 0-based softmax layer (default 0)")->check(CLI::NonNegativeNumber);
+    a->add_option("--head", analyze.head, "kernel: 0-based head (default 0)")->check(CLI::NonNegativeNumber);
+    a->add_option("--m", analyze.m, "kernel: numbers of random features, e.g. 16,64,256,1024,4096")
+        ->delimiter(',')
+        ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
+    a->add_option("--seeds", analyze.seeds, "kernel: random-feature draws per m (default 5)")
+        ->check(CLI::Range(int64_t(1), int64_t(1000)));
+    a->add_option("--scaling", analyze.scaling,
+                  "kernel: how the scores are split between queries and keys for the random features: centered "
+                  "(keys minus their mean, balanced norms; default) or symmetric (q and k times D^(-1/4))")
+        ->check(CLI::IsMember({"centered", "symmetric"}));
 
     try {
         app.parse(argc, argv);

@@ -220,6 +220,25 @@ PromptBatch withFeatures(const PromptBatch& batch, const FeatureMap& phi)
 
 namespace {
 
+/// Runs a fit on one intra-op thread and restores the previous count: floating-point reductions
+/// split over a different number of threads round differently, and over thousands of Adam steps that
+/// changes the fitted baseline. With one thread a refit in an analysis equals the fit made during
+/// training whatever --threads each used.
+class SingleThreadFit {
+public:
+    SingleThreadFit()
+        : m_before(torch::get_num_threads())
+    {
+        torch::set_num_threads(1);
+    }
+    ~SingleThreadFit() { torch::set_num_threads(m_before); }
+    SingleThreadFit(const SingleThreadFit&) = delete;
+    SingleThreadFit& operator=(const SingleThreadFit&) = delete;
+
+private:
+    int m_before;
+};
+
 /// ReLU MLP with seeded He-scaled (fan-in, variance 2/fan_in) weights and zero biases.
 struct FeatureMlpImpl : torch::nn::Module {
     std::vector<torch::nn::Linear> layers;
@@ -278,6 +297,7 @@ FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t see
         return it->second;
 
     torch::AutoGradMode enable(true);
+    const SingleThreadFit oneThread;
     std::vector<int64_t> widths = config.model.feature_mlp;
     widths.push_back(config.model.feature_dim);
     FeatureMlp mlp(config.task.d, widths, mixSeed(seed, 0xFEA7));

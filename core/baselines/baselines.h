@@ -89,7 +89,8 @@ PromptBatch withFeatures(const PromptBatch& batch, const FeatureMap& phi);
 
 /// Meta-trains FeaturesGd for k steps: Adam (learning rate `lr`, cosine-decayed to lr/100) on `steps`
 /// batches of `batch` fresh prompts of `config.task` drawn from `seed`, minimising the 0.5·MSE of the
-/// k-step prediction; φ starts from He-scaled weights, η from 0.1. Deterministic for a seed. Results
+/// k-step prediction; φ starts from He-scaled weights, η from 0.1. Runs on one intra-op thread, so it is
+/// deterministic for a seed whatever the thread setting. Results
 /// are cached per (config, k, seed, steps) within the process, so analyses refit at most once.
 /// Throws icl::Error when the config's model has no feature MLP (model.feature_dim = 0).
 FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t seed, int64_t steps, int64_t batch = 512,

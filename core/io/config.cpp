@@ -213,6 +213,14 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         m.feature_dim = s.integer("feature_dim", m.feature_dim, 0, 65536);
         if (!m.feature_mlp.empty() && m.feature_dim == 0)
             throw Error("model.feature_dim: model.feature_mlp needs an output width > 0");
+        m.attention_variant = s.choice("attention_variant", m.attention_variant,
+                                       {"softmax", "regularized", "augmented", "negative_samples"});
+        m.variant_strength = s.number("variant_strength", m.variant_strength,
+                                      [](double v) { return v >= 0 && std::isfinite(v); }, "a finite number >= 0");
+        m.augment_hidden = s.integer("augment_hidden", m.augment_hidden, 1, 65536);
+        if (m.attention_variant != "softmax" && m.softmax_layers == 0)
+            throw Error("model.attention_variant: \"" + m.attention_variant
+                        + "\" modifies softmax attention layers, but model.softmax_layers is 0");
         s.rejectUnknown();
     }
     {
@@ -333,7 +341,10 @@ nlohmann::json toJson(const ExperimentConfig& c)
                   {"positions", c.model.positions},
                   {"pos_dim", c.model.pos_dim},
                   {"feature_mlp", c.model.feature_mlp},
-                  {"feature_dim", c.model.feature_dim}};
+                  {"feature_dim", c.model.feature_dim},
+                  {"attention_variant", c.model.attention_variant},
+                  {"variant_strength", c.model.variant_strength},
+                  {"augment_hidden", c.model.augment_hidden}};
     const TrainingConfig& t = c.training;
     j["training"] = {{"optimizer", t.optimizer},       {"lr", t.lr},
                      {"beta1", t.beta1},               {"beta2", t.beta2},

@@ -51,6 +51,13 @@ struct ModelConfig {
     int64_t pos_dim = 16;      ///< width of the sinusoidal code (even); used when positions = "sinusoidal"
     std::vector<int64_t> feature_mlp; ///< hidden widths of the input MLP representation φ(x) (ReLU)
     int64_t feature_dim = 0;   ///< output width of φ; 0 = no representation (tokens carry x itself)
+    /// Variant of the softmax layers from the contrastive view of attention (Ren & Liu 2023; formulas
+    /// in core/models/lsa.h, AttentionVariant): "softmax", "regularized" (norm penalty λ → shrunk
+    /// update), "augmented" (residual MLPs on the key and value maps, weight α), "negative_samples"
+    /// (subtracts β times the mean of the other tokens' values). Needs softmax_layers ≥ 1.
+    std::string attention_variant = "softmax";
+    double variant_strength = 0.0;  ///< λ, α or β of the variant (≥ 0); 0 = plain softmax attention
+    int64_t augment_hidden = 16;    ///< hidden width of the augmented variant's MLPs
 };
 
 /// `training` section.

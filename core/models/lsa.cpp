@@ -19,6 +19,32 @@ LsaOptions plainOptions(int64_t token_dim, int64_t n_layers, int64_t n_heads, bo
 
 } // namespace
 
+const char* attentionVariantName(AttentionVariant variant)
+{
+    switch (variant) {
+    case AttentionVariant::Softmax: return "softmax";
+    case AttentionVariant::Regularized: return "regularized";
+    case AttentionVariant::Augmented: return "augmented";
+    case AttentionVariant::NegativeSamples: return "negative_samples";
+    }
+    return "softmax";
+}
+
+AttentionVariant attentionVariantFromName(const std::string& name)
+{
+    for (AttentionVariant v : {AttentionVariant::Softmax, AttentionVariant::Regularized, AttentionVariant::Augmented,
+                               AttentionVariant::NegativeSamples})
+        if (name == attentionVariantName(v))
+            return v;
+    TORCH_CHECK(false, "unknown attention variant \"", name, "\"");
+}
+
+torch::Tensor LsaImpl::Augmentation::operator()(const torch::Tensor& h) const
+{
+    torch::Tensor a = torch::einsum("bnd,hjd->bhnj", {h, w_in}) + b_in.unsqueeze(1);  // [B, H, N, hidden]
+    return torch::einsum("bhnj,hej->bhne", {torch::relu(a), w_out}) + b_out.unsqueeze(1);  // [B, H, N, D]
+}
+
 LsaImpl::LsaImpl(int64_t token_dim, int64_t n_layers, int64_t n_heads, bool tied)
     : LsaImpl(plainOptions(token_dim, n_layers, n_heads, tied))
 {
@@ -34,6 +60,8 @@ LsaImpl::LsaImpl(const LsaOptions& options)
     TORCH_CHECK(!(o.tied && o.softmax_layers > 0 && o.softmax_layers < o.n_layers),
                 "a tied stack cannot mix softmax and linear layers");
     TORCH_CHECK(!(o.interleaved && o.feature_dim > 0), "the representation φ is for the pair layout");
+    TORCH_CHECK(o.variant_strength >= 0.0 && std::isfinite(o.variant_strength), "variant_strength must be >= 0");
+    TORCH_CHECK(o.augment_hidden >= 1, "augment_hidden must be >= 1");
     const int64_t D = o.tokenDim();
     const int64_t blocks = o.tied ? 1 : o.n_layers;
     if (o.feature_dim > 0) {
@@ -57,6 +85,19 @@ LsaImpl::LsaImpl(const LsaOptions& options)
         blk.attn.w_k = attn->register_parameter("w_k", torch::zeros({H, D, D}));
         blk.attn.w_v = attn->register_parameter("w_v", torch::zeros({H, D, D}));
         blk.attn.w_o = attn->register_parameter("w_o", torch::zeros({H, D, D}));
+        // Only the softmax layers of an augmented model get the extra parameters (a tied stack's one
+        // block is a softmax layer when every layer is).
+        const bool softmaxBlock = o.tied ? o.softmax_layers == o.n_layers : b < o.softmax_layers;
+        if (o.attention_variant == AttentionVariant::Augmented && softmaxBlock) {
+            const int64_t J = o.augment_hidden;
+            for (auto [name, aug] : {std::pair<const char*, Augmentation*>{"aug_k", &blk.aug_k}, {"aug_v", &blk.aug_v}}) {
+                auto m = attn->register_module(name, std::make_shared<torch::nn::Module>());
+                aug->w_in = m->register_parameter("w_in", torch::zeros({H, J, D}));
+                aug->b_in = m->register_parameter("b_in", torch::zeros({H, J}));
+                aug->w_out = m->register_parameter("w_out", torch::zeros({H, D, J}));
+                aug->b_out = m->register_parameter("b_out", torch::zeros({H, D}));
+            }
+        }
         if (o.layer_norm) {
             blk.ln1 = blockModule->register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
             if (o.mlp)
@@ -130,9 +171,26 @@ torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, L
         torch::Tensor q = torch::einsum("btd,hed->bhte", {h, w.w_q});    // [B, H, T, D]
         torch::Tensor k = torch::einsum("bnd,hed->bhne", {ctx, w.w_k});  // [B, H, N, D]
         torch::Tensor v = torch::einsum("bnd,hed->bhne", {ctx, w.w_v});  // [B, H, N, D]
+        const bool softmaxLayer = l < o.softmax_layers;
+        const double strength = o.variant_strength;
+        if (softmaxLayer && o.attention_variant == AttentionVariant::Augmented) {
+            k = k + strength * blk.aug_k(ctx);
+            v = v + strength * blk.aug_v(ctx);
+        }
+        if (softmaxLayer && o.attention_variant == AttentionVariant::NegativeSamples && n_context > 1) {
+            // v̄_{−i} = (Σ_j v_j − v_i) / (N − 1)
+            const torch::Tensor others = (v.sum(2, true) - v) / double(n_context - 1);
+            v = v - strength * others;
+        }
         torch::Tensor pattern = torch::matmul(q, k.transpose(-1, -2));  // [B, H, T, N]
-        if (l < o.softmax_layers)
+        if (softmaxLayer && o.attention_variant == AttentionVariant::Regularized) {
+            // exp(s_i) / (Σ_j exp(s_j) + λ) = exp(s_i − log(Σ_j exp(s_j) + λ)); log 0 = −∞ gives softmax.
+            const torch::Tensor s = pattern * scale;
+            const torch::Tensor logZ = torch::logsumexp(s, -1, true);
+            pattern = torch::exp(s - torch::logaddexp(logZ, torch::full_like(logZ, std::log(strength))));
+        } else if (softmaxLayer) {
             pattern = torch::softmax(pattern * scale, -1);
+        }
         torch::Tensor z = torch::matmul(pattern, v);                     // [B, H, T, D]
         torch::Tensor out = torch::einsum("bhte,hfe->btf", {z, w.w_o});  // Σ_h P_h z_h
         e = e + out;
@@ -199,6 +257,14 @@ void LsaImpl::initVarianceScaling(double scale, uint64_t seed)
     for (auto& blk : m_blocks) {
         for (torch::Tensor* p : {&blk.attn.w_q, &blk.attn.w_k, &blk.attn.w_v, &blk.attn.w_o})
             fill(*p, scale, D);
+        for (Augmentation* aug : {&blk.aug_k, &blk.aug_v}) {
+            if (!aug->defined())
+                continue;
+            fill(aug->w_in, 2.0, D);
+            fill(aug->w_out, scale, aug->w_out.size(2));
+            aug->b_in.zero_();
+            aug->b_out.zero_();
+        }
         if (blk.mlp_w_in.defined()) {
             fill(blk.mlp_w_in, 2.0, D);
             fill(blk.mlp_w_out, scale, 4 * D);

@@ -9,6 +9,7 @@
 // sinusoidal positions, the interleaved layout and an MLP representation φ(x) of the inputs.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -23,6 +24,40 @@ struct LsaLayerWeights {
     torch::Tensor w_q, w_k, w_v, w_o;
 };
 
+/// Attention variants of the softmax layers suggested by the contrastive view of softmax attention
+/// (Ren & Liu 2023, PAPERS.md §3; core/analysis/kernel_attention.h). A softmax layer's output for
+/// query q over in-context keys k_i and values v_i (scale 1/√D folded into the scores s_i = qᵀk_i/√D) is
+/// one GD step, from W_0 = 0 with η = 1/Σ_j exp(s_j), of the reference model f(u) = W φ(u) on the
+/// contrastive loss L(W) = −Σ_i v_iᵀ W φ(k_i). Each variant changes that loss or its inputs and
+/// takes the resulting one-step output as the layer's output. Every variant has one strength
+/// (LsaOptions::variant_strength) and is exactly plain softmax attention when the strength is 0.
+enum class AttentionVariant {
+    /// o(q) = Σ_i v_i exp(s_i) / Σ_j exp(s_j).
+    Softmax,
+    /// Norm penalty (λ/2)‖W‖_F² on the reference model, λ = strength ≥ 0, taken as a proximal
+    /// (implicit) step on the penalty and an explicit step on the contrastive term:
+    ///   W_1 = argmin_W ⟨∇L(0), W⟩ + (λ/2)‖W‖² + ‖W‖²/(2η)  =  η/(1 + ηλ) · Σ_i v_i φ(k_i)ᵀ,
+    /// a shrunk update. With η = 1/Σ_j exp(s_j):
+    ///   o(q) = Σ_i v_i exp(s_i) / (Σ_j exp(s_j) + λ)
+    /// — softmax with an extra "null" pair of value 0 and kernel value λ; rows of the attention
+    /// pattern sum to Z/(Z + λ) < 1 (queries with little kernel mass are shrunk towards 0).
+    Regularized,
+    /// Non-linear augmentations: the key and value maps, the two "views" of a token in the
+    /// contrastive loss, get a residual MLP each (per head, ReLU, width LsaOptions::augment_hidden):
+    ///   k_i = W_K h_i + α·g_K(h_i),   v_i = W_V h_i + α·g_V(h_i),   g(h) = W_2 relu(W_1 h + b_1) + b_2,
+    /// α = strength; the one-step output is then softmax attention over these keys and values.
+    Augmented,
+    /// Negative pairs: each key φ(k_i) is also paired, with weight β = strength, against the mean of
+    /// the other tokens' values v̄_{−i} = Σ_{j≠i} v_j / (N − 1) (0 when N = 1):
+    ///   L(W) = −Σ_i (v_i − β·v̄_{−i})ᵀ W φ(k_i)   ⇒   o(q) = Σ_i (v_i − β·v̄_{−i}) exp(s_i) / Σ_j exp(s_j).
+    NegativeSamples,
+};
+
+/// "softmax", "regularized", "augmented", "negative_samples" (the config names of AttentionVariant).
+const char* attentionVariantName(AttentionVariant variant);
+/// Inverse of attentionVariantName; throws c10::Error for an unknown name.
+AttentionVariant attentionVariantFromName(const std::string& name);
+
 /// Architecture of an LSA stack.
 struct LsaOptions {
     int64_t input_dim = 10;        ///< d, width of the inputs x
@@ -36,6 +71,10 @@ struct LsaOptions {
     int64_t pos_dim = 0;           ///< width of a sinusoidal position code concatenated to each token (0 = none)
     std::vector<int64_t> feature_mlp; ///< hidden widths of φ (ReLU); used when feature_dim > 0
     int64_t feature_dim = 0;       ///< φ: R^d → R^feature_dim applied to every x before the pair layout
+    /// Variant of the softmax layers (ignored by linear layers); see AttentionVariant.
+    AttentionVariant attention_variant = AttentionVariant::Softmax;
+    double variant_strength = 0.0;  ///< λ (regularized), α (augmented) or β (negative_samples); ≥ 0
+    int64_t augment_hidden = 16;    ///< hidden width of the augmented variant's key/value MLPs
 
     /// Width of the data part of a token: (x or φ(x)) plus the y-slot.
     int64_t dataDim() const { return (feature_dim > 0 ? feature_dim : input_dim) + 1; }
@@ -52,7 +91,10 @@ struct LsaOptions {
 struct LsaCapture {
     std::vector<torch::Tensor> resid_post;  ///< after each layer: K × [B, T, D]
     std::vector<torch::Tensor> patterns;    ///< attention pattern of each layer: K × [B, H, T, N_ctx]
-    std::vector<torch::Tensor> q, k, v;     ///< per layer: [B, H, T, D], [B, H, N_ctx, D], [B, H, N_ctx, D]
+    /// Per layer: [B, H, T, D], [B, H, N_ctx, D], [B, H, N_ctx, D]; unscaled (the softmax layers scale
+    /// the scores by 1/√D); the keys and values the attention used (after a variant's augmentation or
+    /// negative-pair term).
+    std::vector<torch::Tensor> q, k, v;
     bool want_qkv = false;
 };
 
@@ -106,8 +148,16 @@ public:
     const LsaOptions& options() const { return m_options; }
 
 private:
+    /// The augmented variant's residual MLP g(h) = W_2 relu(W_1 h + b_1) + b_2 of one head set:
+    /// w_in [H, hidden, D], b_in [H, hidden], w_out [H, D, hidden], b_out [H, D].
+    struct Augmentation {
+        torch::Tensor w_in, b_in, w_out, b_out;
+        bool defined() const { return w_in.defined(); }
+        torch::Tensor operator()(const torch::Tensor& h) const;  ///< h [B, N, D] → [B, H, N, D]
+    };
     struct Block {
         LsaLayerWeights attn;
+        Augmentation aug_k, aug_v;  ///< augmented variant, softmax layers only
         torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
         torch::Tensor mlp_w_in, mlp_b_in, mlp_w_out, mlp_b_out;  ///< [4D, D], [4D], [D, 4D], [D]
     };

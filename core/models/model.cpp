@@ -20,6 +20,9 @@ LsaOptions lsaOptions(const ExperimentConfig& config)
     o.pos_dim = m.positions == "sinusoidal" ? m.pos_dim : 0;
     o.feature_mlp = m.feature_mlp;
     o.feature_dim = m.feature_dim;
+    o.attention_variant = attentionVariantFromName(m.attention_variant);
+    o.variant_strength = m.variant_strength;
+    o.augment_hidden = m.augment_hidden;
     return o;
 }
 

@@ -131,6 +131,37 @@ void expectOneLineError(const Result& r, const std::string& needle)
     EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
 }
 
+// The interleaved-copy experiment from the command line: train a few steps, then `analyze copy`
+// reports the own / next / other gradient norms (consistent with the matrix it prints) and refuses
+// a pair-layout run with one line.
+TEST(Cli, AnalyzeCopyOnAnInterleavedRun)
+{
+    const std::string out = temp("cli_copy.h5");
+    const Result tr = run("train --preset vonoswald-interleaved-copy --set task.d=3 --set task.n_context=4"
+                          " --set model.pos_dim=4 --set training.batch_size=64 --set training.eval_every=10"
+                          " --set training.checkpoint_every=10 --set eval.n_prompts=200 --steps 20"
+                          " --device cpu --threads 1 --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    const Result copy = run("analyze " + out + " copy --prompts 16 --json");
+    ASSERT_EQ(copy.code, 0) << copy.err;
+    const auto c = nlohmann::json::parse(copy.out);
+    ASSERT_EQ(c["gradient_norm"].size(), 81u);  // (2N + 1)² with N = 4
+    EXPECT_EQ(c["token_labels"][1], "y1");
+    // own = mean of G[k][k], next = mean of G[k][k+1] over the x-tokens k = 0, 2, 4, 6
+    double own = 0, next = 0;
+    for (int k = 0; k < 8; k += 2) {
+        own += c["gradient_norm"][k * 9 + k].get<double>() / 4;
+        next += c["gradient_norm"][k * 9 + k + 1].get<double>() / 4;
+    }
+    EXPECT_NEAR(c["own"].get<double>(), own, 1e-9);
+    EXPECT_NEAR(c["next"].get<double>(), next, 1e-9);
+    EXPECT_NEAR(c["own_next_ratio"].get<double>(), own / next, 1e-9);
+    const std::string pair = temp("cli_copy_pair.h5");
+    const Result plain = run("train" + std::string(kTiny) + " --steps 10 --out " + pair);
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    expectOneLineError(run("analyze " + pair + " copy"), "needs the interleaved layout");
+}
+
 TEST(Cli, BadInputExitsNonZeroWithOneClearLine)
 {
     const std::string out = temp("cli_bad.h5");

@@ -391,3 +391,50 @@ TEST_F(GdAlignmentPageTest, ARunWithoutAnLsaModelGetsAMessage)
     EXPECT_TRUE(page.messageLabel()->text().contains("gpt2"));
     EXPECT_EQ(page.currentPlot(), nullptr);
 }
+
+// The copy tab on an interleaved run: the heatmap holds G[k][j] of computeCopyAnalysis on the same
+// checkpoint (an independent call), and the tab is disabled for pair-layout runs.
+TEST(GdAlignmentCopyTab, ShowsTheCopyAnalysisOfInterleavedRuns)
+{
+    QTemporaryDir dir;
+    const std::string run = dir.filePath("copy.h5").toStdString();
+    icl::ConfigRequest request;
+    request.preset = "vonoswald-interleaved-copy";
+    request.scale = "quick";
+    request.sets = { "task.d=3", "task.n_context=4", "model.pos_dim=4", "training.batch_size=32",
+        "training.eval_every=5", "training.checkpoint_every=10", "eval.n_prompts=128", "eval.bootstrap=0" };
+    request.steps = 10;
+    request.device = "cpu";
+    icl::TrainOptions options;
+    options.out_path = run;
+    icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
+
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(run)));
+    window.showPage(MainWindow::Page::GdAlignment);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    GdAlignmentPage* page = window.gdAlignmentPage();
+    EXPECT_TRUE(page->tabs()->isTabEnabled(6));
+    ASSERT_TRUE(page->showTab("copy"));
+    const icl::CopyAnalysis expected = icl::computeCopyAnalysis(run, 10, 64, false);
+    const icl::Matrix& shown = page->copyHeatmap()->matrix();
+    ASSERT_EQ(shown.rows, 9); // 2N + 1 tokens
+    ASSERT_EQ(shown.cols, 9);
+    ASSERT_EQ(shown.data.size(), expected.gradient_norm.size());
+    for (size_t i = 0; i < shown.data.size(); ++i)
+        EXPECT_DOUBLE_EQ(shown.data[i], expected.gradient_norm[i]);
+    EXPECT_EQ(shown.row_labels.front(), "x1");
+    EXPECT_EQ(shown.row_labels.back(), "query");
+    EXPECT_TRUE(page->copySummary()->text().contains(QString::number(expected.next, 'g', 6)))
+        << page->copySummary()->text().toStdString();
+    // The alignment reference of an interleaved run with one copy layer is one GD step.
+    EXPECT_EQ(page->reference(), "gd_1");
+}
+
+TEST_F(GdAlignmentPageTest, CopyTabIsDisabledForThePairLayout)
+{
+    MainWindow window;
+    openAndWait(window);
+    EXPECT_FALSE(window.gdAlignmentPage()->tabs()->isTabEnabled(6));
+}

@@ -2,6 +2,7 @@
 // tiny config. Expected values are read back from that file, never from the GUI code.
 
 #include "app/gui/main_window.h"
+#include "app/gui/gd_alignment_page.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <QListWidget>
 #include <QPushButton>
 #include <QSignalSpy>
+#include <QTest>
 #include <QSlider>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -409,4 +411,47 @@ TEST_F(MainWindowTest, LivePlotShowsTrainEvalAndBaselineLossesWhileTraining)
     for (const auto& c : icl::readRunSummary(dir.filePath("live.h5").toStdString()).checkpoints)
         saved.push_back(c.step);
     EXPECT_EQ(window.timeline()->steps(), saved);
+}
+
+// The GD alignment page follows a running job: its alignment-over-training plot grows with the
+// file's /metrics/alignment series while the run is still going (von Oswald et al. Fig. 2, live).
+TEST_F(MainWindowTest, AlignmentCurvesUpdateWhileTraining)
+{
+    QTemporaryDir dir;
+    const QString configPath = dir.filePath("live-align.json");
+    writeConfig(configPath, tinyConfig(1000000, { "eval.alignment=[\"gd_1\"]" }));
+    MainWindow window;
+    window.setScripted(true);
+    window.show();
+    window.showPage(MainWindow::Page::Train);
+    icl::gui::TrainPage* page = window.trainPage();
+    page->setConfigFile(configPath);
+    page->setOutputPath(dir.filePath("live-align.h5"));
+    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    ASSERT_TRUE(page->startTraining(false));
+    QCustomPlot* qcp = window.gdAlignmentPage()->alignmentPlot()->plot();
+    auto mostPoints = [&] {
+        int most = 0;
+        for (int g = 0; g < qcp->graphCount(); ++g)
+            most = std::max(most, qcp->graph(g)->dataCount());
+        return most;
+    };
+    ASSERT_TRUE(QTest::qWaitFor([&] { return mostPoints() >= 3 || !finished.isEmpty(); }, 120000));
+    EXPECT_TRUE(finished.isEmpty()) << "the plot grew while the run was still going";
+    EXPECT_GE(mostPoints(), 3);
+    // What is drawn is a prefix of the file's series (the file only grows).
+    const icl::RunSummary now = icl::readRunSummary(dir.filePath("live-align.h5").toStdString());
+    bool found = false;
+    for (int g = 0; g < qcp->graphCount(); ++g)
+        if (qcp->graph(g)->name().contains("cosine")) {
+            const auto drawn = graphPoints(qcp->graph(g));
+            const auto file = metricPoints(now, "alignment/gd_1/model_cosine");
+            ASSERT_LE(drawn.size(), file.size());
+            for (size_t i = 0; i < drawn.size(); ++i)
+                EXPECT_EQ(drawn[i], file[i]);
+            found = true;
+        }
+    EXPECT_TRUE(found);
+    page->stopTraining();
+    ASSERT_TRUE(finished.wait(120000) || !finished.isEmpty());
 }

@@ -1,0 +1,383 @@
+#include "core/analysis/kernel_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/analysis/kernel_attention.h"
+#include "core/analysis/run_loader.h"
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "core/models/lsa.h"
+#include "core/tasks/sine_regression.h"
+#include "core/training/device.h"
+#include "core/training/seeds.h"
+
+namespace icl {
+
+namespace {
+
+void checkOptions(const KernelViewOptions& o)
+{
+    if (o.n_prompts < 1 || o.n_prompts > 100000)
+        throw Error("kernel view: expected 1 <= n_prompts <= 100000, got " + std::to_string(o.n_prompts));
+    if (o.m.empty())
+        throw Error("kernel view: the list of m (numbers of random features) is empty");
+    for (int64_t m : o.m)
+        if (m < 1 || m > (int64_t(1) << 20))
+            throw Error("kernel view: every m must be in [1, 1048576], got " + std::to_string(m));
+    if (o.seeds < 1 || o.seeds > 1000)
+        throw Error("kernel view: expected 1 <= seeds <= 1000, got " + std::to_string(o.seeds));
+    if (o.loss_steps < 0 || o.loss_steps > 100000)
+        throw Error("kernel view: expected 0 <= loss_steps <= 100000, got " + std::to_string(o.loss_steps));
+    if (!(o.loss_lambda >= 0.0) || !std::isfinite(o.loss_lambda))
+        throw Error("kernel view: loss_lambda must be a finite number >= 0");
+    if (o.prompt < 0 || o.prompt >= o.n_prompts)
+        throw Error("kernel view: prompt " + std::to_string(o.prompt) + " is not one of the "
+                    + std::to_string(o.n_prompts) + " prompts");
+    if (o.scaling != "symmetric" && o.scaling != "centered")
+        throw Error("kernel view: scaling must be \"symmetric\" or \"centered\", got \"" + o.scaling + "\"");
+    if (o.matrix_m < 1 || o.matrix_m > (int64_t(1) << 20))
+        throw Error("kernel view: matrix_m must be in [1, 1048576], got " + std::to_string(o.matrix_m));
+}
+
+std::vector<double> toVector(const torch::Tensor& t)
+{
+    const torch::Tensor c = t.to(torch::kCPU, torch::kFloat64).contiguous();
+    return std::vector<double>(c.data_ptr<double>(), c.data_ptr<double>() + c.numel());
+}
+
+/// [T, N] attention matrix of one prompt with token labels.
+Matrix attentionMatrix(const std::string& name, const torch::Tensor& a, bool interleaved)
+{
+    Matrix m;
+    m.name = name;
+    m.rows = a.size(0);
+    m.cols = a.size(1);
+    m.data = toVector(a);
+    auto token = [&](int64_t i) {
+        if (interleaved)
+            return std::string(i % 2 == 0 ? "x" : "y") + std::to_string(i / 2 + 1);
+        return "e" + std::to_string(i + 1);
+    };
+    for (int64_t i = 0; i < m.rows; ++i)
+        m.row_labels.push_back(i == m.rows - 1 ? std::string("query") : token(i));
+    for (int64_t i = 0; i < m.cols; ++i)
+        m.col_labels.push_back(token(i));
+    return m;
+}
+
+nlohmann::json curveJson(const KernelErrorCurve& c)
+{
+    auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    return {{"mean", c.mean}, {"std", c.std}, {"slope", num(c.slope)}, {"intercept", num(c.intercept)}};
+}
+
+std::string fmtNumber(double x, int digits = 3)
+{
+    std::ostringstream s;
+    s.precision(digits);
+    s << x;
+    return s.str();
+}
+
+std::map<std::string, std::string> viewMetadata(const KernelView& v)
+{
+    return {{"experiment", std::filesystem::path(v.path).filename().string()},
+            {"checkpoint_step", std::to_string(v.checkpoint_step)},
+            {"layer", std::to_string(v.layer)},
+            {"head", std::to_string(v.head)},
+            {"prompts", std::to_string(v.n_prompts)},
+            {"scaling", v.scaling},
+            {"seed", std::to_string(v.seed)}};
+}
+
+} // namespace
+
+KernelView computeKernelView(const std::string& path, const KernelViewOptions& o,
+                             const std::function<bool(int64_t, int64_t)>& progress)
+{
+    checkOptions(o);
+    configureThreads(o.threads);
+    LoadedRun run = loadRun(path, o.checkpoint_step);
+    auto lsa = std::dynamic_pointer_cast<LsaImpl>(run.model.module);
+    if (!lsa)
+        throw Error(path + ": the kernel view needs an lsa model with softmax layers, the run has "
+                    + run.config.model.kind);
+    const LsaOptions& mo = lsa->options();
+    if (mo.softmax_layers == 0)
+        throw Error(path + ": the kernel view needs a softmax attention layer, but model.softmax_layers is 0 "
+                           "(every layer is linear)");
+    if (o.layer < 0 || o.layer >= mo.softmax_layers)
+        throw Error(path + ": layer " + std::to_string(o.layer) + " is not a softmax layer (softmax layers: 0.."
+                    + std::to_string(mo.softmax_layers - 1) + ")");
+    if (o.head < 0 || o.head >= mo.n_heads)
+        throw Error(path + ": head " + std::to_string(o.head) + " out of range (the model has "
+                    + std::to_string(mo.n_heads) + " heads)");
+
+    const ExperimentConfig& cfg = run.config;
+    const int64_t work = int64_t(o.m.size()) * o.seeds + 2;
+    int64_t done = 0;
+    auto tick = [&] {
+        if (progress && !progress(++done, work))
+            throw Error("cancelled");
+    };
+
+    torch::NoGradGuard noGrad;
+    const PromptBatch prompts = samplePrompts(cfg.task, o.n_prompts, seeds::eval(cfg.seed));
+    LsaCapture capture;
+    capture.want_qkv = true;
+    lsa->forward(lsa->embed(prompts), lsa->contextTokens(prompts.nContext()), &capture);
+    const auto L = size_t(o.layer);
+    const torch::Tensor q = capture.q[L].select(1, o.head).to(torch::kFloat64);  // [B, T, D]
+    const torch::Tensor k = capture.k[L].select(1, o.head).to(torch::kFloat64);  // [B, N, D]
+    const torch::Tensor v = capture.v[L].select(1, o.head).to(torch::kFloat64);  // [B, N, D]
+    const torch::Tensor pattern = capture.patterns[L].select(1, o.head).to(torch::kFloat64);  // [B, T, N]
+    const int64_t N = k.size(1), D = q.size(-1);
+
+    KernelView kv;
+    kv.path = path;
+    kv.checkpoint_step = run.step;
+    kv.layer = o.layer;
+    kv.head = o.head;
+    kv.n_prompts = o.n_prompts;
+    kv.n_keys = N;
+    kv.n_queries = q.size(1);
+    kv.head_dim = D;
+    kv.attention_variant = attentionVariantName(mo.attention_variant);
+    kv.variant_strength = mo.variant_strength;
+    kv.seed = o.seed;
+    kv.prompt = o.prompt;
+    kv.matrix_m = o.matrix_m;
+
+    // The layer's scores are qᵀk/√D: fold the scale into q and k (see KernelViewOptions::scaling).
+    kv.scaling = o.scaling;
+    const double c = std::pow(double(D), -0.25);
+    torch::Tensor qs = q * c, ks = k * c, vs = v;
+    if (o.scaling == "centered") {
+        ks = ks - ks.mean(1, true);  // s_ti − q_tᵀk̄: the same shift for every key of query t
+        const double q2 = qs.pow(2).sum(-1).mean().item<double>(), k2 = ks.pow(2).sum(-1).mean().item<double>();
+        if (q2 > 0.0 && k2 > 0.0) {
+            const double a = std::pow(k2 / q2, 0.25);
+            qs = qs * a;
+            ks = ks / a;
+        }
+    }
+    const bool nullPair = mo.attention_variant == AttentionVariant::Regularized && mo.variant_strength > 0.0;
+    if (nullPair) {
+        // exp(s_i) / (Σ_j exp(s_j) + λ) is softmax over one more key k_0 with k_0ᵀq = log λ and value 0.
+        const int64_t B = q.size(0);
+        const auto f64 = q.options();
+        qs = torch::cat({qs, torch::ones({B, qs.size(1), 1}, f64)}, -1);
+        torch::Tensor null = torch::zeros({B, 1, D + 1}, f64);
+        null.select(-1, D).fill_(std::log(mo.variant_strength));
+        ks = torch::cat({torch::cat({ks, torch::zeros({B, N, 1}, f64)}, -1), null}, 1);
+        vs = torch::cat({v, torch::zeros({B, 1, v.size(-1)}, f64)}, 1);
+    }
+
+    const AttentionResult dual = referenceModelExact(qs, ks, vs);
+    const torch::Tensor layerOutput = torch::matmul(pattern, v);
+    kv.exact_output_max_abs = (dual.output - layerOutput).abs().max().item<double>();
+    kv.exact_attention_max_abs = (dual.attention.narrow(-1, 0, N) - pattern).abs().max().item<double>();
+    kv.exact_max_error = std::max(kv.exact_output_max_abs, kv.exact_attention_max_abs);
+    tick();
+
+    const torch::Tensor qn = qs.norm(2, -1), kn = ks.norm(2, -1);
+    kv.query_norm_mean = qn.mean().item<double>();
+    kv.query_norm_max = qn.max().item<double>();
+    kv.key_norm_mean = kn.mean().item<double>();
+    kv.key_norm_max = kn.max().item<double>();
+
+    KernelSweepOptions so;
+    so.m = o.m;
+    so.seeds = o.seeds;
+    so.seed = o.seed;
+    kv.sweep = sweepRandomFeatures(qs, ks, vs, so, {}, [&](int64_t, int64_t) {
+        tick();
+        return true;
+    });
+
+    const int64_t mMax = *std::max_element(o.m.begin(), o.m.end());
+    kv.loss.push_back(referenceLossCurve(qs, ks, vs, o.loss_steps, 0.0));
+    if (o.loss_lambda > 0.0)
+        kv.loss.push_back(referenceLossCurve(qs, ks, vs, o.loss_steps, o.loss_lambda));
+    kv.loss.push_back(referenceLossCurve(qs, ks, vs, o.loss_steps, 0.0, drawOmega(qs.size(-1), mMax, mixSeed(o.seed, 0))));
+
+    const int64_t p = o.prompt;
+    const AttentionResult rf = referenceModelRandomFeatures(qs[p], ks[p], vs[p],
+                                                            drawOmega(qs.size(-1), o.matrix_m, mixSeed(o.seed, 0)));
+    kv.layer_attention = attentionMatrix("layer attention pattern", pattern[p], mo.interleaved);
+    kv.exact_attention = attentionMatrix("reference model, exact kernel", dual.attention[p].narrow(-1, 0, N),
+                                         mo.interleaved);
+    kv.approx_attention = attentionMatrix("reference model, m = " + std::to_string(o.matrix_m) + " random features",
+                                          rf.attention.narrow(-1, 0, N), mo.interleaved);
+    tick();
+
+    if (o.store) {
+        nlohmann::json losses = nlohmann::json::array();
+        for (const ReferenceLossCurve& lc : kv.loss)
+            losses.push_back({{"kernel", lc.kernel}, {"m", lc.m}, {"lambda", lc.lambda}, {"step", lc.step},
+                              {"loss", lc.loss}});
+        const nlohmann::json result = {
+            {"layer", kv.layer},
+            {"head", kv.head},
+            {"attention_variant", kv.attention_variant},
+            {"variant_strength", kv.variant_strength},
+            {"scaling", kv.scaling},
+            {"exact_output_max_abs", kv.exact_output_max_abs},
+            {"exact_attention_max_abs", kv.exact_attention_max_abs},
+            {"exact_max_error", kv.exact_max_error},
+            {"m", kv.sweep.m},
+            {"seeds", kv.sweep.seeds},
+            {"output_rmse", curveJson(kv.sweep.output_rmse)},
+            {"output_max_abs", curveJson(kv.sweep.output_max_abs)},
+            {"attention_rmse", curveJson(kv.sweep.attention_rmse)},
+            {"attention_max_abs", curveJson(kv.sweep.attention_max_abs)},
+            {"query_norm_mean", kv.query_norm_mean},
+            {"key_norm_mean", kv.key_norm_mean},
+            {"reference_loss", losses}};
+        const nlohmann::json opts = {{"layer", o.layer},           {"head", o.head}, {"scaling", o.scaling},
+                                     {"n_prompts", o.n_prompts},   {"m", o.m},
+                                     {"seeds", o.seeds},           {"seed", o.seed},
+                                     {"loss_steps", o.loss_steps}, {"loss_lambda", o.loss_lambda}};
+        kv.id = storeAnalysis(path, "kernel", run.step, cfg.seed, opts.dump(), result.dump());
+    }
+    return kv;
+}
+
+Figure kernelErrorFigure(const KernelView& view)
+{
+    Figure f;
+    f.name = "kernel_error";
+    f.title = "Random-feature reference model vs softmax attention (layer " + std::to_string(view.layer) + ", head "
+        + std::to_string(view.head) + ")";
+    f.x_label = "number of random features m";
+    f.y_label = "RMSE";
+    f.log_x = true;
+    f.log_y = true;
+    f.metadata = viewMetadata(view);
+    const KernelSweep& s = view.sweep;
+    const std::vector<double> m(s.m.begin(), s.m.end());
+    auto add = [&](const KernelErrorCurve& c, const std::string& what) {
+        Series e;
+        e.name = what + " (slope " + fmtNumber(c.slope) + ")";
+        e.style = Series::Style::Markers;
+        e.x = m;
+        e.y = c.mean;
+        for (size_t i = 0; i < c.mean.size(); ++i) {
+            // A ±1 std band, kept positive for the log axis.
+            e.y_lower.push_back(std::max(c.mean[i] - c.std[i], 0.1 * c.mean[i]));
+            e.y_upper.push_back(c.mean[i] + c.std[i]);
+        }
+        f.series.push_back(e);
+        if (std::isfinite(c.slope)) {
+            Series fit;
+            fit.name = what + " fit";
+            fit.style = Series::Style::Line;
+            fit.x = m;
+            for (double x : m)
+                fit.y.push_back(std::exp(c.intercept + c.slope * std::log(x)));
+            f.series.push_back(fit);
+        }
+    };
+    add(s.output_rmse, "output");
+    add(s.attention_rmse, "attention");
+    if (!m.empty() && !s.output_rmse.mean.empty()) {
+        Series guide;
+        guide.name = "m^(-1/2)";
+        guide.style = Series::Style::Dashed;
+        guide.x = m;
+        for (double x : m)
+            guide.y.push_back(s.output_rmse.mean[0] * std::sqrt(m[0] / x));
+        f.series.push_back(guide);
+    }
+    return f;
+}
+
+Figure referenceLossFigure(const KernelView& view)
+{
+    Figure f;
+    f.name = "reference_loss";
+    f.title = "Reference model: contrastive loss along GD steps";
+    f.x_label = "GD step";
+    f.y_label = "loss  −Σ vᵀWφ(k) + (λ/2)‖W‖²  (mean over queries)";
+    f.metadata = viewMetadata(view);
+    for (const ReferenceLossCurve& c : view.loss) {
+        Series s;
+        s.name = c.kernel == "exact" ? "exact kernel" : "m = " + std::to_string(c.m) + " random features";
+        s.name += ", λ = " + fmtNumber(c.lambda);
+        s.style = c.kernel == "exact" ? Series::Style::Line : Series::Style::Dashed;
+        s.x.assign(c.step.begin(), c.step.end());
+        s.y = c.loss;
+        f.series.push_back(s);
+    }
+    return f;
+}
+
+std::string variantLabel(const RunSummary& run)
+{
+    try {
+        const auto cfg = nlohmann::json::parse(run.config_json);
+        const auto& model = cfg.at("model");
+        const std::string variant = model.value("attention_variant", std::string("softmax"));
+        if (model.value("softmax_layers", int64_t(0)) == 0)
+            return "linear attention";
+        if (variant == "softmax")
+            return "softmax";
+        const double strength = model.value("variant_strength", 0.0);
+        const char* symbol = variant == "regularized" ? "λ" : variant == "augmented" ? "α" : "β";
+        return variant + " " + symbol + "=" + fmtNumber(strength);
+    } catch (const std::exception&) {
+        return std::filesystem::path(run.path).filename().string();
+    }
+}
+
+Figure variantLossFigure(const std::vector<RunSummary>& runs)
+{
+    Figure f;
+    f.name = "variant_loss";
+    f.title = "Attention variants on the same task: evaluation loss";
+    f.x_label = "training step";
+    f.y_label = "eval loss  0.5·(ŷ − y)²";
+    f.log_y = true;
+    std::string files;
+    for (const RunSummary& run : runs) {
+        auto step = run.metrics.find("step");
+        auto loss = run.metrics.find("eval_loss");
+        if (step == run.metrics.end() || loss == run.metrics.end())
+            continue;
+        Series s;
+        s.name = variantLabel(run) + " (" + std::filesystem::path(run.path).filename().string() + ")";
+        for (size_t i = 0; i < step->second.size() && i < loss->second.size(); ++i)
+            if (std::isfinite(loss->second[i]) && loss->second[i] > 0) {
+                s.x.push_back(step->second[i]);
+                s.y.push_back(loss->second[i]);
+            }
+        files += (files.empty() ? "" : ", ") + std::filesystem::path(run.path).filename().string();
+        f.series.push_back(s);
+    }
+    if (!runs.empty()) {
+        auto step = runs[0].metrics.find("step");
+        auto ls = runs[0].metrics.find("baseline/least_squares");
+        if (step != runs[0].metrics.end() && ls != runs[0].metrics.end()) {
+            Series s;
+            s.name = "least squares";
+            s.style = Series::Style::Dashed;
+            for (size_t i = 0; i < step->second.size() && i < ls->second.size(); ++i)
+                if (std::isfinite(ls->second[i]) && ls->second[i] > 0) {
+                    s.x.push_back(step->second[i]);
+                    s.y.push_back(ls->second[i]);
+                }
+            if (!s.x.empty())
+                f.series.push_back(s);
+        }
+    }
+    f.metadata["experiments"] = files;
+    return f;
+}
+
+} // namespace icl
