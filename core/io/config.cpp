@@ -189,6 +189,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         m.n_heads = s.integer("n_heads", m.n_heads, 1, 1024);
         m.tied = s.boolean("tied", m.tied);
         m.init_scale = s.number("init_scale", m.init_scale, positive, "a number > 0");
+        m.init = s.choice("init", m.init, {"variance_scaling", "gd_construction", "gdpp_construction"});
         m.softmax_layers = s.integer("softmax_layers", m.softmax_layers, 0, m.n_layers);
         m.layer_norm = s.boolean("layer_norm", m.layer_norm);
         m.mlp = s.boolean("mlp", m.mlp);
@@ -305,6 +306,15 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     if (std::find(c.eval.baselines.begin(), c.eval.baselines.end(), "features_gd") != c.eval.baselines.end()
         && c.model.feature_dim == 0)
         throw Error("eval.baselines: \"features_gd\" needs a model with learned features (model.feature_dim > 0)");
+    if (c.model.init != "variance_scaling") {
+        const ModelConfig& m = c.model;
+        if (c.task.layout != "pair" || m.softmax_layers > 0 || m.layer_norm || m.mlp || m.positions != "none"
+            || m.feature_dim > 0)
+            throw Error("model.init: \"" + m.init + "\" exists for the plain LSA on the pair layout only "
+                        "(no softmax_layers, layer_norm, mlp, positions or feature_dim)");
+        if (m.init == "gdpp_construction" && m.n_layers < 2)
+            throw Error("model.init: \"gdpp_construction\" needs model.n_layers > 1 (GD++ is defined for K > 1)");
+    }
     if (c.task.layout == "interleaved" && c.model.feature_dim > 0)
         throw Error("model.feature_dim: the input representation is for the pair layout only");
     return c;
@@ -335,6 +345,7 @@ nlohmann::json toJson(const ExperimentConfig& c)
                   {"n_heads", c.model.n_heads},
                   {"tied", c.model.tied},
                   {"init_scale", c.model.init_scale},
+                  {"init", c.model.init},
                   {"softmax_layers", c.model.softmax_layers},
                   {"layer_norm", c.model.layer_norm},
                   {"mlp", c.model.mlp},

@@ -44,6 +44,11 @@ struct ModelConfig {
     int64_t n_heads = 1;
     bool tied = false;         ///< one shared layer applied K times (recurrent)
     double init_scale = 0.002; ///< variance-scaling scale; divided by K (PAPERS.md §1)
+    /// "variance_scaling" (random, init_scale), or a ready-made model: "gd_construction" (Proposition 1
+    /// with the run's fitted η of GD-K) or "gdpp_construction" (GD++ with the run's fitted per-layer
+    /// η, γ; K > 1). With training.steps = 0 the file holds the construction itself, so every analysis,
+    /// page and report works on it as on a trained model. Plain LSA on the pair layout only.
+    std::string init = "variance_scaling";
     int64_t softmax_layers = 0; ///< the first this-many layers use softmax attention (scaled by 1/√D)
     bool layer_norm = false;   ///< LayerNorm on each layer's input (pre-LN)
     bool mlp = false;          ///< a residual MLP (D → 4D → D, GELU) after each attention layer

@@ -6,6 +6,8 @@
 #include <limits>
 
 #include "core/analysis/gd_alignment_impl.h"
+#include "core/analysis/lsa_construction.h"
+#include "core/models/lsa.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
 #include "core/tasks/sine_regression.h"
@@ -66,6 +68,37 @@ double evalLoss(const ModelHandle& model, const PromptBatch& eval)
     }
     model.module->train();
     return sum / double(n);
+}
+
+/// Sets an LSA to the GD or GD++ construction of model.init with the run's fitted step sizes
+/// (refitted on the tuning prompts when the config does not list that baseline).
+void applyConstruction(const ExperimentConfig& cfg, const FittedBaselines& fitted, const PromptBatch& tuning,
+                       torch::nn::Module& module)
+{
+    auto* lsa = dynamic_cast<LsaImpl*>(&module);
+    if (!lsa)
+        throw Error("model.init: " + cfg.model.init + " needs an lsa model");
+    const int64_t K = cfg.model.n_layers, N = cfg.task.n_context;
+    torch::NoGradGuard guard;
+    if (cfg.model.init == "gd_construction") {
+        auto it = fitted.eta.find("gd_" + std::to_string(K));
+        const double eta = it != fitted.eta.end() ? it->second
+                                                  : (K == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, K));
+        applyGdConstruction(*lsa, eta, N);
+    } else {
+        auto it = fitted.gdpp.find("gdpp_" + std::to_string(K));
+        const GdPlusPlusParams p = it != fitted.gdpp.end() ? it->second : fitGdPlusPlus(cfg.task, K, seeds::tuning(cfg.seed));
+        std::vector<double> eta = p.eta, gamma = p.gamma;
+        if (lsa->tied()) {
+            // One shared layer: the mean of the per-layer scalars.
+            double e = 0, g = 0;
+            for (size_t l = 0; l < eta.size(); ++l)
+                e += eta[l] / double(eta.size()), g += gamma[l] / double(gamma.size());
+            eta = {e};
+            gamma = {g};
+        }
+        applyGdPlusPlusConstruction(*lsa, eta, gamma, N);
+    }
 }
 
 } // namespace
@@ -152,6 +185,8 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         baselineLoss[name] = halfMse(predictBaseline(name, evalCpu, cfg, fitted).to(torch::kFloat64),
                                      evalCpu.queryY().to(torch::kFloat64))
                                  .item<double>();
+    if (!resuming && cfg.model.init != "variance_scaling")
+        applyConstruction(cfg, fitted, tuning, *model.module);
     const PromptBatch evalSet = evalCpu.to(device);
     progress.baselines = baselineLoss;
 

@@ -64,6 +64,32 @@ TEST(Trainer, LossFallsToOneGdStepAndEverythingIsStored)
     EXPECT_EQ(s.checkpoints.back().step, 300);
 }
 
+// A ready-made construction stored with 0 training steps is an experiment like any other: its eval
+// loss is exactly the GD baseline's loss on the same prompts (Proposition 1), and for GD++ the GD++
+// baseline's, both of which the trainer measures independently with the baselines' own code.
+TEST(Trainer, ConstructionsAreReadyMadeModels)
+{
+    const std::string gd = tempPath("trainer_gd_construction.h5");
+    icl::train(tinyConfig({"model.init=gd_construction", "training.steps=0"}), optionsFor(gd), {});
+    const auto s = icl::readRunSummary(gd);
+    ASSERT_EQ(s.checkpoints.size(), 1u);
+    EXPECT_NEAR(s.lastMetric("eval_loss"), s.lastMetric("baseline/gd_1"), 1e-5 * s.lastMetric("baseline/gd_1"));
+    EXPECT_NEAR(s.lastMetric("alignment/gd_1/model_cosine"), 1.0, 1e-5);
+
+    const std::string gdpp = tempPath("trainer_gdpp_construction.h5");
+    icl::train(tinyConfig({"model.init=gdpp_construction", "model.n_layers=2", "training.steps=0",
+                           "eval.baselines=[\"zero\",\"gd\",\"gd_plus_plus\"]", "eval.gd_steps=[2]",
+                           "eval.alignment=[\"gdpp_2\"]"}),
+               optionsFor(gdpp), {});
+    const auto p = icl::readRunSummary(gdpp);
+    EXPECT_NEAR(p.lastMetric("eval_loss"), p.lastMetric("baseline/gdpp_2"), 1e-4 * p.lastMetric("baseline/gdpp_2"));
+    EXPECT_LT(p.lastMetric("alignment/gdpp_2/relative_model_difference"), 1e-4);
+
+    // Constructions exist for the plain LSA only.
+    EXPECT_THROW(tinyConfig({"model.init=gd_construction", "model.softmax_layers=1"}), icl::Error);
+    EXPECT_THROW(tinyConfig({"model.init=gdpp_construction"}), icl::Error);
+}
+
 TEST(Trainer, StopsWhenTheCallbackSaysSoAndKeepsACheckpoint)
 {
     const std::string path = tempPath("trainer_stop.h5");
