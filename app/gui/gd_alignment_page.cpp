@@ -33,6 +33,19 @@ namespace {
 
 const char* kTabNames[] = { "training", "scatter", "weights", "eta", "layers", "ood", "copy" };
 
+/// "gd_2" → "GD-2", "gdpp_3" → "GD++-3", "features_gd_1" → "features + GD-1".
+QString prettyReference(const std::string& ref)
+{
+    const QString r = QString::fromStdString(ref);
+    if (r.startsWith(QLatin1String("gdpp_")))
+        return QStringLiteral("GD++-") + r.mid(5);
+    if (r.startsWith(QLatin1String("features_gd_")))
+        return QStringLiteral("features + GD-") + r.mid(12);
+    if (r.startsWith(QLatin1String("gd_")))
+        return QStringLiteral("GD-") + r.mid(3);
+    return r;
+}
+
 QString number(double v)
 {
     return std::isnan(v) ? QStringLiteral("—") : QString::number(v, 'g', 6);
@@ -543,7 +556,7 @@ void GdAlignmentPage::showAlignmentOverTraining()
 void GdAlignmentPage::runAll()
 {
     m_stale = false;
-    m_metricsTitle->setText(tr("Checkpoint %1 vs %2").arg(m_step).arg(QString::fromStdString(reference())));
+    m_metricsTitle->setText(tr("Checkpoint %1 vs %2").arg(m_step).arg(prettyReference(reference())));
     runMetrics();
     if (m_interleaved)
         runCopy();
@@ -559,7 +572,7 @@ void GdAlignmentPage::runMetrics()
     for (QLabel* l :
         { m_cosine, m_predictionDifference, m_modelDifference, m_relativeDifference, m_modelLoss, m_referenceLoss })
         l->setText(QStringLiteral("…"));
-    const QString refName = QString::fromStdString(reference());
+    const QString refName = prettyReference(reference());
     setStatus(m_scatterStatus, tr("Computing the alignment of checkpoint %1 with %2…").arg(m_step).arg(refName),
         false, true);
     icl::GdAlignmentOptions options;
@@ -585,7 +598,7 @@ void GdAlignmentPage::runMetrics()
                 m_referenceLoss->setText(number(m.reference_loss));
                 m_metricsTitle->setText(tr("Checkpoint %1 vs %2\n(η = %3, %4 prompts)")
                                             .arg(result->checkpoint_step)
-                                            .arg(QString::fromStdString(result->reference))
+                                            .arg(prettyReference(result->reference))
                                             .arg(QString::number(result->reference_eta, 'g', 4))
                                             .arg(result->n_prompts));
                 m_scatterPlot->setFigure(*figure);
