@@ -71,7 +71,7 @@ struct AnalyzeArgs {
     int64_t head = 0;               ///< kernel: 0-based head
     std::vector<int64_t> m;         ///< kernel: numbers of random features (empty: 16, 64, 256, 1024, 4096)
     int64_t seeds = 5;              ///< kernel: random-feature draws per m
-    std::string scaling = "centered";  ///< kernel: "centered" or "symmetric" (see KernelViewOptions)
+    std::string scaling = "balanced";  ///< kernel: "balanced" or "symmetric" (see KernelViewOptions)
 };
 int runAnalyze(const AnalyzeArgs& args);
 

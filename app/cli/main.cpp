@@ -132,9 +132,10 @@ int main(int argc, char** argv)
     a->add_option("--seeds", analyze.seeds, "kernel: random-feature draws per m (default 5)")
         ->check(CLI::Range(int64_t(1), int64_t(1000)));
     a->add_option("--scaling", analyze.scaling,
-                  "kernel: how the scores are split between queries and keys for the random features: centered "
-                  "(keys minus their mean, balanced norms; default) or symmetric (q and k times D^(-1/4))")
-        ->check(CLI::IsMember({"centered", "symmetric"}));
+                  "kernel: how the scores are split between queries and keys for the random features: balanced "
+                  "(keys minus their mean, norms balanced by a linear map; default) or symmetric (q and k times "
+                  "D^(-1/4)); both leave the attention unchanged")
+        ->check(CLI::IsMember({"balanced", "symmetric"}));
 
     try {
         app.parse(argc, argv);

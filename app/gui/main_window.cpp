@@ -28,6 +28,7 @@
 
 #include "app/gui/experiments_page.h"
 #include "app/gui/gd_alignment_page.h"
+#include "app/gui/kernel_view_page.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -67,6 +68,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_experimentsPage(new ExperimentsPage(this))
     , m_trainPage(new TrainPage(this))
     , m_gdAlignmentPage(new GdAlignmentPage(this))
+    , m_kernelViewPage(new KernelViewPage(this))
     , m_timeline(new widgets::CheckpointTimeline(this))
 {
     setWindowTitle(tr("ICL Workbench"));
@@ -84,11 +86,18 @@ MainWindow::MainWindow(QWidget* parent)
         tr("Compare a trained linear self-attention model with gradient descent (von Oswald et al.)"));
     m_navigator->item(0)->setIcon(style()->standardIcon(QStyle::SP_DirOpenIcon));
     m_navigator->item(1)->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
+    addPage(tr("Kernel view"), m_kernelViewPage,
+        tr("Softmax attention as one GD step of a contrastive reference model, exactly and with random features "
+           "(Ren & Liu)"));
     m_navigator->item(2)->setIcon(style()->standardIcon(QStyle::SP_FileDialogContentsView));
+    m_navigator->item(3)->setIcon(style()->standardIcon(QStyle::SP_FileDialogDetailedView));
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     // Analysis pages compute only while they are shown.
     connect(m_navigator, &QListWidget::currentRowChanged, this,
-        [this](int row) { m_gdAlignmentPage->setActive(row == int(Page::GdAlignment)); });
+        [this](int row) {
+            m_gdAlignmentPage->setActive(row == int(Page::GdAlignment));
+            m_kernelViewPage->setActive(row == int(Page::KernelView));
+        });
     m_navigator->setCurrentRow(0);
 
     auto* body = new QHBoxLayout;
@@ -181,9 +190,14 @@ MainWindow::MainWindow(QWidget* parent)
     connect(m_timeline, &widgets::CheckpointTimeline::checkpointSelected, this, [this](qint64 step) {
         m_trainPage->selectCheckpoint(step);
         m_gdAlignmentPage->selectCheckpoint(step);
+        m_kernelViewPage->selectCheckpoint(step);
         statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
     });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
+        if (m_kernelViewPage->isBusy()) {
+            m_kernelViewPage->cancel();
+            statusBar()->showMessage(tr("Kernel view cancelled"), 5000);
+        }
         if (m_gdAlignmentPage->isBusy()) {
             m_gdAlignmentPage->cancel();
             statusBar()->showMessage(tr("Analyses cancelled (a running computation finishes first)"), 5000);
@@ -242,6 +256,22 @@ MainWindow::MainWindow(QWidget* parent)
         m_progress->setValue(percent);
         statusBar()->showMessage(text);
     });
+    connect(m_kernelViewPage, &KernelViewPage::busyStarted, this, &MainWindow::updateBusy);
+    connect(m_kernelViewPage, &KernelViewPage::busyFinished, this, [this] {
+        if (!m_trainPage->isRunning()) {
+            m_progress->setRange(0, 100);
+            m_progress->setValue(100);
+            statusBar()->showMessage(tr("Kernel view: analysis done"), 5000);
+        }
+        updateBusy();
+    });
+    connect(m_kernelViewPage, &KernelViewPage::progressChanged, this, [this](int percent, const QString& text) {
+        if (m_trainPage->isRunning())
+            return; // training owns the progress bar
+        m_progress->setRange(0, 100);
+        m_progress->setValue(percent);
+        statusBar()->showMessage(text);
+    });
     connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
     connect(m_trainPage, &TrainPage::statusMessage, this,
         [this](const QString& message) { statusBar()->showMessage(message, 15000); });
@@ -274,6 +304,8 @@ std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
         return Page::Train;
     if (n == QLatin1String("gd-alignment") || n == QLatin1String("gd_alignment"))
         return Page::GdAlignment;
+    if (n == QLatin1String("kernel") || n == QLatin1String("kernel-view") || n == QLatin1String("kernel_view"))
+        return Page::KernelView;
     return std::nullopt;
 }
 
@@ -315,6 +347,7 @@ bool MainWindow::openExperiment(const QString& path)
     if (!steps.empty())
         m_trainPage->selectCheckpoint(m_timeline->currentStep());
     m_gdAlignmentPage->showExperiment(summary, m_timeline->currentStep());
+    m_kernelViewPage->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
     statusBar()->showMessage(
@@ -343,6 +376,7 @@ qint64 MainWindow::selectCheckpoint(qint64 step)
     if (selected >= 0) {
         m_trainPage->selectCheckpoint(selected);
         m_gdAlignmentPage->selectCheckpoint(selected);
+        m_kernelViewPage->selectCheckpoint(selected);
     }
     return selected;
 }
@@ -357,7 +391,7 @@ widgets::PlotView* MainWindow::currentPlot() const
 
 bool MainWindow::isBusy() const
 {
-    return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy();
+    return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy() || m_kernelViewPage->isBusy();
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -458,6 +492,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
         m_trainPage->stopTraining(); // the job joins its thread when the page is destroyed
     }
     m_gdAlignmentPage->cancel(); // a running analysis ends before the page is destroyed
+    m_kernelViewPage->cancel();
     if (!m_scripted) {
         QSettings settings;
         settings.setValue(kGeometryKey, saveGeometry());

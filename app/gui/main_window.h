@@ -27,6 +27,7 @@ namespace icl::gui {
 
 class ExperimentsPage;
 class GdAlignmentPage;
+class KernelViewPage;
 class TrainPage;
 
 /// Left navigator of pages (Experiments, Train, GD alignment; later pages are added with addPage), the
@@ -36,12 +37,12 @@ class TrainPage;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class Page { Experiments = 0, Train = 1, GdAlignment = 2 };
+    enum class Page { Experiments = 0, Train = 1, GdAlignment = 2, KernelView = 3 };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    /// Page for a command-line name ("experiments", "train", "gd-alignment"), if there is one.
+    /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel"), if there is one.
     static std::optional<Page> pageFromName(const QString& name);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
@@ -75,6 +76,7 @@ public:
     ExperimentsPage* experimentsPage() const { return m_experimentsPage; }
     TrainPage* trainPage() const { return m_trainPage; }
     GdAlignmentPage* gdAlignmentPage() const { return m_gdAlignmentPage; }
+    KernelViewPage* kernelViewPage() const { return m_kernelViewPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
 
@@ -110,6 +112,7 @@ private:
     ExperimentsPage* m_experimentsPage = nullptr;
     TrainPage* m_trainPage = nullptr;
     GdAlignmentPage* m_gdAlignmentPage = nullptr;
+    KernelViewPage* m_kernelViewPage = nullptr;
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <limits>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -39,8 +40,8 @@ void checkOptions(const KernelViewOptions& o)
     if (o.prompt < 0 || o.prompt >= o.n_prompts)
         throw Error("kernel view: prompt " + std::to_string(o.prompt) + " is not one of the "
                     + std::to_string(o.n_prompts) + " prompts");
-    if (o.scaling != "symmetric" && o.scaling != "centered")
-        throw Error("kernel view: scaling must be \"symmetric\" or \"centered\", got \"" + o.scaling + "\"");
+    if (o.scaling != "symmetric" && o.scaling != "balanced")
+        throw Error("kernel view: scaling must be \"symmetric\" or \"balanced\", got \"" + o.scaling + "\"");
     if (o.matrix_m < 1 || o.matrix_m > (int64_t(1) << 20))
         throw Error("kernel view: matrix_m must be in [1, 1048576], got " + std::to_string(o.matrix_m));
 }
@@ -94,6 +95,37 @@ std::map<std::string, std::string> viewMetadata(const KernelView& v)
             {"prompts", std::to_string(v.n_prompts)},
             {"scaling", v.scaling},
             {"seed", std::to_string(v.seed)}};
+}
+
+/// Symmetric positive-definite square root and inverse square root (eigendecomposition).
+std::pair<torch::Tensor, torch::Tensor> sqrtAndInverse(const torch::Tensor& S)
+{
+    auto [values, vectors] = torch::linalg_eigh(S);
+    const torch::Tensor r = values.clamp_min(0).sqrt();
+    return {torch::matmul(vectors * r, vectors.t()), torch::matmul(vectors / r, vectors.t())};
+}
+
+/// KernelViewOptions::scaling = "balanced": keys minus their prompt's mean, then q ↦ A q, k ↦ A⁻¹ k
+/// with the symmetric A that minimises E‖Aq‖² + E‖A⁻¹k‖² (A² = M, M Σ_q M = Σ_k: the geometric mean
+/// of Σ_q⁻¹ and Σ_k). qᵀk is unchanged, the mean shift is one constant per query, so the attention
+/// and the exact reference model are the same; the random features see smaller norms.
+std::pair<torch::Tensor, torch::Tensor> balancedQueriesKeys(const torch::Tensor& q, const torch::Tensor& k)
+{
+    const int64_t D = q.size(-1);
+    const torch::Tensor kc = k - k.mean(-2, true);
+    const torch::Tensor qf = q.reshape({-1, D}), kf = kc.reshape({-1, D});
+    const torch::Tensor eye = torch::eye(D, q.options());
+    auto second = [&](const torch::Tensor& x) {
+        const torch::Tensor S = torch::matmul(x.t(), x) / double(x.size(0));
+        // A tiny ridge keeps directions the data never uses invertible.
+        return S + (1e-9 * S.trace().item<double>() + 1e-300) * eye;
+    };
+    const torch::Tensor Sq = second(qf), Sk = second(kf);
+    const auto [sq, sqInv] = sqrtAndInverse(Sq);
+    const torch::Tensor C = torch::matmul(torch::matmul(sq, Sk), sq);
+    const torch::Tensor M = torch::matmul(torch::matmul(sqInv, sqrtAndInverse(0.5 * (C + C.t())).first), sqInv);
+    const auto [A, AInv] = sqrtAndInverse(0.5 * (M + M.t()));
+    return {torch::matmul(q, A), torch::matmul(kc, AInv)};
 }
 
 } // namespace
@@ -158,15 +190,8 @@ KernelView computeKernelView(const std::string& path, const KernelViewOptions& o
     kv.scaling = o.scaling;
     const double c = std::pow(double(D), -0.25);
     torch::Tensor qs = q * c, ks = k * c, vs = v;
-    if (o.scaling == "centered") {
-        ks = ks - ks.mean(1, true);  // s_ti − q_tᵀk̄: the same shift for every key of query t
-        const double q2 = qs.pow(2).sum(-1).mean().item<double>(), k2 = ks.pow(2).sum(-1).mean().item<double>();
-        if (q2 > 0.0 && k2 > 0.0) {
-            const double a = std::pow(k2 / q2, 0.25);
-            qs = qs * a;
-            ks = ks / a;
-        }
-    }
+    if (o.scaling == "balanced")
+        std::tie(qs, ks) = balancedQueriesKeys(qs, ks);
     const bool nullPair = mo.attention_variant == AttentionVariant::Regularized && mo.variant_strength > 0.0;
     if (nullPair) {
         // exp(s_i) / (Σ_j exp(s_j) + λ) is softmax over one more key k_0 with k_0ᵀq = log λ and value 0.
@@ -253,8 +278,7 @@ Figure kernelErrorFigure(const KernelView& view)
 {
     Figure f;
     f.name = "kernel_error";
-    f.title = "Random-feature reference model vs softmax attention (layer " + std::to_string(view.layer) + ", head "
-        + std::to_string(view.head) + ")";
+    f.title = "Random-feature error vs m";
     f.x_label = "number of random features m";
     f.y_label = "RMSE";
     f.log_x = true;
@@ -302,14 +326,14 @@ Figure referenceLossFigure(const KernelView& view)
 {
     Figure f;
     f.name = "reference_loss";
-    f.title = "Reference model: contrastive loss along GD steps";
+    f.title = "Reference model: loss along GD steps";
     f.x_label = "GD step";
-    f.y_label = "loss  −Σ vᵀWφ(k) + (λ/2)‖W‖²  (mean over queries)";
+    f.y_label = "−Σ vᵀWφ(k) + (λ/2)‖W‖²";
     f.metadata = viewMetadata(view);
     for (const ReferenceLossCurve& c : view.loss) {
         Series s;
-        s.name = c.kernel == "exact" ? "exact kernel" : "m = " + std::to_string(c.m) + " random features";
-        s.name += ", λ = " + fmtNumber(c.lambda);
+        s.name = c.kernel == "exact" ? "exact" : "m=" + std::to_string(c.m);
+        s.name += ", λ=" + fmtNumber(c.lambda);
         s.style = c.kernel == "exact" ? Series::Style::Line : Series::Style::Dashed;
         s.x.assign(c.step.begin(), c.step.end());
         s.y = c.loss;
@@ -362,10 +386,10 @@ Figure variantLossFigure(const std::vector<RunSummary>& runs)
     }
     if (!runs.empty()) {
         auto step = runs[0].metrics.find("step");
-        auto ls = runs[0].metrics.find("baseline/least_squares");
+        auto ls = runs[0].metrics.find("baseline/gd_1");
         if (step != runs[0].metrics.end() && ls != runs[0].metrics.end()) {
             Series s;
-            s.name = "least squares";
+            s.name = "one GD step (baseline)";
             s.style = Series::Style::Dashed;
             for (size_t i = 0; i < step->second.size() && i < ls->second.size(); ++i)
                 if (std::isfinite(ls->second[i]) && ls->second[i] > 0) {

@@ -34,13 +34,13 @@ struct KernelViewOptions {
     double loss_lambda = 1.0;      ///< norm-penalty λ of the second exact-kernel loss curve (> 0 converges)
     int64_t prompt = 0;            ///< prompt whose attention matrices are returned (< n_prompts)
     int64_t matrix_m = 256;        ///< m of the random-feature attention matrix returned for `prompt`
-    /// How the layer's scores qᵀk/√D are split between the queries and keys the random features see
-    /// (every choice gives the same scores up to a constant per query, so the same attention and
+    /// How the layer's scores qᵀk/√D are split between the queries and keys the random features see.
+    /// Every choice gives the same scores up to one constant per query, so the same attention and
     /// exact-kernel reference model; only the random-feature variance, which grows with ‖q + k‖²,
-    /// differs): "symmetric" = q·D^{-1/4}, k·D^{-1/4}; "centered" = the keys of each prompt minus
-    /// their mean (shifts every score of a query by the same amount), then q·a, k/a with
-    /// a⁴ = mean‖k‖² / mean‖q‖² (balanced norms).
-    std::string scaling = "centered";
+    /// differs. "symmetric": q·D^{-1/4}, k·D^{-1/4}. "balanced": after the symmetric split, the keys
+    /// of each prompt minus their mean, then q ↦ A q, k ↦ A⁻¹ k with the symmetric A minimising
+    /// E‖Aq‖² + E‖A⁻¹k‖² over the prompts (A² = geometric mean of Σ_q⁻¹ and Σ_k).
+    std::string scaling = "balanced";
     bool store = true;             ///< store under /analysis/kernel/<id>
     int threads = 0;               ///< LibTorch intra-op threads (0 = keep)
 };
@@ -114,7 +114,7 @@ Figure referenceLossFigure(const KernelView& view);
 
 /// Evaluation loss against training step of several runs (e.g. renliu-kernel and its variants on the
 /// same task), one series per run named by its variant and strength (or file name), plus the first
-/// run's least-squares baseline when recorded. Runs without metrics are skipped.
+/// run's one-GD-step baseline (gd_1) when recorded. Runs without metrics are skipped.
 Figure variantLossFigure(const std::vector<RunSummary>& runs);
 
 /// "softmax", or "regularized λ=0.5" etc. from a run's config (file name when the config is unreadable).

@@ -1,0 +1,425 @@
+#include "app/gui/kernel_view_page.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMetaObject>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include <nlohmann/json.hpp>
+
+#include "app/gui/analysis_runner.h"
+#include "core/analysis/kernel_view.h"
+#include "core/io/experiment_file.h"
+#include "widgets/heatmap_view.h"
+#include "widgets/plot_view.h"
+
+namespace icl::gui {
+
+namespace {
+
+enum JobKey { KernelJob = 100, VariantsJob = 101 };
+
+QString sci(double v)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
+}
+
+/// The `task` section and softmax layers of a run's config ({} when unreadable).
+nlohmann::json taskOf(const icl::RunSummary& s)
+{
+    try {
+        return nlohmann::json::parse(s.config_json).at("task");
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+} // namespace
+
+KernelViewPage::KernelViewPage(QWidget* parent)
+    : QWidget(parent)
+    , m_runner(new AnalysisRunner(this))
+{
+    setObjectName(QStringLiteral("kernelViewPage"));
+    m_stack = new QStackedWidget(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(m_stack);
+
+    m_message = new QLabel(tr("Open an experiment with a softmax-attention layer (e.g. the renliu-kernel preset) "
+                              "to compare it with its contrastive reference model."),
+        this);
+    m_message->setObjectName(QStringLiteral("kernelViewMessage"));
+    m_message->setAlignment(Qt::AlignCenter);
+    m_message->setWordWrap(true);
+    m_message->setMargin(40);
+    m_stack->addWidget(m_message);
+
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->setSpacing(4);
+
+    auto* controls = new QHBoxLayout;
+    auto spin = [&](const QString& label, const QString& name, const QString& tip) {
+        controls->addWidget(new QLabel(label, content));
+        auto* s = new QSpinBox(content);
+        s->setObjectName(name);
+        s->setRange(0, 0);
+        s->setToolTip(tip);
+        controls->addWidget(s);
+        return s;
+    };
+    m_layer = spin(tr("Layer"), QStringLiteral("kernelLayer"), tr("Softmax attention layer (0-based)"));
+    m_head = spin(tr("Head"), QStringLiteral("kernelHead"), tr("Attention head (0-based)"));
+    m_prompt = spin(tr("Prompt"), QStringLiteral("kernelPrompt"),
+        tr("Evaluation prompt whose attention matrices are shown"));
+    controls->addWidget(new QLabel(tr("Random features m"), content));
+    m_matrixM = new QComboBox(content);
+    m_matrixM->setObjectName(QStringLiteral("kernelFeatures"));
+    for (int m : { 16, 64, 256, 1024, 4096 })
+        m_matrixM->addItem(QString::number(m), m);
+    m_matrixM->setCurrentIndex(2);
+    m_matrixM->setToolTip(tr("Number of random features of the approximated attention matrix"));
+    controls->addWidget(m_matrixM);
+    controls->addStretch(1);
+    layout->addLayout(controls);
+
+    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
+    m_summaryLabel->setObjectName(QStringLiteral("kernelSummary"));
+    m_summaryLabel->setWordWrap(true);
+    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_summaryLabel);
+    m_status = new QLabel(content);
+    m_status->setObjectName(QStringLiteral("kernelStatus"));
+    m_status->setWordWrap(true);
+    layout->addWidget(m_status);
+
+    auto* grid = new QGridLayout;
+    grid->setSpacing(4);
+    m_exact = new widgets::HeatmapView(content);
+    m_exact->setObjectName(QStringLiteral("kernelExactHeatmap"));
+    m_exact->setCaptionVisible(false);
+    m_approx = new widgets::HeatmapView(content);
+    m_approx->setObjectName(QStringLiteral("kernelApproxHeatmap"));
+    m_approx->setCaptionVisible(false);
+    m_errorPlot = new widgets::PlotView(content);
+    m_errorPlot->setObjectName(QStringLiteral("kernelErrorPlot"));
+    m_lossPlot = new widgets::PlotView(content);
+    m_lossPlot->setObjectName(QStringLiteral("kernelLossPlot"));
+    m_variantPlot = new widgets::PlotView(content);
+    m_variantPlot->setObjectName(QStringLiteral("kernelVariantPlot"));
+
+    auto* variantBox = new QWidget(content);
+    auto* variantLayout = new QVBoxLayout(variantBox);
+    variantLayout->setContentsMargins(0, 0, 0, 0);
+    auto* variantControls = new QHBoxLayout;
+    m_addVariants = new QPushButton(tr("Add experiment files…"), variantBox);
+    m_addVariants->setObjectName(QStringLiteral("kernelAddVariants"));
+    m_addVariants->setToolTip(tr("Compare the loss curves of other runs (e.g. the renliu-regularized, "
+                                 "renliu-augmented and renliu-negative-samples presets)"));
+    variantControls->addWidget(m_addVariants);
+    m_variantStatus = new QLabel(variantBox);
+    m_variantStatus->setObjectName(QStringLiteral("kernelVariantStatus"));
+    m_variantStatus->setWordWrap(true);
+    variantControls->addWidget(m_variantStatus, 1);
+    variantLayout->addLayout(variantControls);
+    variantLayout->addWidget(m_variantPlot, 1);
+
+    grid->addWidget(m_exact, 0, 0);
+    grid->addWidget(m_approx, 0, 1);
+    grid->addWidget(m_errorPlot, 0, 2);
+    grid->addWidget(m_lossPlot, 1, 0);
+    grid->addWidget(variantBox, 1, 1, 1, 2);
+    for (int c = 0; c < 3; ++c)
+        grid->setColumnStretch(c, 1);
+    grid->setRowStretch(0, 1);
+    grid->setRowStretch(1, 1);
+    layout->addLayout(grid, 1);
+    m_stack->addWidget(content);
+
+    auto rerun = [this] {
+        m_stale = true;
+        if (ready())
+            runKernel();
+    };
+    connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
+    connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
+    connect(m_prompt, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
+    connect(m_matrixM, qOverload<int>(&QComboBox::currentIndexChanged), this, rerun);
+    connect(m_addVariants, &QPushButton::clicked, this, [this] {
+        const QStringList files = QFileDialog::getOpenFileNames(this, tr("Add experiment files"),
+            QString::fromStdString(std::filesystem::path(m_path).parent_path().string()),
+            tr("Experiment files (*.h5);;All files (*)"));
+        addVariantFiles(files);
+    });
+
+    connect(m_runner, &AnalysisRunner::started, this, &KernelViewPage::busyStarted);
+    connect(m_runner, &AnalysisRunner::finished, this, &KernelViewPage::busyFinished);
+}
+
+KernelViewPage::~KernelViewPage()
+{
+    if (m_stop)
+        *m_stop = true;
+}
+
+bool KernelViewPage::supports(const icl::RunSummary& summary, QString* why)
+{
+    try {
+        const auto cfg = nlohmann::json::parse(summary.config_json);
+        const auto& model = cfg.at("model");
+        if (model.value("kind", std::string()) != "lsa") {
+            if (why)
+                *why = tr("The kernel view needs an lsa model with a softmax attention layer; this run has a %1 model.")
+                           .arg(QString::fromStdString(model.value("kind", std::string("?"))));
+            return false;
+        }
+        if (model.value("softmax_layers", int64_t(0)) < 1) {
+            if (why)
+                *why = tr("The kernel view needs a softmax attention layer (model.softmax_layers ≥ 1); every layer "
+                          "of this run is linear. Train the renliu-kernel preset for an example.");
+            return false;
+        }
+        return true;
+    } catch (const std::exception& e) {
+        if (why)
+            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
+        return false;
+    }
+}
+
+void KernelViewPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+{
+    cancel();
+    ++m_generation;
+    ++m_variantGeneration;
+    m_summary = summary;
+    m_path = summary.path;
+    m_step = step;
+    QString why;
+    m_supported = supports(summary, &why);
+    if (!m_supported) {
+        m_message->setText(why);
+        m_stack->setCurrentWidget(m_message);
+        m_stale = false;
+        return;
+    }
+    m_stack->setCurrentWidget(m_stack->widget(1));
+    const auto cfg = nlohmann::json::parse(summary.config_json);
+    {
+        const QSignalBlocker b1(m_layer), b2(m_head), b3(m_prompt);
+        m_layer->setRange(0, int(cfg["model"].value("softmax_layers", int64_t(1))) - 1);
+        m_head->setRange(0, int(cfg["model"].value("n_heads", int64_t(1))) - 1);
+        m_prompt->setRange(0, 127);
+        m_layer->setValue(0);
+        m_head->setValue(0);
+        m_prompt->setValue(0);
+    }
+    // The variant comparison starts with this run and the runs next to it on the same task.
+    m_variantFiles = { QString::fromStdString(m_path) };
+    const nlohmann::json task = taskOf(summary);
+    std::error_code ec;
+    std::vector<std::string> siblings;
+    for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(m_path).parent_path(), ec))
+        if (entry.path().extension() == ".h5" && entry.path() != std::filesystem::path(m_path))
+            siblings.push_back(entry.path().string());
+    std::sort(siblings.begin(), siblings.end());
+    for (const std::string& s : siblings) {
+        if (m_variantFiles.size() >= 12)
+            break;
+        try {
+            const icl::RunSummary other = icl::readRunSummary(s);
+            QString ignored;
+            if (supports(other, &ignored) && taskOf(other) == task)
+                m_variantFiles << QString::fromStdString(s);
+        } catch (const std::exception&) {
+            // not an experiment file (or being written): not a variant
+        }
+    }
+    m_stale = true;
+    runVariants();
+    if (ready())
+        runKernel();
+}
+
+void KernelViewPage::selectCheckpoint(qint64 step)
+{
+    if (step == m_step && !m_stale)
+        return;
+    m_step = step;
+    m_stale = true;
+    if (ready())
+        runKernel();
+}
+
+void KernelViewPage::setActive(bool active)
+{
+    m_active = active;
+    if (active && m_stale && ready())
+        runKernel();
+}
+
+bool KernelViewPage::isBusy() const
+{
+    return m_runner->isBusy();
+}
+
+void KernelViewPage::cancel()
+{
+    if (m_stop)
+        *m_stop = true;
+    const bool wasBusy = m_runner->isBusy();
+    m_runner->cancel();
+    if (wasBusy) {
+        m_stale = true;
+        m_status->setText(tr("Cancelled. Select a checkpoint to compute again."));
+    }
+}
+
+bool KernelViewPage::ready() const
+{
+    return m_supported && m_active && !m_path.empty() && m_step >= 0;
+}
+
+void KernelViewPage::addVariantFiles(const QStringList& paths)
+{
+    bool added = false;
+    for (const QString& p : paths)
+        if (!p.isEmpty() && !m_variantFiles.contains(p)) {
+            m_variantFiles << p;
+            added = true;
+        }
+    if (added)
+        runVariants();
+}
+
+void KernelViewPage::runKernel()
+{
+    m_stale = false;
+    const quint64 generation = ++m_generation;
+    if (m_stop)
+        *m_stop = true; // the previous analysis is superseded
+    auto stop = std::make_shared<std::atomic<bool>>(false);
+    m_stop = stop;
+    icl::KernelViewOptions o;
+    o.checkpoint_step = m_step;
+    o.layer = m_layer->value();
+    o.head = m_head->value();
+    o.prompt = m_prompt->value();
+    o.matrix_m = m_matrixM->currentData().toInt();
+    o.store = false;
+    const std::string path = m_path;
+    m_status->setText(tr("Computing the kernel view of layer %1, head %2 at checkpoint %3…")
+                          .arg(o.layer)
+                          .arg(o.head)
+                          .arg(m_step));
+    m_runner->enqueue(
+        KernelJob, tr("kernel view"),
+        [this, generation, path, o, stop]() -> AnalysisRunner::Continuation {
+            auto view = std::make_shared<icl::KernelView>(
+                icl::computeKernelView(path, o, [this, stop](int64_t done, int64_t total) {
+                    const int percent = int(100 * done / std::max<int64_t>(1, total));
+                    QMetaObject::invokeMethod(
+                        this,
+                        [this, percent] { Q_EMIT progressChanged(percent, tr("Kernel view: %1%").arg(percent)); },
+                        Qt::QueuedConnection);
+                    return !*stop;
+                }));
+            return [this, generation, view] {
+                if (generation != m_generation)
+                    return;
+                const icl::KernelView& kv = *view;
+                const std::map<std::string, std::string> meta
+                    = { { "experiment", std::filesystem::path(kv.path).filename().string() },
+                          { "checkpoint_step", std::to_string(kv.checkpoint_step) },
+                          { "layer", std::to_string(kv.layer) },
+                          { "head", std::to_string(kv.head) },
+                          { "prompt", std::to_string(kv.prompt) } };
+                // One colour scale for both matrices so that they compare cell by cell.
+                double limit = 0.0;
+                for (double x : kv.exact_attention.data)
+                    limit = std::max(limit, std::abs(x));
+                for (double x : kv.approx_attention.data)
+                    limit = std::max(limit, std::abs(x));
+                m_exact->setMetadata(meta);
+                m_exact->setColorLimit(limit);
+                m_exact->setMatrix(kv.exact_attention);
+                m_approx->setMetadata(meta);
+                m_approx->setColorLimit(limit);
+                m_approx->setMatrix(kv.approx_attention);
+                m_errorPlot->setFigure(icl::kernelErrorFigure(kv));
+                m_lossPlot->setFigure(icl::referenceLossFigure(kv));
+                m_summaryLabel->setText(
+                    tr("Checkpoint %1, layer %2, head %3 (%4 attention, %5 prompts, %6 queries × %7 keys): exact-kernel "
+                       "reference model vs the layer: max error %8 (output %9, attention %10). Random features: "
+                       "fitted slope of the output error vs m %11 (attention %12; 1/√m is −0.5). Mean query/key "
+                       "norm seen by the features %13 / %14.")
+                        .arg(kv.checkpoint_step)
+                        .arg(kv.layer)
+                        .arg(kv.head)
+                        .arg(QString::fromStdString(kv.attention_variant))
+                        .arg(kv.n_prompts)
+                        .arg(kv.n_queries)
+                        .arg(kv.n_keys)
+                        .arg(sci(kv.exact_max_error), sci(kv.exact_output_max_abs), sci(kv.exact_attention_max_abs),
+                            QString::number(kv.sweep.output_rmse.slope, 'f', 3),
+                            QString::number(kv.sweep.attention_rmse.slope, 'f', 3), QString::number(kv.query_norm_mean, 'f', 2),
+                            QString::number(kv.key_norm_mean, 'f', 2)));
+                m_status->clear();
+            };
+        },
+        [this, generation](const QString& error) {
+            if (generation != m_generation)
+                return;
+            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
+        });
+}
+
+void KernelViewPage::runVariants()
+{
+    const quint64 generation = ++m_variantGeneration;
+    const QStringList files = m_variantFiles;
+    m_variantStatus->setText(tr("Reading %1 experiment file(s)…").arg(files.size()));
+    m_runner->enqueue(
+        VariantsJob, tr("variant loss curves"),
+        [this, generation, files]() -> AnalysisRunner::Continuation {
+            std::vector<icl::RunSummary> runs;
+            QStringList failed;
+            for (const QString& f : files) {
+                try {
+                    runs.push_back(icl::readRunSummary(f.toStdString()));
+                } catch (const std::exception& e) {
+                    failed << QStringLiteral("%1 (%2)").arg(QFileInfo(f).fileName(), QString::fromUtf8(e.what()));
+                }
+            }
+            auto figure = std::make_shared<icl::Figure>(icl::variantLossFigure(runs));
+            const int shown = int(runs.size());
+            return [this, generation, figure, failed, shown] {
+                if (generation != m_variantGeneration)
+                    return;
+                m_variantPlot->setFigure(*figure);
+                m_variantStatus->setText(failed.isEmpty()
+                        ? tr("%1 run(s) on this task").arg(shown)
+                        : tr("Not shown: %1").arg(failed.join(QStringLiteral("; "))));
+            };
+        },
+        [this, generation](const QString& error) {
+            if (generation == m_variantGeneration)
+                m_variantStatus->setText(error);
+        });
+}
+
+} // namespace icl::gui
