@@ -105,14 +105,15 @@ std::pair<torch::Tensor, torch::Tensor> sqrtAndInverse(const torch::Tensor& S)
     return {torch::matmul(vectors * r, vectors.t()), torch::matmul(vectors / r, vectors.t())};
 }
 
-/// KernelViewOptions::scaling = "balanced": keys minus their prompt's mean, then q ↦ A q, k ↦ A⁻¹ k
+/// KernelViewOptions::scaling = "balanced": keys minus their prompt's mean (when `center`), then q ↦ A q, k ↦ A⁻¹ k
 /// with the symmetric A that minimises E‖Aq‖² + E‖A⁻¹k‖² (A² = M, M Σ_q M = Σ_k: the geometric mean
 /// of Σ_q⁻¹ and Σ_k). qᵀk is unchanged, the mean shift is one constant per query, so the attention
 /// and the exact reference model are the same; the random features see smaller norms.
-std::pair<torch::Tensor, torch::Tensor> balancedQueriesKeys(const torch::Tensor& q, const torch::Tensor& k)
+std::pair<torch::Tensor, torch::Tensor> balancedQueriesKeys(const torch::Tensor& q, const torch::Tensor& k,
+                                                            bool center)
 {
     const int64_t D = q.size(-1);
-    const torch::Tensor kc = k - k.mean(-2, true);
+    const torch::Tensor kc = center ? k - k.mean(-2, true) : k;
     const torch::Tensor qf = q.reshape({-1, D}), kf = kc.reshape({-1, D});
     const torch::Tensor eye = torch::eye(D, q.options());
     auto second = [&](const torch::Tensor& x) {
@@ -190,9 +191,11 @@ KernelView computeKernelView(const std::string& path, const KernelViewOptions& o
     kv.scaling = o.scaling;
     const double c = std::pow(double(D), -0.25);
     torch::Tensor qs = q * c, ks = k * c, vs = v;
-    if (o.scaling == "balanced")
-        std::tie(qs, ks) = balancedQueriesKeys(qs, ks);
     const bool nullPair = mo.attention_variant == AttentionVariant::Regularized && mo.variant_strength > 0.0;
+    // The null pair's kernel value λ is absolute, so a per-query shift of the scores is not free there:
+    // the regularized variant keeps its keys uncentred.
+    if (o.scaling == "balanced")
+        std::tie(qs, ks) = balancedQueriesKeys(qs, ks, !nullPair);
     if (nullPair) {
         // exp(s_i) / (Σ_j exp(s_j) + λ) is softmax over one more key k_0 with k_0ᵀq = log λ and value 0.
         const int64_t B = q.size(0);

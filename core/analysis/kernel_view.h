@@ -38,7 +38,8 @@ struct KernelViewOptions {
     /// Every choice gives the same scores up to one constant per query, so the same attention and
     /// exact-kernel reference model; only the random-feature variance, which grows with ‖q + k‖²,
     /// differs. "symmetric": q·D^{-1/4}, k·D^{-1/4}. "balanced": after the symmetric split, the keys
-    /// of each prompt minus their mean, then q ↦ A q, k ↦ A⁻¹ k with the symmetric A minimising
+    /// of each prompt minus their mean (not for the regularized variant, whose null pair has an
+    /// absolute kernel value), then q ↦ A q, k ↦ A⁻¹ k with the symmetric A minimising
     /// E‖Aq‖² + E‖A⁻¹k‖² over the prompts (A² = geometric mean of Σ_q⁻¹ and Σ_k).
     std::string scaling = "balanced";
     bool store = true;             ///< store under /analysis/kernel/<id>

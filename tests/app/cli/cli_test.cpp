@@ -190,4 +190,32 @@ TEST(Cli, PresetsListsTheDefaultExperiment)
     EXPECT_TRUE(found) << r.out;
 }
 
+// The kernel view from the command line on a freshly trained renliu-kernel run: the exact-kernel
+// reference model equals the layer, the JSON carries the sweep over the requested m, and bad
+// layers are one-line errors.
+TEST(Cli, AnalyzeKernelJson)
+{
+    const std::string out = temp("cli_kernel.h5");
+    const Result tr = run("train --preset renliu-kernel --set training.batch_size=64 --set training.eval_every=10"
+                          " --set training.checkpoint_every=10 --set eval.n_prompts=200 --steps 20"
+                          " --device cpu --threads 1 --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    const Result k = run("analyze " + out + " kernel --m 16,64,256 --seeds 3 --prompts 32 --json");
+    ASSERT_EQ(k.code, 0) << k.err;
+    const auto j = nlohmann::json::parse(k.out);
+    EXPECT_EQ(j["analysis"], "kernel");
+    EXPECT_EQ(j["checkpoint_step"], 20);
+    EXPECT_EQ(j["attention_variant"], "softmax");
+    EXPECT_LE(j["exact_max_error"].get<double>(), 1e-5);
+    EXPECT_EQ(j["m"], (std::vector<int64_t>{16, 64, 256}));
+    EXPECT_EQ(j["seeds"], 3);
+    ASSERT_EQ(j["error"].size(), 3u);
+    EXPECT_TRUE(j["slope"].is_number());
+    EXPECT_LT(j["error"][2].get<double>(), j["error"][0].get<double>());  // more features, smaller error
+    EXPECT_EQ(j["reference_loss"][0]["kernel"], "exact");
+    const Result info = run("info " + out + " --json");
+    EXPECT_NE(info.out.find("\"kernel\""), std::string::npos) << "the analysis is stored in the file";
+    expectOneLineError(run("analyze " + out + " kernel --layer 1"), "layer 1 is not a softmax layer");
+}
+
 } // namespace

@@ -1,0 +1,153 @@
+// The Kernel view page on real renliu-kernel experiments written by icl::train with a tiny config.
+// Expected values come from independent calls of the core facade (computeKernelView) and from the
+// files (icl::readRunSummary), never from the page under test.
+
+#include "app/gui/kernel_view_page.h"
+
+#include <QComboBox>
+#include <QDir>
+#include <QFileInfo>
+#include <QLabel>
+#include <QListWidget>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include "app/gui/main_window.h"
+#include "core/analysis/kernel_view.h"
+#include "core/io/config.h"
+#include "core/io/experiment_file.h"
+#include "core/training/trainer.h"
+#include "widgets/heatmap_view.h"
+#include "widgets/plot_view.h"
+
+using icl::gui::KernelViewPage;
+using icl::gui::MainWindow;
+
+namespace {
+
+class KernelViewPageTest : public ::testing::Test {
+protected:
+    static void trainRun(const std::string& path, const std::vector<std::string>& extra)
+    {
+        icl::ConfigRequest request;
+        request.preset = "renliu-kernel";
+        request.scale = "quick";
+        request.sets = { "training.batch_size=64", "training.eval_every=10", "training.checkpoint_every=10",
+            "eval.n_prompts=200", "eval.bootstrap=10" };
+        request.sets.insert(request.sets.end(), extra.begin(), extra.end());
+        request.steps = 20;
+        request.device = "cpu";
+        icl::TrainOptions options;
+        options.out_path = path;
+        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
+    }
+    static void SetUpTestSuite()
+    {
+        s_dir = new QTemporaryDir;
+        ASSERT_TRUE(s_dir->isValid());
+        s_run = s_dir->filePath("kernel.h5").toStdString();
+        trainRun(s_run, {});
+        trainRun(s_dir->filePath("negative.h5").toStdString(),
+            { "model.attention_variant=negative_samples", "model.variant_strength=1" });
+        // Another task: not a variant of this run.
+        trainRun(s_dir->filePath("other_task.h5").toStdString(), { "task.d=3" });
+    }
+    static void TearDownTestSuite()
+    {
+        delete s_dir;
+        s_dir = nullptr;
+    }
+    static QTemporaryDir* s_dir;
+    static std::string s_run;
+};
+
+QTemporaryDir* KernelViewPageTest::s_dir = nullptr;
+std::string KernelViewPageTest::s_run;
+
+} // namespace
+
+TEST_F(KernelViewPageTest, ShowsTheFacadesNumbersAndTheVariantsOnTheSameTask)
+{
+    MainWindow window;
+    window.setScripted(true);
+    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
+    ASSERT_NE(navigator, nullptr);
+    ASSERT_GE(navigator->count(), 4);
+    EXPECT_EQ(navigator->item(3)->text(), "Kernel view");
+    EXPECT_EQ(MainWindow::pageFromName("kernel"), MainWindow::Page::KernelView);
+
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
+    window.showPage(MainWindow::Page::KernelView);
+    KernelViewPage* page = window.kernelViewPage();
+    ASSERT_TRUE(page->isBusy()) << "showing the page starts its analysis";
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
+
+    icl::KernelViewOptions o;
+    o.store = false;
+    o.matrix_m = page->featuresChooser()->currentData().toInt();
+    const icl::KernelView kv = icl::computeKernelView(s_run, o);
+    EXPECT_EQ(page->checkpointStep(), 20);
+    const icl::Matrix& exact = page->exactHeatmap()->matrix();
+    ASSERT_EQ(exact.rows, kv.exact_attention.rows);
+    ASSERT_EQ(exact.cols, kv.exact_attention.cols);
+    for (size_t i = 0; i < exact.data.size(); ++i) {
+        EXPECT_DOUBLE_EQ(exact.data[i], kv.exact_attention.data[i]);
+        EXPECT_DOUBLE_EQ(page->approxHeatmap()->matrix().data[i], kv.approx_attention.data[i]);
+    }
+    // Error vs m on log-log axes, with the slope in the legend.
+    const icl::Figure& err = page->errorPlot()->figure();
+    EXPECT_TRUE(err.log_x);
+    EXPECT_TRUE(err.log_y);
+    ASSERT_FALSE(err.series.empty());
+    EXPECT_EQ(err.series[0].y, kv.sweep.output_rmse.mean);
+    EXPECT_NE(err.series[0].name.find("slope"), std::string::npos);
+    EXPECT_TRUE(page->summaryLabel()->text().contains(QString::number(kv.sweep.output_rmse.slope, 'f', 3)));
+    EXPECT_EQ(page->lossPlot()->figure().series.size(), kv.loss.size());
+
+    // The variant on the same task is found next to the file; the other task is not.
+    const icl::Figure& variants = page->variantPlot()->figure();
+    std::vector<std::string> names;
+    for (const auto& s : variants.series)
+        names.push_back(s.name);
+    ASSERT_GE(names.size(), 2u);
+    EXPECT_EQ(names[0], "softmax (kernel.h5)");
+    EXPECT_EQ(names[1], "negative_samples β=1 (negative.h5)");
+    for (const auto& n : names)
+        EXPECT_EQ(n.find("other_task"), std::string::npos);
+    const icl::RunSummary neg = icl::readRunSummary(s_dir->filePath("negative.h5").toStdString());
+    EXPECT_EQ(variants.series[1].y.back(), neg.metrics.at("eval_loss").back());
+
+    // A file added by the user joins the comparison; exports carry the plotted data.
+    page->addVariantFiles({ s_dir->filePath("other_task.h5") });
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 60000));
+    EXPECT_EQ(page->variantFiles().size(), 3);
+    const std::string csv = s_dir->filePath("err.csv").toStdString();
+    std::string error;
+    ASSERT_TRUE(page->exactHeatmap()->exportTo(csv, "csv", 100, &error)) << error;
+    EXPECT_GT(QFileInfo(QString::fromStdString(csv)).size(), 100);
+}
+
+TEST_F(KernelViewPageTest, FollowsTheTimelineAndRefusesLinearModels)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
+    window.showPage(MainWindow::Page::KernelView);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_EQ(window.selectCheckpoint(10), 10);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    EXPECT_TRUE(window.kernelViewPage()->summaryLabel()->text().startsWith("Checkpoint 10,"))
+        << window.kernelViewPage()->summaryLabel()->text().toStdString();
+
+    const std::string linear = s_dir->filePath("linear/lsa.h5").toStdString();
+    QDir().mkpath(s_dir->filePath("linear"));
+    trainRun(linear, { "model.softmax_layers=0" });
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(linear)));
+    EXPECT_FALSE(window.kernelViewPage()->isBusy());
+    EXPECT_TRUE(window.kernelViewPage()->messageLabel()->isVisible());
+    EXPECT_TRUE(window.kernelViewPage()->messageLabel()->text().contains("softmax_layers"));
+}
