@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/seeds.h"
 
@@ -70,6 +71,79 @@ torch::Tensor predictRidge(const PromptBatch& batch, double lambda)
     torch::Tensor rhs = torch::matmul(v.X.transpose(1, 2), v.y.unsqueeze(-1));      // [B, d, 1]
     torch::Tensor w = torch::linalg::solve(gram, rhs, /*left=*/true).squeeze(-1);  // [B, d]
     return asBatch(predictWith(w, v.xq), batch);
+}
+
+torch::Tensor predictKnn(const PromptBatch& batch, int64_t k)
+{
+    const int64_t n = batch.nContext();
+    if (n == 0)
+        return predictZero(batch);
+    Float64View v = float64(batch);
+    const torch::Tensor dist = (v.X - v.xq.unsqueeze(1)).pow(2).sum(-1);             // [B, n]
+    const int64_t kk = std::min(k, n);
+    const torch::Tensor idx = std::get<1>(dist.topk(kk, 1, /*largest=*/false));     // [B, kk]
+    return asBatch(v.y.gather(1, idx).mean(1), batch);
+}
+
+torch::Tensor predictAveraging(const PromptBatch& batch)
+{
+    const int64_t n = batch.nContext();
+    if (n == 0)
+        return predictZero(batch);
+    Float64View v = float64(batch);
+    const torch::Tensor w = torch::einsum("bn,bnd->bd", {v.y, v.X}) / double(n);
+    return asBatch(predictWith(w, v.xq), batch);
+}
+
+torch::Tensor predictOracleRidgePhi(const PromptBatch& batch, const std::function<torch::Tensor(const torch::Tensor&)>& phi,
+                                    double lambda)
+{
+    const PromptBatch f{phi(batch.x.to(torch::kFloat64)), batch.y, batch.w};
+    return predictRidge(f, lambda).to(batch.x.scalar_type());
+}
+
+torch::Tensor predictMixturePosterior(const PromptBatch& batch,
+                                      const std::vector<std::function<torch::Tensor(const torch::Tensor&)>>& phis,
+                                      double tau, double sigma)
+{
+    const int64_t n = batch.nContext(), B = batch.batchSize();
+    if (phis.empty())
+        throw Error("mixture_posterior: no representations");
+    if (n == 0)
+        return predictZero(batch);
+    const double t2 = tau * tau, s2 = std::max(sigma * sigma, 1e-6 * t2);
+    const torch::Tensor X = batch.x.to(torch::kFloat64);
+    const torch::Tensor y = batch.contextY().to(torch::kFloat64).unsqueeze(-1);             // [B, n, 1]
+    const torch::Tensor eye = torch::eye(n, torch::kFloat64).unsqueeze(0);
+    std::vector<torch::Tensor> logLik, preds;
+    for (const auto& phi : phis) {
+        const torch::Tensor F = phi(X);                                                     // [B, n+1, D]
+        const torch::Tensor Fc = F.narrow(1, 0, n), fq = F.select(1, n);
+        const torch::Tensor C = t2 * torch::matmul(Fc, Fc.transpose(1, 2)) + s2 * eye;      // [B, n, n]
+        const torch::Tensor L = torch::linalg_cholesky(C);
+        const torch::Tensor alpha = torch::cholesky_solve(y, L);                            // C⁻¹y [B, n, 1]
+        const torch::Tensor logDet = 2.0 * torch::log(torch::diagonal(L, 0, -2, -1)).sum(-1);
+        logLik.push_back(-0.5 * (y * alpha).sum({1, 2}) - 0.5 * logDet);                    // [B] (+ const)
+        preds.push_back(t2 * torch::einsum("bd,bnd,bn->b", {fq, Fc, alpha.squeeze(-1)}));
+    }
+    const torch::Tensor weights = torch::softmax(torch::stack(logLik, 1), 1);              // [B, K]
+    (void)B;
+    return asBatch((weights * torch::stack(preds, 1)).sum(1), batch);
+}
+
+double fitRidgeLambda(const PromptBatch& tuning)
+{
+    const torch::Tensor y = tuning.queryY().to(torch::kFloat64);
+    double best = 1.0, bestLoss = std::numeric_limits<double>::infinity();
+    for (int i = -8; i <= 6; ++i) {
+        const double lambda = std::pow(10.0, 0.5 * i);
+        const double loss = halfMse(predictRidge(tuning, lambda).to(torch::kFloat64), y).item<double>();
+        if (loss < bestLoss) {
+            bestLoss = loss;
+            best = lambda;
+        }
+    }
+    return best;
 }
 
 torch::Tensor predictGd(const PromptBatch& batch, int64_t k, double eta)
@@ -330,6 +404,9 @@ FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t see
 FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& tuning, uint64_t seed)
 {
     FittedBaselines f;
+    const auto names = baselineNames(config.eval);
+    if (config.task.kind != "linear_regression" && std::find(names.begin(), names.end(), "ridge") != names.end())
+        f.ridge_lambda = fitRidgeLambda(tuning);
     for (const auto& name : baselineNames(config.eval)) {
         if (name.rfind("gd_", 0) == 0) {
             const int64_t k = std::stoll(name.substr(3));
@@ -350,7 +427,9 @@ FittedBaselines fittedFromMetrics(const std::map<std::string, std::vector<double
     for (const auto& [key, values] : metrics) {
         if (values.empty() || !std::isfinite(values.back()))
             continue;
-        if (key.rfind("baseline_eta/", 0) == 0) {
+        if (key == "baseline_lambda/ridge") {
+            f.ridge_lambda = values.back();
+        } else if (key.rfind("baseline_eta/", 0) == 0) {
             f.eta[key.substr(13)] = values.back();
         } else if (key.rfind("baseline_param/", 0) == 0) {
             // baseline_param/gdpp_k/eta_l or …/gamma_l
@@ -377,6 +456,8 @@ std::map<std::string, double> fittedToMetrics(const FittedBaselines& fitted)
     std::map<std::string, double> m;
     for (const auto& [name, eta] : fitted.eta)
         m["baseline_eta/" + name] = eta;
+    if (fitted.ridge_lambda >= 0)
+        m["baseline_lambda/ridge"] = fitted.ridge_lambda;
     for (const auto& [name, fg] : fitted.features_gd)
         m["baseline_param/" + name + "/eta"] = fg.eta;  // informative only; φ is refitted on load
     for (const auto& [name, p] : fitted.gdpp)
@@ -426,7 +507,26 @@ torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch,
     if (name == "least_squares")
         return predictLeastSquares(batch);
     if (name == "ridge")
-        return predictRidge(batch, ridgeLambda(config));
+        return predictRidge(batch, fitted.ridge_lambda >= 0 ? fitted.ridge_lambda : ridgeLambda(config));
+    if (name == "knn")
+        return predictKnn(batch, 3);
+    if (name == "averaging")
+        return predictAveraging(batch);
+    if (name == "oracle_ridge_phi" || name == "mixture_posterior") {
+        if (config.task.kind != "representation" && config.task.kind != "representation_mixture")
+            throw Error("baseline " + name + ": needs a representation task");
+        const auto& reps = taskRepresentations(config.task);
+        if (name == "oracle_ridge_phi") {
+            // The prompt's own Φ* (for a mixture: the one it was drawn with is unknown here, so use Φ*_1;
+            // mixture_posterior is the Bayes-optimal baseline there).
+            const double tau = config.task.w_scale, sigma = config.task.noise_std;
+            return predictOracleRidgePhi(batch, reps[0], sigma * sigma / (tau * tau));
+        }
+        std::vector<std::function<torch::Tensor(const torch::Tensor&)>> phis;
+        for (const auto& r : reps)
+            phis.push_back(r);
+        return predictMixturePosterior(batch, phis, config.task.w_scale, config.task.noise_std);
+    }
     if (name.rfind("gd_", 0) == 0) {
         auto it = fitted.eta.find(name);
         if (it == fitted.eta.end())

@@ -28,6 +28,27 @@ torch::Tensor predictLeastSquares(const PromptBatch& batch);
 /// Ridge ŵ = (XᵀX + λI)⁻¹Xᵀy on the sum-of-squares objective; λ = 0 gives least squares. Returns [B].
 torch::Tensor predictRidge(const PromptBatch& batch, double lambda);
 
+/// k-nearest neighbours (Garg et al.: k = 3): the mean label of the k context inputs closest to x_q in
+/// Euclidean distance (all of them when fewer than k). Returns [B].
+torch::Tensor predictKnn(const PromptBatch& batch, int64_t k = 3);
+
+/// Averaging (Garg et al.): ŵ = (1/N)·Σ y_i x_i, ŷ = ⟨ŵ, x_q⟩. Returns [B].
+torch::Tensor predictAveraging(const PromptBatch& batch);
+
+/// Oracle of Guo et al. (PAPERS.md §2): ridge with penalty λ on (Φ*(x_i), y_i), ŷ = ⟨ŵ, Φ*(x_q)⟩. With
+/// w ~ N(0, τ²I) and noise σ this is the Bayes posterior mean for λ = σ²/τ². Returns [B].
+torch::Tensor predictOracleRidgePhi(const PromptBatch& batch, const std::function<torch::Tensor(const torch::Tensor&)>& phi,
+                                    double lambda);
+
+/// Bayes-optimal prediction for a mixture of K representations (Guo et al. mixture setting): with
+/// w ~ N(0, τ²I) and noise σ, y_ctx | k ~ N(0, τ²·F_k F_kᵀ + σ²I) with F_k = Φ*_k(X); the posterior
+/// weights π_k ∝ p(y_ctx | k) (uniform prior) mix the K posterior-mean predictions
+/// ŷ_k = τ²·φ_k(x_q)ᵀF_kᵀ(τ²F_kF_kᵀ + σ²I)⁻¹y_ctx. σ² is floored at 1e-6·τ² to keep the covariance
+/// invertible for noise-free tasks. Returns [B].
+torch::Tensor predictMixturePosterior(const PromptBatch& batch,
+                                      const std::vector<std::function<torch::Tensor(const torch::Tensor&)>>& phis,
+                                      double tau, double sigma);
+
 /// k steps of gradient descent from W_0 = 0 on L(W) = (1/2N)·Σ(W x_i − y_i)² with step size η:
 /// W_{t+1} = W_t − (η/N)·Σ(W_t x_i − y_i) x_iᵀ (von Oswald et al. Prop. 1). Returns [B].
 torch::Tensor predictGd(const PromptBatch& batch, int64_t k, double eta);
@@ -82,6 +103,7 @@ struct FittedBaselines {
     std::map<std::string, double> eta;               ///< "gd_k" -> η
     std::map<std::string, GdPlusPlusParams> gdpp;    ///< "gdpp_k" -> per-layer (η, γ)
     std::map<std::string, FeaturesGd> features_gd;   ///< "features_gd_k" -> meta-learned (φ, η)
+    double ridge_lambda = -1.0;                      ///< "ridge" on raw x: λ chosen on held-out prompts (< 0: the config's)
 };
 
 /// The prompts with every input x_i (and x_q) replaced by φ(x_i): x [B, N+1, F]; y and w unchanged.
@@ -95,6 +117,10 @@ PromptBatch withFeatures(const PromptBatch& batch, const FeatureMap& phi);
 /// Throws icl::Error when the config's model has no feature MLP (model.feature_dim = 0).
 FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t seed, int64_t steps, int64_t batch = 512,
                          double lr = 1e-3);
+
+/// λ of the raw-x ridge baseline minimising its 0.5·MSE on `tuning` prompts over the grid
+/// 10^-4, 10^-3.5, …, 10^3 (Guo et al.: "ridge on raw x, λ chosen on held-out prompts").
+double fitRidgeLambda(const PromptBatch& tuning);
 
 /// Baseline names of a config in display order: "zero", "least_squares", "ridge", "gd_1", …, "gdpp_2", …
 /// (GD++ is defined for k > 1 only).
@@ -115,7 +141,8 @@ std::map<std::string, double> fittedToMetrics(const FittedBaselines& fitted);
 /// exactly as the trainer fits them (same tuning prompts and seed), so results agree with training.
 FittedBaselines fittedOrRefit(const ExperimentConfig& config, const std::map<std::string, std::vector<double>>& metrics);
 
-/// Query predictions [B] of baseline `name` ("zero", "least_squares", "ridge", "gd_k", "gdpp_k",
+/// Query predictions [B] of baseline `name` ("zero", "least_squares", "ridge", "knn", "averaging",
+/// "oracle_ridge_phi" (representation tasks), "mixture_posterior" (mixtures), "gd_k", "gdpp_k",
 /// "features_gd_k" — the last runs GD-k on withFeatures(batch, φ) with its meta-learned φ and η).
 /// Throws icl::Error for an unknown name or a baseline missing from `fitted`.
 torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch, const ExperimentConfig& config,

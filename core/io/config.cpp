@@ -160,7 +160,8 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     {
         SectionReader s(root.section("task"), "task");
         TaskConfig& t = c.task;
-        t.kind = s.choice("kind", t.kind, {"linear_regression", "sine_regression"});
+        t.kind = s.choice("kind", t.kind,
+                          {"linear_regression", "sine_regression", "representation", "representation_mixture"});
         t.layout = s.choice("layout", t.layout, {"pair", "interleaved"});
         t.d = s.integer("d", t.d, 1, 4096);
         t.n_context = s.integer("n_context", t.n_context, 1, 100000);
@@ -177,6 +178,15 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
             throw Error("task.amplitude_max: expected a number >= task.amplitude_min");
         if (t.phase_max < t.phase_min)
             throw Error("task.phase_max: expected a number >= task.phase_min");
+        t.experiment_seed = c.seed;
+        t.rep_dim = s.integer("rep_dim", t.rep_dim, 0, 4096);
+        t.rep_layers = s.integer("rep_layers", t.rep_layers, 1, 64);
+        t.n_representations = s.integer("n_representations", t.n_representations, 1, 1024);
+        if (t.kind == "representation_mixture" && t.n_representations < 2)
+            throw Error("task.n_representations: representation_mixture needs at least 2, got "
+                        + std::to_string(t.n_representations));
+        if (t.kind == "representation" && t.n_representations != 1)
+            throw Error("task.n_representations: a representation task has one Φ*; use representation_mixture");
         if (t.kind == "sine_regression" && t.d != 1)
             throw Error("task.d: sine_regression has scalar inputs, expected 1, got " + std::to_string(t.d));
         s.rejectUnknown();
@@ -184,9 +194,13 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     {
         SectionReader s(root.section("model"), "model");
         ModelConfig& m = c.model;
-        m.kind = s.choice("kind", m.kind, {"lsa"});
+        m.kind = s.choice("kind", m.kind, {"lsa", "gpt2"});
         m.n_layers = s.integer("n_layers", m.n_layers, 1, 1000);
         m.n_heads = s.integer("n_heads", m.n_heads, 1, 1024);
+        m.d_model = s.integer("d_model", m.d_model, 1, 65536);
+        if (m.kind == "gpt2" && m.d_model % m.n_heads != 0)
+            throw Error("model.d_model: must be divisible by model.n_heads (" + std::to_string(m.n_heads) + "), got "
+                        + std::to_string(m.d_model));
         m.tied = s.boolean("tied", m.tied);
         m.init_scale = s.number("init_scale", m.init_scale, positive, "a number > 0");
         m.init = s.choice("init", m.init, {"variance_scaling", "gd_construction", "gdpp_construction"});
@@ -247,7 +261,8 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         e.n_prompts = s.integer("n_prompts", e.n_prompts, 1, 10000000);
         if (const nlohmann::json* v = s.find("baselines")) {
             static const std::vector<std::string> known = {"zero", "least_squares", "ridge", "gd", "gd_plus_plus",
-                                                           "features_gd"};
+                                                           "features_gd", "knn", "averaging", "oracle_ridge_phi",
+                                                           "mixture_posterior"};
             if (!v->is_array())
                 throw Error("eval.baselines: expected an array of names, got " + shortJson(*v));
             e.baselines.clear();
@@ -256,7 +271,8 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
                 if (!b.is_string() || std::find(known.begin(), known.end(), b.get<std::string>()) == known.end())
                     throw Error("eval.baselines[" + std::to_string(i)
                                 + "]: expected one of \"zero\", \"least_squares\", \"ridge\", \"gd\", "
-                                  "\"gd_plus_plus\", \"features_gd\", got "
+                                  "\"gd_plus_plus\", \"features_gd\", \"knn\", \"averaging\", \"oracle_ridge_phi\", "
+                                  "\"mixture_posterior\", got "
                                 + shortJson(b));
                 e.baselines.push_back(b.get<std::string>());
             }
@@ -306,6 +322,15 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     if (std::find(c.eval.baselines.begin(), c.eval.baselines.end(), "features_gd") != c.eval.baselines.end()
         && c.model.feature_dim == 0)
         throw Error("eval.baselines: \"features_gd\" needs a model with learned features (model.feature_dim > 0)");
+    for (const auto& b : c.eval.baselines)
+        if ((b == "oracle_ridge_phi" || b == "mixture_posterior") && c.task.kind != "representation"
+            && c.task.kind != "representation_mixture")
+            throw Error("eval.baselines: \"" + b + "\" needs task.kind \"representation\" or \"representation_mixture\"");
+    if (c.model.kind == "gpt2" && c.task.layout != "interleaved")
+        throw Error("task.layout: the gpt2 model reads the interleaved layout (x and y tokens), got \""
+                    + c.task.layout + "\"");
+    if (c.model.kind == "gpt2" && c.task.kind == "sine_regression")
+        throw Error("task.kind: sine_regression is for the lsa model with a feature MLP");
     if (c.model.init != "variance_scaling") {
         const ModelConfig& m = c.model;
         if (c.task.layout != "pair" || m.softmax_layers > 0 || m.layer_norm || m.mlp || m.positions != "none"
@@ -333,6 +358,9 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"amplitude_max", c.task.amplitude_max},
                  {"phase_min", c.task.phase_min},
                  {"phase_max", c.task.phase_max},
+                 {"rep_dim", c.task.rep_dim},
+                 {"rep_layers", c.task.rep_layers},
+                 {"n_representations", c.task.n_representations},
                  {"layout", c.task.layout},
                  {"d", c.task.d},
                  {"n_context", c.task.n_context},
@@ -341,6 +369,7 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"w_scale", c.task.w_scale},
                  {"noise_std", c.task.noise_std}};
     j["model"] = {{"kind", c.model.kind},
+                  {"d_model", c.model.d_model},
                   {"n_layers", c.model.n_layers},
                   {"n_heads", c.model.n_heads},
                   {"tied", c.model.tied},

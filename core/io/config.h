@@ -33,14 +33,24 @@ struct TaskConfig {
     double amplitude_max = 5.0;
     double phase_min = 0.0;                 ///< sine_regression: φ ~ U(phase_min, phase_max) (radians)
     double phase_max = 3.14159265358979323846;
+    /// representation (Guo et al. 2023): y = ⟨w, Φ*(x)⟩ + noise_std·z with Φ* a fixed rep_layers-layer
+    /// bias-free MLP R^d → R^rep_dim (random orthogonal matrices, leaky ReLU 0.01), drawn once from the
+    /// experiment seed; w ~ N(0, w_scale²·I_rep_dim). representation_mixture: n_representations such
+    /// Φ*_1…Φ*_K, one chosen uniformly per prompt.
+    int64_t rep_dim = 0;            ///< D; 0 = d
+    int64_t rep_layers = 2;         ///< L
+    int64_t n_representations = 1;  ///< K (representation_mixture: ≥ 2)
+    /// The experiment's seed, filled in by parseConfig (not a key of the task section): Φ* is drawn from it.
+    uint64_t experiment_seed = 0;
 };
 
 /// `model` section. Only `lsa` (von Oswald et al. 2022, linear self-attention) in this slice, with the
 /// options of the paper's further experiments (softmax first layer, LayerNorm, MLP, positions, an MLP
 /// representation of the inputs).
 struct ModelConfig {
-    std::string kind = "lsa";
-    int64_t n_layers = 1;      ///< K
+    std::string kind = "lsa";  ///< "lsa" or "gpt2" (Garg et al. GPT-2 decoder; interleaved layout)
+    int64_t n_layers = 1;      ///< K (lsa) or L (gpt2)
+    int64_t d_model = 64;      ///< gpt2: residual stream width (divisible by n_heads)
     int64_t n_heads = 1;
     bool tied = false;         ///< one shared layer applied K times (recurrent)
     double init_scale = 0.002; ///< variance-scaling scale; divided by K (PAPERS.md §1)

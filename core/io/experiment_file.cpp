@@ -571,6 +571,33 @@ void commitToExperimentFile(const std::string& path, const std::vector<MetricsRo
     });
 }
 
+void storeTaskArrays(const std::string& path, const std::vector<NamedArray>& arrays)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    { Hid probe = openFile(path, H5F_ACC_RDONLY); }
+    commitCopy(path, [&](hid_t f) {
+        Hid task = openOrCreateGroup(f, "task");
+        for (const NamedArray& a : arrays) {
+            if (linkExists(task.get(), a.name))
+                checkStatus(H5Ldelete(task.get(), a.name.c_str(), H5P_DEFAULT), "cannot replace task/" + a.name);
+            writeArray(task.get(), a);
+        }
+    });
+}
+
+std::vector<NamedArray> readTaskArrays(const std::string& path)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    Hid f = openFile(path, H5F_ACC_RDONLY);
+    std::vector<NamedArray> out;
+    if (!linkExists(f.get(), "task"))
+        return out;
+    Hid g = check(H5Gopen2(f.get(), "task", H5P_DEFAULT), H5Gclose, path + ": cannot open /task");
+    readArrays(g.get(), "", out, path + ":/task");
+    return out;
+}
+
 std::string storeAnalysis(const std::string& path, const std::string& kind, int64_t checkpoint_step, uint64_t seed,
                           const std::string& options_json, const std::string& result_json)
 {

@@ -54,6 +54,13 @@ using MetricsRow = std::map<std::string, double>;
 void commitToExperimentFile(const std::string& path, const std::vector<MetricsRow>& rows,
                             const CheckpointData* checkpoint, int64_t truncate_after_step = -1);
 
+/// Writes fixed arrays of the task under /task/ (e.g. "phi/0/B_1": layer 1 of the representation Φ*_0
+/// of Guo et al., so other tools can recompute Φ*(x)); one crash-safe commit. Existing names are replaced.
+void storeTaskArrays(const std::string& path, const std::vector<NamedArray>& arrays);
+
+/// Every array under /task/ with names relative to it ("phi/0/B_1"); empty when the file has none.
+std::vector<NamedArray> readTaskArrays(const std::string& path);
+
 /// Writes a JSON result under /analysis/<kind>/<id> with attrs checkpoint_step, seed, created and
 /// options json. Returns the id used.
 std::string storeAnalysis(const std::string& path, const std::string& kind, int64_t checkpoint_step,

@@ -1,6 +1,7 @@
 #include "core/models/model.h"
 
 #include "core/error.h"
+#include "core/models/gpt2.h"
 #include "core/models/lsa.h"
 
 namespace icl {
@@ -37,6 +38,20 @@ ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed)
         ModelHandle h{lsa.ptr(), [lsa](const PromptBatch& b) mutable { return lsa->predict(b); }, {}};
         if (o.feature_dim > 0)
             h.features = [lsa](const torch::Tensor& x) mutable { return lsa->features(x); };
+        return h;
+    }
+    if (config.model.kind == "gpt2") {
+        if (config.task.layout != "interleaved")
+            throw Error("model.kind: gpt2 needs task.layout \"interleaved\"");
+        Gpt2Options o;
+        o.input_dim = config.task.d;
+        o.n_layers = config.model.n_layers;
+        o.n_heads = config.model.n_heads;
+        o.d_model = config.model.d_model;
+        o.n_positions = 2 * config.task.n_context + 1;
+        Gpt2 gpt(o, seed);
+        ModelHandle h{gpt.ptr(), [gpt](const PromptBatch& b) mutable { return gpt->predict(b); }, {}, {}};
+        h.predict_all = [gpt](const PromptBatch& b) mutable { return gpt->predictAll(b); };
         return h;
     }
     throw Error("model.kind: unknown model \"" + config.model.kind + "\"");

@@ -18,6 +18,9 @@ struct ModelHandle {
     std::shared_ptr<torch::nn::Module> module;
     std::function<torch::Tensor(const PromptBatch&)> predict;
     std::function<torch::Tensor(const torch::Tensor&)> features;
+    /// Models that predict at every prefix (gpt2: ŷ for y_1 … y_N, y_q at the x-tokens) give
+    /// [B, N+1] here; the trainer then averages the loss over all positions (Garg et al.). Empty otherwise.
+    std::function<torch::Tensor(const PromptBatch&)> predict_all;
 };
 
 struct LsaOptions;

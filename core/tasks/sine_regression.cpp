@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "core/error.h"
+#include "core/tasks/representation.h"
 
 namespace icl {
 
@@ -35,6 +36,8 @@ PromptBatch samplePrompts(const TaskConfig& task, int64_t batch, uint64_t seed, 
         return sampleLinearRegression(task, batch, seed, dtype, device);
     if (task.kind == "sine_regression")
         return sampleSineRegression(task, batch, seed, dtype, device);
+    if (task.kind == "representation" || task.kind == "representation_mixture")
+        return sampleRepresentation(task, batch, seed, dtype, device);
     throw Error("task.kind: no prompt generator for \"" + task.kind + "\"");
 }
 

@@ -20,7 +20,8 @@ namespace icl {
 PromptBatch sampleSineRegression(const TaskConfig& task, int64_t batch, uint64_t seed,
                                  torch::Dtype dtype = torch::kFloat32, const torch::Device& device = torch::kCPU);
 
-/// Prompts of the config's task kind ("linear_regression" or "sine_regression").
+/// Prompts of the config's task kind ("linear_regression", "sine_regression", "representation",
+/// "representation_mixture").
 /// Throws icl::Error for a kind without a prompt generator.
 PromptBatch samplePrompts(const TaskConfig& task, int64_t batch, uint64_t seed, torch::Dtype dtype = torch::kFloat32,
                           const torch::Device& device = torch::kCPU);

@@ -14,6 +14,7 @@
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
 #include "core/tasks/linear_regression.h"
+#include "core/tasks/representation.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
 #include "core/training/seeds.h"
@@ -136,8 +137,24 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
 
     const torch::Device device = resolveDevice(cfg.device);  // before touching the file
     configureThreads(options.threads);
-    if (!resuming)
+    if (!resuming) {
         createExperimentFile(out, toJson(cfg).dump(2), options.force);
+        if (cfg.task.kind == "representation" || cfg.task.kind == "representation_mixture") {
+            // Φ* goes into the file (/task/phi/<k>/B_<l>) so other tools can recompute Φ*(x).
+            std::vector<NamedArray> arrays;
+            const auto& reps = taskRepresentations(cfg.task);
+            for (size_t k = 0; k < reps.size(); ++k)
+                for (size_t l = 0; l < reps[k].layers.size(); ++l) {
+                    const torch::Tensor B = reps[k].layers[l].to(torch::kFloat32).contiguous();
+                    NamedArray a;
+                    a.name = "phi/" + std::to_string(k) + "/B_" + std::to_string(l + 1);
+                    a.shape = B.sizes().vec();
+                    a.data.assign(B.data_ptr<float>(), B.data_ptr<float>() + B.numel());
+                    arrays.push_back(std::move(a));
+                }
+            storeTaskArrays(out, arrays);
+        }
+    }
 
     const TrainingConfig& tc = cfg.training;
     const int64_t totalSteps = tc.steps;
@@ -268,7 +285,9 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         setLearningRate(*optimizer, lr);
         PromptBatch batch = samplePrompts(cfg.task, tc.batch_size, seeds::train(cfg.seed, step),
                                                    torch::kFloat32, device);
-        torch::Tensor loss = halfMse(model.predict(batch), batch.queryY());
+        // Models that predict at every prefix learn from all of them (Garg et al.: MSE over all positions).
+        torch::Tensor loss = model.predict_all ? halfMse(model.predict_all(batch).flatten(), batch.y.flatten())
+                                               : halfMse(model.predict(batch), batch.queryY());
         optimizer->zero_grad();
         loss.backward();
         const double maxNorm = tc.grad_clip > 0 ? tc.grad_clip : std::numeric_limits<double>::infinity();

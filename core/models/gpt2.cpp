@@ -1,0 +1,123 @@
+#include "core/models/gpt2.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <cmath>
+
+namespace icl {
+
+Gpt2Impl::Gpt2Impl(const Gpt2Options& options, uint64_t seed)
+    : m_options(options)
+{
+    const Gpt2Options& o = m_options;
+    TORCH_CHECK(o.input_dim >= 1 && o.n_layers >= 1 && o.n_heads >= 1 && o.d_model >= 1 && o.n_positions >= 1,
+                "invalid GPT-2 sizes");
+    TORCH_CHECK(o.d_model % o.n_heads == 0, "d_model (", o.d_model, ") must be divisible by n_heads (", o.n_heads, ")");
+    const int64_t D = o.d_model, H = o.n_heads, dh = D / H, M = 4 * D;
+    m_readIn = register_module("read_in", torch::nn::Linear(o.input_dim, D));
+    m_posEmbed = register_parameter("pos_embed", torch::zeros({o.n_positions, D}));
+    auto blocks = register_module("blocks", std::make_shared<torch::nn::Module>());
+    for (int64_t l = 0; l < o.n_layers; ++l) {
+        auto bm = blocks->register_module(std::to_string(l), std::make_shared<torch::nn::Module>());
+        Block b;
+        b.ln1 = bm->register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+        b.ln2 = bm->register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+        auto attn = bm->register_module("attn", std::make_shared<torch::nn::Module>());
+        b.W_Q = attn->register_parameter("W_Q", torch::zeros({H, D, dh}));
+        b.W_K = attn->register_parameter("W_K", torch::zeros({H, D, dh}));
+        b.W_V = attn->register_parameter("W_V", torch::zeros({H, D, dh}));
+        b.b_Q = attn->register_parameter("b_Q", torch::zeros({H, dh}));
+        b.b_K = attn->register_parameter("b_K", torch::zeros({H, dh}));
+        b.b_V = attn->register_parameter("b_V", torch::zeros({H, dh}));
+        b.W_O = attn->register_parameter("W_O", torch::zeros({H, dh, D}));
+        b.b_O = attn->register_parameter("b_O", torch::zeros({D}));
+        auto mlp = bm->register_module("mlp", std::make_shared<torch::nn::Module>());
+        b.W_in = mlp->register_parameter("W_in", torch::zeros({D, M}));
+        b.b_in = mlp->register_parameter("b_in", torch::zeros({M}));
+        b.W_out = mlp->register_parameter("W_out", torch::zeros({M, D}));
+        b.b_out = mlp->register_parameter("b_out", torch::zeros({D}));
+        m_blocks.push_back(b);
+    }
+    m_lnFinal = register_module("ln_final", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
+    m_readOut = register_module("read_out", torch::nn::Linear(D, 1));
+
+    // GPT-2 initialisation (Garg et al. code): N(0, 0.02) weights, zero biases, output projections
+    // N(0, 0.02/√(2L)).
+    torch::NoGradGuard guard;
+    auto gen = at::detail::createCPUGenerator(seed);
+    auto normal = [&](torch::Tensor& t, double std) { t.copy_(torch::randn(t.sizes(), gen, torch::kFloat32) * std); };
+    const double outStd = 0.02 / std::sqrt(2.0 * double(o.n_layers));
+    normal(m_readIn->weight, 0.02);
+    m_readIn->bias.zero_();
+    normal(m_posEmbed, 0.02);
+    for (Block& b : m_blocks) {
+        normal(b.W_Q, 0.02);
+        normal(b.W_K, 0.02);
+        normal(b.W_V, 0.02);
+        normal(b.W_O, outStd);
+        normal(b.W_in, 0.02);
+        normal(b.W_out, outStd);
+    }
+    normal(m_readOut->weight, 0.02);
+    m_readOut->bias.zero_();
+}
+
+torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* capture)
+{
+    const Gpt2Options& o = m_options;
+    TORCH_CHECK(tokens.dim() == 3 && tokens.size(2) == o.input_dim, "GPT-2 expects tokens [B, T, ", o.input_dim,
+                "], got ", tokens.sizes());
+    const int64_t T = tokens.size(1);
+    TORCH_CHECK(T >= 1 && T <= o.n_positions, "sequence of ", T, " tokens exceeds n_positions = ", o.n_positions);
+    const int64_t H = o.n_heads, dh = o.d_model / H;
+    auto offer = [&](const std::string& name, const torch::Tensor& t) {
+        if (capture)
+            capture->offer(name, t);
+    };
+    torch::Tensor x = m_readIn->forward(tokens) + m_posEmbed.narrow(0, 0, T).unsqueeze(0);  // [B, T, D]
+    offer("embed", x);
+    const torch::Tensor causal
+        = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(tokens.device())).tril();
+    const double scale = 1.0 / std::sqrt(double(dh));
+    for (size_t l = 0; l < m_blocks.size(); ++l) {
+        Block& b = m_blocks[l];
+        const std::string sfx = "." + std::to_string(l);
+        offer("resid_pre" + sfx, x);
+        const torch::Tensor h = b.ln1->forward(x);
+        const torch::Tensor q = torch::einsum("btd,hde->bhte", {h, b.W_Q}) + b.b_Q.unsqueeze(0).unsqueeze(2);
+        const torch::Tensor k = torch::einsum("btd,hde->bhte", {h, b.W_K}) + b.b_K.unsqueeze(0).unsqueeze(2);
+        const torch::Tensor v = torch::einsum("btd,hde->bhte", {h, b.W_V}) + b.b_V.unsqueeze(0).unsqueeze(2);
+        torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) * scale;  // [B, H, T, T]
+        scores = scores.masked_fill(causal.logical_not(), -std::numeric_limits<float>::infinity());
+        const torch::Tensor pattern = torch::softmax(scores, -1);
+        const torch::Tensor z = torch::matmul(pattern, v);                       // [B, H, T, dh]
+        const torch::Tensor attnOut = torch::einsum("bhte,hed->btd", {z, b.W_O}) + b.b_O;
+        offer("attn.q" + sfx, q);
+        offer("attn.k" + sfx, k);
+        offer("attn.v" + sfx, v);
+        offer("attn.pattern" + sfx, pattern);
+        offer("attn.out" + sfx, attnOut);
+        x = x + attnOut;
+        const torch::Tensor m = torch::gelu(torch::matmul(b.ln2->forward(x), b.W_in) + b.b_in, "tanh");
+        const torch::Tensor mlpOut = torch::matmul(m, b.W_out) + b.b_out;
+        offer("mlp.out" + sfx, mlpOut);
+        x = x + mlpOut;
+        offer("resid_post" + sfx, x);
+    }
+    (void)H;
+    return m_readOut->forward(m_lnFinal->forward(x)).squeeze(-1);
+}
+
+torch::Tensor Gpt2Impl::predictAll(const PromptBatch& batch, ActivationCapture* capture)
+{
+    const torch::Tensor out = forward(interleavedTokens(batch), capture);  // [B, 2N+1]
+    // x-tokens sit at even positions 0, 2, …, 2N.
+    return out.slice(1, 0, out.size(1), 2);
+}
+
+torch::Tensor Gpt2Impl::predict(const PromptBatch& batch)
+{
+    const torch::Tensor out = forward(interleavedTokens(batch));
+    return out.select(1, out.size(1) - 1);
+}
+
+} // namespace icl
