@@ -148,6 +148,6 @@ TEST_F(KernelViewPageTest, FollowsTheTimelineAndRefusesLinearModels)
     trainRun(linear, { "model.softmax_layers=0" });
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(linear)));
     EXPECT_FALSE(window.kernelViewPage()->isBusy());
-    EXPECT_TRUE(window.kernelViewPage()->messageLabel()->isVisible());
+    EXPECT_TRUE(window.kernelViewPage()->messageLabel()->isVisibleTo(window.kernelViewPage()));
     EXPECT_TRUE(window.kernelViewPage()->messageLabel()->text().contains("softmax_layers"));
 }
