@@ -12,6 +12,7 @@
 
 #include "core/analysis/gd_alignment.h"
 #include "core/analysis/icl_curve.h"
+#include "core/analysis/probe_analysis.h"
 #include "core/analysis/kernel_view.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -472,6 +473,39 @@ int runInterpolate(const AnalyzeArgs& args)
     return 0;
 }
 
+int runProbe(const AnalyzeArgs& args)
+{
+    ProbeOptions o;
+    o.checkpoint_step = args.checkpoint;
+    o.target = args.probe_target;
+    o.positions = args.probe_positions;
+    if (args.prompts > 0)
+        o.n_fit = o.n_test = args.prompts;
+    o.seed = args.seed;
+    o.threads = args.threads;
+    const ProbeCurve c = computeProbe(args.path, o);
+    if (args.json) {
+        std::cout << json{{"analysis", "probe"},
+                          {"checkpoint_step", c.checkpoint_step},
+                          {"target", c.target},
+                          {"positions", c.positions},
+                          {"layers", c.layer_labels},
+                          {"normalized_mse", c.normalised_mse},
+                          {"r2", c.r2},
+                          {"lambda", c.lambda},
+                          {"n_fit", c.n_fit},
+                          {"n_test", c.n_test}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "linear probes for " << c.target << " at " << c.positions << " tokens, checkpoint " << c.checkpoint_step
+              << " (" << c.n_fit << " fit / " << c.n_test << " test rows); normalised MSE (1 = no information):\n";
+    for (size_t l = 0; l < c.layer_labels.size(); ++l)
+        std::printf("  %-10s %10.4f   (λ %.3g)\n", c.layer_labels[l].c_str(), c.normalised_mse[l], c.lambda[l]);
+    return 0;
+}
+
 int runCopy(const AnalyzeArgs& args)
 {
     const CopyAnalysis c = computeCopyAnalysis(args.path, args.checkpoint, args.prompts > 0 ? args.prompts : 64);
@@ -586,6 +620,8 @@ int runAnalyze(const AnalyzeArgs& args)
         return runKernel(args);
     if (args.kind == "copy")
         return runCopy(args);
+    if (args.kind == "probe")
+        return runProbe(args);
     if (args.kind == "interpolate")
         return runInterpolate(args);
     if (args.kind == "eta-scan")

@@ -67,6 +67,8 @@ struct AnalyzeArgs {
     int64_t points = 200;           ///< eta-scan
     std::string ood_kind = "x_scale";  ///< ood: x_scale, w_scale, label_noise, depth
     std::vector<double> alpha;      ///< ood values (empty: defaults)
+    std::string probe_target = "phi";  ///< probe: x, phi, y, oracle, gd_k
+    std::string probe_positions = "x"; ///< probe: x, y, query
     int64_t layer = 0;              ///< kernel: 0-based softmax layer
     int64_t head = 0;               ///< kernel: 0-based head
     std::vector<int64_t> m;         ///< kernel: numbers of random features (empty: 16, 64, 256, 1024, 4096)

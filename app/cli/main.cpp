@@ -103,9 +103,9 @@ int main(int argc, char** argv)
     AnalyzeArgs analyze;
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     a->add_option("file", analyze.path, "experiment file")->required();
-    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate, copy or kernel")
+    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel or probe")
         ->required()
-        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel"}));
+        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe"}));
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
                   "gd-alignment: reference algorithm: gd or gdpp (K steps / layers for a K-layer model), gd_k, "
@@ -124,6 +124,11 @@ int main(int argc, char** argv)
     a->add_option("--kind", analyze.ood_kind, "ood: x_scale, w_scale, label_noise or depth")
         ->check(CLI::IsMember({"x_scale", "w_scale", "label_noise", "depth"}));
     a->add_option("--alpha", analyze.alpha, "ood: values of α (repeatable; default depends on --kind)");
+    a->add_option("--target", analyze.probe_target, "probe: x, phi, y, oracle or gd_k (default phi)")
+        ->check(CLI::IsMember({"x", "phi", "y", "oracle"}) | CLI::Validator(
+            [](std::string& v) { return v.rfind("gd_", 0) == 0 ? std::string() : std::string("not gd_k"); }, "gd_k"));
+    a->add_option("--positions", analyze.probe_positions, "probe: x, y or query tokens (default x)")
+        ->check(CLI::IsMember({"x", "y", "query"}));
     a->add_option("--layer", analyze.layer, "kernel: 0-based softmax layer (default 0)")->check(CLI::NonNegativeNumber);
     a->add_option("--head", analyze.head, "kernel: 0-based head (default 0)")->check(CLI::NonNegativeNumber);
     a->add_option("--m", analyze.m, "kernel: numbers of random features, e.g. 16,64,256,1024,4096")

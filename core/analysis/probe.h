@@ -1,0 +1,95 @@
+#pragma once
+// Linear probes (Guo et al. 2023, "How do transformers learn in-context beyond simple functions?",
+// arXiv 2310.10616; PAPERS.md §2): closed-form ridge regression from a layer's activations to a target,
+// the penalty chosen by K-fold cross-validation on the fit set, scored on held-out rows by normalised
+// MSE. Core-internal (LibTorch). Pure tensor math: nothing here knows about models, prompts or files.
+//
+// Intended usage (rows = token positions of many prompts, flattened):
+//     const ProbeScore s = scoreProbe(fit_h, fit_phi, test_h, test_phi);          // one layer
+//     const std::vector<ProbeScore> per_layer = probeLayers(fit_hs, fit_phi, test_hs, test_phi);
+//     const ProbeCurve curve = makeProbeCurve("phi", "x", per_layer, n_fit, n_test);
+//
+// Objective. A probe is ŷ = Wᵀx + b with W [p, q], b [q], fitted by
+//     minimise  (1/n)·Σ_i ‖y_i − Wᵀx_i − b‖² + λ·‖W‖²_F        (the intercept b is not penalised),
+// i.e. W = (XcᵀXc + nλ·I)⁻¹ XcᵀYc = Xcᵀ(XcXcᵀ + nλ·I)⁻¹Yc and b = ȳ − Wᵀx̄, with Xc, Yc the centred
+// features and targets. λ is on the *mean* squared error, so it is comparable across sample sizes (the
+// cross-validation folds and the final refit see the same effective penalty) and is measured against
+// the eigenvalues of the feature covariance XcᵀXc/n. λ = 0 gives the minimum-norm least-squares fit.
+//
+// Numerics. Everything is computed in float64 on the features' device, through an eigendecomposition
+// of the smaller of the two Gram matrices (XcᵀXc when p ≤ n, the kernel XcXcᵀ when p > n), so p > n and
+// rank-deficient features work. Eigen-directions with eigenvalue ≤ max(n, p)·ε·(largest eigenvalue)
+// are treated as exact zeros (as a pseudo-inverse does); for λ > 0 they contribute nothing in exact
+// arithmetic, so this only removes rounding noise.
+//
+// Shapes: features [n, p], targets [n, q] (any floating dtype, same device). Errors: icl::Error naming
+// the offending shape or value (not 2-D, mismatched rows, no rows or columns, non-finite values,
+// negative or non-finite λ, empty grid, too few rows for the folds).
+// Thread affinity: any thread; no shared state (uses LibTorch's intra-op threads).
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/types/probe.h"
+
+namespace icl {
+
+/// A fitted probe: ŷ = Wᵀx + b.
+struct RidgeProbe {
+    torch::Tensor weights;  ///< W [p, q], float64
+    torch::Tensor bias;     ///< b [q], float64
+    double lambda = 0.0;
+};
+
+/// The default penalty grid: 10^-6, 10^-5, …, 10^3 (10 values).
+std::vector<double> defaultLambdaGrid();
+
+/// Closed-form ridge probe with an unpenalised intercept (objective above). `lambda` ≥ 0.
+RidgeProbe fitRidgeProbe(const torch::Tensor& features, const torch::Tensor& targets, double lambda);
+
+/// Predictions of `probe` for features [n, p]: [n, q], float64 on the features' device.
+torch::Tensor predictProbe(const RidgeProbe& probe, const torch::Tensor& features);
+
+/// Cross-validation curve of the penalty.
+struct LambdaCv {
+    std::vector<double> grid;      ///< the grid, sorted ascending, duplicates removed
+    std::vector<double> mean_mse;  ///< [grid.size()] mean over folds of the fold's validation MSE
+    double best_lambda = 0.0;      ///< argmin of mean_mse; ties (within 1e-12 relative) go to the larger λ
+    double best_mse = 0.0;
+};
+
+/// K-fold cross-validation of the penalty on (features, targets). Rows are assigned to folds by a
+/// permutation drawn from `seed` (row at permuted position i goes to fold i mod K, so fold sizes differ
+/// by at most one); each fold is validated on a probe fitted, centring included, on the other K − 1.
+/// Validation MSE is the mean over the fold's rows and target dimensions. Needs folds ≥ 2 and
+/// n ≥ folds; every grid value must be finite and ≥ 0.
+LambdaCv crossValidateLambda(const torch::Tensor& features, const torch::Tensor& targets,
+                             const std::vector<double>& grid, int folds = 5, uint64_t seed = 0);
+
+/// crossValidateLambda(…).best_lambda.
+double chooseLambdaByCv(const torch::Tensor& features, const torch::Tensor& targets,
+                        const std::vector<double>& grid, int folds = 5, uint64_t seed = 0);
+
+/// Chooses λ by crossValidateLambda on the fit set, refits on the whole fit set with it and scores the
+/// probe on the test set (definitions of the scores in core/types/probe.h). The fit and test sets must
+/// have the same p and q.
+ProbeScore scoreProbe(const torch::Tensor& fit_features, const torch::Tensor& fit_targets,
+                      const torch::Tensor& test_features, const torch::Tensor& test_targets,
+                      const std::vector<double>& grid = defaultLambdaGrid(), int folds = 5, uint64_t seed = 0);
+
+/// One scoreProbe per layer: fit_layers[l] [n_fit, p_l] and test_layers[l] [n_test, p_l] (typically
+/// L + 1 entries: the embedding and each block's residual stream; widths may differ between layers)
+/// against the same targets. Every layer uses the same fold assignment (`seed`).
+std::vector<ProbeScore> probeLayers(const std::vector<torch::Tensor>& fit_layers, const torch::Tensor& fit_targets,
+                                    const std::vector<torch::Tensor>& test_layers, const torch::Tensor& test_targets,
+                                    const std::vector<double>& grid = defaultLambdaGrid(), int folds = 5,
+                                    uint64_t seed = 0);
+
+/// Packs per-layer scores into the torch-free curve; layer labels from probeLayerLabels(scores.size() − 1).
+ProbeCurve makeProbeCurve(const std::string& target, const std::string& positions,
+                          const std::vector<ProbeScore>& scores, int64_t n_fit, int64_t n_test);
+
+} // namespace icl
