@@ -12,6 +12,7 @@
 
 #include "core/analysis/gd_alignment.h"
 #include "core/analysis/icl_curve.h"
+#include "core/analysis/pasting.h"
 #include "core/analysis/probe_analysis.h"
 #include "core/analysis/kernel_view.h"
 #include "core/error.h"
@@ -378,10 +379,11 @@ int runReport(const ReportArgs& args)
 
 namespace {
 
+/// Number of linear (GD-step) layers: softmax layers (the interleaved copy layer) do no GD step.
 int64_t modelLayers(const std::string& path)
 {
     const json cfg = json::parse(readRunSummary(path).config_json);
-    return cfg["model"].value("n_layers", 1);
+    return std::max<int64_t>(1, cfg["model"].value("n_layers", int64_t(1)) - cfg["model"].value("softmax_layers", int64_t(0)));
 }
 
 json metricsJson(const AlignmentMetrics& m)
@@ -506,6 +508,83 @@ int runProbe(const AnalyzeArgs& args)
     return 0;
 }
 
+int runPaste(const AnalyzeArgs& args)
+{
+    PastingOptions o;
+    o.checkpoint_step = args.checkpoint;
+    o.cut_layer = args.cut_layer;
+    o.embedding = args.embedding;
+    o.steps = args.steps;
+    if (args.prompts > 0)
+        o.n_eval = args.prompts;
+    o.seed = args.seed;
+    o.threads = args.threads;
+    o.out_path = args.out;
+    if (o.out_path.empty()) {
+        const fs::path p(args.path);
+        o.out_path = (p.parent_path() / (p.stem().string() + ".paste-l" + std::to_string(args.cut_layer) + "-"
+                                         + args.embedding + ".h5"))
+                         .string();
+    }
+    o.overwrite = true;
+    g_interrupted = false;
+    std::signal(SIGINT, onInterrupt);
+    ProgressBar bar("paste");
+    const PastingResult r = computePasting(args.path, o, [&](int64_t done, int64_t total) {
+        bar.update(done, total);
+        return !g_interrupted.load();
+    });
+    bar.finish();
+    auto vec = [](const std::vector<double>& v) {
+        json a = json::array();
+        for (double x : v)
+            a.push_back(number(x));
+        return a;
+    };
+    if (args.json) {
+        std::cout << json{{"analysis", "paste"},
+                          {"checkpoint_step", r.parent_step},
+                          {"parent_layers", r.parent_layers},
+                          {"cut_layer", r.cut_layer},
+                          {"embedding", r.embedding},
+                          {"pasted_layers", r.pasted_layers},
+                          {"trainable_pasted", r.trainable_pasted},
+                          {"trainable_scratch", r.trainable_scratch},
+                          {"steps", r.steps},
+                          {"ridge_lambda", r.ridge_lambda},
+                          {"pasted_loss", number(r.pasted_loss)},
+                          {"scratch_loss", number(r.scratch_loss)},
+                          {"ridge_loss", number(r.ridge_loss)},
+                          {"zero_loss", number(r.zero_loss)},
+                          {"frozen_unchanged", r.frozen_unchanged},
+                          {"n_examples", r.n_examples},
+                          {"pasted_curve", vec(r.pasted_curve)},
+                          {"scratch_curve", vec(r.scratch_curve)},
+                          {"ridge_curve", vec(r.ridge_curve)},
+                          {"curve_steps", r.curve_steps},
+                          {"pasted_eval", vec(r.pasted_eval)},
+                          {"scratch_eval", vec(r.scratch_eval)},
+                          {"out", r.out_path},
+                          {"analysis_id", r.analysis_id},
+                          {"wall_time_s", r.wall_time_s}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "pasting: " << r.embedding << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
+              << " of checkpoint " << r.parent_step << ", " << r.steps << " steps of linear regression (τ "
+              << fmt(r.w_scale) << ", ridge λ " << fmt(r.ridge_lambda) << ")\n"
+              << "  trainable parameters: pasted " << r.trainable_pasted << ", scratch " << r.trainable_scratch << "\n"
+              << "  query loss (0.5·MSE): pasted " << fmt(r.pasted_loss) << ", scratch " << fmt(r.scratch_loss)
+              << ", ridge " << fmt(r.ridge_loss) << ", zero " << fmt(r.zero_loss) << "\n"
+              << "  n      pasted    scratch      ridge\n";
+    for (size_t i = 0; i < r.n_examples.size(); ++i)
+        std::printf("  %-4lld %9.4f  %9.4f  %9.4f\n", static_cast<long long>(r.n_examples[i]), r.pasted_curve[i],
+                    r.scratch_curve[i], r.ridge_curve[i]);
+    std::cout << "  pasted model: " << r.out_path << "; stored as /analysis/pasting/" << r.analysis_id << "\n";
+    return 0;
+}
+
 int runCopy(const AnalyzeArgs& args)
 {
     const CopyAnalysis c = computeCopyAnalysis(args.path, args.checkpoint, args.prompts > 0 ? args.prompts : 64);
@@ -622,6 +701,8 @@ int runAnalyze(const AnalyzeArgs& args)
         return runCopy(args);
     if (args.kind == "probe")
         return runProbe(args);
+    if (args.kind == "paste")
+        return runPaste(args);
     if (args.kind == "interpolate")
         return runInterpolate(args);
     if (args.kind == "eta-scan")
@@ -635,12 +716,14 @@ int runAnalyze(const AnalyzeArgs& args)
     GdAlignmentOptions o;
     o.checkpoint_step = args.checkpoint;
     o.reference = args.reference;
-    if (o.reference == "gd" || o.reference == "gdpp") {
-        // K linear layers do K GD steps; softmax layers (the interleaved copy layer) do none.
+    if (o.reference == "default") {
+        // The run's own alignment reference (features_gd_1 for the sine preset), else GD-K.
         const json cfg = json::parse(readRunSummary(args.path).config_json);
-        const int64_t layers = cfg["model"].value("n_layers", int64_t(1)) - cfg["model"].value("softmax_layers", int64_t(0));
-        o.reference += "_" + std::to_string(std::max<int64_t>(1, layers));
+        const json alignment = cfg["eval"].value("alignment", json::array());
+        o.reference = !alignment.empty() && alignment[0].is_string() ? alignment[0].get<std::string>() : "gd";
     }
+    if (o.reference == "gd" || o.reference == "gdpp")
+        o.reference += "_" + std::to_string(modelLayers(args.path));  // K linear layers do K GD steps
     o.n_prompts = args.prompts;
     o.seed = args.seed;
     o.threads = args.threads;

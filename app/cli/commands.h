@@ -57,7 +57,7 @@ struct AnalyzeArgs {
     std::string path;
     std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel"
     int64_t checkpoint = -1;
-    std::string reference = "gd";  ///< "gd" / "gdpp" (= gd_K / gdpp_K for a K-layer model), "gd_k", "gdpp_k", "features_gd_k"
+    std::string reference = "default";  ///< "default" (the run's eval.alignment[0], else gd), "gd" / "gdpp" (= gd_K / gdpp_K for K linear layers), "gd_k", "gdpp_k", "features_gd_k"
     int64_t prompts = 0;
     uint64_t seed = 0;
     int threads = 0;
@@ -74,6 +74,10 @@ struct AnalyzeArgs {
     std::vector<int64_t> m;         ///< kernel: numbers of random features (empty: 16, 64, 256, 1024, 4096)
     int64_t seeds = 5;              ///< kernel: random-feature draws per m
     std::string scaling = "balanced";  ///< kernel: "balanced" or "symmetric" (see KernelViewOptions)
+    int64_t cut_layer = 0;          ///< paste: layer ℓ where the parent is cut
+    std::string embedding = "linear";  ///< paste: "linear" or "transformer1"
+    int64_t steps = 1000;           ///< paste: training steps
+    std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name)
 };
 int runAnalyze(const AnalyzeArgs& args);
 

@@ -58,7 +58,9 @@ int main(int argc, char** argv)
     t->add_option("--scale", train.request.scale, "preset scale")->check(CLI::IsMember({"quick", "paper"}));
     t->add_option("--set", sets, "override a config value: key.path=value (repeatable)");
     t->add_option("--out", train.out, "experiment file to write (RUN.h5)")->required();
-    t->add_option("--steps", steps, "number of training steps")->check(atLeast(1));
+    t->add_option("--steps", steps,
+                  "number of training steps (0 stores the initial model, e.g. a construction of model.init)")
+        ->check(atLeast(0));
     t->add_option("--seed", seed, "experiment seed")->check(atLeast(0));
     t->add_option("--device", device, "auto, cpu, cuda or cuda:N");
     t->add_option("--threads", train.threads, "LibTorch intra-op threads (default: all cores)")
@@ -103,13 +105,14 @@ int main(int argc, char** argv)
     AnalyzeArgs analyze;
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     a->add_option("file", analyze.path, "experiment file")->required();
-    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel or probe")
+    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe or paste")
         ->required()
-        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe"}));
+        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe", "paste"}));
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
-                  "gd-alignment: reference algorithm: gd or gdpp (K steps / layers for a K-layer model), gd_k, "
-                  "gdpp_k, or features_gd_k (GD on the model's learned features)");
+                  "gd-alignment: reference algorithm: the run's own (eval.alignment[0], else gd; the default), gd or "
+                  "gdpp (K steps / layers for K linear layers), gd_k, gdpp_k, or features_gd_k (GD on meta-learned "
+                  "features)");
     a->add_option("--prompts", analyze.prompts,
                   "number of prompts (default: the run's evaluation prompts; kernel: the first 128 of them)")
         ->check(atLeast(1));
@@ -141,6 +144,14 @@ int main(int argc, char** argv)
                   "(keys minus their mean, norms balanced by a linear map; default) or symmetric (q and k times "
                   "D^(-1/4)); both leave the attention unchanged")
         ->check(CLI::IsMember({"balanced", "symmetric"}));
+    a->add_option("--cut-layer", analyze.cut_layer, "paste: layer ℓ where the parent is cut (blocks ℓ..L−1 kept frozen)")
+        ->check(CLI::NonNegativeNumber);
+    a->add_option("--embedding", analyze.embedding, "paste: new trainable embedding: linear or transformer1 (default linear)")
+        ->check(CLI::IsMember({"linear", "transformer1"}));
+    a->add_option("--steps", analyze.steps, "paste: Adam steps for the pasted and the scratch model (default 1000)")
+        ->check(CLI::NonNegativeNumber);
+    a->add_option("--out", analyze.out,
+                  "paste: experiment file for the pasted model, replaced if it exists (default RUN.paste-l<ℓ>-<embedding>.h5)");
 
     try {
         app.parse(argc, argv);
@@ -155,7 +166,7 @@ int main(int argc, char** argv)
             if (train.request.preset.empty() && train.request.config_file.empty() && !train.resume)
                 throw icl::Error("train: give --preset NAME or --config FILE (or --resume an existing --out file)");
             train.request.sets = sets;
-            if (steps > 0)
+            if (steps >= 0)
                 train.request.steps = steps;
             if (seed >= 0)
                 train.request.seed = static_cast<uint64_t>(seed);

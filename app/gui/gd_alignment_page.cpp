@@ -412,7 +412,7 @@ bool GdAlignmentPage::supports(const icl::RunSummary& summary, QString* why)
 
 std::string GdAlignmentPage::reference() const
 {
-    return m_reference.empty() ? "gd_" + std::to_string(m_layers) : m_reference;
+    return m_reference.empty() ? "gd_" + std::to_string(m_linearLayers) : m_reference;
 }
 
 bool GdAlignmentPage::isBusy() const
@@ -476,12 +476,14 @@ void GdAlignmentPage::showExperiment(const icl::RunSummary& summary, qint64 step
     }
     m_stack->setCurrentWidget(m_stack->widget(1));
     m_layers = 1;
+    m_linearLayers = 1;
     m_tied = false;
     m_interleaved = false;
     m_reference.clear();
     try {
         const auto cfg = nlohmann::json::parse(summary.config_json);
         m_layers = cfg.at("model").value("n_layers", int64_t(1));
+        m_linearLayers = std::max<int64_t>(1, m_layers - cfg.at("model").value("softmax_layers", int64_t(0)));
         m_tied = cfg.at("model").value("tied", false);
         m_interleaved = cfg.at("task").value("layout", std::string("pair")) == "interleaved";
         const auto& alignment = cfg.at("eval").value("alignment", nlohmann::json::array());
@@ -492,7 +494,7 @@ void GdAlignmentPage::showExperiment(const icl::RunSummary& summary, qint64 step
     m_tabs->setTabEnabled(6, m_interleaved);
     {
         const QSignalBlocker blockK(m_etaK);
-        m_etaK->setValue(int(std::max<int64_t>(1, m_layers)));
+        m_etaK->setValue(int(m_linearLayers));  // K linear layers ~ K GD steps
         // The depth shift iterates a tied layer; untied models cannot be applied more often.
         const QSignalBlocker blockKind(m_oodKind);
         auto* model = qobject_cast<QStandardItemModel*>(m_oodKind->model());

@@ -124,6 +124,7 @@ private:
     std::string m_path;
     qint64 m_step = -1;
     int64_t m_layers = 1;
+    int64_t m_linearLayers = 1; ///< layers without softmax: the number of GD steps they compare with
     bool m_tied = false;
     bool m_interleaved = false;
     std::string m_reference;

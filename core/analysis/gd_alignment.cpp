@@ -84,10 +84,10 @@ AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOpt
     const bool isGd = ref.rfind("gd_", 0) == 0, isGdpp = ref.rfind("gdpp_", 0) == 0,
                isFeatures = ref.rfind("features_gd_", 0) == 0;
     const std::string digits = isGd ? ref.substr(3) : isGdpp ? ref.substr(5) : isFeatures ? ref.substr(12) : "";
-    if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos
-        || std::stoll(digits) < 1 || (isGdpp && std::stoll(digits) < 2))
-        throw Error("reference \"" + ref + "\": expected gd_k (k GD steps), gdpp_k (k GD++ layers, k > 1) or "
-                    "features_gd_k (k GD steps on the model's learned features)");
+    if (digits.empty() || digits.size() > 4 || digits.find_first_not_of("0123456789") != std::string::npos
+        || std::stoll(digits) < 1 || std::stoll(digits) > 100 || (isGdpp && std::stoll(digits) < 2))
+        throw Error("reference \"" + ref + "\": expected gd_k (k GD steps, 1 <= k <= 100), gdpp_k (k GD++ layers, "
+                    "2 <= k <= 100; a one-layer model has no GD++ reference) or features_gd_k");
     if (isFeatures && cfg.model.feature_dim == 0)
         throw Error("reference \"" + ref + "\": GD on meta-learned features needs a model with a feature MLP "
                     "(model.feature_dim > 0)");
@@ -313,8 +313,11 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
         if (!lsa->tied())
             throw Error("ood depth: iterating beyond the training depth needs a tied (recurrent) LSA; this model is untied");
     }
+    if (kind == "w_scale" && cfg.task.kind == "sine_regression")
+        throw Error("ood w_scale: sine_regression has no task vector w (amplitude and phase instead)");
     torch::NoGradGuard guard;
-    const int64_t K = cfg.model.n_layers;
+    // K GD steps for K linear layers; softmax layers (the interleaved copy layer) do no GD step.
+    const int64_t K = std::max<int64_t>(1, cfg.model.n_layers - cfg.model.softmax_layers);
     auto etaFor = [&](int64_t k) {
         auto it = run.fitted.eta.find("gd_" + std::to_string(k));
         if (it != run.fitted.eta.end())
@@ -331,16 +334,18 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
         const double a = alpha[i];
         TaskConfig task = cfg.task;
         if (kind == "x_scale")
-            task.x_range = a;  // U(−α, α)
+            task.x_range = a * cfg.task.x_range;  // U(−α·r, α·r): α = 1 is the training distribution
         if (kind == "w_scale")
             task.w_scale = a * cfg.task.w_scale;
-        // Depth and label noise change the model or the labels, not the inputs: same prompts for every α.
-        const bool samePrompts = kind == "depth" || kind == "label_noise";
-        PromptBatch b = samplePrompts(task, n_prompts, mixSeed(cfg.seed, 777 + (samePrompts ? 0 : i)));
-        if (kind == "x_scale" && task.x_distribution == "normal")
-            b.x = b.x * a, b.y = b.y * a;
+        // Common random numbers: every α uses the same underlying draws (scaled), so rows differ only by α.
+        PromptBatch b = samplePrompts(task, n_prompts, mixSeed(cfg.seed, 777));
+        if (kind == "x_scale" && task.x_distribution == "normal") {
+            if (cfg.task.kind == "sine_regression")
+                throw Error("ood x_scale: needs uniform inputs for sine_regression");
+            b.x = b.x * a, b.y = b.y * a;  // y is positively homogeneous in x (linear, or bias-free leaky ReLU Φ*)
+        }
         if (kind == "label_noise") {
-            auto gen = at::detail::createCPUGenerator(mixSeed(cfg.seed, 999 + i));
+            auto gen = at::detail::createCPUGenerator(mixSeed(cfg.seed, 999));
             torch::Tensor noise = a * torch::randn({n_prompts, cfg.task.n_context}, gen, b.y.options());
             b.y = b.y.clone();
             b.y.narrow(1, 0, cfg.task.n_context).add_(noise);

@@ -73,7 +73,9 @@ std::vector<LsaWeightView> lsaWeightViews(const std::string& path, int64_t check
 
 /// Out-of-distribution evaluation (von Oswald et al. Fig. 4 and appendix): the model and GD/least squares
 /// on prompts whose distribution differs from training.
-///   "x_scale": x ~ U(−α, α)^d (α·N(0, I) for normal inputs);  "w_scale": w ~ N(0, (α·w_scale)²I);
+/// Every α uses the same underlying random draws (scaled by α), from a seed of their own (not the run's
+/// evaluation prompts), so α = 1 of x_scale/w_scale is in distribution but not the eval loss itself.
+///   "x_scale": x ~ U(−α·r, α·r)^d with r the training x_range (α·N(0, I) for normal inputs);  "w_scale": w ~ N(0, (α·w_scale)²I);
 ///   "label_noise": context labels get N(0, α²) noise (the query target stays clean);
 ///   "depth": a tied model applied α times (α integer ≥ 1), compared with α GD steps.
 struct OodCurve {

@@ -193,12 +193,14 @@ LambdaCv crossValidateChecked(const torch::Tensor& x_in, const torch::Tensor& y_
     const std::vector<int64_t> fold = foldOf(n, folds, seed);
     const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
 
-    std::vector<torch::Tensor> val_idx(static_cast<size_t>(folds)), train_idx(static_cast<size_t>(folds));
+    std::vector<torch::Tensor> train_idx(static_cast<size_t>(folds)), x_val, y_val;
     for (int k = 0; k < folds; ++k) {
         std::vector<int64_t> val, train;
         for (int64_t i = 0; i < n; ++i)
             (fold[static_cast<size_t>(i)] == k ? val : train).push_back(i);
-        val_idx[static_cast<size_t>(k)] = torch::tensor(val, long_opts).to(x.device());
+        const torch::Tensor val_idx = torch::tensor(val, long_opts).to(x.device());
+        x_val.push_back(x.index_select(0, val_idx));
+        y_val.push_back(y.index_select(0, val_idx));
         train_idx[static_cast<size_t>(k)] = torch::tensor(train, long_opts).to(x.device());
     }
     const bool primal = p <= n - (n + folds - 1) / folds;  // p ≤ the smallest training part
@@ -209,8 +211,8 @@ LambdaCv crossValidateChecked(const torch::Tensor& x_in, const torch::Tensor& y_
     std::vector<torch::Tensor> gram_k, cross_k, sx_k, sy_k;
     if (primal) {
         for (int k = 0; k < folds; ++k) {
-            const torch::Tensor xv = x.index_select(0, val_idx[static_cast<size_t>(k)]);
-            const torch::Tensor yv = y.index_select(0, val_idx[static_cast<size_t>(k)]);
+            const torch::Tensor& xv = x_val[static_cast<size_t>(k)];
+            const torch::Tensor& yv = y_val[static_cast<size_t>(k)];
             gram_k.push_back(torch::matmul(xv.transpose(0, 1), xv));
             cross_k.push_back(torch::matmul(xv.transpose(0, 1), yv));
             sx_k.push_back(xv.sum(0));
@@ -225,8 +227,8 @@ LambdaCv crossValidateChecked(const torch::Tensor& x_in, const torch::Tensor& y_
     std::vector<double> total(grid.size(), 0.0);
     for (int k = 0; k < folds; ++k) {
         const auto ku = static_cast<size_t>(k);
-        const torch::Tensor xv = x.index_select(0, val_idx[ku]);
-        const torch::Tensor yv = y.index_select(0, val_idx[ku]);
+        const torch::Tensor& xv = x_val[ku];
+        const torch::Tensor& yv = y_val[ku];
         const int64_t n_tr = train_idx[ku].size(0);
         torch::Tensor xm, ym;
         RidgePath path;

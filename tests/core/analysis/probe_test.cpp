@@ -256,26 +256,3 @@ TEST(ProbeScore, ConstantTestTargetsGiveNaN)
 }
 
 } // namespace
-#include <chrono>
-#include <iostream>
-TEST(ProbeTiming, DISABLED_Big)
-{
-    torch::set_num_threads(2);
-    const torch::Tensor x = torch::randn({80000, 256}, kF64), y = torch::randn({80000, 8}, kF64);
-    const torch::Tensor xt = torch::randn({20000, 256}, kF64), yt = torch::randn({20000, 8}, kF64);
-    auto t0 = std::chrono::steady_clock::now();
-    auto g = torch::matmul(x.t(), x);
-    std::cerr << "GRAM " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << "\n";
-    t0 = std::chrono::steady_clock::now();
-    auto f = torch::isfinite(x).all().item<bool>();
-    std::cerr << "FIN " << f << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << "\n";
-    t0 = std::chrono::steady_clock::now();
-    icl::fitRidgeProbe(x, y, 0.1);
-    std::cerr << "FIT " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << "\n";
-    t0 = std::chrono::steady_clock::now();
-    icl::chooseLambdaByCv(x, y, icl::defaultLambdaGrid());
-    std::cerr << "CV " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << "\n";
-    t0 = std::chrono::steady_clock::now();
-    const auto s = icl::scoreProbe(x.to(torch::kFloat32), y, xt.to(torch::kFloat32), yt);
-    std::cerr << "TIME " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s nmse " << s.normalised_mse << "\n";
-}
