@@ -1,0 +1,83 @@
+#pragma once
+// Pasting experiment of Guo et al. 2023 (PAPERS.md §2). Torch-free facade.
+//
+// A trained GPT-2 parent with L blocks is cut at layer ℓ: its blocks ℓ..L−1, ln_final and read_out are
+// kept frozen (requires_grad false) and a new trainable embedding is attached below them:
+//   "linear"       a new read-in d → d_model and new learned positions (replacing the parent's read-in,
+//                  positions and blocks 0..ℓ−1);
+//   "transformer1" the same plus one new trainable GPT-2 block before the frozen ones.
+// Only the new module is trained, on plain linear regression y = ⟨w, x⟩ + σ·z with the parent's d, N,
+// x distribution and σ, and w ~ N(0, w_scale²·I_d) with the parent's task.w_scale (the Guo presets set it
+// to 1/√D = 1/√d, i.e. w ~ N(0, I/d)); `w_scale` > 0 overrides it. A model of the same architecture
+// (new embedding + L − ℓ blocks, all trainable, GPT-2 initialisation) is trained from scratch on the
+// same batches with the same budget for comparison.
+//
+// The pasted model is itself a GPT-2 with L − ℓ (+1) blocks, so it is stored as an ordinary experiment
+// file (config: the parent's with task.kind linear_regression and model.n_layers = L − ℓ (+1);
+// checkpoints of the pasted model at step 0 and at the end; metrics per evaluation: train_loss and
+// eval_loss of the pasted model, scratch/train_loss, scratch/eval_loss, baseline/ridge, baseline/zero)
+// that every other analysis opens. The link to the parent is stored in that file under
+// /analysis/pasting_parent/<id> (parent path, checkpoint, cut layer, embedding) and in its description;
+// the parent gets /analysis/pasting/<id> with the comparison.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace icl {
+
+struct PastingOptions {
+    int64_t checkpoint_step = -1;       ///< parent checkpoint; -1 = last
+    int64_t cut_layer = 0;              ///< ℓ, 0 ≤ ℓ ≤ L − 1: blocks ℓ..L−1 are kept
+    std::string embedding = "linear";   ///< "linear" or "transformer1"
+    int64_t steps = 1000;               ///< Adam steps for the pasted and for the scratch model each
+    double lr = 1e-3;                   ///< Adam (β = 0.9, 0.999), constant rate
+    int64_t batch_size = 64;
+    int64_t n_eval = 1280;              ///< fixed evaluation prompts (same for every model and baseline)
+    int64_t eval_every = 100;           ///< evaluation (loss curve) period in steps
+    double w_scale = 0.0;               ///< τ of w ~ N(0, τ²I_d); 0 = the parent's task.w_scale
+    uint64_t seed = 0;                  ///< 0 = the parent's seed
+    /// Initialise the new read-in and positions with the parent's (ℓ = 0, "linear" only): the pasted model
+    /// is then an exact copy of the parent before training (the "frozen copy" check).
+    bool copy_parent_embedding = false;
+    bool train_scratch = true;          ///< also train the same-size model from scratch
+    std::string out_path;               ///< new experiment file for the pasted model; "" = none
+    bool overwrite = false;             ///< replace an existing out_path
+    bool store = true;                  ///< store /analysis/pasting/<id> in the parent
+    int threads = 0;
+};
+
+struct PastingResult {
+    int64_t parent_step = 0;
+    int64_t parent_layers = 0;          ///< L
+    int64_t cut_layer = 0;
+    std::string embedding;
+    int64_t pasted_layers = 0;          ///< blocks of the pasted (and scratch) model
+    int64_t trainable_pasted = 0;       ///< trainable parameters of the pasted model
+    int64_t trainable_scratch = 0;      ///< parameters of the scratch model
+    int64_t steps = 0;
+    double w_scale = 0.0;
+    double ridge_lambda = 0.0;          ///< Bayes choice σ²/τ²
+    /// Final 0.5·MSE at the query on the evaluation prompts; scratch_loss is NaN without train_scratch.
+    double pasted_loss = 0.0, scratch_loss = 0.0, ridge_loss = 0.0, zero_loss = 0.0;
+    bool frozen_unchanged = true;       ///< the frozen parameters are bitwise equal to the parent's
+    /// ICL curves: 0.5·MSE of the prediction of y_{n+1} from the first n examples, n = 0..N.
+    std::vector<int64_t> n_examples;
+    std::vector<double> pasted_curve, scratch_curve, ridge_curve;
+    /// Loss curves: at each evaluation step, the mean training loss since the previous one and the eval loss.
+    std::vector<int64_t> curve_steps;
+    std::vector<double> pasted_train, pasted_eval, scratch_train, scratch_eval;
+    std::string out_path;               ///< the new experiment file ("" when none)
+    std::string analysis_id;            ///< id under /analysis/pasting in the parent ("" when not stored)
+    double wall_time_s = 0.0;
+};
+
+/// Runs the pasting experiment on the parent at `parent_path`. The progress callback gets (done, total)
+/// training steps (pasted and scratch together) and returns false to cancel (icl::Error("cancelled")).
+/// Throws icl::Error for a parent that is not gpt2, ℓ out of range, an unknown embedding, bad sizes, or a
+/// frozen parameter that changed. Thread affinity: worker thread.
+PastingResult computePasting(const std::string& parent_path, const PastingOptions& options,
+                             const std::function<bool(int64_t, int64_t)>& progress = {});
+
+} // namespace icl
