@@ -83,22 +83,30 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
         const std::string sfx = "." + std::to_string(l);
         offer("resid_pre" + sfx, x);
         const torch::Tensor h = b.ln1->forward(x);
-        const torch::Tensor q = torch::einsum("btd,hde->bhte", {h, b.W_Q}) + b.b_Q.unsqueeze(0).unsqueeze(2);
-        const torch::Tensor k = torch::einsum("btd,hde->bhte", {h, b.W_K}) + b.b_K.unsqueeze(0).unsqueeze(2);
-        const torch::Tensor v = torch::einsum("btd,hde->bhte", {h, b.W_V}) + b.b_V.unsqueeze(0).unsqueeze(2);
+        // One GEMM for queries, keys and values of every head: [D, 3·H·dh] from the [H, D, dh] weights.
+        const int64_t B = h.size(0), D = o.d_model;
+        const torch::Tensor wQkv = torch::cat({b.W_Q.permute({1, 0, 2}).reshape({D, H * dh}),
+                                               b.W_K.permute({1, 0, 2}).reshape({D, H * dh}),
+                                               b.W_V.permute({1, 0, 2}).reshape({D, H * dh})},
+                                              1);
+        const torch::Tensor bQkv = torch::cat({b.b_Q.reshape({H * dh}), b.b_K.reshape({H * dh}), b.b_V.reshape({H * dh})});
+        const auto qkv = torch::addmm(bQkv, h.reshape({B * T, D}), wQkv).view({B, T, 3, H, dh}).permute({2, 0, 3, 1, 4});
+        const torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];                       // [B, H, T, dh]
         torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) * scale;  // [B, H, T, T]
         scores = scores.masked_fill(causal.logical_not(), -std::numeric_limits<float>::infinity());
         const torch::Tensor pattern = torch::softmax(scores, -1);
         const torch::Tensor z = torch::matmul(pattern, v);                       // [B, H, T, dh]
-        const torch::Tensor attnOut = torch::einsum("bhte,hed->btd", {z, b.W_O}) + b.b_O;
+        const torch::Tensor attnOut
+            = torch::addmm(b.b_O, z.transpose(1, 2).reshape({B * T, H * dh}), b.W_O.reshape({H * dh, D})).view({B, T, D});
         offer("attn.q" + sfx, q);
         offer("attn.k" + sfx, k);
         offer("attn.v" + sfx, v);
         offer("attn.pattern" + sfx, pattern);
         offer("attn.out" + sfx, attnOut);
         x = x + attnOut;
-        const torch::Tensor m = torch::gelu(torch::matmul(b.ln2->forward(x), b.W_in) + b.b_in, "tanh");
-        const torch::Tensor mlpOut = torch::matmul(m, b.W_out) + b.b_out;
+        const torch::Tensor m
+            = torch::gelu(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in), "tanh");
+        const torch::Tensor mlpOut = torch::addmm(b.b_out, m, b.W_out).view({B, T, D});
         offer("mlp.out" + sfx, mlpOut);
         x = x + mlpOut;
         offer("resid_post" + sfx, x);
