@@ -268,4 +268,42 @@ Figure oodFigure(const OodCurve& c, const RunSummary& summary)
     return f;
 }
 
+Figure probeFigure(const std::vector<ProbeCurve>& curves, const RunSummary& summary)
+{
+    Figure f;
+    f.name = "probe";
+    f.title = "Linear probes: normalised error per layer";
+    f.x_label = "layer (residual stream after the embedding and after each block)";
+    f.y_label = "normalised MSE  (1 = no information)";
+    f.metadata = runMetadata(summary);
+    size_t layers = 0;
+    for (const ProbeCurve& c : curves) {
+        Series s;
+        s.name = c.target == "phi"    ? "Φ*(x)"
+                 : c.target == "oracle" ? "oracle prediction"
+                 : c.target == "gd_1"   ? "GD, 1 step prediction"
+                                        : c.target;
+        for (size_t l = 0; l < c.normalised_mse.size(); ++l) {
+            s.x.push_back(double(l));
+            s.y.push_back(c.normalised_mse[l]);
+        }
+        f.series.push_back(std::move(s));
+        if (c.layer_labels.size() > layers) {
+            layers = c.layer_labels.size();
+            f.x_ticks.clear();
+            f.x_tick_labels = c.layer_labels;
+            for (size_t l = 0; l < layers; ++l)
+                f.x_ticks.push_back(double(l));
+        }
+    }
+    if (!curves.empty()) {
+        const ProbeCurve& c = curves.front();
+        f.metadata["checkpoint_step"] = std::to_string(c.checkpoint_step);
+        f.metadata["positions"] = c.positions == "query" ? "query token" : c.positions + " tokens";
+        f.metadata["n_fit"] = std::to_string(c.n_fit);
+        f.metadata["n_test"] = std::to_string(c.n_test);
+    }
+    return f;
+}
+
 } // namespace icl

@@ -9,6 +9,7 @@
 #include "core/types/figure.h"
 #include "core/types/figure_csv.h"
 #include "core/types/icl_curve.h"
+#include "core/types/probe.h"
 #include "core/types/run_summary.h"
 
 namespace icl {
@@ -37,5 +38,10 @@ Figure etaScanFigure(const EtaScan& scan, const RunSummary& summary);
 
 /// Model, GD, least squares and zero predictor against α for one out-of-distribution kind.
 Figure oodFigure(const OodCurve& curve, const RunSummary& summary);
+
+/// Linear probes (Guo et al. 2023): normalised test MSE per residual-stream layer (x = 0 for the
+/// embedding, l + 1 after block l, ticks labelled "embed", "block 0", …), one line per target; 1 means
+/// the probe does no better than predicting the mean. The curves should share one kind of position.
+Figure probeFigure(const std::vector<ProbeCurve>& curves, const RunSummary& summary);
 
 } // namespace icl

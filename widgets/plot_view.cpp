@@ -282,6 +282,12 @@ void PlotView::rebuild()
         }
     };
     configureAxis(xAxis, m_figure.log_x);
+    if (!m_figure.log_x && !m_figure.x_ticks.empty() && m_figure.x_ticks.size() == m_figure.x_tick_labels.size()) {
+        QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
+        for (size_t i = 0; i < m_figure.x_ticks.size(); ++i)
+            ticker->addTick(m_figure.x_ticks[i], qs(m_figure.x_tick_labels[i]));
+        xAxis->setTicker(ticker);
+    }
     configureAxis(yAxis, m_figure.log_y);
 
     bool anyData = false;

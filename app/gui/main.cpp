@@ -1,7 +1,7 @@
 // icl-workbench: the ICL Workbench GUI.
 //
 //   icl-workbench [RUN.h5] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
-//                 [--page experiments|train|gd-alignment|kernel] [--tab NAME] [--checkpoint STEP]
+//                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes] [--tab NAME] [--checkpoint STEP]
 //                 [--screenshot OUT.png] [--quit]
 //
 // Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
@@ -61,7 +61,7 @@ int main(int argc, char** argv)
     const QCommandLineOption outOpt(
         QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
     const QCommandLineOption pageOpt(QStringLiteral("page"),
-        QStringLiteral("Page to show: experiments, train, gd-alignment or kernel."), QStringLiteral("NAME"));
+        QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve or probes."), QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
         QStringLiteral("Tab of the gd-alignment page: %1.")
             .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", "))),
@@ -92,7 +92,7 @@ int main(int argc, char** argv)
     if (parser.isSet(pageOpt)) {
         page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
-            return fail(QStringLiteral("--page: expected experiments, train, gd-alignment or kernel, got \"%1\"")
+            return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve or probes, got \"%1\"")
                             .arg(parser.value(pageOpt)));
     }
     if (parser.isSet(tabOpt) && !icl::gui::GdAlignmentPage::tabNames().contains(parser.value(tabOpt)))

@@ -1,6 +1,7 @@
 #include "app/gui/main_window.h"
 
 #include <cstdio>
+#include <type_traits>
 
 #include <QAction>
 #include <QApplication>
@@ -28,7 +29,9 @@
 
 #include "app/gui/experiments_page.h"
 #include "app/gui/gd_alignment_page.h"
+#include "app/gui/icl_curve_page.h"
 #include "app/gui/kernel_view_page.h"
+#include "app/gui/probes_page.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -69,6 +72,8 @@ MainWindow::MainWindow(QWidget* parent)
     , m_trainPage(new TrainPage(this))
     , m_gdAlignmentPage(new GdAlignmentPage(this))
     , m_kernelViewPage(new KernelViewPage(this))
+    , m_iclCurvePage(new IclCurvePage(this))
+    , m_probesPage(new ProbesPage(this))
     , m_timeline(new widgets::CheckpointTimeline(this))
 {
     setWindowTitle(tr("ICL Workbench"));
@@ -90,13 +95,21 @@ MainWindow::MainWindow(QWidget* parent)
         tr("Softmax attention as one GD step of a contrastive reference model, exactly and with random features "
            "(Ren & Liu)"));
     m_navigator->item(2)->setIcon(style()->standardIcon(QStyle::SP_FileDialogContentsView));
+    addPage(tr("ICL curve"), m_iclCurvePage,
+        tr("Model and every baseline against the number of in-context examples, with bootstrap CIs (Garg et al.)"));
+    addPage(tr("Probes"), m_probesPage,
+        tr("Linear probes on every layer of a GPT-2's residual stream, one line per target (Guo et al.)"));
     m_navigator->item(3)->setIcon(style()->standardIcon(QStyle::SP_FileDialogDetailedView));
+    m_navigator->item(4)->setIcon(style()->standardIcon(QStyle::SP_FileDialogInfoView));
+    m_navigator->item(5)->setIcon(style()->standardIcon(QStyle::SP_FileDialogListView));
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     // Analysis pages compute only while they are shown.
     connect(m_navigator, &QListWidget::currentRowChanged, this,
         [this](int row) {
             m_gdAlignmentPage->setActive(row == int(Page::GdAlignment));
             m_kernelViewPage->setActive(row == int(Page::KernelView));
+            m_iclCurvePage->setActive(row == int(Page::IclCurve));
+            m_probesPage->setActive(row == int(Page::Probes));
         });
     m_navigator->setCurrentRow(0);
 
@@ -191,12 +204,22 @@ MainWindow::MainWindow(QWidget* parent)
         m_trainPage->selectCheckpoint(step);
         m_gdAlignmentPage->selectCheckpoint(step);
         m_kernelViewPage->selectCheckpoint(step);
+        m_iclCurvePage->selectCheckpoint(step);
+        m_probesPage->selectCheckpoint(step);
         statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
     });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
         if (m_kernelViewPage->isBusy()) {
             m_kernelViewPage->cancel();
             statusBar()->showMessage(tr("Kernel view cancelled"), 5000);
+        }
+        if (m_iclCurvePage->isBusy()) {
+            m_iclCurvePage->cancel();
+            statusBar()->showMessage(tr("ICL curve cancelled"), 5000);
+        }
+        if (m_probesPage->isBusy()) {
+            m_probesPage->cancel();
+            statusBar()->showMessage(tr("Probes cancelled (the running probe finishes first)"), 5000);
         }
         if (m_gdAlignmentPage->isBusy()) {
             m_gdAlignmentPage->cancel();
@@ -272,6 +295,27 @@ MainWindow::MainWindow(QWidget* parent)
         m_progress->setValue(percent);
         statusBar()->showMessage(text);
     });
+    auto followAnalysisPage = [this](auto* page, const QString& doneText) {
+        using PageType = std::remove_pointer_t<decltype(page)>;
+        connect(page, &PageType::busyStarted, this, &MainWindow::updateBusy);
+        connect(page, &PageType::busyFinished, this, [this, doneText] {
+            if (!m_trainPage->isRunning()) {
+                m_progress->setRange(0, 100);
+                m_progress->setValue(100);
+                statusBar()->showMessage(doneText, 5000);
+            }
+            updateBusy();
+        });
+        connect(page, &PageType::progressChanged, this, [this](int percent, const QString& text) {
+            if (m_trainPage->isRunning())
+                return; // training owns the progress bar
+            m_progress->setRange(0, 100);
+            m_progress->setValue(percent);
+            statusBar()->showMessage(text);
+        });
+    };
+    followAnalysisPage(m_iclCurvePage, tr("ICL curve: analysis done"));
+    followAnalysisPage(m_probesPage, tr("Probes: analysis done"));
     connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
     connect(m_trainPage, &TrainPage::statusMessage, this,
         [this](const QString& message) { statusBar()->showMessage(message, 15000); });
@@ -306,6 +350,10 @@ std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
         return Page::GdAlignment;
     if (n == QLatin1String("kernel") || n == QLatin1String("kernel-view") || n == QLatin1String("kernel_view"))
         return Page::KernelView;
+    if (n == QLatin1String("icl-curve") || n == QLatin1String("icl_curve"))
+        return Page::IclCurve;
+    if (n == QLatin1String("probes") || n == QLatin1String("probe"))
+        return Page::Probes;
     return std::nullopt;
 }
 
@@ -348,6 +396,8 @@ bool MainWindow::openExperiment(const QString& path)
         m_trainPage->selectCheckpoint(m_timeline->currentStep());
     m_gdAlignmentPage->showExperiment(summary, m_timeline->currentStep());
     m_kernelViewPage->showExperiment(summary, m_timeline->currentStep());
+    m_iclCurvePage->showExperiment(summary, m_timeline->currentStep());
+    m_probesPage->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
     statusBar()->showMessage(
@@ -377,6 +427,8 @@ qint64 MainWindow::selectCheckpoint(qint64 step)
         m_trainPage->selectCheckpoint(selected);
         m_gdAlignmentPage->selectCheckpoint(selected);
         m_kernelViewPage->selectCheckpoint(selected);
+        m_iclCurvePage->selectCheckpoint(selected);
+        m_probesPage->selectCheckpoint(selected);
     }
     return selected;
 }
@@ -391,7 +443,8 @@ widgets::PlotView* MainWindow::currentPlot() const
 
 bool MainWindow::isBusy() const
 {
-    return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy() || m_kernelViewPage->isBusy();
+    return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy() || m_kernelViewPage->isBusy()
+        || m_iclCurvePage->isBusy() || m_probesPage->isBusy();
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -493,6 +546,8 @@ void MainWindow::closeEvent(QCloseEvent* event)
     }
     m_gdAlignmentPage->cancel(); // a running analysis ends before the page is destroyed
     m_kernelViewPage->cancel();
+    m_iclCurvePage->cancel();
+    m_probesPage->cancel();
     if (!m_scripted) {
         QSettings settings;
         settings.setValue(kGeometryKey, saveGeometry());

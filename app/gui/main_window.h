@@ -27,7 +27,9 @@ namespace icl::gui {
 
 class ExperimentsPage;
 class GdAlignmentPage;
+class IclCurvePage;
 class KernelViewPage;
+class ProbesPage;
 class TrainPage;
 
 /// Left navigator of pages (Experiments, Train, GD alignment; later pages are added with addPage), the
@@ -37,12 +39,13 @@ class TrainPage;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class Page { Experiments = 0, Train = 1, GdAlignment = 2, KernelView = 3 };
+    enum class Page { Experiments = 0, Train = 1, GdAlignment = 2, KernelView = 3, IclCurve = 4, Probes = 5 };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel"), if there is one.
+    /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel",
+    /// "icl-curve", "probes"), if there is one.
     static std::optional<Page> pageFromName(const QString& name);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
@@ -77,6 +80,8 @@ public:
     TrainPage* trainPage() const { return m_trainPage; }
     GdAlignmentPage* gdAlignmentPage() const { return m_gdAlignmentPage; }
     KernelViewPage* kernelViewPage() const { return m_kernelViewPage; }
+    IclCurvePage* iclCurvePage() const { return m_iclCurvePage; }
+    ProbesPage* probesPage() const { return m_probesPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
 
@@ -113,6 +118,8 @@ private:
     TrainPage* m_trainPage = nullptr;
     GdAlignmentPage* m_gdAlignmentPage = nullptr;
     KernelViewPage* m_kernelViewPage = nullptr;
+    IclCurvePage* m_iclCurvePage = nullptr;
+    ProbesPage* m_probesPage = nullptr;
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

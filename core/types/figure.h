@@ -29,6 +29,10 @@ struct Figure {
     std::string y_label;
     bool log_x = false;
     bool log_y = false;
+    /// Optional named ticks on a linear x axis (e.g. layers "embed", "block 0", … at x = 0, 1, …);
+    /// empty: numeric ticks. Same length as x_tick_labels.
+    std::vector<double> x_ticks;
+    std::vector<std::string> x_tick_labels;
     std::vector<Series> series;
     std::map<std::string, std::string> metadata;
 

@@ -1,0 +1,384 @@
+#include "app/gui/probes_page.h"
+
+#include <cmath>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QMetaObject>
+#include <QSignalBlocker>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include <nlohmann/json.hpp>
+
+#include "app/gui/analysis_runner.h"
+#include "core/error.h"
+#include "core/report.h"
+#include "widgets/plot_view.h"
+
+namespace icl::gui {
+
+namespace {
+
+enum JobKey { ProbeJob = 300 };
+
+QString number(double v)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
+}
+
+} // namespace
+
+ProbesPage::ProbesPage(QWidget* parent)
+    : QWidget(parent)
+    , m_runner(new AnalysisRunner(this))
+{
+    setObjectName(QStringLiteral("probesPage"));
+    m_stack = new QStackedWidget(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(m_stack);
+
+    m_message = new QLabel(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its residual "
+                              "stream layer by layer."),
+        this);
+    m_message->setObjectName(QStringLiteral("probesMessage"));
+    m_message->setAlignment(Qt::AlignCenter);
+    m_message->setWordWrap(true);
+    m_message->setMargin(40);
+    m_stack->addWidget(m_message);
+
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->setSpacing(4);
+
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Positions"), content));
+    m_positions = new QComboBox(content);
+    m_positions->setObjectName(QStringLiteral("probePositions"));
+    m_positions->addItem(tr("x tokens"), QStringLiteral("x"));
+    m_positions->addItem(tr("y tokens"), QStringLiteral("y"));
+    m_positions->addItem(tr("query token"), QStringLiteral("query"));
+    m_positions->setToolTip(tr("Token positions whose residual stream the probes read: every x_i token, every y_i "
+                               "token, or the last (query) token"));
+    controls->addWidget(m_positions);
+    controls->addSpacing(16);
+    controls->addWidget(new QLabel(tr("Targets"), content));
+    const std::map<QString, QString> tips = {
+        { QStringLiteral("x"), tr("the input x_i") },
+        { QStringLiteral("phi"), tr("the representation Φ*(x_i) (representation tasks)") },
+        { QStringLiteral("y"), tr("the label y_i") },
+        { QStringLiteral("oracle"), tr("the oracle's prediction of y_i: ridge on Φ* from the earlier examples") },
+        { QStringLiteral("gd_1"), tr("one GD step's prediction of y_i from the earlier examples") },
+    };
+    for (const QString& t : targetNames()) {
+        auto* box = new QCheckBox(t == QLatin1String("phi") ? QStringLiteral("Φ*(x)") : t, content);
+        box->setObjectName(QStringLiteral("probeTarget_") + t);
+        box->setToolTip(tr("Probe for %1").arg(tips.at(t)));
+        box->setProperty("baseToolTip", box->toolTip());
+        box->setChecked(true);
+        controls->addWidget(box);
+        m_targets[t] = box;
+        connect(box, &QCheckBox::toggled, this, &ProbesPage::requestRun);
+    }
+    controls->addStretch(1);
+    layout->addLayout(controls);
+
+    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
+    m_summaryLabel->setObjectName(QStringLiteral("probesSummary"));
+    m_summaryLabel->setWordWrap(true);
+    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_summaryLabel);
+    m_status = new QLabel(content);
+    m_status->setObjectName(QStringLiteral("probesStatus"));
+    m_status->setWordWrap(true);
+    layout->addWidget(m_status);
+
+    m_plot = new widgets::PlotView(content);
+    m_plot->setObjectName(QStringLiteral("probesPlot"));
+    layout->addWidget(m_plot, 1);
+    m_stack->addWidget(content);
+
+    connect(m_positions, qOverload<int>(&QComboBox::currentIndexChanged), this, &ProbesPage::requestRun);
+    connect(m_runner, &AnalysisRunner::started, this, &ProbesPage::busyStarted);
+    connect(m_runner, &AnalysisRunner::finished, this, &ProbesPage::busyFinished);
+}
+
+ProbesPage::~ProbesPage()
+{
+    if (m_stop)
+        *m_stop = true;
+}
+
+QStringList ProbesPage::targetNames()
+{
+    return { QStringLiteral("x"), QStringLiteral("phi"), QStringLiteral("y"), QStringLiteral("oracle"),
+        QStringLiteral("gd_1") };
+}
+
+QStringList ProbesPage::supportedTargets(const icl::RunSummary& summary)
+{
+    bool representation = false;
+    try {
+        const std::string kind = nlohmann::json::parse(summary.config_json).at("task").value("kind", std::string());
+        representation = kind == "representation" || kind == "representation_mixture";
+    } catch (const std::exception&) {
+    }
+    // One GD step needs the step size fitted at training time (eval.gd_steps containing 1).
+    const bool gd1 = summary.metrics.count("baseline_eta/gd_1") > 0;
+    QStringList out;
+    for (const QString& t : targetNames()) {
+        if (!representation && (t == QLatin1String("phi") || t == QLatin1String("oracle")))
+            continue;
+        if (!gd1 && t == QLatin1String("gd_1"))
+            continue;
+        out << t;
+    }
+    return out;
+}
+
+bool ProbesPage::supports(const icl::RunSummary& summary, QString* why)
+{
+    try {
+        const auto cfg = nlohmann::json::parse(summary.config_json);
+        const std::string kind = cfg.at("model").value("kind", std::string("?"));
+        if (kind != "gpt2") {
+            if (why)
+                *why = tr("Probes read the residual stream of a GPT-2 model; this run has a %1 model. Train the "
+                          "guo-representation or garg-linear-regression preset for an example.")
+                           .arg(QString::fromStdString(kind));
+            return false;
+        }
+        return true;
+    } catch (const std::exception& e) {
+        if (why)
+            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
+        return false;
+    }
+}
+
+void ProbesPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+{
+    cancel();
+    ++m_generation;
+    m_summary = summary;
+    m_path = summary.path;
+    m_step = step;
+    m_curves.clear();
+    m_plot->setFigure(icl::Figure {});
+    m_summaryLabel->setText(QStringLiteral("—"));
+    m_status->clear();
+    QString why;
+    m_supported = supports(summary, &why);
+    if (!m_supported) {
+        m_message->setText(why);
+        m_stack->setCurrentWidget(m_message);
+        m_stale = false;
+        return;
+    }
+    m_stack->setCurrentIndex(1);
+    const QStringList supported = supportedTargets(summary);
+    for (const auto& [name, box] : m_targets) {
+        const QSignalBlocker block(box);
+        const bool ok = supported.contains(name);
+        box->setEnabled(ok);
+        box->setChecked(ok);
+        const QString base = box->property("baseToolTip").toString();
+        const QString need = name == QLatin1String("gd_1")
+            ? tr("a step size fitted at training time (eval.gd_steps containing 1)")
+            : tr("a representation task (task.kind representation or representation_mixture)");
+        box->setToolTip(ok ? base : tr("%1 — not available: needs %2").arg(base, need));
+    }
+    m_stale = true;
+    if (ready())
+        run();
+}
+
+void ProbesPage::selectCheckpoint(qint64 step)
+{
+    if (step == m_step && !m_stale)
+        return;
+    m_step = step;
+    m_stale = true;
+    if (ready())
+        run();
+}
+
+void ProbesPage::setActive(bool active)
+{
+    m_active = active;
+    if (active && m_stale && ready())
+        run();
+}
+
+bool ProbesPage::isBusy() const
+{
+    return m_runner->isBusy();
+}
+
+void ProbesPage::cancel()
+{
+    if (m_stop)
+        *m_stop = true;
+    const bool wasBusy = m_runner->isBusy();
+    m_runner->cancel();
+    if (wasBusy) {
+        m_stale = true;
+        m_status->setText(tr("Cancelled. Select a checkpoint to compute again."));
+    }
+}
+
+void ProbesPage::setPromptCounts(int64_t nFit, int64_t nTest)
+{
+    if (nFit == m_nFit && nTest == m_nTest)
+        return;
+    m_nFit = nFit;
+    m_nTest = nTest;
+    requestRun();
+}
+
+bool ProbesPage::setPositions(const QString& positions)
+{
+    const int index = m_positions->findData(positions);
+    if (index < 0)
+        return false;
+    m_positions->setCurrentIndex(index); // re-runs through currentIndexChanged when it changes
+    return true;
+}
+
+void ProbesPage::setTargetChecked(const QString& target, bool checked)
+{
+    QCheckBox* box = targetCheck(target);
+    if (box && box->isEnabled())
+        box->setChecked(checked);
+}
+
+QCheckBox* ProbesPage::targetCheck(const QString& target) const
+{
+    const auto it = m_targets.find(target);
+    return it == m_targets.end() ? nullptr : it->second;
+}
+
+QStringList ProbesPage::checkedTargets() const
+{
+    QStringList out;
+    for (const QString& t : targetNames()) {
+        const QCheckBox* box = m_targets.at(t);
+        if (box->isEnabled() && box->isChecked())
+            out << t;
+    }
+    return out;
+}
+
+icl::ProbeOptions ProbesPage::options(const QString& target) const
+{
+    icl::ProbeOptions o;
+    o.checkpoint_step = m_step;
+    o.target = target.toStdString();
+    o.positions = m_positions->currentData().toString().toStdString();
+    o.n_fit = m_nFit;
+    o.n_test = m_nTest;
+    o.store = false;
+    return o;
+}
+
+bool ProbesPage::ready() const
+{
+    return m_supported && m_active && !m_path.empty() && m_step >= 0;
+}
+
+void ProbesPage::requestRun()
+{
+    m_stale = true;
+    if (ready())
+        run();
+}
+
+void ProbesPage::run()
+{
+    m_stale = false;
+    const quint64 generation = ++m_generation;
+    if (m_stop)
+        *m_stop = true; // the previous batch is superseded
+    auto stop = std::make_shared<std::atomic<bool>>(false);
+    m_stop = stop;
+    const QStringList targets = checkedTargets();
+    if (targets.isEmpty()) {
+        m_runner->cancel();
+        m_curves.clear();
+        m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
+        m_summaryLabel->setText(QStringLiteral("—"));
+        m_status->setText(tr("Check at least one target."));
+        return;
+    }
+    std::vector<icl::ProbeOptions> options;
+    for (const QString& t : targets)
+        options.push_back(this->options(t));
+    const std::string path = m_path;
+    m_status->setText(tr("Fitting probes at checkpoint %1 for %2…").arg(m_step).arg(targets.join(QStringLiteral(", "))));
+    m_runner->enqueue(
+        ProbeJob, tr("linear probes"),
+        [this, generation, path, options, stop]() -> AnalysisRunner::Continuation {
+            auto curves = std::make_shared<std::vector<icl::ProbeCurve>>();
+            auto failed = std::make_shared<QStringList>(); // a target that fails leaves the others shown
+            for (size_t i = 0; i < options.size(); ++i) {
+                if (*stop)
+                    throw icl::Error("cancelled");
+                const int percent = int(100 * i / options.size());
+                const QString target = QString::fromStdString(options[i].target);
+                QMetaObject::invokeMethod(
+                    this,
+                    [this, percent, target] {
+                        Q_EMIT progressChanged(percent, tr("Probes: %1 (%2%)").arg(target).arg(percent));
+                    },
+                    Qt::QueuedConnection);
+                try {
+                    curves->push_back(icl::computeProbe(path, options[i]));
+                } catch (const icl::Error& e) {
+                    *failed << QString::fromUtf8(e.what());
+                }
+            }
+            return [this, generation, curves, failed] {
+                if (generation != m_generation)
+                    return;
+                m_status->setText(failed->join(QLatin1Char('\n')));
+                if (curves->empty()) {
+                    m_curves.clear();
+                    m_plot->setFigure(icl::Figure {});
+                    m_summaryLabel->setText(QStringLiteral("—"));
+                    return;
+                }
+                m_curves = *curves;
+                m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
+                QStringList parts;
+                for (const icl::ProbeCurve& c : m_curves) {
+                    size_t best = 0;
+                    for (size_t l = 1; l < c.normalised_mse.size(); ++l)
+                        if (c.normalised_mse[l] < c.normalised_mse[best])
+                            best = l;
+                    if (!c.normalised_mse.empty())
+                        parts << tr("%1: best %2 at %3 (embed %4)")
+                                     .arg(QString::fromStdString(c.target), number(c.normalised_mse[best]),
+                                         QString::fromStdString(c.layer_labels.at(best)),
+                                         number(c.normalised_mse.front()));
+                }
+                const icl::ProbeCurve& first = m_curves.front();
+                m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Normalised MSE — %5")
+                                            .arg(first.checkpoint_step)
+                                            .arg(QString::fromStdString(first.positions))
+                                            .arg(first.n_fit)
+                                            .arg(first.n_test)
+                                            .arg(parts.join(QStringLiteral("; "))));
+            };
+        },
+        [this, generation](const QString& error) {
+            if (generation != m_generation)
+                return;
+            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
+        });
+}
+
+} // namespace icl::gui
