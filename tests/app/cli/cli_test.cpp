@@ -218,4 +218,42 @@ TEST(Cli, AnalyzeKernelJson)
     expectOneLineError(run("analyze " + out + " kernel --layer 1"), "layer 1 is not a softmax layer");
 }
 
+// The pasting experiment from the command line: a tiny GPT-2 parent, then `analyze paste --json` trains a
+// new embedding under its frozen upper blocks and a same-size model from scratch, writes the pasted model
+// as an experiment file (readable by info) and stores the comparison in the parent.
+TEST(Cli, AnalyzePasteJson)
+{
+    const std::string out = temp("cli_paste_parent.h5");
+    const std::string pasted = temp("cli_paste_child.h5");
+    const Result tr = run("train --preset guo-representation --set task.d=4 --set task.rep_dim=4"
+                          " --set task.n_context=6 --set model.n_layers=3 --set model.n_heads=2 --set model.d_model=16"
+                          " --set training.eval_every=10 --set training.checkpoint_every=10 --set eval.n_prompts=64"
+                          " --steps 10 --device cpu --threads 1 --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    const Result p = run("analyze " + out + " paste --cut-layer 1 --embedding transformer1 --steps 8 --prompts 64"
+                         " --threads 1 --json --out " + pasted);
+    ASSERT_EQ(p.code, 0) << p.err;
+    const auto j = nlohmann::json::parse(p.out);
+    EXPECT_EQ(j["analysis"], "paste");
+    EXPECT_EQ(j["checkpoint_step"], 10);
+    EXPECT_EQ(j["cut_layer"], 1);
+    EXPECT_EQ(j["embedding"], "transformer1");
+    EXPECT_EQ(j["pasted_layers"], 3);  // one new block + blocks 1, 2 of the parent
+    EXPECT_EQ(j["steps"], 8);
+    EXPECT_TRUE(j["frozen_unchanged"].get<bool>());
+    EXPECT_TRUE(j["pasted_loss"].is_number());
+    EXPECT_TRUE(j["scratch_loss"].is_number());
+    EXPECT_LT(j["ridge_loss"].get<double>(), j["zero_loss"].get<double>());
+    EXPECT_LT(j["trainable_pasted"].get<int64_t>(), j["trainable_scratch"].get<int64_t>());
+    EXPECT_EQ(j["n_examples"].size(), 7u);
+    EXPECT_EQ(j["pasted_curve"].size(), 7u);
+    EXPECT_EQ(j["ridge_curve"].size(), 7u);
+    const Result child = run("info " + pasted + " --json");
+    ASSERT_EQ(child.code, 0) << child.err;
+    EXPECT_NE(child.out.find("pasting_parent"), std::string::npos) << "the link to the parent is stored";
+    const Result parent = run("info " + out + " --json");
+    EXPECT_NE(parent.out.find("\"pasting\""), std::string::npos) << "the analysis is stored in the parent";
+    expectOneLineError(run("analyze " + out + " paste --cut-layer 3 --steps 1"), "expected 0 ≤ ℓ ≤ 2");
+}
+
 } // namespace
