@@ -359,14 +359,20 @@ void ProbesPage::run()
                     for (size_t l = 1; l < c.normalised_mse.size(); ++l)
                         if (c.normalised_mse[l] < c.normalised_mse[best])
                             best = l;
-                    if (!c.normalised_mse.empty())
-                        parts << tr("%1: best %2 at %3 (embed %4)")
-                                     .arg(QString::fromStdString(c.target), number(c.normalised_mse[best]),
+                    const QString name
+                        = c.target == "phi" ? QStringLiteral("Φ*(x)") : QString::fromStdString(c.target);
+                    if (c.normalised_mse.empty())
+                        continue;
+                    if (best == 0)
+                        parts << tr("%1 %2 at embed (best)").arg(name, number(c.normalised_mse[0]));
+                    else
+                        parts << tr("%1 %2 at %3 (embed %4)")
+                                     .arg(name, number(c.normalised_mse[best]),
                                          QString::fromStdString(c.layer_labels.at(best)),
                                          number(c.normalised_mse.front()));
                 }
                 const icl::ProbeCurve& first = m_curves.front();
-                m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Normalised MSE — %5")
+                m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")
                                             .arg(first.checkpoint_step)
                                             .arg(QString::fromStdString(first.positions))
                                             .arg(first.n_fit)
