@@ -34,6 +34,12 @@ std::string prettyBaseline(const std::string& name)
         return "GD, " + name.substr(3) + " step" + (name.substr(3) == "1" ? "" : "s");
     if (name.rfind("gdpp_", 0) == 0)
         return "GD++, " + name.substr(5) + " layers";
+    if (name == "oracle_ridge_phi")
+        return "oracle (ridge on Φ*(x))";
+    if (name == "mixture_posterior")
+        return "Bayes mixture posterior";
+    if (name == "knn")
+        return "3-nearest neighbours";
     if (name.rfind("features_gd_", 0) == 0)
         return "MLP features + GD, " + name.substr(12) + " step" + (name.substr(12) == "1" ? "" : "s");
     return name;
