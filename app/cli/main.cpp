@@ -63,7 +63,7 @@ int main(int argc, char** argv)
         ->check(atLeast(0));
     t->add_option("--seed", seed, "experiment seed")->check(atLeast(0));
     t->add_option("--device", device, "auto, cpu, cuda or cuda:N");
-    t->add_option("--threads", train.threads, "LibTorch intra-op threads (default: all cores)")
+    t->add_option("--threads", train.threads, "LibTorch intra-op threads (default: LibTorch's own choice)")
         ->check(atLeast(1));
     t->add_flag("--resume", train.resume, "continue the file's run from its last checkpoint");
     t->add_flag("--force", train.force, "overwrite an existing output file");
