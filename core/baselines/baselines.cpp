@@ -405,7 +405,11 @@ FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& 
 {
     FittedBaselines f;
     const auto names = baselineNames(config.eval);
-    if (config.task.kind != "linear_regression" && std::find(names.begin(), names.end(), "ridge") != names.end())
+    // Dense Gaussian w with Gaussian noise: σ²/w_scale² is the Bayes penalty, so the config's λ stands. Any
+    // other task (sparse w, representations, sine) gets λ chosen on held-out prompts.
+    const bool gaussianLinear
+        = config.task.kind == "linear_regression" || config.task.kind == "noisy_linear_regression";
+    if (!gaussianLinear && std::find(names.begin(), names.end(), "ridge") != names.end())
         f.ridge_lambda = fitRidgeLambda(tuning);
     for (const auto& name : baselineNames(config.eval)) {
         if (name.rfind("gd_", 0) == 0) {

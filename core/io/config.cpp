@@ -161,7 +161,8 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         SectionReader s(root.section("task"), "task");
         TaskConfig& t = c.task;
         t.kind = s.choice("kind", t.kind,
-                          {"linear_regression", "sine_regression", "representation", "representation_mixture"});
+                          {"linear_regression", "sparse_linear_regression", "noisy_linear_regression",
+                           "sine_regression", "representation", "representation_mixture"});
         t.layout = s.choice("layout", t.layout, {"pair", "interleaved"});
         t.d = s.integer("d", t.d, 1, 4096);
         t.n_context = s.integer("n_context", t.n_context, 1, 100000);
@@ -169,6 +170,13 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         t.x_range = s.number("x_range", t.x_range, positive, "a number > 0");
         t.w_scale = s.number("w_scale", t.w_scale, positive, "a number > 0");
         t.noise_std = s.number("noise_std", t.noise_std, nonNegative, "a number >= 0");
+        if (t.kind == "noisy_linear_regression" && !(t.noise_std > 0))
+            throw Error("task.noise_std: noisy_linear_regression needs label noise, expected a number > 0, got "
+                        + shortJson(t.noise_std));
+        t.sparsity = s.integer("sparsity", t.sparsity, 1, 4096);
+        if (t.kind == "sparse_linear_regression" && t.sparsity > t.d)
+            throw Error("task.sparsity: expected at most task.d = " + std::to_string(t.d)
+                        + " non-zero coordinates of w, got " + std::to_string(t.sparsity));
         auto any = [](double v) { return std::isfinite(v); };
         t.amplitude_min = s.number("amplitude_min", t.amplitude_min, any, "a finite number");
         t.amplitude_max = s.number("amplitude_max", t.amplitude_max, any, "a finite number");
@@ -367,7 +375,8 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"x_distribution", c.task.x_distribution},
                  {"x_range", c.task.x_range},
                  {"w_scale", c.task.w_scale},
-                 {"noise_std", c.task.noise_std}};
+                 {"noise_std", c.task.noise_std},
+                 {"sparsity", c.task.sparsity}};
     j["model"] = {{"kind", c.model.kind},
                   {"d_model", c.model.d_model},
                   {"n_layers", c.model.n_layers},

@@ -17,9 +17,11 @@
 
 namespace icl {
 
-/// `task` section: `linear_regression` (y = ⟨w, x⟩ + σ·z) or `sine_regression`
+/// `task` section: `linear_regression` (y = ⟨w, x⟩ + σ·z), Garg et al. 2022's
+/// `sparse_linear_regression` (w has exactly `sparsity` non-zero coordinates) and
+/// `noisy_linear_regression` (y = ⟨w, x⟩ + σ·z with σ = noise_std > 0), `sine_regression`
 /// (von Oswald et al. §5: y = a·sin(x + φ), d = 1, a ~ U(amplitude_min, amplitude_max) and
-/// φ ~ U(phase_min, phase_max) drawn independently per prompt).
+/// φ ~ U(phase_min, phase_max) drawn independently per prompt), or the representation tasks below.
 struct TaskConfig {
     std::string kind = "linear_regression";
     std::string layout = "pair";            ///< "pair" (e_i = (x_i, y_i)) or "interleaved" (x and y tokens)
@@ -29,6 +31,10 @@ struct TaskConfig {
     double x_range = 1.0;
     double w_scale = 1.0;                   ///< w ~ N(0, w_scale²·I_d)
     double noise_std = 0.0;                 ///< σ of Gaussian label noise on y_i (and y_q)
+    /// sparse_linear_regression (Garg et al. 2022): k, the number of non-zero coordinates of w. The
+    /// support is a uniformly random k-subset of the active coordinates, drawn per prompt; the
+    /// non-zeros are N(0, w_scale²). Garg et al.'s default k = 3. Ignored by the other kinds.
+    int64_t sparsity = 3;
     double amplitude_min = 0.1;             ///< sine_regression: a ~ U(amplitude_min, amplitude_max)
     double amplitude_max = 5.0;
     double phase_min = 0.0;                 ///< sine_regression: φ ~ U(phase_min, phase_max) (radians)
@@ -42,6 +48,10 @@ struct TaskConfig {
     int64_t n_representations = 1;  ///< K (representation_mixture: ≥ 2)
     /// The experiment's seed, filled in by parseConfig (not a key of the task section): Φ* is drawn from it.
     uint64_t experiment_seed = 0;
+    /// Curriculum (Garg et al. 2022; not a key of the task section, set by trainingTask()): only the
+    /// first active_dims coordinates of every x_i and x_q are drawn, the rest are exactly 0; for
+    /// sparse_linear_regression the support of w lies among them. 0 = all d coordinates.
+    int64_t active_dims = 0;
 };
 
 /// `model` section. Only `lsa` (von Oswald et al. 2022, linear self-attention) in this slice, with the

@@ -2,6 +2,8 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "core/error.h"
+
 namespace icl {
 
 PromptBatch PromptBatch::prefix(int64_t n) const
@@ -33,18 +35,42 @@ uint64_t mixSeed(uint64_t seed, uint64_t stream)
     return z ^ (z >> 31);
 }
 
+int64_t activeDims(const TaskConfig& task)
+{
+    return task.active_dims > 0 && task.active_dims < task.d ? task.active_dims : task.d;
+}
+
+torch::Tensor sparseSupportMask(int64_t batch, int64_t d, int64_t active, int64_t k, at::Generator& gen)
+{
+    TORCH_CHECK(k >= 1 && k <= active && active <= d, "sparse support: need 1 <= k <= active <= d");
+    const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+    // The ranks of i.i.d. uniforms are a uniformly random permutation; its first k entries are a
+    // uniformly random k-subset of the active coordinates.
+    const torch::Tensor u = torch::rand({batch, active}, gen, opts);              // [B, active]
+    const torch::Tensor support = u.argsort(/*dim=*/int64_t(1)).narrow(1, 0, k);  // [B, k]
+    return torch::zeros({batch, d}, opts).scatter_(1, support, 1.0);
+}
+
 PromptBatch sampleLinearRegression(const TaskConfig& task, int64_t batch, uint64_t seed, torch::Dtype dtype,
                                    const torch::Device& device)
 {
     auto gen = at::detail::createCPUGenerator(seed);
     const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
-    const int64_t n = task.n_context + 1;
+    const int64_t n = task.n_context + 1, active = activeDims(task);
     torch::Tensor x;
     if (task.x_distribution == "uniform")
         x = (torch::rand({batch, n, task.d}, gen, opts) * 2.0 - 1.0) * task.x_range;
     else
         x = torch::randn({batch, n, task.d}, gen, opts);
+    if (active < task.d)
+        x.narrow(2, active, task.d - active).zero_();  // curriculum: inactive coordinates are exactly 0
     torch::Tensor w = torch::randn({batch, task.d}, gen, opts) * task.w_scale;
+    if (task.kind == "sparse_linear_regression") {
+        if (task.sparsity < 1 || task.sparsity > active)
+            throw Error("task.sparsity: expected an integer in [1, " + std::to_string(active)
+                        + "] (the active input coordinates), got " + std::to_string(task.sparsity));
+        w = w * sparseSupportMask(batch, task.d, active, task.sparsity, gen);
+    }
     torch::Tensor y = torch::einsum("bnd,bd->bn", {x, w});
     if (task.noise_std > 0)
         y = y + task.noise_std * torch::randn({batch, n}, gen, opts);

@@ -15,9 +15,9 @@ struct PromptBatch {
     torch::Tensor y;  ///< [B, N+1] labels y_i = ⟨w, x_i⟩ + σ·z_i; y[:, N] = query target
     torch::Tensor w;  ///< [B, d] the task vector of each prompt
 
-    int64_t batchSize() const { return x.size(0); }
-    int64_t nContext() const { return x.size(1) - 1; }
-    int64_t dim() const { return x.size(2); }
+    int64_t batchSize() const { return x.size(0); }     ///< B
+    int64_t nContext() const { return x.size(1) - 1; }  ///< N
+    int64_t dim() const { return x.size(2); }           ///< d
     torch::Tensor contextX() const { return x.narrow(1, 0, nContext()); }  ///< [B, N, d]
     torch::Tensor contextY() const { return y.narrow(1, 0, nContext()); }  ///< [B, N]
     torch::Tensor queryX() const { return x.select(1, nContext()); }       ///< [B, d]
@@ -25,19 +25,33 @@ struct PromptBatch {
 
     /// The same prompts keeping only the first n in-context examples (and the query).
     PromptBatch prefix(int64_t n) const;
-    PromptBatch to(const torch::Device& device) const;
+    PromptBatch to(const torch::Device& device) const;    ///< the same prompts on `device`
     PromptBatch slice(int64_t begin, int64_t end) const;  ///< prompts [begin, end)
 };
 
 /// Deterministic 64-bit seed for stream `stream` (e.g. a training step) of experiment seed `seed`.
 uint64_t mixSeed(uint64_t seed, uint64_t stream);
 
-/// Draws linear-regression prompts: x ~ U(−r, r)^d or N(0, I_d), w ~ N(0, w_scale²·I_d),
-/// y = ⟨w, x⟩ + noise_std·z. Sampling happens on the CPU from `seed`, so the same seed gives the
-/// same prompts on every device; the result is moved to `device` in `dtype`.
+/// Draws linear-regression prompts (Garg et al. 2022, PAPERS.md §0): x ~ U(−r, r)^d or N(0, I_d),
+/// w ~ N(0, w_scale²·I_d), y = ⟨w, x⟩ + noise_std·z with z ~ N(0, 1) on every point (query included).
+/// task.kind "sparse_linear_regression": w is multiplied by the indicator of a support of exactly
+/// task.sparsity coordinates, a uniformly random subset drawn per prompt, so its non-zeros are
+/// N(0, w_scale²); "noisy_linear_regression" is the same draw with noise_std > 0 (checked by
+/// parseConfig); every other kind draws the dense task. With task.active_dims = d_eff in (0, d)
+/// (the curriculum) only x's first d_eff coordinates are drawn, the rest are exactly 0, and the
+/// sparse support lies among those d_eff. Returns x [B, N+1, d], y [B, N+1], w [B, d].
+/// Sampling happens on the CPU from `seed`, so the same seed gives the same prompts on every device;
+/// the result is moved to `device` in `dtype`. Throws icl::Error when task.sparsity exceeds d_eff.
 PromptBatch sampleLinearRegression(const TaskConfig& task, int64_t batch, uint64_t seed,
                                    torch::Dtype dtype = torch::kFloat32,
                                    const torch::Device& device = torch::kCPU);
+
+/// Active input coordinates of a task: task.active_dims when it is in (0, d), else d.
+int64_t activeDims(const TaskConfig& task);
+
+/// Support indicator of sparse task vectors: [B, d] float64 with exactly k ones per row, at a
+/// uniformly random k-subset of the first `active` coordinates (argsort of B×active uniforms from `gen`).
+torch::Tensor sparseSupportMask(int64_t batch, int64_t d, int64_t active, int64_t k, at::Generator& gen);
 
 /// Pair layout (von Oswald et al.): e_i = (x_i, y_i), query (x_q, 0). Returns [B, N+1, d+1].
 torch::Tensor pairTokens(const PromptBatch& batch);

@@ -32,7 +32,8 @@ PromptBatch sampleSineRegression(const TaskConfig& task, int64_t batch, uint64_t
 PromptBatch samplePrompts(const TaskConfig& task, int64_t batch, uint64_t seed, torch::Dtype dtype,
                           const torch::Device& device)
 {
-    if (task.kind == "linear_regression")
+    if (task.kind == "linear_regression" || task.kind == "sparse_linear_regression"
+        || task.kind == "noisy_linear_regression")
         return sampleLinearRegression(task, batch, seed, dtype, device);
     if (task.kind == "sine_regression")
         return sampleSineRegression(task, batch, seed, dtype, device);
