@@ -1,12 +1,13 @@
 // icl-workbench: the ICL Workbench GUI.
 //
 //   icl-workbench [RUN.h5] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
-//                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes] [--tab NAME] [--checkpoint STEP]
-//                 [--screenshot OUT.png] [--quit]
+//                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting] [--tab NAME]
+//                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
 //
 // Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
 // opens the file on that page, waits until the page's jobs are done, saves a screenshot of the
-// window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen.
+// window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen. `--page pasting --run` first
+// runs a pasting with the page's default options (the output file must not exist yet).
 
 #include "app/openmp_env.h"
 
@@ -17,11 +18,13 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QLabel>
 #include <QPixmap>
 #include <QTimer>
 
 #include "app/gui/gd_alignment_page.h"
 #include "app/gui/main_window.h"
+#include "app/gui/pasting_page.h"
 #include "app/gui/train_page.h"
 #include "core/io/config.h"
 
@@ -61,13 +64,17 @@ int main(int argc, char** argv)
     const QCommandLineOption outOpt(
         QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
     const QCommandLineOption pageOpt(QStringLiteral("page"),
-        QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve or probes."), QStringLiteral("NAME"));
+        QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve, probes or pasting."),
+        QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
         QStringLiteral("Tab of the gd-alignment page: %1.")
             .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", "))),
         QStringLiteral("NAME"));
     const QCommandLineOption checkpointOpt(QStringLiteral("checkpoint"),
         QStringLiteral("Select the saved checkpoint nearest to STEP."), QStringLiteral("STEP"));
+    const QCommandLineOption runOpt(QStringLiteral("run"),
+        QStringLiteral("With --page pasting: start a pasting with the page's default options (waited for before "
+                       "the screenshot)."));
     const QCommandLineOption screenshotOpt(QStringLiteral("screenshot"),
         QStringLiteral("When the page's jobs are done, save a screenshot of the "
                        "window."),
@@ -75,7 +82,7 @@ int main(int argc, char** argv)
     const QCommandLineOption quitOpt(
         QStringLiteral("quit"), QStringLiteral("Quit when the page's jobs are done (after the screenshot)."));
     parser.addOptions(
-        { presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, screenshotOpt, quitOpt });
+        { presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt, quitOpt });
     parser.process(app);
 
     auto fail = [](const QString& message) {
@@ -92,12 +99,15 @@ int main(int argc, char** argv)
     if (parser.isSet(pageOpt)) {
         page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
-            return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve or probes, got \"%1\"")
+            return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve, probes "
+                                       "or pasting, got \"%1\"")
                             .arg(parser.value(pageOpt)));
     }
     if (parser.isSet(tabOpt) && !icl::gui::GdAlignmentPage::tabNames().contains(parser.value(tabOpt)))
         return fail(QStringLiteral("--tab: expected one of %1, got \"%2\"")
                         .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", ")), parser.value(tabOpt)));
+    if (parser.isSet(runOpt) && page != icl::gui::MainWindow::Page::Pasting)
+        return fail(QStringLiteral("--run: only the pasting page has a run to start (add --page pasting)"));
     qint64 checkpoint = -1;
     if (parser.isSet(checkpointOpt)) {
         bool ok = false;
@@ -149,6 +159,17 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "icl-workbench: --checkpoint %lld: the experiment has no checkpoints\n",
             static_cast<long long>(checkpoint));
 
+    if (parser.isSet(runOpt)) {
+        icl::gui::PastingPage* pasting = window.pastingPage();
+        // Scripted runs never overwrite silently; interactive ones ask.
+        if (!pasting->startPasting(!scripted, false)) {
+            std::fprintf(stderr, "icl-workbench: --run: %s\n",
+                qUtf8Printable(pasting->statusLabel()->text().isEmpty() ? pasting->messageLabel()->text()
+                                                                        : pasting->statusLabel()->text()));
+            exitCode = 1;
+        }
+    }
+
     if (train) {
         // Scripted runs never overwrite silently; interactive ones ask.
         if (!window.trainPage()->startTraining(!scripted, false))
@@ -165,7 +186,13 @@ int main(int argc, char** argv)
     if (!scripted)
         return app.exec();
 
+    const bool runPasting = parser.isSet(runOpt) && exitCode == 0;
     window.whenIdle([&] {
+        if (runPasting && !window.pastingPage()->result()) {
+            std::fprintf(
+                stderr, "icl-workbench: --run: %s\n", qUtf8Printable(window.pastingPage()->statusLabel()->text()));
+            exitCode = 1;
+        }
         // Let layouts settle and queued replots run, then draw every plot now.
         QCoreApplication::processEvents();
         window.flushPlots();

@@ -31,6 +31,7 @@
 #include "app/gui/gd_alignment_page.h"
 #include "app/gui/icl_curve_page.h"
 #include "app/gui/kernel_view_page.h"
+#include "app/gui/pasting_page.h"
 #include "app/gui/probes_page.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
@@ -74,6 +75,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_kernelViewPage(new KernelViewPage(this))
     , m_iclCurvePage(new IclCurvePage(this))
     , m_probesPage(new ProbesPage(this))
+    , m_pastingPage(new PastingPage(this))
     , m_timeline(new widgets::CheckpointTimeline(this))
 {
     setWindowTitle(tr("ICL Workbench"));
@@ -99,9 +101,13 @@ MainWindow::MainWindow(QWidget* parent)
         tr("Model and every baseline against the number of in-context examples, with bootstrap CIs (Garg et al.)"));
     addPage(tr("Probes"), m_probesPage,
         tr("Linear probes on every layer of a GPT-2's residual stream, one line per target (Guo et al.)"));
+    addPage(tr("Pasting"), m_pastingPage,
+        tr("Cut a GPT-2 at layer ℓ, train a new embedding under its frozen upper blocks and compare with a model "
+           "trained from scratch and with ridge (Guo et al.)"));
     m_navigator->item(3)->setIcon(style()->standardIcon(QStyle::SP_FileDialogDetailedView));
     m_navigator->item(4)->setIcon(style()->standardIcon(QStyle::SP_FileDialogInfoView));
     m_navigator->item(5)->setIcon(style()->standardIcon(QStyle::SP_FileDialogListView));
+    m_navigator->item(6)->setIcon(style()->standardIcon(QStyle::SP_ArrowUp));
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     // Analysis pages compute only while they are shown.
     connect(m_navigator, &QListWidget::currentRowChanged, this,
@@ -206,6 +212,7 @@ MainWindow::MainWindow(QWidget* parent)
         m_kernelViewPage->selectCheckpoint(step);
         m_iclCurvePage->selectCheckpoint(step);
         m_probesPage->selectCheckpoint(step);
+        m_pastingPage->selectCheckpoint(step);
         statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
     });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
@@ -220,6 +227,10 @@ MainWindow::MainWindow(QWidget* parent)
         if (m_probesPage->isBusy()) {
             m_probesPage->cancel();
             statusBar()->showMessage(tr("Probes cancelled (the running probe finishes first)"), 5000);
+        }
+        if (m_pastingPage->isBusy()) {
+            m_pastingPage->cancel();
+            statusBar()->showMessage(tr("Pasting cancelled (stops at its next training step)"), 5000);
         }
         if (m_gdAlignmentPage->isBusy()) {
             m_gdAlignmentPage->cancel();
@@ -316,6 +327,8 @@ MainWindow::MainWindow(QWidget* parent)
     };
     followAnalysisPage(m_iclCurvePage, tr("ICL curve: analysis done"));
     followAnalysisPage(m_probesPage, tr("Probes: analysis done"));
+    followAnalysisPage(m_pastingPage, tr("Pasting: done"));
+    connect(m_pastingPage, &PastingPage::openRequested, this, &MainWindow::openExperiment);
     connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
     connect(m_trainPage, &TrainPage::statusMessage, this,
         [this](const QString& message) { statusBar()->showMessage(message, 15000); });
@@ -354,6 +367,8 @@ std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
         return Page::IclCurve;
     if (n == QLatin1String("probes") || n == QLatin1String("probe"))
         return Page::Probes;
+    if (n == QLatin1String("pasting") || n == QLatin1String("paste"))
+        return Page::Pasting;
     return std::nullopt;
 }
 
@@ -398,6 +413,7 @@ bool MainWindow::openExperiment(const QString& path)
     m_kernelViewPage->showExperiment(summary, m_timeline->currentStep());
     m_iclCurvePage->showExperiment(summary, m_timeline->currentStep());
     m_probesPage->showExperiment(summary, m_timeline->currentStep());
+    m_pastingPage->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
     statusBar()->showMessage(
@@ -429,6 +445,7 @@ qint64 MainWindow::selectCheckpoint(qint64 step)
         m_kernelViewPage->selectCheckpoint(selected);
         m_iclCurvePage->selectCheckpoint(selected);
         m_probesPage->selectCheckpoint(selected);
+        m_pastingPage->selectCheckpoint(selected);
     }
     return selected;
 }
@@ -438,13 +455,15 @@ widgets::PlotView* MainWindow::currentPlot() const
     QWidget* page = m_pages->currentWidget();
     if (page == m_gdAlignmentPage)
         return m_gdAlignmentPage->currentPlot();
+    if (page == m_pastingPage)
+        return m_pastingPage->currentPlot();
     return page ? page->findChild<widgets::PlotView*>() : nullptr;
 }
 
 bool MainWindow::isBusy() const
 {
     return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy() || m_kernelViewPage->isBusy()
-        || m_iclCurvePage->isBusy() || m_probesPage->isBusy();
+        || m_iclCurvePage->isBusy() || m_probesPage->isBusy() || m_pastingPage->isBusy();
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -548,6 +567,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
     m_kernelViewPage->cancel();
     m_iclCurvePage->cancel();
     m_probesPage->cancel();
+    m_pastingPage->cancel(); // stops at its next training step; the page joins its worker when destroyed
     if (!m_scripted) {
         QSettings settings;
         settings.setValue(kGeometryKey, saveGeometry());

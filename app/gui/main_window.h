@@ -29,6 +29,7 @@ class ExperimentsPage;
 class GdAlignmentPage;
 class IclCurvePage;
 class KernelViewPage;
+class PastingPage;
 class ProbesPage;
 class TrainPage;
 
@@ -39,13 +40,21 @@ class TrainPage;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class Page { Experiments = 0, Train = 1, GdAlignment = 2, KernelView = 3, IclCurve = 4, Probes = 5 };
+    enum class Page {
+        Experiments = 0,
+        Train = 1,
+        GdAlignment = 2,
+        KernelView = 3,
+        IclCurve = 4,
+        Probes = 5,
+        Pasting = 6,
+    };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
     /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel",
-    /// "icl-curve", "probes"), if there is one.
+    /// "icl-curve", "probes", "pasting"), if there is one.
     static std::optional<Page> pageFromName(const QString& name);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
@@ -82,6 +91,7 @@ public:
     KernelViewPage* kernelViewPage() const { return m_kernelViewPage; }
     IclCurvePage* iclCurvePage() const { return m_iclCurvePage; }
     ProbesPage* probesPage() const { return m_probesPage; }
+    PastingPage* pastingPage() const { return m_pastingPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
 
@@ -120,6 +130,7 @@ private:
     KernelViewPage* m_kernelViewPage = nullptr;
     IclCurvePage* m_iclCurvePage = nullptr;
     ProbesPage* m_probesPage = nullptr;
+    PastingPage* m_pastingPage = nullptr;
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -1,0 +1,707 @@
+#include "app/gui/pasting_page.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QMessageBox>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include <nlohmann/json.hpp>
+
+#include "app/gui/analysis_runner.h"
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "widgets/plot_view.h"
+
+namespace icl::gui {
+
+namespace {
+
+enum JobKey { PastingJob = 400 };
+
+const char* kLossLabel = "loss  0.5·(ŷ − y)²";
+
+QString number(double v)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
+}
+
+QString count(int64_t n)
+{
+    return QLocale(QLocale::English).toString(static_cast<qlonglong>(n));
+}
+
+/// Shows learning rates as 0.001 or 1e-05 rather than with a fixed number of decimals.
+class LearningRateSpinBox : public QDoubleSpinBox {
+public:
+    using QDoubleSpinBox::QDoubleSpinBox;
+    QString textFromValue(double value) const override { return QString::number(value, 'g', 6); }
+};
+
+/// Parent facts the page needs from the config: model kind, L, d_model, task.w_scale, seed.
+struct ParentConfig {
+    std::string kind;
+    int64_t n_layers = 0;
+    int64_t d_model = 0;
+    double w_scale = 0.0;
+    uint64_t seed = 0;
+};
+
+ParentConfig parentConfig(const icl::RunSummary& summary)
+{
+    const auto cfg = nlohmann::json::parse(summary.config_json);
+    ParentConfig p;
+    p.kind = cfg.at("model").value("kind", std::string("?"));
+    p.n_layers = cfg.at("model").value("n_layers", int64_t(0));
+    p.d_model = cfg.at("model").value("d_model", int64_t(0));
+    if (cfg.contains("task"))
+        p.w_scale = cfg.at("task").value("w_scale", 0.0);
+    p.seed = cfg.value("seed", uint64_t(0));
+    return p;
+}
+
+/// Metadata of both pasting figures (written into exported files and the caption).
+std::map<std::string, std::string> pastingMetadata(
+    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
+{
+    std::map<std::string, std::string> m;
+    m["experiment"] = std::filesystem::path(parent.path).filename().string();
+    m["checkpoint_step"] = std::to_string(r.parent_step);
+    uint64_t seed = o.seed;
+    if (seed == 0) {
+        try {
+            seed = parentConfig(parent).seed;
+        } catch (const std::exception&) {
+        }
+    }
+    m["seed"] = std::to_string(seed);
+    m["cut_layer"] = std::to_string(r.cut_layer);
+    m["embedding"] = r.embedding;
+    m["steps"] = std::to_string(r.steps);
+    m["eval_prompts"] = std::to_string(o.n_eval);
+    if (!r.out_path.empty())
+        m["pasted_file"] = std::filesystem::path(r.out_path).filename().string();
+    return m;
+}
+
+icl::Series constant(const std::string& name, double value, double x0, double x1)
+{
+    icl::Series s;
+    s.name = name;
+    s.x = { x0, x1 };
+    s.y = { value, value };
+    s.style = icl::Series::Style::Dashed;
+    return s;
+}
+
+icl::Series line(const std::string& name, const std::vector<double>& x, const std::vector<double>& y)
+{
+    icl::Series s;
+    s.name = name;
+    s.x = x;
+    s.y = y;
+    return s;
+}
+
+std::vector<double> toDouble(const std::vector<int64_t>& v)
+{
+    return std::vector<double>(v.begin(), v.end());
+}
+
+} // namespace
+
+PastingPage::PastingPage(QWidget* parent)
+    : QWidget(parent)
+    , m_runner(new AnalysisRunner(this))
+{
+    setObjectName(QStringLiteral("pastingPage"));
+    m_stack = new QStackedWidget(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(m_stack);
+
+    m_message = new QLabel(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a layer, "
+                              "train a new embedding under its frozen upper blocks and compare it with a model "
+                              "trained from scratch."),
+        this);
+    m_message->setObjectName(QStringLiteral("pastingMessage"));
+    m_message->setAlignment(Qt::AlignCenter);
+    m_message->setWordWrap(true);
+    m_message->setMargin(40);
+    m_stack->addWidget(m_message);
+
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->setSpacing(4);
+
+    m_parentLabel = new QLabel(content);
+    m_parentLabel->setObjectName(QStringLiteral("pastingParent"));
+    m_parentLabel->setWordWrap(true);
+    m_parentLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_parentLabel);
+
+    // --- options (the names of icl-cli analyze paste and PastingOptions) ---
+    auto* grid = new QGridLayout;
+    grid->setHorizontalSpacing(8);
+    grid->setVerticalSpacing(4);
+    auto addField = [&](int row, int column, const QString& label, QWidget* field, const QString& tip) {
+        auto* l = new QLabel(label, content);
+        l->setBuddy(field);
+        l->setToolTip(tip);
+        field->setToolTip(tip);
+        grid->addWidget(l, row, 2 * column);
+        grid->addWidget(field, row, 2 * column + 1);
+    };
+    m_cutLayer = new QSpinBox(content);
+    m_cutLayer->setObjectName(QStringLiteral("pastingCutLayer"));
+    m_cutLayer->setRange(0, 0);
+    addField(0, 0, tr("Cut layer ℓ"), m_cutLayer,
+        tr("The parent's blocks ℓ..L−1, final LayerNorm and read-out are kept frozen; its read-in, positions and "
+           "blocks 0..ℓ−1 are replaced by the new embedding"));
+    m_embedding = new QComboBox(content);
+    m_embedding->setObjectName(QStringLiteral("pastingEmbedding"));
+    m_embedding->addItem(tr("linear"), QStringLiteral("linear"));
+    m_embedding->addItem(tr("transformer1"), QStringLiteral("transformer1"));
+    addField(0, 1, tr("Embedding"), m_embedding,
+        tr("New trainable embedding: linear (a read-in and learned positions) or transformer1 (the same plus one "
+           "new GPT-2 block before the frozen ones)"));
+    m_steps = new QSpinBox(content);
+    m_steps->setObjectName(QStringLiteral("pastingSteps"));
+    m_steps->setRange(1, 10000000);
+    m_steps->setSingleStep(100);
+    m_steps->setValue(1000);
+    addField(0, 2, tr("Steps"), m_steps,
+        tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
+    m_lr = new LearningRateSpinBox(content);
+    m_lr->setObjectName(QStringLiteral("pastingLearningRate"));
+    m_lr->setDecimals(7);
+    m_lr->setRange(1e-7, 1.0);
+    m_lr->setSingleStep(1e-4);
+    m_lr->setValue(1e-3);
+    addField(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
+
+    m_batchSize = new QSpinBox(content);
+    m_batchSize->setObjectName(QStringLiteral("pastingBatchSize"));
+    m_batchSize->setRange(1, 1000000);
+    m_batchSize->setValue(64);
+    addField(1, 0, tr("Batch size"), m_batchSize, tr("Prompts per training step"));
+    m_nEval = new QSpinBox(content);
+    m_nEval->setObjectName(QStringLiteral("pastingEvalPrompts"));
+    m_nEval->setRange(2, 10000000);
+    m_nEval->setSingleStep(256);
+    m_nEval->setValue(1280);
+    addField(1, 1, tr("Eval prompts"), m_nEval,
+        tr("Fixed evaluation prompts, the same for every model and baseline (icl-cli --prompts)"));
+    m_evalEvery = new QSpinBox(content);
+    m_evalEvery->setObjectName(QStringLiteral("pastingEvalEvery"));
+    m_evalEvery->setRange(1, 10000000);
+    m_evalEvery->setValue(100);
+    addField(1, 2, tr("Eval every"), m_evalEvery, tr("Evaluation period of the loss curves, in training steps"));
+    m_wScale = new QDoubleSpinBox(content);
+    m_wScale->setObjectName(QStringLiteral("pastingWScale"));
+    m_wScale->setDecimals(4);
+    m_wScale->setRange(0.0, 1000.0);
+    m_wScale->setSingleStep(0.05);
+    m_wScale->setSpecialValueText(tr("parent's"));
+    addField(1, 3, tr("w_scale τ"), m_wScale,
+        tr("Task weights w ~ N(0, τ²·I_d) of the linear regression the new embedding is trained on; 0 = the "
+           "parent's task.w_scale"));
+
+    m_seed = new QSpinBox(content);
+    m_seed->setObjectName(QStringLiteral("pastingSeed"));
+    m_seed->setRange(0, INT_MAX);
+    m_seed->setSpecialValueText(tr("parent's"));
+    addField(2, 0, tr("Seed"), m_seed,
+        tr("Seed of the initialisation, training batches and evaluation prompts; 0 = the parent's seed"));
+    m_trainScratch = new QCheckBox(tr("Train scratch model"), content);
+    m_trainScratch->setObjectName(QStringLiteral("pastingTrainScratch"));
+    m_trainScratch->setChecked(true);
+    m_trainScratch->setToolTip(tr("Also train a model of the same architecture (new embedding + the same number of "
+                                  "blocks, all trainable) from scratch on the same batches"));
+    grid->addWidget(m_trainScratch, 2, 2, 1, 2);
+    auto* outputRow = new QHBoxLayout;
+    m_output = new QLineEdit(content);
+    m_output->setObjectName(QStringLiteral("pastingOutput"));
+    m_output->setClearButtonEnabled(true);
+    outputRow->addWidget(m_output, 1);
+    m_browse = new QPushButton(tr("Browse…"), content);
+    m_browse->setObjectName(QStringLiteral("pastingBrowse"));
+    outputRow->addWidget(m_browse);
+    auto* outputLabel = new QLabel(tr("Output"), content);
+    outputLabel->setBuddy(m_output);
+    const QString outputTip = tr("New experiment file for the pasted model (empty: PARENT.paste-l<ℓ>-<embedding>.h5 "
+                                 "next to the parent, as icl-cli analyze paste)");
+    outputLabel->setToolTip(outputTip);
+    m_output->setToolTip(outputTip);
+    grid->addWidget(outputLabel, 2, 4);
+    grid->addLayout(outputRow, 2, 5, 1, 3);
+    for (int c : { 1, 3, 5, 7 })
+        grid->setColumnStretch(c, 1);
+    layout->addLayout(grid);
+
+    auto* runRow = new QHBoxLayout;
+    m_run = new QPushButton(tr("Run pasting"), content);
+    m_run->setObjectName(QStringLiteral("pastingRun"));
+    m_run->setToolTip(tr("Train the pasted and the scratch model on a worker thread"));
+    m_cancel = new QPushButton(tr("Cancel"), content);
+    m_cancel->setObjectName(QStringLiteral("pastingCancel"));
+    m_cancel->setToolTip(tr("Stop the running pasting at its next training step (nothing is kept)"));
+    m_progress = new QProgressBar(content);
+    m_progress->setObjectName(QStringLiteral("pastingProgress"));
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("%v / %m training steps"));
+    m_progress->setToolTip(tr("Training steps done, pasted and scratch model together"));
+    runRow->addWidget(m_run);
+    runRow->addWidget(m_cancel);
+    runRow->addWidget(m_progress, 1);
+    layout->addLayout(runRow);
+
+    m_status = new QLabel(content);
+    m_status->setObjectName(QStringLiteral("pastingStatus"));
+    m_status->setWordWrap(true);
+    layout->addWidget(m_status);
+    auto* summaryRow = new QHBoxLayout;
+    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
+    m_summaryLabel->setObjectName(QStringLiteral("pastingSummary"));
+    m_summaryLabel->setWordWrap(true);
+    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    summaryRow->addWidget(m_summaryLabel, 1);
+    m_openPasted = new QPushButton(tr("Open pasted experiment"), content);
+    m_openPasted->setObjectName(QStringLiteral("pastingOpenPasted"));
+    m_openPasted->setToolTip(tr("Open the pasted model's experiment file (an ordinary gpt2 experiment)"));
+    m_openPasted->setEnabled(false);
+    summaryRow->addWidget(m_openPasted, 0, Qt::AlignTop);
+    layout->addLayout(summaryRow);
+
+    auto* plots = new QSplitter(Qt::Horizontal, content);
+    plots->setObjectName(QStringLiteral("pastingPlots"));
+    m_iclPlot = new widgets::PlotView(plots);
+    m_iclPlot->setObjectName(QStringLiteral("pastingIclPlot"));
+    m_lossPlot = new widgets::PlotView(plots);
+    m_lossPlot->setObjectName(QStringLiteral("pastingLossPlot"));
+    plots->addWidget(m_iclPlot);
+    plots->addWidget(m_lossPlot);
+    plots->setChildrenCollapsible(false);
+    layout->addWidget(plots, 1);
+    m_currentPlot = m_iclPlot;
+    for (widgets::PlotView* plot : { m_iclPlot, m_lossPlot })
+        if (QWidget* canvas = plot->findChild<QWidget*>(QStringLiteral("plot")))
+            canvas->installEventFilter(this);
+    m_stack->addWidget(content);
+
+    m_progressTimer = new QTimer(this);
+    m_progressTimer->setInterval(100); // progress is polled, never posted per training step
+    connect(m_progressTimer, &QTimer::timeout, this, &PastingPage::updateProgress);
+
+    connect(m_cutLayer, qOverload<int>(&QSpinBox::valueChanged), this, &PastingPage::updateDefaultOutput);
+    connect(m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingPage::updateDefaultOutput);
+    connect(m_browse, &QPushButton::clicked, this, &PastingPage::browseOutput);
+    connect(m_run, &QPushButton::clicked, this, [this] { startPasting(true, false); });
+    connect(m_cancel, &QPushButton::clicked, this, &PastingPage::cancel);
+    connect(m_openPasted, &QPushButton::clicked, this, [this] {
+        if (m_result && !m_result->out_path.empty())
+            Q_EMIT openRequested(QString::fromStdString(m_result->out_path));
+    });
+    connect(m_runner, &AnalysisRunner::started, this, &PastingPage::busyStarted);
+    connect(m_runner, &AnalysisRunner::finished, this, [this] {
+        m_progressTimer->stop();
+        updateProgress();
+        updateControls();
+        Q_EMIT busyFinished();
+    });
+    updateControls();
+}
+
+PastingPage::~PastingPage()
+{
+    // The runner (a child) joins the worker when it is destroyed; the run stops at its next step.
+    if (m_state)
+        m_state->stop = true;
+}
+
+bool PastingPage::eventFilter(QObject* watched, QEvent* event)
+{
+    if (event->type() == QEvent::MouseButtonPress) {
+        if (m_lossPlot->isAncestorOf(qobject_cast<QWidget*>(watched)))
+            m_currentPlot = m_lossPlot;
+        else if (m_iclPlot->isAncestorOf(qobject_cast<QWidget*>(watched)))
+            m_currentPlot = m_iclPlot;
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+bool PastingPage::supports(const icl::RunSummary& summary, QString* why)
+{
+    try {
+        const std::string kind = parentConfig(summary).kind;
+        if (kind != "gpt2") {
+            if (why)
+                *why = tr("Pasting cuts a GPT-2 model into layers; this run has a %1 model. Train the guo-pasting "
+                          "or guo-representation preset for an example.")
+                           .arg(QString::fromStdString(kind));
+            return false;
+        }
+        return true;
+    } catch (const std::exception& e) {
+        if (why)
+            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
+        return false;
+    }
+}
+
+QString PastingPage::defaultOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding)
+{
+    // The same name as icl-cli analyze paste without --out.
+    const std::filesystem::path p(parentPath.toStdString());
+    const std::string name
+        = p.stem().string() + ".paste-l" + std::to_string(cutLayer) + "-" + embedding.toStdString() + ".h5";
+    return QString::fromStdString((p.parent_path() / name).string());
+}
+
+void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+{
+    if (m_state)
+        m_state->stop = true; // a running pasting of the previous file stops; its result is dropped
+    ++m_generation;
+    m_summary = summary;
+    m_step = step;
+    clearResult();
+    m_status->clear();
+    QString why;
+    m_supported = supports(summary, &why);
+    if (!m_supported) {
+        m_parentLayers = 0;
+        m_message->setText(why);
+        m_stack->setCurrentWidget(m_message);
+        updateControls();
+        return;
+    }
+    m_stack->setCurrentIndex(1);
+    const ParentConfig p = parentConfig(summary);
+    m_parentLayers = p.n_layers;
+    {
+        const QSignalBlocker block(m_cutLayer);
+        m_cutLayer->setRange(0, int(std::max<int64_t>(0, p.n_layers - 1)));
+    }
+    m_wScale->setSpecialValueText(tr("parent's (%1)").arg(number(p.w_scale)));
+    m_seed->setSpecialValueText(tr("parent's (%1)").arg(p.seed));
+    m_output->clear();
+    updateDefaultOutput();
+    selectCheckpoint(step);
+    updateControls();
+}
+
+void PastingPage::selectCheckpoint(qint64 step)
+{
+    m_step = step;
+    if (!m_supported)
+        return;
+    const ParentConfig p = parentConfig(m_summary);
+    QString text = tr("Parent: %1 · checkpoint %2 · gpt2 with L = %3 blocks, d_model %4 · task.w_scale %5 · seed %6")
+                       .arg(QFileInfo(QString::fromStdString(m_summary.path)).fileName())
+                       .arg(step >= 0 ? QString::number(step) : tr("none"))
+                       .arg(p.n_layers)
+                       .arg(p.d_model)
+                       .arg(number(p.w_scale))
+                       .arg(p.seed);
+    const auto stored = m_summary.analyses.find("pasting");
+    if (stored != m_summary.analyses.end() && stored->second > 0)
+        text += stored->second == 1
+            ? tr(" · 1 pasting result stored in the file under /analysis/pasting")
+            : tr(" · %1 pasting results stored in the file under /analysis/pasting").arg(stored->second);
+    m_parentLabel->setText(text);
+    updateControls();
+}
+
+bool PastingPage::isBusy() const
+{
+    return m_runner->isBusy();
+}
+
+void PastingPage::cancel()
+{
+    if (!m_runner->isBusy() || !m_state)
+        return;
+    m_state->stop = true; // the job's error continuation reports the cancellation
+    m_cancel->setEnabled(false);
+    m_status->setText(tr("Cancelling…"));
+}
+
+icl::PastingOptions PastingPage::options() const
+{
+    icl::PastingOptions o;
+    o.checkpoint_step = m_step;
+    o.cut_layer = m_cutLayer->value();
+    o.embedding = m_embedding->currentData().toString().toStdString();
+    o.steps = m_steps->value();
+    o.lr = m_lr->value();
+    o.batch_size = m_batchSize->value();
+    o.n_eval = m_nEval->value();
+    o.eval_every = m_evalEvery->value();
+    o.w_scale = m_wScale->value();
+    o.seed = uint64_t(m_seed->value());
+    o.train_scratch = m_trainScratch->isChecked();
+    const QString out = m_output->text().trimmed();
+    o.out_path = (out.isEmpty() ? m_output->placeholderText() : out).toStdString();
+    o.overwrite = false;
+    o.store = true;
+    o.threads = m_threads;
+    return o;
+}
+
+bool PastingPage::startPasting(bool ask, bool overwrite)
+{
+    if (!m_supported || isBusy())
+        return false;
+    if (m_step < 0) {
+        m_status->setText(tr("The experiment has no checkpoint to paste from."));
+        return false;
+    }
+    icl::PastingOptions o = options();
+    const QString out = QString::fromStdString(o.out_path);
+    if (out.isEmpty()) {
+        m_status->setText(tr("Choose an output file for the pasted model."));
+        return false;
+    }
+    if (QFileInfo(out).absoluteFilePath() == QFileInfo(QString::fromStdString(m_summary.path)).absoluteFilePath()) {
+        m_status->setText(tr("The output file must differ from the parent."));
+        return false;
+    }
+    if (QFileInfo::exists(out) && !overwrite) {
+        if (!ask) {
+            m_status->setText(tr("%1 already exists; choose another output file.").arg(out));
+            return false;
+        }
+        const auto answer = QMessageBox::question(
+            this, tr("Overwrite experiment?"), tr("%1 already exists. Replace it with the new pasted model?").arg(out));
+        if (answer != QMessageBox::Yes)
+            return false;
+    }
+    o.overwrite = true; // confirmed, or nothing to overwrite
+    const QString dir = QFileInfo(out).absolutePath();
+    if (!QDir().mkpath(dir)) {
+        m_status->setText(tr("Cannot create the folder %1.").arg(dir));
+        return false;
+    }
+
+    clearResult();
+    const quint64 generation = ++m_generation;
+    auto state = std::make_shared<RunState>();
+    state->total = o.steps * (o.train_scratch ? 2 : 1);
+    m_state = state;
+    m_status->setText(tr("Pasting at ℓ = %1 (%2 embedding) from checkpoint %3: training…")
+                          .arg(o.cut_layer)
+                          .arg(QString::fromStdString(o.embedding))
+                          .arg(m_step));
+    const std::string parentPath = m_summary.path;
+    m_runner->enqueue(
+        PastingJob, tr("pasting"),
+        [this, generation, parentPath, o, state]() -> AnalysisRunner::Continuation {
+            icl::PastingResult result;
+            try {
+                result = icl::computePasting(parentPath, o, [state](int64_t done, int64_t total) {
+                    state->done = done;
+                    state->total = total;
+                    if (state->stop) {
+                        state->cancelled = true;
+                        return false;
+                    }
+                    return true;
+                });
+            } catch (const icl::Error&) {
+                // Progress is reported only after the output file was created, so a cancelled run wrote
+                // it: remove the half-trained model (its link to the parent is written only at the end).
+                if (state->cancelled) {
+                    std::error_code ec;
+                    std::filesystem::remove(o.out_path, ec);
+                }
+                throw;
+            }
+            auto shown = std::make_shared<icl::PastingResult>(std::move(result));
+            return [this, generation, shown, o] {
+                if (generation != m_generation)
+                    return;
+                showResult(*shown, o);
+            };
+        },
+        [this, generation, state, o](const QString& error) {
+            if (generation != m_generation)
+                return;
+            if (state->cancelled)
+                m_status->setText(tr("Cancelled after %1 of %2 training steps; the partial file %3 was removed.")
+                                      .arg(state->done.load())
+                                      .arg(state->total.load())
+                                      .arg(QString::fromStdString(o.out_path)));
+            else
+                m_status->setText(tr("Pasting failed: %1").arg(error));
+        });
+    updateProgress();
+    m_progressTimer->start();
+    updateControls();
+    return true;
+}
+
+void PastingPage::showResult(const icl::PastingResult& r, const icl::PastingOptions& o)
+{
+    // The parent now holds one more /analysis/pasting result.
+    try {
+        m_summary = icl::readRunSummary(m_summary.path);
+    } catch (const std::exception&) {
+    }
+    selectCheckpoint(m_step);
+    m_result = r;
+    m_iclPlot->setFigure(iclCurvesFigure(r, o, m_summary));
+    m_lossPlot->setFigure(lossCurvesFigure(r, o, m_summary));
+    const QString frozen = r.embedding == "transformer1"
+        ? tr("1 new block + frozen blocks %1..%2").arg(r.cut_layer).arg(r.parent_layers - 1)
+        : tr("frozen blocks %1..%2").arg(r.cut_layer).arg(r.parent_layers - 1);
+    QString text = tr("ℓ = %1, %2 embedding: %3 of checkpoint %4 (%5 blocks in all), %6 steps in %7 s.")
+                       .arg(r.cut_layer)
+                       .arg(QString::fromStdString(r.embedding), frozen)
+                       .arg(r.parent_step)
+                       .arg(r.pasted_layers)
+                       .arg(r.steps)
+                       .arg(QString::number(r.wall_time_s, 'f', 1));
+    text += QLatin1Char('\n')
+        + tr("Query loss 0.5·MSE: pasted %1 (%2 trainable parameters)")
+              .arg(number(r.pasted_loss), count(r.trainable_pasted));
+    if (o.train_scratch)
+        text += tr(", scratch %1 (%2 parameters)").arg(number(r.scratch_loss), count(r.trainable_scratch));
+    text += tr(", ridge %1 (λ = σ²/τ² = %2), zero %3; frozen parameters bitwise unchanged.")
+                .arg(number(r.ridge_loss), number(r.ridge_lambda), number(r.zero_loss));
+    if (!r.out_path.empty()) {
+        text += QLatin1Char('\n') + tr("Pasted model: %1").arg(QString::fromStdString(r.out_path));
+        if (!r.analysis_id.empty())
+            text += tr(" · comparison stored in the parent as /analysis/pasting/%1")
+                        .arg(QString::fromStdString(r.analysis_id));
+    }
+    m_summaryLabel->setText(text);
+    m_status->clear();
+    updateControls();
+}
+
+void PastingPage::clearResult()
+{
+    m_result.reset();
+    m_iclPlot->setFigure(icl::Figure {});
+    m_lossPlot->setFigure(icl::Figure {});
+    m_summaryLabel->setText(QStringLiteral("—"));
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    updateControls();
+}
+
+void PastingPage::updateProgress()
+{
+    if (!m_state)
+        return;
+    const int64_t total = std::max<int64_t>(1, m_state->total.load());
+    const int64_t done = std::min(m_state->done.load(), total);
+    m_progress->setRange(0, int(std::min<int64_t>(total, INT_MAX)));
+    m_progress->setValue(int(std::min<int64_t>(done, INT_MAX)));
+    if (isBusy()) {
+        const int percent = int(100 * done / total);
+        Q_EMIT progressChanged(percent, tr("Pasting: %1 of %2 training steps").arg(done).arg(total));
+    }
+}
+
+void PastingPage::updateControls()
+{
+    const bool busy = isBusy();
+    const bool ready = m_supported && m_step >= 0;
+    for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
+             m_evalEvery, m_wScale, m_seed, m_trainScratch, m_output, m_browse })
+        w->setEnabled(!busy);
+    m_run->setEnabled(ready && !busy);
+    m_cancel->setEnabled(busy && m_state && !m_state->stop);
+    m_openPasted->setEnabled(m_result && !m_result->out_path.empty());
+}
+
+void PastingPage::updateDefaultOutput()
+{
+    if (m_summary.path.empty())
+        return;
+    m_output->setPlaceholderText(defaultOutputPath(
+        QString::fromStdString(m_summary.path), m_cutLayer->value(), m_embedding->currentData().toString()));
+}
+
+void PastingPage::browseOutput()
+{
+    const QString start = m_output->text().isEmpty() ? m_output->placeholderText() : m_output->text();
+    const QString path = QFileDialog::getSaveFileName(this, tr("Pasted model's experiment file"), start,
+        tr("Experiment files (*.h5)"), nullptr, QFileDialog::DontConfirmOverwrite);
+    if (!path.isEmpty())
+        m_output->setText(path.endsWith(QStringLiteral(".h5")) ? path : path + QStringLiteral(".h5"));
+}
+
+icl::Figure PastingPage::iclCurvesFigure(
+    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
+{
+    icl::Figure f;
+    f.name = "pasting_icl_curve";
+    f.title
+        = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    f.x_label = "number of in-context examples";
+    f.y_label = kLossLabel;
+    f.metadata = pastingMetadata(r, o, parent);
+    const std::vector<double> n = toDouble(r.n_examples);
+    f.series.push_back(line("pasted", n, r.pasted_curve));
+    if (!r.scratch_curve.empty())
+        f.series.push_back(line("scratch", n, r.scratch_curve));
+    icl::Series ridge = line("ridge", n, r.ridge_curve);
+    ridge.style = icl::Series::Style::Dashed;
+    f.series.push_back(std::move(ridge));
+    if (!n.empty())
+        f.series.push_back(constant("zero", r.zero_loss, n.front(), n.back()));
+    return f;
+}
+
+icl::Figure PastingPage::lossCurvesFigure(
+    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
+{
+    icl::Figure f;
+    f.name = "pasting_loss";
+    f.title = "Loss during training (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    f.x_label = "training step";
+    f.y_label = kLossLabel;
+    f.metadata = pastingMetadata(r, o, parent);
+    // Training losses are means since the previous evaluation (NaN, a gap, at step 0).
+    const std::vector<double> steps = toDouble(r.curve_steps);
+    f.series.push_back(line("pasted train", steps, r.pasted_train));
+    f.series.push_back(line("pasted eval", steps, r.pasted_eval));
+    if (o.train_scratch) {
+        f.series.push_back(line("scratch train", steps, r.scratch_train));
+        f.series.push_back(line("scratch eval", steps, r.scratch_eval));
+    }
+    if (!steps.empty()) {
+        f.series.push_back(constant("ridge", r.ridge_loss, steps.front(), steps.back()));
+        f.series.push_back(constant("zero", r.zero_loss, steps.front(), steps.back()));
+    }
+    return f;
+}
+
+} // namespace icl::gui

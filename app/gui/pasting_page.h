@@ -1,0 +1,178 @@
+#pragma once
+// Pasting page (Guo et al. 2023, PAPERS.md §2): cut a trained GPT-2 at layer ℓ, train a new embedding
+// under its frozen upper blocks and a same-size model from scratch, and compare their ICL curves with
+// ridge regression.
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <QString>
+#include <QWidget>
+
+#include "core/analysis/pasting.h"
+#include "core/types/figure.h"
+#include "core/types/run_summary.h"
+
+class QCheckBox;
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QTimer;
+
+namespace icl::widgets {
+class PlotView;
+} // namespace icl::widgets
+
+namespace icl::gui {
+
+class AnalysisRunner;
+
+/// Configures and runs icl::computePasting on the open gpt2 experiment (the parent) at the checkpoint
+/// selected on the timeline, like `icl-cli analyze RUN.h5 paste`: the pasted model is written to a new
+/// experiment file (default RUN.paste-l<ℓ>-<embedding>.h5 next to the parent) and the comparison is
+/// stored in the parent under /analysis/pasting/<id>. Nothing runs until Run is pressed. The run goes
+/// to a worker thread (AnalysisRunner); its (done, total) training steps feed the progress bar through
+/// a polling timer; Cancel makes the progress callback return false, and a cancelled run shows no
+/// result and leaves no pasted file behind. Two plots: the ICL curves (pasted, scratch, ridge, zero)
+/// against the number of in-context examples, and the loss curves over training steps; both export
+/// like every PlotView (PNG, SVG, PDF, CSV). gpt2 runs only; others get a message instead.
+/// Thread affinity: GUI thread only.
+class PastingPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit PastingPage(QWidget* parent = nullptr);
+    ~PastingPage() override;
+
+    /// Shows a parent file at checkpoint `step`: cancels a running pasting, clears the shown result and
+    /// sets the cut-layer range to 0..L−1.
+    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    /// Follows the timeline (the parent checkpoint of the next run).
+    void selectCheckpoint(qint64 step);
+    bool isBusy() const;
+    /// Asks the running pasting to stop at its next training step (no-op when idle).
+    void cancel();
+
+    /// Starts a pasting with the page's options. When the output file exists and `overwrite` is false,
+    /// asks first (`ask`) or refuses with a status message. Returns false when nothing was started
+    /// (unsupported run, busy, refused overwrite).
+    bool startPasting(bool ask = true, bool overwrite = false);
+
+    /// gpt2 models only; `why` gets the message shown otherwise.
+    static bool supports(const icl::RunSummary& summary, QString* why);
+    /// `icl-cli analyze PARENT paste` default output: PARENT's folder and stem + ".paste-l<ℓ>-<embedding>.h5".
+    static QString defaultOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding);
+
+    /// ICL curves of a result: 0.5·MSE at the query against n = 0..N in-context examples for the pasted
+    /// model, the scratch model (when trained), ridge with the Bayes λ, and the zero predictor's query
+    /// loss as a horizontal line. `options` are the options the result was computed with (for metadata).
+    static icl::Figure iclCurvesFigure(
+        const icl::PastingResult& result, const icl::PastingOptions& options, const icl::RunSummary& parent);
+    /// Loss over training steps: pasted and scratch training (mean since the previous evaluation) and
+    /// evaluation losses, with ridge and zero as horizontal lines.
+    static icl::Figure lossCurvesFigure(
+        const icl::PastingResult& result, const icl::PastingOptions& options, const icl::RunSummary& parent);
+
+    /// The options of the next run, from the controls (checkpoint: the timeline's; out_path: the field or
+    /// the default; overwrite false; store true).
+    icl::PastingOptions options() const;
+    /// Intra-op threads of the run (0 = all cores; tests use 1).
+    void setThreads(int threads) { m_threads = threads; }
+
+    qint64 checkpointStep() const { return m_step; }
+    /// The result shown (empty before the first finished run, and after a cancelled or failed one).
+    const std::optional<icl::PastingResult>& result() const { return m_result; }
+    /// The plot the File ▸ Export action exports: the one last clicked, else the ICL curves.
+    widgets::PlotView* currentPlot() const { return m_currentPlot; }
+
+    widgets::PlotView* iclPlot() const { return m_iclPlot; }
+    widgets::PlotView* lossPlot() const { return m_lossPlot; }
+    QSpinBox* cutLayerChooser() const { return m_cutLayer; }
+    QComboBox* embeddingChooser() const { return m_embedding; }
+    QSpinBox* stepsChooser() const { return m_steps; }
+    QDoubleSpinBox* learningRateChooser() const { return m_lr; }
+    QSpinBox* batchSizeChooser() const { return m_batchSize; }
+    QSpinBox* evalPromptsChooser() const { return m_nEval; }
+    QSpinBox* evalEveryChooser() const { return m_evalEvery; }
+    QDoubleSpinBox* wScaleChooser() const { return m_wScale; }
+    QSpinBox* seedChooser() const { return m_seed; }
+    QCheckBox* scratchCheck() const { return m_trainScratch; }
+    QLineEdit* outputEdit() const { return m_output; }
+    QPushButton* runButton() const { return m_run; }
+    QPushButton* cancelButton() const { return m_cancel; }
+    QPushButton* openPastedButton() const { return m_openPasted; }
+    QProgressBar* progressBar() const { return m_progress; }
+    QLabel* summaryLabel() const { return m_summaryLabel; }
+    QLabel* statusLabel() const { return m_status; }
+    QLabel* messageLabel() const { return m_message; }
+
+Q_SIGNALS:
+    void busyStarted();
+    void progressChanged(int percent, const QString& text);
+    void busyFinished();
+    /// The user asked to open the pasted model's experiment file.
+    void openRequested(const QString& path);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    /// Shared with the worker: cancel flag and training-step progress.
+    struct RunState {
+        std::atomic<bool> stop { false };
+        std::atomic<bool> cancelled { false }; ///< the progress callback returned false
+        std::atomic<int64_t> done { 0 };
+        std::atomic<int64_t> total { 0 };
+    };
+    void showResult(const icl::PastingResult& result, const icl::PastingOptions& options);
+    void clearResult();
+    void updateProgress();
+    void updateControls();
+    void updateDefaultOutput();
+    void browseOutput();
+
+    AnalysisRunner* m_runner = nullptr;
+    icl::RunSummary m_summary;
+    qint64 m_step = -1;
+    int64_t m_parentLayers = 0;
+    bool m_supported = false;
+    int m_threads = 0;
+    quint64 m_generation = 0;
+    std::shared_ptr<RunState> m_state; ///< the running pasting's state
+    std::optional<icl::PastingResult> m_result;
+
+    QStackedWidget* m_stack = nullptr;
+    QLabel* m_message = nullptr;
+    QLabel* m_parentLabel = nullptr;
+    QSpinBox* m_cutLayer = nullptr;
+    QComboBox* m_embedding = nullptr;
+    QSpinBox* m_steps = nullptr;
+    QDoubleSpinBox* m_lr = nullptr;
+    QSpinBox* m_batchSize = nullptr;
+    QSpinBox* m_nEval = nullptr;
+    QSpinBox* m_evalEvery = nullptr;
+    QDoubleSpinBox* m_wScale = nullptr;
+    QSpinBox* m_seed = nullptr;
+    QCheckBox* m_trainScratch = nullptr;
+    QLineEdit* m_output = nullptr;
+    QPushButton* m_browse = nullptr;
+    QPushButton* m_run = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QPushButton* m_openPasted = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QTimer* m_progressTimer = nullptr;
+    QLabel* m_summaryLabel = nullptr;
+    QLabel* m_status = nullptr;
+    widgets::PlotView* m_iclPlot = nullptr;
+    widgets::PlotView* m_lossPlot = nullptr;
+    widgets::PlotView* m_currentPlot = nullptr;
+};
+
+} // namespace icl::gui
