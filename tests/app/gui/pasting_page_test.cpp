@@ -1,0 +1,373 @@
+// The Pasting page on real experiments written by icl::train with tiny configs (a 2-block GPT-2 parent
+// from the guo-pasting preset and a pair-layout LSA). Expected values come from an independent call of
+// icl::computePasting with the page's options and from the files (icl::readRunSummary), never from the
+// page under test.
+
+#include "app/gui/pasting_page.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include <QAction>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QFileInfo>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <gtest/gtest.h>
+#include <qcustomplot.h>
+
+#include "app/gui/main_window.h"
+#include "core/analysis/pasting.h"
+#include "core/io/config.h"
+#include "core/io/experiment_file.h"
+#include "core/training/trainer.h"
+#include "widgets/figure_export.h"
+#include "widgets/plot_view.h"
+
+using icl::gui::MainWindow;
+using icl::gui::PastingPage;
+
+namespace {
+
+constexpr int kTimeoutMs = 300000;
+
+class PastingPageTest : public ::testing::Test {
+protected:
+    static void trainRun(const std::string& path, const std::string& preset, const std::vector<std::string>& sets)
+    {
+        icl::ConfigRequest request;
+        request.preset = preset;
+        request.scale = "quick";
+        request.sets = sets;
+        request.steps = 20;
+        request.device = "cpu";
+        icl::TrainOptions options;
+        options.out_path = path;
+        options.threads = 1;
+        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
+    }
+    static void SetUpTestSuite()
+    {
+        s_dir = new QTemporaryDir;
+        ASSERT_TRUE(s_dir->isValid());
+        s_gpt2 = s_dir->filePath("guo.h5").toStdString();
+        trainRun(s_gpt2, "guo-pasting",
+            { "task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=2", "model.n_heads=2",
+                "model.d_model=16", "training.batch_size=16", "training.eval_every=10", "training.checkpoint_every=10",
+                "eval.n_prompts=64", "eval.bootstrap=10" });
+        s_lsa = s_dir->filePath("lsa.h5").toStdString();
+        trainRun(s_lsa, "vonoswald-lsa-1layer",
+            { "task.d=3", "task.n_context=6", "training.batch_size=16", "training.eval_every=10",
+                "training.checkpoint_every=10", "eval.n_prompts=64", "eval.bootstrap=10" });
+    }
+    static void TearDownTestSuite()
+    {
+        delete s_dir;
+        s_dir = nullptr;
+    }
+
+    /// Small options on the page's controls: ℓ = 1 with one new block, 12 steps, 64 eval prompts.
+    static void configure(PastingPage* page, int steps)
+    {
+        page->setThreads(1);
+        page->cutLayerChooser()->setValue(1);
+        page->embeddingChooser()->setCurrentIndex(page->embeddingChooser()->findData("transformer1"));
+        page->stepsChooser()->setValue(steps);
+        page->learningRateChooser()->setValue(0.002);
+        page->batchSizeChooser()->setValue(16);
+        page->evalPromptsChooser()->setValue(64);
+        page->evalEveryChooser()->setValue(4);
+        page->seedChooser()->setValue(7);
+    }
+
+    static int storedPastings(const std::string& path)
+    {
+        const auto analyses = icl::readRunSummary(path).analyses;
+        const auto it = analyses.find("pasting");
+        return it == analyses.end() ? 0 : it->second;
+    }
+
+    static QTemporaryDir* s_dir;
+    static std::string s_gpt2;
+    static std::string s_lsa;
+};
+
+QTemporaryDir* PastingPageTest::s_dir = nullptr;
+std::string PastingPageTest::s_gpt2;
+std::string PastingPageTest::s_lsa;
+
+/// Element-wise equality in which NaN equals NaN (a training loss before the first step is NaN).
+::testing::AssertionResult sameValues(const std::vector<double>& got, const std::vector<double>& want)
+{
+    if (got.size() != want.size())
+        return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
+    for (size_t i = 0; i < got.size(); ++i)
+        if (!(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))))
+            return ::testing::AssertionFailure() << "at " << i << ": " << got[i] << " != " << want[i];
+    return ::testing::AssertionSuccess();
+}
+
+std::vector<double> toDouble(const std::vector<int64_t>& v)
+{
+    return std::vector<double>(v.begin(), v.end());
+}
+
+QAction* viewAction(const MainWindow& window, const QString& text)
+{
+    for (QAction* menu : window.menuBar()->actions())
+        if (menu->menu() && menu->text() == QLatin1String("&View"))
+            for (QAction* a : menu->menu()->actions())
+                if (a->text() == text)
+                    return a;
+    return nullptr;
+}
+
+QByteArray readAll(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+} // namespace
+
+TEST_F(PastingPageTest, PageIsInTheNavigatorWithShortcutAndCommandLineName)
+{
+    MainWindow window;
+    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
+    ASSERT_NE(navigator, nullptr);
+    ASSERT_GE(navigator->count(), 7);
+    EXPECT_EQ(navigator->item(6)->text(), "Pasting");
+    EXPECT_EQ(MainWindow::pageFromName("pasting"), MainWindow::Page::Pasting);
+    EXPECT_EQ(MainWindow::pageFromName("paste"), MainWindow::Page::Pasting);
+    QAction* pasting = viewAction(window, "Pasting");
+    ASSERT_NE(pasting, nullptr);
+    EXPECT_EQ(pasting->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_7));
+    pasting->trigger();
+    EXPECT_EQ(window.currentPage(), MainWindow::Page::Pasting);
+    // The default output file is icl-cli analyze paste's.
+    EXPECT_EQ(PastingPage::defaultOutputPath("runs/parent.h5", 2, "transformer1"),
+        QString::fromStdString((std::filesystem::path("runs") / "parent.paste-l2-transformer1.h5").string()));
+}
+
+TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
+{
+    MainWindow window;
+    window.setScripted(true);
+    window.show(); // clicked like a user would
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    window.showPage(MainWindow::Page::Pasting);
+    PastingPage* page = window.pastingPage();
+    EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
+    EXPECT_FALSE(page->messageLabel()->isVisibleTo(page));
+    EXPECT_EQ(page->cutLayerChooser()->minimum(), 0);
+    EXPECT_EQ(page->cutLayerChooser()->maximum(), 1) << "ℓ ≤ L − 1 for a 2-block parent";
+    EXPECT_EQ(page->checkpointStep(), 20);
+    configure(page, 12);
+    const QString out = s_dir->filePath("guo.paste-l1-transformer1.h5");
+    EXPECT_EQ(page->outputEdit()->placeholderText(), out) << "the default follows ℓ and the embedding";
+    EXPECT_EQ(page->options().out_path, out.toStdString());
+    const int storedBefore = storedPastings(s_gpt2);
+
+    QTest::mouseClick(page->runButton(), Qt::LeftButton);
+    ASSERT_TRUE(page->isBusy());
+    EXPECT_TRUE(window.isBusy());
+    EXPECT_TRUE(page->cancelButton()->isEnabled());
+    EXPECT_FALSE(page->runButton()->isEnabled());
+    EXPECT_FALSE(page->stepsChooser()->isEnabled()) << "the options of a running pasting are fixed";
+    EXPECT_TRUE(window.findChild<QPushButton*>("cancelButton")->isEnabled());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+    EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
+    ASSERT_TRUE(page->result().has_value());
+    EXPECT_EQ(page->progressBar()->maximum(), 24) << "12 steps of the pasted and of the scratch model";
+    EXPECT_EQ(page->progressBar()->value(), 24);
+    EXPECT_TRUE(page->runButton()->isEnabled());
+    EXPECT_FALSE(page->cancelButton()->isEnabled());
+
+    // Independent computation with the same options (another output file, nothing stored).
+    icl::PastingOptions o = page->options();
+    EXPECT_EQ(o.checkpoint_step, 20);
+    EXPECT_EQ(o.cut_layer, 1);
+    EXPECT_EQ(o.embedding, "transformer1");
+    EXPECT_EQ(o.steps, 12);
+    EXPECT_EQ(o.batch_size, 16);
+    EXPECT_EQ(o.n_eval, 64);
+    EXPECT_EQ(o.eval_every, 4);
+    EXPECT_EQ(o.seed, 7u);
+    EXPECT_DOUBLE_EQ(o.lr, 0.002);
+    EXPECT_EQ(o.w_scale, 0.0) << "0 = the parent's";
+    EXPECT_TRUE(o.train_scratch);
+    EXPECT_TRUE(o.store);
+    o.out_path = s_dir->filePath("independent.h5").toStdString();
+    o.store = false;
+    const icl::PastingResult want = icl::computePasting(s_gpt2, o);
+    const icl::PastingResult& got = *page->result();
+    EXPECT_EQ(got.parent_step, 20);
+    EXPECT_EQ(got.parent_layers, 2);
+    EXPECT_EQ(got.pasted_layers, 2) << "one new block + block 1 of the parent";
+    EXPECT_EQ(got.trainable_pasted, want.trainable_pasted);
+    EXPECT_EQ(got.trainable_scratch, want.trainable_scratch);
+    EXPECT_LT(got.trainable_pasted, got.trainable_scratch);
+    EXPECT_EQ(got.n_examples, want.n_examples);
+    EXPECT_TRUE(sameValues(got.pasted_curve, want.pasted_curve));
+    EXPECT_TRUE(sameValues(got.scratch_curve, want.scratch_curve));
+    EXPECT_TRUE(sameValues(got.ridge_curve, want.ridge_curve));
+    EXPECT_EQ(got.curve_steps, (std::vector<int64_t> { 0, 4, 8, 12 }));
+    EXPECT_TRUE(sameValues(got.pasted_eval, want.pasted_eval));
+    EXPECT_TRUE(sameValues(got.scratch_eval, want.scratch_eval));
+    EXPECT_EQ(got.pasted_loss, want.pasted_loss);
+    EXPECT_EQ(got.scratch_loss, want.scratch_loss);
+    EXPECT_EQ(got.ridge_loss, want.ridge_loss);
+    EXPECT_EQ(got.zero_loss, want.zero_loss);
+
+    // Plot 1: the ICL curves of the independent result, n = 0..N, and the zero predictor as a line.
+    const icl::Figure& icl = page->iclPlot()->figure();
+    EXPECT_EQ(icl.x_label, "number of in-context examples");
+    EXPECT_FALSE(icl.y_label.empty());
+    EXPECT_EQ(icl.metadata.at("checkpoint_step"), "20");
+    EXPECT_EQ(icl.metadata.at("cut_layer"), "1");
+    EXPECT_EQ(icl.metadata.at("seed"), "7");
+    ASSERT_EQ(icl.series.size(), 4u);
+    const std::vector<std::string> iclNames { "pasted", "scratch", "ridge", "zero" };
+    const std::vector<const std::vector<double>*> iclCurves { &want.pasted_curve, &want.scratch_curve,
+        &want.ridge_curve };
+    for (size_t i = 0; i < 3; ++i) {
+        EXPECT_EQ(icl.series[i].name, iclNames[i]);
+        EXPECT_EQ(icl.series[i].x, (std::vector<double> { 0, 1, 2, 3, 4, 5, 6 }));
+        EXPECT_TRUE(sameValues(icl.series[i].y, *iclCurves[i])) << iclNames[i];
+        // What the user sees: one drawn point per n.
+        ASSERT_NE(page->iclPlot()->seriesGraph(int(i)), nullptr);
+        EXPECT_EQ(page->iclPlot()->seriesGraph(int(i))->data()->size(), 7);
+    }
+    EXPECT_EQ(icl.series[3].name, "zero");
+    EXPECT_EQ(icl.series[3].y, (std::vector<double> { want.zero_loss, want.zero_loss }));
+    EXPECT_EQ(page->iclPlot()->plot()->xAxis->label(), "number of in-context examples");
+    EXPECT_EQ(page->iclPlot()->plot()->legend->itemCount(), 4);
+
+    // Plot 2: training and evaluation losses per evaluation step.
+    const icl::Figure& loss = page->lossPlot()->figure();
+    EXPECT_EQ(loss.x_label, "training step");
+    ASSERT_EQ(loss.series.size(), 6u);
+    const std::vector<std::string> lossNames { "pasted train", "pasted eval", "scratch train", "scratch eval", "ridge",
+        "zero" };
+    const std::vector<const std::vector<double>*> lossCurves { &want.pasted_train, &want.pasted_eval,
+        &want.scratch_train, &want.scratch_eval };
+    for (size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(loss.series[i].name, lossNames[i]);
+        EXPECT_EQ(loss.series[i].x, toDouble(want.curve_steps));
+        EXPECT_TRUE(sameValues(loss.series[i].y, *lossCurves[i])) << lossNames[i];
+    }
+    EXPECT_EQ(loss.series[4].name, "ridge");
+    EXPECT_EQ(loss.series[4].y, (std::vector<double> { want.ridge_loss, want.ridge_loss }));
+    EXPECT_EQ(loss.series[5].name, "zero");
+
+    // The summary names the query losses, parameter counts and the new file.
+    const QString summary = page->summaryLabel()->text();
+    EXPECT_TRUE(summary.contains(QString::number(want.pasted_loss, 'g', 3))) << summary.toStdString();
+    EXPECT_TRUE(summary.contains(QString::number(want.scratch_loss, 'g', 3))) << summary.toStdString();
+    EXPECT_TRUE(summary.contains(out)) << summary.toStdString();
+    EXPECT_TRUE(summary.contains("/analysis/pasting/" + QString::fromStdString(got.analysis_id)))
+        << summary.toStdString();
+
+    // The pasted model is an ordinary experiment: checkpoints at 0 and 12, its eval loss in the metrics.
+    const icl::RunSummary pasted = icl::readRunSummary(out.toStdString());
+    ASSERT_EQ(pasted.checkpoints.size(), 2u);
+    EXPECT_EQ(pasted.checkpoints.back().step, 12);
+    EXPECT_DOUBLE_EQ(pasted.lastMetric("eval_loss"), want.pasted_loss);
+    EXPECT_EQ(pasted.analyses.count("pasting_parent"), 1u);
+    // ... and the comparison is stored in the parent, as the CLI does.
+    EXPECT_EQ(storedPastings(s_gpt2), storedBefore + 1);
+    EXPECT_TRUE(page->findChild<QLabel*>("pastingParent")->text().contains("/analysis/pasting"));
+
+    // Export: File ▸ Export takes the plot last clicked; both carry their data and metadata.
+    EXPECT_EQ(window.currentPlot(), page->iclPlot());
+    QTest::mouseClick(page->lossPlot()->findChild<QWidget*>("plot"), Qt::LeftButton);
+    EXPECT_EQ(window.currentPlot(), page->lossPlot());
+    const std::string csv = s_dir->filePath("pasting_loss.csv").toStdString();
+    const std::string png = s_dir->filePath("pasting_icl.png").toStdString();
+    std::string error;
+    ASSERT_TRUE(icl::widgets::exportFigure(page->lossPlot()->figure(), csv, "csv", 100, &error)) << error;
+    ASSERT_TRUE(icl::widgets::exportFigure(page->iclPlot()->figure(), png, "png", 100, &error)) << error;
+    const QByteArray csvText = readAll(QString::fromStdString(csv));
+    EXPECT_TRUE(csvText.contains("cut_layer: 1")) << csvText.toStdString();
+    EXPECT_TRUE(csvText.contains("scratch eval")) << csvText.toStdString();
+    EXPECT_TRUE(readAll(QString::fromStdString(png)).startsWith("\x89PNG"));
+
+    // An existing output file is not replaced without asking.
+    const QByteArray before = readAll(out);
+    EXPECT_FALSE(page->startPasting(false, false));
+    EXPECT_FALSE(page->isBusy());
+    EXPECT_TRUE(page->statusLabel()->text().contains("already exists")) << page->statusLabel()->text().toStdString();
+    EXPECT_EQ(readAll(out), before);
+    EXPECT_TRUE(page->result().has_value()) << "a refused run leaves the shown result";
+
+    // "Open pasted experiment" opens the new file in the window.
+    ASSERT_TRUE(page->openPastedButton()->isEnabled());
+    QTest::mouseClick(page->openPastedButton(), Qt::LeftButton);
+    EXPECT_EQ(QString::fromStdString(window.experiment().path), out);
+    EXPECT_FALSE(page->result().has_value());
+    EXPECT_EQ(page->cutLayerChooser()->maximum(), 1) << "the pasted model has 2 blocks";
+}
+
+TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
+{
+    MainWindow window;
+    window.setScripted(true);
+    window.show(); // clicked like a user would
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    window.showPage(MainWindow::Page::Pasting);
+    PastingPage* page = window.pastingPage();
+    configure(page, 1000000); // far more than a test waits for
+    const QString out = s_dir->filePath("cancelled.h5");
+    page->outputEdit()->setText(out);
+    const int storedBefore = storedPastings(s_gpt2);
+
+    // Cancel with the page's button, then with the status bar's.
+    for (const char* button : { "pastingCancel", "cancelButton" }) {
+        ASSERT_TRUE(page->startPasting(false, false)) << button;
+        ASSERT_TRUE(QTest::qWaitFor([&] { return page->progressBar()->value() > 0; }, kTimeoutMs)) << button;
+        EXPECT_TRUE(QFileInfo::exists(out)) << "the run writes its output file";
+        QTest::mouseClick(window.findChild<QPushButton*>(button), Qt::LeftButton);
+        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs)) << button;
+        EXPECT_TRUE(page->statusLabel()->text().startsWith("Cancelled after"))
+            << page->statusLabel()->text().toStdString();
+        EXPECT_FALSE(page->result().has_value());
+        EXPECT_TRUE(page->iclPlot()->figure().series.empty());
+        EXPECT_TRUE(page->lossPlot()->figure().series.empty());
+        EXPECT_EQ(page->summaryLabel()->text(), "—");
+        EXPECT_FALSE(page->openPastedButton()->isEnabled());
+        EXPECT_LT(page->progressBar()->value(), page->progressBar()->maximum());
+        EXPECT_FALSE(QFileInfo::exists(out)) << "a cancelled run leaves no pasted file";
+        EXPECT_EQ(storedPastings(s_gpt2), storedBefore) << "nothing is stored in the parent";
+        EXPECT_TRUE(page->runButton()->isEnabled());
+        EXPECT_TRUE(page->stepsChooser()->isEnabled());
+    }
+}
+
+TEST_F(PastingPageTest, NonGpt2RunsAreRefusedWithAMessage)
+{
+    MainWindow window;
+    window.setScripted(true);
+    window.showPage(MainWindow::Page::Pasting);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
+    PastingPage* page = window.pastingPage();
+    EXPECT_TRUE(page->messageLabel()->isVisibleTo(page));
+    EXPECT_TRUE(page->messageLabel()->text().contains("GPT-2")) << page->messageLabel()->text().toStdString();
+    EXPECT_TRUE(page->messageLabel()->text().contains("lsa")) << page->messageLabel()->text().toStdString();
+    EXPECT_FALSE(page->startPasting(false, true));
+    EXPECT_FALSE(page->isBusy());
+    QString why;
+    EXPECT_FALSE(PastingPage::supports(icl::readRunSummary(s_lsa), &why));
+    EXPECT_TRUE(PastingPage::supports(icl::readRunSummary(s_gpt2), &why));
+}
