@@ -140,6 +140,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     cfg.training.warmup_steps = 0;
     cfg.training.eval_every = o.eval_every;
     cfg.training.checkpoint_every = std::max<int64_t>(1, o.steps);
+    cfg.training.curriculum = CurriculumConfig{};  // the pasted module trains at full size
     cfg.eval.n_prompts = o.n_eval;
     cfg.eval.baselines = {"zero", "ridge"};
     cfg.eval.ridge_lambda = -1.0;

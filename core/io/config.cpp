@@ -261,6 +261,17 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         t.warmup_steps = s.integer("warmup_steps", t.warmup_steps, 0, kBig);
         t.eval_every = s.integer("eval_every", t.eval_every, 1, kBig);
         t.checkpoint_every = s.integer("checkpoint_every", t.checkpoint_every, 1, kBig);
+        {
+            SectionReader cs(s.section("curriculum"), "training.curriculum");
+            CurriculumConfig& cu = t.curriculum;
+            cu.enabled = cs.boolean("enabled", cu.enabled);
+            cu.dims_start = cs.integer("dims_start", cu.dims_start, 1, 4096);
+            cu.dims_inc = cs.integer("dims_inc", cu.dims_inc, 0, 4096);
+            cu.points_start = cs.integer("points_start", cu.points_start, 2, 100001);
+            cu.points_inc = cs.integer("points_inc", cu.points_inc, 0, 100000);
+            cu.interval = cs.integer("interval", cu.interval, 1, kBig);
+            cs.rejectUnknown();
+        }
         s.rejectUnknown();
     }
     {
@@ -350,6 +361,30 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     }
     if (c.task.layout == "interleaved" && c.model.feature_dim > 0)
         throw Error("model.feature_dim: the input representation is for the pair layout only");
+    if (const CurriculumConfig& cu = c.training.curriculum; cu.enabled) {
+        // Cross-checks only when the curriculum is on, so a disabled section never blocks a smaller task.
+        if (c.model.kind != "gpt2")
+            throw Error("training.curriculum.enabled: the curriculum varies the number of in-context examples, but "
+                        "the " + c.model.kind + " model is built for a fixed N (its attention sums over the N "
+                        "context tokens without normalisation, and the GD construction sets P = η/N); "
+                        "use model.kind \"gpt2\"");
+        if (c.task.kind != "linear_regression" && c.task.kind != "sparse_linear_regression"
+            && c.task.kind != "noisy_linear_regression")
+            throw Error("training.curriculum.enabled: Garg et al.'s curriculum is implemented for task.kind "
+                        "\"linear_regression\", \"sparse_linear_regression\" and \"noisy_linear_regression\", got \""
+                        + c.task.kind + "\"");
+        if (cu.dims_start > c.task.d)
+            throw Error("training.curriculum.dims_start: expected an integer in [1, task.d = "
+                        + std::to_string(c.task.d) + "], got " + std::to_string(cu.dims_start));
+        if (c.task.kind == "sparse_linear_regression" && cu.dims_start < c.task.sparsity)
+            throw Error("training.curriculum.dims_start: the support of w lies among the active coordinates, so it "
+                        "must be at least task.sparsity = " + std::to_string(c.task.sparsity) + ", got "
+                        + std::to_string(cu.dims_start));
+        if (cu.points_start > c.task.n_context + 1)
+            throw Error("training.curriculum.points_start: expected an integer in [2, task.n_context + 1 = "
+                        + std::to_string(c.task.n_context + 1) + "] (in-context examples plus the query), got "
+                        + std::to_string(cu.points_start));
+    }
     return c;
 }
 
@@ -400,7 +435,14 @@ nlohmann::json toJson(const ExperimentConfig& c)
                      {"weight_decay", t.weight_decay}, {"batch_size", t.batch_size},
                      {"steps", t.steps},               {"grad_clip", t.grad_clip},
                      {"schedule", t.schedule},         {"warmup_steps", t.warmup_steps},
-                     {"eval_every", t.eval_every},     {"checkpoint_every", t.checkpoint_every}};
+                     {"eval_every", t.eval_every},     {"checkpoint_every", t.checkpoint_every},
+                     {"curriculum",
+                      {{"enabled", t.curriculum.enabled},
+                       {"dims_start", t.curriculum.dims_start},
+                       {"dims_inc", t.curriculum.dims_inc},
+                       {"points_start", t.curriculum.points_start},
+                       {"points_inc", t.curriculum.points_inc},
+                       {"interval", t.curriculum.interval}}}};
     j["eval"] = {{"n_prompts", c.eval.n_prompts},
                  {"baselines", c.eval.baselines},
                  {"gd_steps", c.eval.gd_steps},
@@ -409,6 +451,30 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"features_gd_steps", c.eval.features_gd_steps},
                  {"alignment", c.eval.alignment}};
     return j;
+}
+
+CurriculumStage curriculumStage(const ExperimentConfig& config, int64_t step)
+{
+    const TaskConfig& task = config.task;
+    const CurriculumConfig& cu = config.training.curriculum;
+    if (!cu.enabled)
+        return {task.d, task.n_context};
+    const int64_t k = std::max<int64_t>(step, 0) / cu.interval;  // increments so far
+    CurriculumStage s;
+    s.dims = std::min(task.d, cu.dims_start + cu.dims_inc * k);
+    s.n_context = std::min(task.n_context + 1, cu.points_start + cu.points_inc * k) - 1;
+    return s;
+}
+
+TaskConfig trainingTask(const ExperimentConfig& config, int64_t step)
+{
+    TaskConfig task = config.task;
+    if (!config.training.curriculum.enabled)
+        return task;
+    const CurriculumStage s = curriculumStage(config, step);
+    task.n_context = s.n_context;
+    task.active_dims = s.dims;
+    return task;
 }
 
 void applyOverride(nlohmann::json& config, const std::string& assignment)

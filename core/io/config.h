@@ -85,6 +85,23 @@ struct ModelConfig {
     int64_t augment_hidden = 16;    ///< hidden width of the augmented variant's MLPs
 };
 
+/// `training.curriculum` section: Garg et al. 2022's curriculum (PAPERS.md §0). At optimisation
+/// step s (0-based; the batch that takes the model from s to s + 1) the training prompts have
+///   d_eff(s)  = min(dims_start   + dims_inc   · ⌊s / interval⌋, task.d)            active input coordinates,
+///   points(s) = min(points_start + points_inc · ⌊s / interval⌋, task.n_context + 1)  points,
+/// where points counts the in-context examples and the query (Garg et al.'s n_points), so the
+/// prompt has N(s) = points(s) − 1 in-context examples. Coordinates of x beyond d_eff are 0.
+/// Evaluation always uses the full size. Garg et al. (code): d 5 → 20 (+1), points 11 → 41 (+2),
+/// every 2000 steps. The stage is a function of the step only, so a resumed run sees the same prompts.
+struct CurriculumConfig {
+    bool enabled = false;
+    int64_t dims_start = 5;
+    int64_t dims_inc = 1;
+    int64_t points_start = 11;
+    int64_t points_inc = 2;
+    int64_t interval = 2000;  ///< steps between increments
+};
+
 /// `training` section.
 struct TrainingConfig {
     std::string optimizer = "adamw";   ///< "adam", "adamw" or "sgd"
@@ -99,6 +116,7 @@ struct TrainingConfig {
     int64_t warmup_steps = 0;
     int64_t eval_every = 100;
     int64_t checkpoint_every = 1000;
+    CurriculumConfig curriculum;       ///< off by default
 };
 
 /// `eval` section: the fixed evaluation prompts and the baselines measured on them.
@@ -138,6 +156,20 @@ ExperimentConfig parseConfig(const nlohmann::json& config);
 
 /// Full JSON form of a config (every key present). parseConfig(toJson(c)) == c.
 nlohmann::json toJson(const ExperimentConfig& config);
+
+/// Size of the training prompts at optimisation step `step` (0-based) under training.curriculum.
+struct CurriculumStage {
+    int64_t dims = 0;       ///< d_eff: active input coordinates (the rest of x is 0)
+    int64_t n_context = 0;  ///< N: in-context examples (points − 1)
+};
+
+/// The curriculum stage of `step` (formula at CurriculumConfig); the full size (task.d,
+/// task.n_context) when the curriculum is off.
+CurriculumStage curriculumStage(const ExperimentConfig& config, int64_t step);
+
+/// The task the training batch of `step` is drawn from: config.task with n_context and active_dims
+/// set to curriculumStage(config, step). Equal to config.task when the curriculum is off.
+TaskConfig trainingTask(const ExperimentConfig& config, int64_t step);
 
 /// Sets `key.path=value` in a JSON config. The value is parsed as JSON when it parses
 /// (numbers, true/false, arrays), otherwise taken as a string. Throws icl::Error for a malformed

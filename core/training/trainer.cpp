@@ -230,6 +230,12 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
             row["baseline/" + name] = value;
         for (const auto& [name, value] : fittedToMetrics(fitted))
             row[name] = value;
+        if (tc.curriculum.enabled) {
+            // Size of the latest training batch (step 0: of the first one).
+            const CurriculumStage stage = curriculumStage(cfg, std::max<int64_t>(step - 1, 0));
+            row["curriculum/dims"] = double(stage.dims);
+            row["curriculum/points"] = double(stage.n_context + 1);
+        }
         for (const auto& reference : cfg.eval.alignment) {
             const AlignmentMetrics a = alignmentMetrics(
                 model.predict, [&](const PromptBatch& b) { return predictBaseline(reference, b, cfg, fitted); },
@@ -270,7 +276,8 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         double initialLoss;
         {
             torch::NoGradGuard guard;
-            PromptBatch b = samplePrompts(cfg.task, tc.batch_size, seeds::train(cfg.seed, 0), torch::kFloat32, device);
+            PromptBatch b = samplePrompts(trainingTask(cfg, 0), tc.batch_size, seeds::train(cfg.seed, 0),
+                                          torch::kFloat32, device);
             initialLoss = halfMse(model.predict(b), b.queryY()).item<double>();
         }
         progress.train_loss = initialLoss;
@@ -283,8 +290,9 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     while (!stopped && step < totalSteps) {
         const double lr = learningRate(tc, step);
         setLearningRate(*optimizer, lr);
-        PromptBatch batch = samplePrompts(cfg.task, tc.batch_size, seeds::train(cfg.seed, step),
-                                                   torch::kFloat32, device);
+        // The curriculum stage is a function of the step alone, so a resumed run draws the same prompts.
+        PromptBatch batch = samplePrompts(trainingTask(cfg, step), tc.batch_size, seeds::train(cfg.seed, step),
+                                          torch::kFloat32, device);
         // Models that predict at every prefix learn from all of them (Garg et al.: MSE over all positions).
         torch::Tensor loss = model.predict_all ? halfMse(model.predict_all(batch).flatten(), batch.y.flatten())
                                                : halfMse(model.predict(batch), batch.queryY());

@@ -16,6 +16,7 @@
 
 namespace icl {
 
+/// How to run train(): output file, resume, threads.
 struct TrainOptions {
     std::string out_path;    ///< experiment file to create (or to continue with `resume`)
     bool resume = false;     ///< continue from the last checkpoint of out_path (config taken from the file)
@@ -27,6 +28,7 @@ struct TrainOptions {
 /// Return false to stop training; the run then commits a final checkpoint and returns.
 using TrainCallback = std::function<bool(const TrainProgress&)>;
 
+/// What train() ended with: final step, whether it was stopped, final eval and baseline losses.
 struct TrainResult {
     int64_t final_step = 0;
     bool stopped = false;                     ///< the callback asked to stop
@@ -36,8 +38,12 @@ struct TrainResult {
 };
 
 /// Trains the model of `config` (a resolved config, see resolveConfig) and writes the experiment
-/// file. Throws icl::Error for bad config, an existing file without force/resume, a damaged file on
-/// resume, or divergence (NaN/Inf loss or gradient: the last checkpoint stays intact).
+/// file. Training batch s is samplePrompts(trainingTask(config, s), batch_size, seeds::train(seed, s)):
+/// with training.curriculum on, its size follows curriculumStage (Garg et al. 2022) and the metrics
+/// gain "curriculum/dims" and "curriculum/points" (of the latest batch); evaluation prompts and
+/// baselines always use the full task. Throws icl::Error for bad config, an existing file without
+/// force/resume, a damaged file on resume, or divergence (NaN/Inf loss or gradient: the last
+/// checkpoint stays intact).
 /// Thread affinity: call from a worker thread; the callback runs on that same thread.
 TrainResult train(const nlohmann::json& config, const TrainOptions& options, const TrainCallback& callback);
 

@@ -74,6 +74,22 @@ TEST(Config, RoundTripKeepsEveryValue)
     EXPECT_EQ(c.training.schedule, "warmup_cosine");
     EXPECT_EQ(icl::toJson(icl::parseConfig(icl::toJson(c))), icl::toJson(c));
     EXPECT_EQ(icl::toJson(c)["eval"]["gd_steps"], nlohmann::json({1, 2, 3}));
+
+    nlohmann::json g = {{"task", {{"kind", "sparse_linear_regression"}, {"layout", "interleaved"}, {"d", 9},
+                                  {"n_context", 15}, {"sparsity", 4}}},
+                        {"model", {{"kind", "gpt2"}, {"n_layers", 1}, {"n_heads", 1}, {"d_model", 8}}},
+                        {"training", {{"curriculum", {{"enabled", true}, {"dims_start", 4}, {"dims_inc", 2},
+                                                      {"points_start", 5}, {"points_inc", 3}, {"interval", 7}}}}}};
+    const icl::ExperimentConfig gc = icl::parseConfig(g);
+    EXPECT_EQ(gc.task.sparsity, 4);
+    EXPECT_TRUE(gc.training.curriculum.enabled);
+    EXPECT_EQ(gc.training.curriculum.dims_start, 4);
+    EXPECT_EQ(gc.training.curriculum.dims_inc, 2);
+    EXPECT_EQ(gc.training.curriculum.points_start, 5);
+    EXPECT_EQ(gc.training.curriculum.points_inc, 3);
+    EXPECT_EQ(gc.training.curriculum.interval, 7);
+    EXPECT_EQ(icl::toJson(icl::parseConfig(icl::toJson(gc))), icl::toJson(gc));
+    EXPECT_EQ(icl::toJson(gc)["training"]["curriculum"]["interval"], 7);
 }
 
 TEST(Config, PresetResolvesWithScaleAndOverrides)
@@ -144,6 +160,121 @@ TEST(Config, EveryPresetResolvesAtEveryScale)
             EXPECT_NO_THROW(icl::resolveConfig(r)) << p.name << " " << scale;
         }
     }
+}
+
+TEST(Config, SparseAndNoisyTasksAreValidatedWithKeyPaths)
+{
+    const icl::ExperimentConfig sparse = icl::parseConfig({{"task", {{"kind", "sparse_linear_regression"}, {"d", 8}}}});
+    EXPECT_EQ(sparse.task.sparsity, 3);  // Garg et al.'s default k
+    EXPECT_EQ(errorOf({{"task", {{"kind", "sparse_linear_regression"}, {"d", 4}, {"sparsity", 5}}}}),
+              "task.sparsity: expected at most task.d = 4 non-zero coordinates of w, got 5");
+    EXPECT_EQ(errorOf({{"task", {{"sparsity", 0}}}}).rfind("task.sparsity: expected an integer in [1, 4096]", 0), 0u);
+    EXPECT_EQ(errorOf({{"task", {{"sparsity", "three"}}}}).rfind("task.sparsity: expected an integer", 0), 0u);
+    // noisy_linear_regression needs σ > 0; plain linear_regression keeps accepting any σ ≥ 0.
+    EXPECT_EQ(errorOf({{"task", {{"kind", "noisy_linear_regression"}}}})
+                  .rfind("task.noise_std: noisy_linear_regression", 0),
+              0u);
+    EXPECT_EQ(errorOf({{"task", {{"kind", "noisy_linear_regression"}, {"noise_std", 0.5}}}}), "");
+    EXPECT_EQ(errorOf({{"task", {{"kind", "linear_regression"}, {"noise_std", 0.5}}}}), "");
+    EXPECT_EQ(errorOf({{"task", {{"kind", "lasso_regression"}}}}).rfind("task.kind: expected one of", 0), 0u);
+}
+
+TEST(Config, CurriculumErrorsNameTheKeyPath)
+{
+    const nlohmann::json gpt2 = {{"kind", "gpt2"}, {"n_layers", 1}, {"n_heads", 1}, {"d_model", 8}};
+    auto withCurriculum = [&](nlohmann::json curriculum, nlohmann::json task = nlohmann::json::object()) {
+        task["layout"] = "interleaved";
+        if (!task.contains("d"))
+            task["d"] = 10;
+        if (!task.contains("n_context"))
+            task["n_context"] = 20;
+        return nlohmann::json{{"task", task}, {"model", gpt2}, {"training", {{"curriculum", curriculum}}}};
+    };
+    EXPECT_EQ(errorOf(withCurriculum({{"enabled", true}})), "");
+    EXPECT_EQ(errorOf(withCurriculum({{"enabled", "yes"}})),
+              "training.curriculum.enabled: expected true or false, got \"yes\"");
+    auto err = [&](const nlohmann::json& curriculum) { return errorOf(withCurriculum(curriculum)); };
+    EXPECT_EQ(err({{"dims_strat", 5}}).rfind("training.curriculum.dims_strat: unknown key", 0), 0u);
+    EXPECT_EQ(err({{"interval", 0}}).rfind("training.curriculum.interval: expected an integer", 0), 0u);
+    EXPECT_EQ(err({{"dims_inc", -1}}).rfind("training.curriculum.dims_inc: expected an integer", 0), 0u);
+    EXPECT_EQ(err({{"points_start", 1}}).rfind("training.curriculum.points_start: expected", 0), 0u);
+    EXPECT_EQ(errorOf({{"training", {{"curriculum", 3}}}}), "training.curriculum: expected an object, got 3");
+    // Against the task, only when enabled.
+    EXPECT_EQ(errorOf(withCurriculum({{"enabled", true}, {"dims_start", 11}})),
+              "training.curriculum.dims_start: expected an integer in [1, task.d = 10], got 11");
+    EXPECT_EQ(errorOf(withCurriculum({{"enabled", false}, {"dims_start", 11}})), "");
+    EXPECT_EQ(errorOf(withCurriculum({{"enabled", true}, {"points_start", 22}})).rfind(
+                  "training.curriculum.points_start: expected an integer in [2, task.n_context + 1 = 21]", 0),
+              0u);
+    EXPECT_EQ(errorOf(withCurriculum({{"enabled", true}, {"dims_start", 2}},
+                                     {{"kind", "sparse_linear_regression"}, {"sparsity", 3}}))
+                  .rfind("training.curriculum.dims_start: the support of w", 0),
+              0u);
+    EXPECT_EQ(errorOf(withCurriculum({{"enabled", true}}, {{"kind", "representation"}}))
+                  .rfind("training.curriculum.enabled: Garg et al.'s curriculum is implemented for", 0),
+              0u);
+    // The LSA is built for one N: the curriculum is rejected for it.
+    const std::string lsa = errorOf({{"training", {{"curriculum", {{"enabled", true}}}}}});
+    EXPECT_EQ(lsa.rfind("training.curriculum.enabled: the curriculum varies the number of in-context examples", 0), 0u)
+        << lsa;
+    EXPECT_NE(lsa.find("use model.kind \"gpt2\""), std::string::npos) << lsa;
+}
+
+TEST(Config, CurriculumStageFollowsGargsSchedule)
+{
+    // PAPERS.md §0 (Garg et al. code): d from 5 to 20 (+1 every 2000 steps), points (in-context examples
+    // plus the query) from 11 to 41 (+2 every 2000 steps). Written out here from the paper's numbers.
+    icl::ExperimentConfig c;
+    c.task.d = 20;
+    c.task.n_context = 40;
+    c.training.curriculum.enabled = true;  // defaults are Garg's values
+    auto gargDims = [](int64_t s) { return std::min<int64_t>(20, 5 + s / 2000); };
+    auto gargPoints = [](int64_t s) { return std::min<int64_t>(41, 11 + 2 * (s / 2000)); };
+    for (int64_t s : {0, 1, 1999, 2000, 2001, 3999, 4000, 10000, 29999, 30000, 30001, 500000}) {
+        const icl::CurriculumStage st = icl::curriculumStage(c, s);
+        EXPECT_EQ(st.dims, gargDims(s)) << s;
+        EXPECT_EQ(st.n_context, gargPoints(s) - 1) << s;
+        const icl::TaskConfig t = icl::trainingTask(c, s);
+        EXPECT_EQ(t.active_dims, gargDims(s)) << s;
+        EXPECT_EQ(t.n_context, gargPoints(s) - 1) << s;
+        EXPECT_EQ(t.d, 20) << s;  // the token width never changes
+    }
+    EXPECT_EQ(icl::curriculumStage(c, 0).dims, 5);
+    EXPECT_EQ(icl::curriculumStage(c, 0).n_context, 10);
+    EXPECT_EQ(icl::curriculumStage(c, 30000).dims, 20);  // full size after 15 increments
+    EXPECT_EQ(icl::curriculumStage(c, 30000).n_context, 40);
+    // Off: the full task, untouched.
+    c.training.curriculum.enabled = false;
+    EXPECT_EQ(icl::curriculumStage(c, 0).dims, 20);
+    EXPECT_EQ(icl::curriculumStage(c, 0).n_context, 40);
+    EXPECT_EQ(icl::trainingTask(c, 0).active_dims, 0);
+    EXPECT_EQ(icl::trainingTask(c, 0).n_context, 40);
+}
+
+TEST(Config, GargPresetUsesTheCurriculumAtPaperScale)
+{
+    icl::ConfigRequest r;
+    r.preset = "garg-linear-regression";
+    r.scale = "paper";
+    const icl::ExperimentConfig c = icl::parseConfig(icl::resolveConfig(r));
+    EXPECT_TRUE(c.training.curriculum.enabled);
+    EXPECT_EQ(c.training.curriculum.dims_start, 5);
+    EXPECT_EQ(c.training.curriculum.dims_inc, 1);
+    EXPECT_EQ(c.training.curriculum.points_start, 11);
+    EXPECT_EQ(c.training.curriculum.points_inc, 2);
+    EXPECT_EQ(c.training.curriculum.interval, 2000);
+    EXPECT_EQ(c.task.d, 20);
+    EXPECT_EQ(c.task.n_context, 40);
+
+    // Quick scale: a shortened curriculum (d 2 → 8, points 5 → 21, every 400 of 3,000 steps) that trains
+    // the last 600 steps at the full d and N.
+    r.scale = "quick";
+    const icl::ExperimentConfig q = icl::parseConfig(icl::resolveConfig(r));
+    EXPECT_TRUE(q.training.curriculum.enabled);
+    const icl::CurriculumStage last = icl::curriculumStage(q, q.training.steps - 600);
+    EXPECT_EQ(last.dims, q.task.d);
+    EXPECT_EQ(last.n_context, q.task.n_context);
+    EXPECT_LT(icl::curriculumStage(q, 0).dims, q.task.d);
 }
 
 } // namespace
