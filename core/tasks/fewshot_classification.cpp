@@ -1,0 +1,284 @@
+#include "core/tasks/fewshot_classification.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "core/error.h"
+#include "core/tasks/linear_regression.h"
+
+namespace icl {
+
+namespace {
+
+// Streams mixed into the experiment seed, so permutation, labels, prototypes and each kind of batch
+// are unrelated draws.
+enum Stream : uint64_t {
+    kPermutationStream = 0xC1A55,
+    kLabelStream = 0x1ABE1,
+    kPrototypeStream = 0x9207,
+    kTrainingStream = 0x7A1,
+    kIclStream = 0x1C1,
+    kIwlStream = 0x1F1,
+    kNoiseStream = 0x4015E,
+};
+
+// Portable draws: std::mt19937_64 is fully specified, the distributions on top of it are ours
+// (std::*_distribution and std::shuffle differ between standard libraries).
+struct Rng {
+    std::mt19937_64 engine;
+    explicit Rng(uint64_t seed) : engine(seed) {}
+    double uniform() { return double(engine() >> 11) * 0x1.0p-53; } ///< [0, 1)
+    int64_t below(int64_t n) { return int64_t(engine() % uint64_t(n)); }  ///< {0, …, n−1}
+    template <typename It> void shuffle(It begin, It end)
+    {
+        for (int64_t i = int64_t(end - begin) - 1; i > 0; --i)
+            std::swap(begin[i], begin[below(i + 1)]);
+    }
+};
+
+void require(bool ok, const std::string& message)
+{
+    if (!ok)
+        throw Error("fewshot_classification: " + message);
+}
+
+} // namespace
+
+FewShotClassification::FewShotClassification(const FewShotOptions& options) : m_options(options)
+{
+    const auto& o = m_options;
+    require(o.n_classes >= 3, "n_classes must be >= 3 (query, second bursty class, other classes), got "
+                                  + std::to_string(o.n_classes));
+    require(o.n_holdout >= 0, "n_holdout must be >= 0, got " + std::to_string(o.n_holdout));
+    require(std::isfinite(o.zipf_alpha) && o.zipf_alpha >= 0,
+            "zipf_alpha must be a finite number >= 0, got " + std::to_string(o.zipf_alpha));
+    require(o.p_bursty >= 0 && o.p_bursty <= 1, "p_bursty must be in [0, 1], got " + std::to_string(o.p_bursty));
+    require(o.labels_per_class >= 1, "labels_per_class must be >= 1, got " + std::to_string(o.labels_per_class));
+    require(o.n_labels >= 0, "n_labels must be >= 0 (0 = n_classes·labels_per_class), got "
+                                 + std::to_string(o.n_labels));
+    require(o.context_len >= 6 && o.context_len % 2 == 0,
+            "context_len must be even and >= 6 (bursty: 3 + 3 + others; ICL eval: 2 ways), got "
+                + std::to_string(o.context_len));
+    require(o.exemplar_dim >= 1, "exemplar_dim must be >= 1, got " + std::to_string(o.exemplar_dim));
+    require(std::isfinite(o.within_class_noise) && o.within_class_noise >= 0,
+            "within_class_noise must be >= 0, got " + std::to_string(o.within_class_noise));
+    m_nLabels = o.n_labels > 0 ? o.n_labels : o.n_classes * o.labels_per_class;
+    require(m_nLabels >= std::max<int64_t>(2, o.labels_per_class),
+            "n_labels must be >= max(2, labels_per_class), got " + std::to_string(m_nLabels));
+
+    const int64_t total = o.n_classes + o.n_holdout;
+    std::vector<int64_t> perm(static_cast<size_t>(total));
+    for (int64_t c = 0; c < total; ++c)
+        perm[size_t(c)] = c;
+    Rng(mixSeed(o.seed, kPermutationStream)).shuffle(perm.begin(), perm.end());
+    m_training.assign(perm.begin(), perm.begin() + o.n_classes);
+    m_holdout.assign(perm.begin() + o.n_classes, perm.end());
+    m_rankOf.assign(size_t(total), -1);
+    for (int64_t r = 0; r < o.n_classes; ++r)
+        m_rankOf[size_t(m_training[size_t(r)])] = r;
+
+    m_zipfCumulative.resize(size_t(o.n_classes));
+    double sum = 0;
+    for (int64_t r = 0; r < o.n_classes; ++r)
+        m_zipfCumulative[size_t(r)] = sum += std::pow(double(r + 1), -o.zipf_alpha);
+
+    m_labelPermutation.resize(size_t(m_nLabels));
+    for (int64_t l = 0; l < m_nLabels; ++l)
+        m_labelPermutation[size_t(l)] = l;
+    Rng(mixSeed(o.seed, kLabelStream)).shuffle(m_labelPermutation.begin(), m_labelPermutation.end());
+}
+
+std::vector<double> FewShotClassification::classProbabilities() const
+{
+    std::vector<double> p(m_zipfCumulative.size());
+    const double total = m_zipfCumulative.back();
+    for (size_t r = 0; r < p.size(); ++r)
+        p[r] = (m_zipfCumulative[r] - (r ? m_zipfCumulative[r - 1] : 0.0)) / total;
+    return p;
+}
+
+std::vector<int64_t> FewShotClassification::labelsOf(int64_t classId) const
+{
+    require(classId >= 0 && classId < int64_t(m_rankOf.size()) && m_rankOf[size_t(classId)] >= 0,
+            "labelsOf: class " + std::to_string(classId) + " is not a training class");
+    std::vector<int64_t> labels(static_cast<size_t>(m_options.labels_per_class));
+    for (int64_t j = 0; j < m_options.labels_per_class; ++j)
+        labels[size_t(j)] = labelOfRank(m_rankOf[size_t(classId)], j);
+    return labels;
+}
+
+int64_t FewShotClassification::labelOfRank(int64_t rank, int64_t j) const
+{
+    return m_labelPermutation[size_t((rank * m_options.labels_per_class + j) % m_nLabels)];
+}
+
+torch::Tensor FewShotClassification::prototype(int64_t classId) const
+{
+    require(classId >= 0, "prototype: class id must be >= 0, got " + std::to_string(classId));
+    torch::Tensor mu = torch::empty({m_options.exemplar_dim}, torch::kFloat64);
+    fillPrototype(classId, mu.data_ptr<double>());
+    return mu;
+}
+
+void FewShotClassification::fillPrototype(int64_t classId, double* out) const
+{
+    // Counter-based Box–Muller: coordinates 2k and 2k+1 come from two hashes of (seed, class, k), so a
+    // prototype needs no state and no storage.
+    const uint64_t classSeed = mixSeed(mixSeed(m_options.seed, kPrototypeStream), uint64_t(classId));
+    const int64_t d = m_options.exemplar_dim;
+    for (int64_t k = 0; 2 * k < d; ++k) {
+        const double u1 = double((mixSeed(classSeed, 2 * uint64_t(k)) >> 11) + 1) * 0x1.0p-53; // (0, 1]
+        const double u2 = double(mixSeed(classSeed, 2 * uint64_t(k) + 1) >> 11) * 0x1.0p-53;  // [0, 1)
+        const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
+        out[2 * k] = radius * std::cos(angle);
+        if (2 * k + 1 < d)
+            out[2 * k + 1] = radius * std::sin(angle);
+    }
+}
+
+FewShotBatch FewShotClassification::assemble(const std::vector<int64_t>& classes, const std::vector<int64_t>& labels,
+                                             const std::vector<uint8_t>& bursty, int64_t batch, uint64_t streamSeed,
+                                             torch::Dtype dtype, const torch::Device& device) const
+{
+    const int64_t n = m_options.context_len + 1, d = m_options.exemplar_dim;
+    const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
+    torch::Tensor cls = torch::from_blob(const_cast<int64_t*>(classes.data()), {batch, n}, i64).clone();
+    torch::Tensor lab = torch::from_blob(const_cast<int64_t*>(labels.data()), {batch, n}, i64).clone();
+    torch::Tensor flag = torch::from_blob(const_cast<uint8_t*>(bursty.data()), {batch}, torch::kUInt8)
+                             .to(torch::kBool);
+    torch::Tensor x = torch::empty({batch, n, d}, torch::kFloat64);
+    double* out = x.data_ptr<double>();
+    for (int64_t i = 0; i < batch * n; ++i)
+        fillPrototype(classes[size_t(i)], out + i * d);
+    if (m_options.within_class_noise > 0) {
+        auto gen = at::detail::createCPUGenerator(mixSeed(streamSeed, kNoiseStream));
+        x += m_options.within_class_noise * torch::randn({batch, n, d}, gen, torch::kFloat64);
+    }
+    FewShotBatch b{x.to(dtype), lab, cls, flag};
+    if (!device.is_cpu())
+        b = {b.exemplars.to(device), b.labels.to(device), b.classes.to(device), b.bursty.to(device)};
+    return b;
+}
+
+namespace {
+
+// Draws Zipf ranks from unnormalised cumulative weights, optionally excluding up to two ranks
+// (exact rejection: the result follows the distribution restricted to the other ranks).
+struct RankSampler {
+    const std::vector<double>& cumulative;
+    int64_t draw(Rng& rng, int64_t exclude1 = -1, int64_t exclude2 = -1) const
+    {
+        for (;;) {
+            const double u = rng.uniform() * cumulative.back();
+            int64_t r = int64_t(std::upper_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
+            r = std::min<int64_t>(r, int64_t(cumulative.size()) - 1);
+            if (r != exclude1 && r != exclude2)
+                return r;
+        }
+    }
+};
+
+} // namespace
+
+FewShotBatch FewShotClassification::sampleTraining(int64_t batch, uint64_t index, torch::Dtype dtype,
+                                                   const torch::Device& device) const
+{
+    require(batch >= 0, "batch size must be >= 0, got " + std::to_string(batch));
+    const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, kTrainingStream), index);
+    Rng rng(streamSeed);
+    const RankSampler zipf{m_zipfCumulative};
+    const int64_t L = m_options.context_len, n = L + 1, m = m_options.labels_per_class;
+    std::vector<int64_t> classes(static_cast<size_t>(batch * n)), labels(static_cast<size_t>(batch * n));
+    std::vector<uint8_t> bursty(static_cast<size_t>(batch));
+    std::vector<std::pair<int64_t, int64_t>> items(static_cast<size_t>(n)); // (rank, label)
+    auto fixedLabel = [&](int64_t rank) { return labelOfRank(rank, rng.below(m)); };
+    for (int64_t b = 0; b < batch; ++b) {
+        bursty[size_t(b)] = rng.uniform() < m_options.p_bursty;
+        if (bursty[size_t(b)]) {
+            const int64_t q = zipf.draw(rng), s = zipf.draw(rng, q);
+            const int64_t labelQ = fixedLabel(q), labelS = fixedLabel(s);
+            for (int64_t i = 0; i < 3; ++i) {
+                items[size_t(i)] = {q, labelQ};
+                items[size_t(3 + i)] = {s, labelS};
+            }
+            for (int64_t i = 6; i < L; ++i) {
+                const int64_t r = zipf.draw(rng, q, s);
+                items[size_t(i)] = {r, fixedLabel(r)};
+            }
+            rng.shuffle(items.begin(), items.begin() + L);
+            items[size_t(L)] = {q, labelQ};
+        } else {
+            for (int64_t i = 0; i < n; ++i) {
+                const int64_t r = zipf.draw(rng);
+                items[size_t(i)] = {r, fixedLabel(r)};
+            }
+        }
+        for (int64_t i = 0; i < n; ++i) {
+            classes[size_t(b * n + i)] = m_training[size_t(items[size_t(i)].first)];
+            labels[size_t(b * n + i)] = items[size_t(i)].second;
+        }
+    }
+    return assemble(classes, labels, bursty, batch, streamSeed, dtype, device);
+}
+
+FewShotBatch FewShotClassification::sampleIclEval(int64_t batch, uint64_t index, torch::Dtype dtype,
+                                                  const torch::Device& device) const
+{
+    require(batch >= 0, "batch size must be >= 0, got " + std::to_string(batch));
+    require(m_options.n_holdout >= 2, "ICL evaluation needs n_holdout >= 2, got "
+                                          + std::to_string(m_options.n_holdout));
+    const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, kIclStream), index);
+    Rng rng(streamSeed);
+    const int64_t L = m_options.context_len, n = L + 1, shots = L / 2, h = m_options.n_holdout;
+    std::vector<int64_t> classes(static_cast<size_t>(batch * n)), labels(static_cast<size_t>(batch * n));
+    std::vector<uint8_t> bursty(static_cast<size_t>(batch), 1);
+    std::vector<std::pair<int64_t, int64_t>> items(static_cast<size_t>(n)); // (class id, label)
+    for (int64_t b = 0; b < batch; ++b) {
+        const int64_t i0 = rng.below(h);
+        int64_t i1 = rng.below(h - 1);
+        i1 += i1 >= i0;
+        const int64_t c[2] = {m_holdout[size_t(i0)], m_holdout[size_t(i1)]};
+        const int64_t label0 = rng.below(2); // labels {0, 1} assigned at random per sequence
+        const int64_t label[2] = {label0, 1 - label0};
+        for (int64_t i = 0; i < shots; ++i) {
+            items[size_t(i)] = {c[0], label[0]};
+            items[size_t(shots + i)] = {c[1], label[1]};
+        }
+        rng.shuffle(items.begin(), items.begin() + L);
+        const int64_t which = rng.below(2);
+        items[size_t(L)] = {c[which], label[which]};
+        for (int64_t i = 0; i < n; ++i) {
+            classes[size_t(b * n + i)] = items[size_t(i)].first;
+            labels[size_t(b * n + i)] = items[size_t(i)].second;
+        }
+    }
+    return assemble(classes, labels, bursty, batch, streamSeed, dtype, device);
+}
+
+FewShotBatch FewShotClassification::sampleIwlEval(int64_t batch, uint64_t index, torch::Dtype dtype,
+                                                  const torch::Device& device) const
+{
+    require(batch >= 0, "batch size must be >= 0, got " + std::to_string(batch));
+    const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, kIwlStream), index);
+    Rng rng(streamSeed);
+    const RankSampler zipf{m_zipfCumulative};
+    const int64_t L = m_options.context_len, n = L + 1, m = m_options.labels_per_class;
+    std::vector<int64_t> classes(static_cast<size_t>(batch * n)), labels(static_cast<size_t>(batch * n));
+    std::vector<uint8_t> bursty(static_cast<size_t>(batch), 0);
+    for (int64_t b = 0; b < batch; ++b) {
+        const int64_t q = zipf.draw(rng);
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t r = i < L ? zipf.draw(rng, q) : q;
+            const int64_t c = m_training[size_t(r)];
+            classes[size_t(b * n + i)] = c;
+            labels[size_t(b * n + i)] = labelOfRank(r, rng.below(m));
+        }
+    }
+    return assemble(classes, labels, bursty, batch, streamSeed, dtype, device);
+}
+
+} // namespace icl
