@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
     build-essential cmake ninja-build ccache pkg-config git
-    libtorch-dev libopenblas0-openmp libblas-dev
+    libtorch-dev libopenblas0-openmp
     qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
     libhdf5-dev hdf5-tools
     nlohmann-json3-dev libcli11-dev libfmt-dev

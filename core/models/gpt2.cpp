@@ -1,7 +1,5 @@
 #include "core/models/gpt2.h"
 
-#include "core/models/fast_ops.h"
-
 #include <ATen/CPUGeneratorImpl.h>
 #include <cmath>
 
@@ -94,13 +92,10 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
         const torch::Tensor bQkv = torch::cat({b.b_Q.reshape({H * dh}), b.b_K.reshape({H * dh}), b.b_V.reshape({H * dh})});
         const auto qkv = torch::addmm(bQkv, h.reshape({B * T, D}), wQkv).view({B, T, 3, H, dh}).permute({2, 0, 3, 1, 4});
         const torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];                       // [B, H, T, dh]
-        // q·kᵀ and pattern·v as [B·H]-batched products (fast_ops.h: one BLAS call per head and prompt).
-        torch::Tensor scores
-            = batchedMatmul(q.reshape({B * H, T, dh}), k.reshape({B * H, T, dh}), true).view({B, H, T, T}) * scale;
+        torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) * scale;  // [B, H, T, T]
         scores = scores.masked_fill(causal.logical_not(), -std::numeric_limits<float>::infinity());
-        const torch::Tensor pattern = torch::softmax(scores, -1);                 // [B, H, T, T]
-        const torch::Tensor z
-            = batchedMatmul(pattern.view({B * H, T, T}), v.reshape({B * H, T, dh}), false).view({B, H, T, dh});
+        const torch::Tensor pattern = torch::softmax(scores, -1);
+        const torch::Tensor z = torch::matmul(pattern, v);                       // [B, H, T, dh]
         const torch::Tensor attnOut
             = torch::addmm(b.b_O, z.transpose(1, 2).reshape({B * T, H * dh}), b.W_O.reshape({H * dh, D})).view({B, T, D});
         offer("attn.q" + sfx, q);
@@ -110,7 +105,7 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
         offer("attn.out" + sfx, attnOut);
         x = x + attnOut;
         const torch::Tensor m
-            = geluTanh(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in));
+            = torch::gelu(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in), "tanh");
         const torch::Tensor mlpOut = torch::addmm(b.b_out, m, b.W_out).view({B, T, D});
         offer("mlp.out" + sfx, mlpOut);
         x = x + mlpOut;

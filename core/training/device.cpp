@@ -1,7 +1,6 @@
 #include "core/training/device.h"
 
-#include <malloc.h>
-#include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "core/training/trainer.h"
@@ -38,24 +37,8 @@ std::string resolveDeviceName(const std::string& spec)
 
 void configureThreads(int threads)
 {
-    // LibTorch's own choice, read once before anything here changes it.
-    static const int libtorchDefault = torch::get_num_threads();
-    configureAllocator();
-    torch::set_num_threads(threads > 0 ? threads : libtorchDefault);
-}
-
-void configureAllocator()
-{
-    static std::once_flag once;
-    std::call_once(once, [] {
-        // A training step allocates and frees the same large activations every step. glibc serves
-        // blocks above its mmap threshold with fresh mmap calls and returns them at free, so every step
-        // pays page faults on ~100 MB (measured: 7–20% of a GPT-2 step in the kernel). Keeping blocks up
-        // to 32 MiB (glibc's largest allowed threshold) on the heap and not trimming it lets them be
-        // reused.
-        mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
-        mallopt(M_TRIM_THRESHOLD, 1024 * 1024 * 1024);
-    });
+    const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    torch::set_num_threads(n);
 }
 
 } // namespace icl
