@@ -515,6 +515,10 @@ int runPaste(const AnalyzeArgs& args)
     o.cut_layer = args.cut_layer;
     o.embedding = args.embedding;
     o.steps = args.steps;
+    o.lr = args.lr;
+    o.batch_size = args.batch_size;
+    o.w_scale = args.w_scale;
+    o.copy_parent_embedding = args.init_from_parent;
     if (args.prompts > 0)
         o.n_eval = args.prompts;
     o.seed = args.seed;

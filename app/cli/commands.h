@@ -77,6 +77,10 @@ struct AnalyzeArgs {
     int64_t cut_layer = 0;          ///< paste: layer ℓ where the parent is cut
     std::string embedding = "linear";  ///< paste: "linear" or "transformer1"
     int64_t steps = 1000;           ///< paste: training steps
+    double lr = 1e-3;               ///< paste: Adam learning rate η
+    int64_t batch_size = 64;        ///< paste: prompts per step
+    double w_scale = 0.0;           ///< paste: τ of w ~ N(0, τ²I_d); 0 = the parent's task.w_scale
+    bool init_from_parent = false;  ///< paste: PastingOptions::copy_parent_embedding
     std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name)
 };
 int runAnalyze(const AnalyzeArgs& args);

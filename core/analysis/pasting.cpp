@@ -115,8 +115,11 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     if (o.cut_layer < 0 || o.cut_layer > L - 1)
         throw Error("pasting cut layer " + std::to_string(o.cut_layer) + ": expected 0 ≤ ℓ ≤ "
                     + std::to_string(L - 1) + " (the parent has " + std::to_string(L) + " blocks)");
-    if (o.copy_parent_embedding && (o.cut_layer != 0 || o.embedding != "linear"))
-        throw Error("pasting: copying the parent's embedding needs cut layer 0 and the linear embedding");
+    if (o.copy_parent_embedding && o.embedding == "linear" && o.cut_layer != 0)
+        throw Error("pasting: copying the parent's embedding with the linear embedding needs cut layer 0");
+    if (o.copy_parent_embedding && o.embedding == "transformer1" && o.cut_layer < 1)
+        throw Error("pasting: copying the parent's embedding with transformer1 needs cut layer ≥ 1 (the new "
+                    "block starts as the parent's block ℓ − 1)");
 
     // Training task: plain linear regression with the parent's d, N, x distribution and σ.
     ExperimentConfig cfg = pc;
@@ -166,6 +169,11 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
             std::string target = pastedName(name, o.cut_layer, offset);
             if (o.copy_parent_embedding && (name.rfind("read_in.", 0) == 0 || name == "pos_embed")) {
                 pastedParams.at(name).copy_(t);  // copied but trainable
+                continue;
+            }
+            const std::string newBlock = "blocks." + std::to_string(o.cut_layer - 1) + ".";
+            if (o.copy_parent_embedding && offset == 1 && name.rfind(newBlock, 0) == 0) {
+                pastedParams.at("blocks.0." + name.substr(newBlock.size())).copy_(t);  // copied but trainable
                 continue;
             }
             if (target.empty())

@@ -38,8 +38,12 @@ struct PastingOptions {
     int64_t eval_every = 100;           ///< evaluation (loss curve) period in steps
     double w_scale = 0.0;               ///< τ of w ~ N(0, τ²I_d); 0 = the parent's task.w_scale
     uint64_t seed = 0;                  ///< 0 = the parent's seed
-    /// Initialise the new read-in and positions with the parent's (ℓ = 0, "linear" only): the pasted model
-    /// is then an exact copy of the parent before training (the "frozen copy" check).
+    /// Initialise the new module from the parent instead of GPT-2's random initialisation (it stays
+    /// trainable): "linear" (ℓ = 0 only) copies the read-in and positions, so the pasted model is an exact
+    /// copy of the parent before training (the "frozen copy" check); "transformer1" (ℓ ≥ 1) copies the
+    /// read-in, the positions and block ℓ − 1 into the new block, so for ℓ = 1 the pasted model starts as
+    /// the parent (a warm start: the new module must turn the parent's Φ* into a representation for
+    /// linear ICL). The scratch model is never initialised from the parent.
     bool copy_parent_embedding = false;
     bool train_scratch = true;          ///< also train the same-size model from scratch
     std::string out_path;               ///< new experiment file for the pasted model; "" = none

@@ -103,6 +103,39 @@ TEST(Pasting, FrozenCopyAtCutZeroReproducesTheParentExactly)
     EXPECT_NE(summary.find("pasted: linear embedding + blocks 0..2"), std::string::npos);
 }
 
+TEST(Pasting, Transformer1WarmStartAtCutOneReproducesTheParentExactly)
+{
+    // transformer1 at ℓ = 1 initialised from the parent: the new block is the parent's block 0, so
+    // before training the pasted model is the parent (3 blocks: new 0 + frozen 1, 2).
+    const std::string parent = writeParent("paste_parent_warm.h5");
+    const std::string out = ::testing::TempDir() + "paste_warm.h5";
+    icl::PastingOptions o;
+    o.cut_layer = 1;
+    o.embedding = "transformer1";
+    o.copy_parent_embedding = true;
+    o.steps = 0;
+    o.n_eval = 32;
+    o.train_scratch = false;
+    o.store = false;
+    o.out_path = out;
+    o.overwrite = true;
+    const icl::PastingResult r = icl::computePasting(parent, o);
+    EXPECT_EQ(r.pasted_layers, 3);
+    const icl::LoadedRun p = icl::loadRun(parent, -1);
+    const icl::LoadedRun q = icl::loadRun(out, -1);
+    const icl::PromptBatch prompts = icl::samplePrompts(p.config.task, 50, 12);
+    torch::NoGradGuard guard;
+    const torch::Tensor a = p.model.predict_all(prompts), b = q.model.predict_all(prompts);
+    EXPECT_GT(a.abs().max().item<double>(), 1e-2);
+    EXPECT_TRUE(torch::equal(a, b)) << "max |Δ| " << (a - b).abs().max().item<double>();
+    // ... and the new block is trainable: the trainable count is read-in + positions + one block.
+    icl::PastingOptions fresh = o;
+    fresh.copy_parent_embedding = false;
+    EXPECT_EQ(icl::computePasting(parent, fresh).trainable_pasted, r.trainable_pasted);
+    o.cut_layer = 0;
+    expectError([&] { icl::computePasting(parent, o); }, "transformer1 needs cut layer ≥ 1");
+}
+
 TEST(Pasting, UpperBlocksStayBitwiseFrozenWhileTheEmbeddingTrains)
 {
     const std::string parent = writeParent("paste_parent_frozen.h5");
