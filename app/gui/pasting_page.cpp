@@ -241,7 +241,14 @@ PastingPage::PastingPage(QWidget* parent)
     m_trainScratch->setChecked(true);
     m_trainScratch->setToolTip(tr("Also train a model of the same architecture (new embedding + the same number of "
                                   "blocks, all trainable) from scratch on the same batches"));
-    grid->addWidget(m_trainScratch, 2, 2, 1, 2);
+    grid->addWidget(m_trainScratch, 2, 2, 1, 1);
+    m_initFromParent = new QCheckBox(tr("Start from parent"), content);
+    m_initFromParent->setObjectName(QStringLiteral("pastingInitFromParent"));
+    m_initFromParent->setToolTip(tr("Initialise the new module from the parent instead of GPT-2's random initialisation "
+                                    "(it stays trainable): linear at ℓ = 0 copies the read-in and positions; "
+                                    "transformer1 at ℓ ≥ 1 also copies block ℓ − 1 into the new block. The scratch "
+                                    "model is never initialised from the parent."));
+    grid->addWidget(m_initFromParent, 2, 3, 1, 1);
     auto* outputRow = new QHBoxLayout;
     m_output = new QLineEdit(content);
     m_output->setObjectName(QStringLiteral("pastingOutput"));
@@ -318,6 +325,8 @@ PastingPage::PastingPage(QWidget* parent)
     connect(m_progressTimer, &QTimer::timeout, this, &PastingPage::updateProgress);
 
     connect(m_cutLayer, qOverload<int>(&QSpinBox::valueChanged), this, &PastingPage::updateDefaultOutput);
+    connect(m_cutLayer, qOverload<int>(&QSpinBox::valueChanged), this, &PastingPage::updateControls);
+    connect(m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingPage::updateControls);
     connect(m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingPage::updateDefaultOutput);
     connect(m_browse, &QPushButton::clicked, this, &PastingPage::browseOutput);
     connect(m_run, &QPushButton::clicked, this, [this] { startPasting(true, false); });
@@ -465,6 +474,7 @@ icl::PastingOptions PastingPage::options() const
     o.w_scale = m_wScale->value();
     o.seed = uint64_t(m_seed->value());
     o.train_scratch = m_trainScratch->isChecked();
+    o.copy_parent_embedding = m_initFromParent->isEnabled() && m_initFromParent->isChecked();
     const QString out = m_output->text().trimmed();
     o.out_path = (out.isEmpty() ? m_output->placeholderText() : out).toStdString();
     o.overwrite = false;
@@ -636,6 +646,9 @@ void PastingPage::updateControls()
     for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
              m_evalEvery, m_wScale, m_seed, m_trainScratch, m_output, m_browse })
         w->setEnabled(!busy);
+    // Starting from the parent is defined for linear at ℓ = 0 and transformer1 at ℓ ≥ 1 (PastingOptions).
+    const bool transformer1 = m_embedding->currentData().toString() == QLatin1String("transformer1");
+    m_initFromParent->setEnabled(!busy && (transformer1 ? m_cutLayer->value() >= 1 : m_cutLayer->value() == 0));
     m_run->setEnabled(ready && !busy);
     m_cancel->setEnabled(busy && m_state && !m_state->stop);
     m_openPasted->setEnabled(m_result && !m_result->out_path.empty());

@@ -104,6 +104,9 @@ public:
     QDoubleSpinBox* wScaleChooser() const { return m_wScale; }
     QSpinBox* seedChooser() const { return m_seed; }
     QCheckBox* scratchCheck() const { return m_trainScratch; }
+    /// "Start from parent" (PastingOptions::copy_parent_embedding); enabled for linear at ℓ = 0 and
+    /// transformer1 at ℓ ≥ 1.
+    QCheckBox* initFromParentCheck() const { return m_initFromParent; }
     QLineEdit* outputEdit() const { return m_output; }
     QPushButton* runButton() const { return m_run; }
     QPushButton* cancelButton() const { return m_cancel; }
@@ -161,6 +164,7 @@ private:
     QDoubleSpinBox* m_wScale = nullptr;
     QSpinBox* m_seed = nullptr;
     QCheckBox* m_trainScratch = nullptr;
+    QCheckBox* m_initFromParent = nullptr;
     QLineEdit* m_output = nullptr;
     QPushButton* m_browse = nullptr;
     QPushButton* m_run = nullptr;

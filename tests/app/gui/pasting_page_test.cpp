@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include <QAction>
+#include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -157,6 +158,32 @@ TEST_F(PastingPageTest, PageIsInTheNavigatorWithShortcutAndCommandLineName)
     // The default output file is icl-cli analyze paste's.
     EXPECT_EQ(PastingPage::defaultOutputPath("runs/parent.h5", 2, "transformer1"),
         QString::fromStdString((std::filesystem::path("runs") / "parent.paste-l2-transformer1.h5").string()));
+}
+
+TEST_F(PastingPageTest, StartFromParentIsOfferedWhereTheCoreDefinesIt)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    PastingPage* page = window.pastingPage();
+    QCheckBox* init = page->initFromParentCheck();
+    ASSERT_NE(init, nullptr);
+    auto choose = [&](const char* embedding, int cut) {
+        page->embeddingChooser()->setCurrentIndex(page->embeddingChooser()->findData(embedding));
+        page->cutLayerChooser()->setValue(cut);
+    };
+    choose("transformer1", 0);
+    EXPECT_FALSE(init->isEnabled()) << "transformer1 needs ℓ ≥ 1";
+    choose("transformer1", 1);
+    EXPECT_TRUE(init->isEnabled());
+    init->setChecked(true);
+    EXPECT_TRUE(page->options().copy_parent_embedding);
+    choose("linear", 1);
+    EXPECT_FALSE(init->isEnabled()) << "linear needs ℓ = 0";
+    EXPECT_FALSE(page->options().copy_parent_embedding) << "a disabled choice is not passed on";
+    choose("linear", 0);
+    EXPECT_TRUE(init->isEnabled());
+    EXPECT_TRUE(page->options().copy_parent_embedding);
 }
 
 TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
