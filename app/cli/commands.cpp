@@ -530,14 +530,26 @@ int runPaste(const AnalyzeArgs& args)
                                          + args.embedding + ".h5"))
                          .string();
     }
-    o.overwrite = true;
+    // Never replace an experiment by accident, and never leave a half-trained pasted file behind.
+    if (fs::exists(o.out_path) && !args.force)
+        throw Error(o.out_path + " already exists; use --force to replace it");
+    o.overwrite = args.force;
     g_interrupted = false;
     std::signal(SIGINT, onInterrupt);
+    std::signal(SIGTERM, onInterrupt);
     ProgressBar bar("paste");
-    const PastingResult r = computePasting(args.path, o, [&](int64_t done, int64_t total) {
-        bar.update(done, total);
-        return !g_interrupted.load();
-    });
+    PastingResult r;
+    try {
+        r = computePasting(args.path, o, [&](int64_t done, int64_t total) {
+            bar.update(done, total);
+            return !g_interrupted.load();
+        });
+    } catch (...) {
+        std::error_code ignored;
+        if (!fs::equivalent(o.out_path, args.path, ignored))
+            fs::remove(o.out_path, ignored);
+        throw;
+    }
     bar.finish();
     auto vec = [](const std::vector<double>& v) {
         json a = json::array();
@@ -555,6 +567,10 @@ int runPaste(const AnalyzeArgs& args)
                           {"trainable_pasted", r.trainable_pasted},
                           {"trainable_scratch", r.trainable_scratch},
                           {"steps", r.steps},
+                          {"lr", o.lr},
+                          {"batch_size", o.batch_size},
+                          {"w_scale", r.w_scale},
+                          {"init_from_parent", o.copy_parent_embedding},
                           {"ridge_lambda", r.ridge_lambda},
                           {"pasted_loss", number(r.pasted_loss)},
                           {"scratch_loss", number(r.scratch_loss)},
@@ -577,7 +593,8 @@ int runPaste(const AnalyzeArgs& args)
     }
     std::cout << "pasting: " << r.embedding << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
               << " of checkpoint " << r.parent_step << ", " << r.steps << " steps of linear regression (τ "
-              << fmt(r.w_scale) << ", ridge λ " << fmt(r.ridge_lambda) << ")\n"
+              << fmt(r.w_scale) << ", ridge λ " << fmt(r.ridge_lambda) << "; Adam η " << fmt(o.lr) << ", batch "
+              << o.batch_size << (o.copy_parent_embedding ? ", new module started from the parent" : "") << ")\n"
               << "  trainable parameters: pasted " << r.trainable_pasted << ", scratch " << r.trainable_scratch << "\n"
               << "  query loss (0.5·MSE): pasted " << fmt(r.pasted_loss) << ", scratch " << fmt(r.scratch_loss)
               << ", ridge " << fmt(r.ridge_loss) << ", zero " << fmt(r.zero_loss) << "\n"

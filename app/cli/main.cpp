@@ -151,17 +151,21 @@ int main(int argc, char** argv)
     a->add_option("--steps", analyze.steps, "paste: Adam steps for the pasted and the scratch model (default 1000)")
         ->check(CLI::NonNegativeNumber);
     a->add_option("--lr", analyze.lr, "paste: Adam learning rate η of the new embedding and of the scratch model (default 1e-3)")
-        ->check(CLI::Range(1e-8, 10.0));
+        ->check(CLI::PositiveNumber)
+        ->check(CLI::Range(0.0, 10.0));
     a->add_option("--batch-size", analyze.batch_size, "paste: prompts per training step (default 64)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
     a->add_option("--w-scale", analyze.w_scale,
-                  "paste: τ of the linear task's weights w ~ N(0, τ²I_d) (default: the parent's task.w_scale)")
+                  "paste: τ > 0 of the linear task's weights w ~ N(0, τ²I_d) (default: the parent's task.w_scale)")
+        ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 1e6));
     a->add_flag("--init-from-parent", analyze.init_from_parent,
                 "paste: start the new module from the parent (linear, ℓ = 0: its read-in and positions; "
                 "transformer1, ℓ ≥ 1: also its block ℓ − 1) instead of GPT-2's random initialisation");
     a->add_option("--out", analyze.out,
-                  "paste: experiment file for the pasted model, replaced if it exists (default RUN.paste-l<ℓ>-<embedding>.h5)");
+                  "paste: experiment file for the pasted model (default RUN.paste-l<ℓ>-<embedding>.h5); an existing "
+                  "file needs --force; removed again if the run is interrupted or fails");
+    a->add_flag("--force", analyze.force, "paste: replace an existing --out file");
 
     try {
         app.parse(argc, argv);

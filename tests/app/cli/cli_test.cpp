@@ -254,6 +254,26 @@ TEST(Cli, AnalyzePasteJson)
     const Result parent = run("info " + out + " --json");
     EXPECT_NE(parent.out.find("\"pasting\""), std::string::npos) << "the analysis is stored in the parent";
     expectOneLineError(run("analyze " + out + " paste --cut-layer 3 --steps 1"), "expected 0 ≤ ℓ ≤ 2");
+    EXPECT_EQ(j["lr"], 1e-3);
+    EXPECT_EQ(j["batch_size"], 64);
+    EXPECT_FALSE(j["init_from_parent"].get<bool>());
+
+    // An existing output file is never replaced without --force, and is left as it was.
+    const auto sizeBefore = fs::file_size(pasted);
+    const auto timeBefore = fs::last_write_time(pasted);
+    expectOneLineError(run("analyze " + out + " paste --cut-layer 1 --steps 2 --threads 1 --out " + pasted),
+                       "already exists; use --force");
+    EXPECT_EQ(fs::file_size(pasted), sizeBefore);
+    EXPECT_EQ(fs::last_write_time(pasted), timeBefore);
+    const Result forced = run("analyze " + out + " paste --cut-layer 1 --embedding transformer1 --init-from-parent"
+                              " --steps 2 --prompts 64 --lr 0.002 --threads 1 --json --force --out " + pasted);
+    ASSERT_EQ(forced.code, 0) << forced.err;
+    const auto jf = nlohmann::json::parse(forced.out);
+    EXPECT_TRUE(jf["init_from_parent"].get<bool>());
+    EXPECT_EQ(jf["lr"], 0.002);
+    EXPECT_EQ(jf["steps"], 2);
+    // τ must be positive (the default is the parent's).
+    expectOneLineError(run("analyze " + out + " paste --w-scale 0 --steps 1"), "--w-scale");
 }
 
 } // namespace
