@@ -1,0 +1,104 @@
+#pragma once
+// Interactive inspector: one checkpoint kept loaded so that a prompt can be edited and re-run at once
+// (attention patterns, the model's prediction beside every baseline, regression lens, activation
+// patching, ablations). Torch-free facade for the GUI's Attention/Patching pages and for
+// `icl-cli analyze RUN.h5 attention|patching|lens`.
+//
+// Intended usage (one worker thread owns the Inspector):
+//     Inspector insp("run.h5");                 // last checkpoint; throws icl::Error for a bad file
+//     Prompt p = insp.samplePrompt(/*seed=*/7);
+//     p.y[3] += 1.0;                            // edit one in-context label
+//     const Inspection view = insp.inspect(p);  // patterns [L·H] × [T, T_keys], predictions, head summaries
+//     const RegressionLens lens = insp.lens(p);
+//     PatchingOptions po;  po.corruption = Corruption::ChangeLabel;
+//     const PatchingResult patch = insp.patching(p, po);
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/types/inspection.h"
+#include "core/types/run_summary.h"
+
+namespace icl {
+
+/// An ablation applied during Inspector::inspect / lens (DESIGN.md "Interventions").
+struct Ablation {
+    enum class Kind { Zero, Mean };
+    Kind kind = Kind::Zero;
+    /// What is ablated: "attn.out.{l}" (a layer's attention output, or one head's part of it when
+    /// head ≥ 0), "mlp.out.{l}" (gpt2 only), or "resid_pre.{l}" / "resid_post.{l}" (the residual stream).
+    std::string name;
+    int64_t head = -1;      ///< ≥ 0: only this head's contribution (attn.out only)
+    int64_t position = -1;  ///< ≥ 0: only this token position; −1 = every position
+};
+
+struct PatchingOptions {
+    Corruption corruption = Corruption::ChangeLabel;
+    int64_t example = 0;   ///< ChangeLabel: index i of the changed label y_i (0-based, < N)
+    uint64_t seed = 1;     ///< seed of the corruption's random draws
+};
+
+/// One loaded checkpoint of an experiment. Not thread-safe: one thread at a time (the GUI keeps it on
+/// its worker thread). Works for every model kind (lsa, gpt2).
+class Inspector {
+public:
+    /// Loads checkpoint `step` (−1 = last) of `path` and the run's fitted baselines.
+    /// Throws icl::Error for a file that is not an experiment, has no checkpoints or no such step.
+    explicit Inspector(const std::string& path, int64_t step = -1);
+    ~Inspector();
+    Inspector(const Inspector&) = delete;
+    Inspector& operator=(const Inspector&) = delete;
+
+    const RunSummary& summary() const;
+    int64_t checkpointStep() const;
+    /// Switches to another saved checkpoint (same file). Throws icl::Error for an absent step.
+    void setCheckpoint(int64_t step);
+
+    int64_t nLayers() const;
+    int64_t nHeads() const;
+    int64_t nContext() const;  ///< N of the run's task
+    int64_t inputDim() const;  ///< d
+
+    /// A prompt of the run's task drawn from `seed` (same distribution as training prompts).
+    Prompt samplePrompt(uint64_t seed) const;
+    /// Redraws example `index` (0 ≤ index ≤ N; N = the query) of `prompt`: new x from the task's input
+    /// distribution, y from the prompt's task instance w with noise σ = prompt.noise_std.
+    /// Throws icl::Error when the prompt has no task instance (empty w) or the index is out of range.
+    void resampleExample(Prompt& prompt, int64_t index, uint64_t seed) const;
+    /// Recomputes every label y_i = f_w(x_i) + σ·z_i with σ = `noise_std` (z from `seed`) and sets
+    /// prompt.noise_std. Throws icl::Error when the prompt has no task instance.
+    void relabel(Prompt& prompt, double noise_std, uint64_t seed) const;
+    /// The noise-free label f_w(x) of the prompt's task instance. Throws when w is empty.
+    double trueLabel(const Prompt& prompt, const std::vector<double>& x) const;
+
+    /// Runs the model on `prompt` (any N ≥ 1 up to the model's maximum; d must match) with the given
+    /// ablations, and every baseline on the same prompt. Throws icl::Error for a prompt of the wrong
+    /// shape or an ablation that matches nothing (e.g. a layer the model does not have).
+    Inspection inspect(const Prompt& prompt, const std::vector<Ablation>& ablations = {});
+
+    /// Regression lens on `prompt` (see RegressionLens). Its last prediction equals inspect()'s model
+    /// prediction exactly.
+    RegressionLens lens(const Prompt& prompt, const std::vector<Ablation>& ablations = {});
+
+    /// Activation patching from `clean` into its corruption (PatchingOptions), one prompt. The
+    /// progress callback gets (done, total) and returns false to cancel (icl::Error("cancelled")).
+    PatchingResult patching(const Prompt& clean, const PatchingOptions& options,
+                            const std::function<bool(int64_t, int64_t)>& progress = {});
+
+    /// The corrupted prompt patching() uses for `clean` and `options` (shown in the GUI).
+    Prompt corrupt(const Prompt& clean, const PatchingOptions& options) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
+
+/// Name of a corruption as written in JSON and on the CLI: "change_label", "different_w", "shuffle_pairs".
+std::string corruptionName(Corruption c);
+/// Inverse of corruptionName. Throws icl::Error for an unknown name.
+Corruption corruptionFromName(const std::string& name);
+
+} // namespace icl
