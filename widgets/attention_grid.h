@@ -1,0 +1,83 @@
+#pragma once
+// Layers × heads grid of attention-pattern thumbnails (the Attention page's overview).
+
+#include <cstdint>
+#include <vector>
+
+#include <QImage>
+#include <QWidget>
+
+#include "core/types/matrix.h"
+
+namespace icl::widgets {
+
+/// Draws one thumbnail per head, layer l in row l and head h in column h, each the head's attention
+/// pattern [T, T_keys] (query rows top to bottom, key columns left to right) as a QImage: softmax heads
+/// on the sequential scale over [0, the head's largest weight], linear heads on the diverging scale
+/// over ±(largest |score|). Patterns larger than kThumbnailSide cells are max-pooled (largest |value|
+/// of each block) to at most kThumbnailSide × kThumbnailSide pixels once in setPatterns, so a repaint
+/// only scales cached images (a 12 × 8 grid of 1,024-token patterns redraws in milliseconds).
+/// Clicking a thumbnail selects its head (headSelected). Thread affinity: GUI thread only.
+class AttentionGrid : public QWidget {
+    Q_OBJECT
+public:
+    /// Largest side of a cached thumbnail image, in pixels.
+    static constexpr int kThumbnailSide = 96;
+
+    explicit AttentionGrid(QWidget* parent = nullptr);
+
+    /// Replaces the patterns: `patterns` has nLayers·nHeads entries, index layer·nHeads + head, and
+    /// `softmax` one flag per pattern (true: rows are probability distributions). Keeps the selected
+    /// head when it still exists.
+    void setPatterns(int64_t nLayers, int64_t nHeads, const std::vector<icl::Matrix>& patterns,
+        const std::vector<bool>& softmax);
+    void clear();
+
+    int64_t nLayers() const { return m_layers; }
+    int64_t nHeads() const { return m_heads; }
+    /// Selects a head without emitting headSelected (−1, −1: none).
+    void setSelectedHead(int layer, int head);
+    int selectedLayer() const { return m_selectedLayer; }
+    int selectedHead() const { return m_selectedHead; }
+
+    /// Cached thumbnail of head (layer, head) (null image when absent).
+    QImage thumbnail(int layer, int head) const;
+    /// Where head (layer, head) is drawn, in widget coordinates (empty when absent).
+    QRect thumbnailRect(int layer, int head) const;
+    /// Head under `pos`; false outside every thumbnail.
+    bool headAt(const QPoint& pos, int* layer, int* head) const;
+
+    /// The thumbnail image of one pattern (see the class comment for the colour scale and pooling).
+    static QImage renderThumbnail(const icl::Matrix& pattern, bool softmax, int maxSide = kThumbnailSide);
+
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
+Q_SIGNALS:
+    /// The user clicked the thumbnail of head `head` in layer `layer`.
+    void headSelected(int layer, int head);
+
+protected:
+    void paintEvent(QPaintEvent* event) override;
+    void mousePressEvent(QMouseEvent* event) override;
+    bool event(QEvent* event) override;
+
+private:
+    struct Geometry {
+        int left = 0;
+        int top = 0;
+        int cell = 0;
+        int gap = 0;
+    };
+    Geometry geometry() const;
+
+    int64_t m_layers = 0;
+    int64_t m_heads = 0;
+    std::vector<QImage> m_thumbnails;
+    std::vector<bool> m_softmax;
+    std::vector<double> m_scaleMax; ///< colour scale limit of each thumbnail (for tooltips)
+    int m_selectedLayer = -1;
+    int m_selectedHead = -1;
+};
+
+} // namespace icl::widgets
