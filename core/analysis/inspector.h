@@ -88,7 +88,17 @@ public:
     PatchingResult patching(const Prompt& clean, const PatchingOptions& options,
                             const std::function<bool(int64_t, int64_t)>& progress = {});
 
-    /// The corrupted prompt patching() uses for `clean` and `options` (shown in the GUI).
+    /// Activation patching between two given prompts of the same N (patching() is this on
+    /// (clean, corrupt(clean, options))). With clean == corrupted every patched prediction equals the
+    /// clean one and the effect is undefined (NaN, n_skipped = 1).
+    PatchingResult patchPrompts(const Prompt& clean, const Prompt& corrupted,
+                                const std::function<bool(int64_t, int64_t)>& progress = {});
+
+    /// The corrupted prompt patching() uses for `clean` and `options` (shown in the GUI):
+    /// ChangeLabel: y_i = f_{w'}(x_i) + σ·z with w' (and for a mixture the component) an independent
+    /// draw from the task's prior; DifferentW: every label (query included) from such a w', which the
+    /// result holds as its w; ShufflePairs: y_1 … y_N permuted (never the identity; N ≥ 2). Draws
+    /// from options.seed. Throws icl::Error for an example index outside [0, N).
     Prompt corrupt(const Prompt& clean, const PatchingOptions& options) const;
 
 private:

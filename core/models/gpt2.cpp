@@ -69,9 +69,18 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
     const int64_t T = tokens.size(1);
     TORCH_CHECK(T >= 1 && T <= o.n_positions, "sequence of ", T, " tokens exceeds n_positions = ", o.n_positions);
     const int64_t H = o.n_heads, dh = o.d_model / H;
+    if (capture && !capture->interventions.empty())
+        checkInterventions(capture->interventions, {"gpt2", o.n_layers, H, true, T});
+    const bool intervene = capture && !capture->interventions.empty();
     auto offer = [&](const std::string& name, const torch::Tensor& t) {
         if (capture)
             capture->offer(name, t);
+    };
+    // Applies the interventions on `name` (if any) and offers the result to the capture.
+    auto hook = [&](const std::string& name, const torch::Tensor& t) {
+        const torch::Tensor r = intervene ? capture->apply(name, t) : t;
+        offer(name, r);
+        return r;
     };
     torch::Tensor x = m_readIn->forward(tokens) + m_posEmbed.narrow(0, 0, T).unsqueeze(0);  // [B, T, D]
     offer("embed", x);
@@ -81,7 +90,7 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
     for (size_t l = 0; l < m_blocks.size(); ++l) {
         Block& b = m_blocks[l];
         const std::string sfx = "." + std::to_string(l);
-        offer("resid_pre" + sfx, x);
+        x = hook("resid_pre" + sfx, x);
         const torch::Tensor h = b.ln1->forward(x);
         // One GEMM for queries, keys and values of every head: [D, 3·H·dh] from the [H, D, dh] weights.
         const int64_t B = h.size(0), D = o.d_model;
@@ -96,23 +105,41 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
         scores = scores.masked_fill(causal.logical_not(), -std::numeric_limits<float>::infinity());
         const torch::Tensor pattern = torch::softmax(scores, -1);
         const torch::Tensor z = torch::matmul(pattern, v);                       // [B, H, T, dh]
-        const torch::Tensor attnOut
-            = torch::addmm(b.b_O, z.transpose(1, 2).reshape({B * T, H * dh}), b.W_O.reshape({H * dh, D})).view({B, T, D});
+        torch::Tensor attnOut;
+        const std::string outName = "attn.out" + sfx;
+        // Each head's part of the output, z_h W_O^h: [B, H, T, D] (the bias b_O is added once). Only a
+        // head intervention sums these parts; otherwise the output is one GEMM, so that what is
+        // captured never changes the numbers.
+        const bool headIntervention = intervene && capture->hasHeadIntervention(outName);
+        if (headIntervention || (capture && capture->wants("attn.result" + sfx))) {
+            torch::Tensor result = torch::matmul(z, b.W_O.unsqueeze(0));
+            if (headIntervention) {
+                result = capture->applyHeads(outName, result);
+                attnOut = result.sum(1) + b.b_O;
+            }
+            offer("attn.result" + sfx, result);
+        }
+        if (!headIntervention)
+            attnOut = torch::addmm(b.b_O, z.transpose(1, 2).reshape({B * T, H * dh}), b.W_O.reshape({H * dh, D}))
+                          .view({B, T, D});
         offer("attn.q" + sfx, q);
         offer("attn.k" + sfx, k);
         offer("attn.v" + sfx, v);
         offer("attn.pattern" + sfx, pattern);
-        offer("attn.out" + sfx, attnOut);
+        attnOut = hook(outName, attnOut);
         x = x + attnOut;
         const torch::Tensor m
             = torch::gelu(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in), "tanh");
-        const torch::Tensor mlpOut = torch::addmm(b.b_out, m, b.W_out).view({B, T, D});
-        offer("mlp.out" + sfx, mlpOut);
+        const torch::Tensor mlpOut = hook("mlp.out" + sfx, torch::addmm(b.b_out, m, b.W_out).view({B, T, D}));
         x = x + mlpOut;
-        offer("resid_post" + sfx, x);
+        x = hook("resid_post" + sfx, x);
     }
-    (void)H;
-    return m_readOut->forward(m_lnFinal->forward(x)).squeeze(-1);
+    return readout(x);
+}
+
+torch::Tensor Gpt2Impl::readout(const torch::Tensor& resid)
+{
+    return m_readOut->forward(m_lnFinal->forward(resid)).squeeze(-1);
 }
 
 torch::Tensor Gpt2Impl::predictAll(const PromptBatch& batch, ActivationCapture* capture)

@@ -36,8 +36,15 @@ public:
     /// at every token). Fills `capture` with the requested activations: embed and resid_pre.{l}
     /// [B, T, d_model], attn.q/k/v.{l} [B, H, T, d_head], attn.pattern.{l} [B, H, T, T] (causal
     /// softmax, rows sum to 1), attn.out.{l} and mlp.out.{l} [B, T, d_model] (what the sub-layer adds
-    /// to the residual stream), resid_post.{l} [B, T, d_model].
+    /// to the residual stream), attn.result.{l} [B, H, T, d_model] (each head's part z_h W_O^h of
+    /// attn.out without the bias b_O), resid_post.{l} [B, T, d_model]. Applies capture->interventions
+    /// (on attn.out.{l}, one head of it, mlp.out.{l}, resid_pre.{l}, resid_post.{l}; see Intervention)
+    /// and throws icl::Error for one that matches nothing (checkInterventions).
     torch::Tensor forward(const torch::Tensor& tokens, ActivationCapture* capture = nullptr);
+
+    /// The read-out at every token of a residual stream [B, T, d_model]: final LayerNorm then the
+    /// read-out linear. Returns [B, T]; forward() returns readout(resid_post.{L−1}).
+    torch::Tensor readout(const torch::Tensor& resid);
 
     /// Predictions for y_1, …, y_N, y_q read at the x-token positions of the interleaved layout
     /// (causal: the prediction for y_i sees the i−1 earlier pairs). Returns [B, N+1].

@@ -153,17 +153,58 @@ torch::Tensor LsaImpl::embed(const PromptBatch& batch)
 
 torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, LsaCapture* capture)
 {
+    if (!capture)
+        return forward(tokens, n_context, static_cast<ActivationCapture*>(nullptr));
+    ActivationCapture named;
+    for (int64_t l = 0; l < m_options.n_layers; ++l) {
+        const std::string sfx = "." + std::to_string(l);
+        named.names.insert({"resid_post" + sfx, "attn.pattern" + sfx});
+        if (capture->want_qkv)
+            named.names.insert({"attn.q" + sfx, "attn.k" + sfx, "attn.v" + sfx});
+    }
+    torch::Tensor out = forward(tokens, n_context, &named);
+    for (int64_t l = 0; l < m_options.n_layers; ++l) {
+        const std::string sfx = "." + std::to_string(l);
+        capture->resid_post.push_back(named.values.at("resid_post" + sfx));
+        capture->patterns.push_back(named.values.at("attn.pattern" + sfx));
+        if (capture->want_qkv) {
+            capture->q.push_back(named.values.at("attn.q" + sfx));
+            capture->k.push_back(named.values.at("attn.k" + sfx));
+            capture->v.push_back(named.values.at("attn.v" + sfx));
+        }
+    }
+    return out;
+}
+
+torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, ActivationCapture* capture)
+{
     const LsaOptions& o = m_options;
     TORCH_CHECK(tokens.dim() == 3 && tokens.size(2) == o.dataDim(), "LSA expects tokens [B, T, ", o.dataDim(),
                 "], got ", tokens.sizes());
     TORCH_CHECK(n_context >= 0 && n_context <= tokens.size(1), "n_context out of range");
+    const bool intervene = capture && !capture->interventions.empty();
+    if (intervene)
+        checkInterventions(capture->interventions, {"lsa", o.n_layers, o.n_heads, o.mlp, tokens.size(1)});
+    auto offer = [&](const std::string& name, const torch::Tensor& t) {
+        if (capture)
+            capture->offer(name, t);
+    };
+    // Applies the interventions on `name` (if any) and offers the result to the capture.
+    auto hook = [&](const std::string& name, const torch::Tensor& t) {
+        const torch::Tensor r = intervene ? capture->apply(name, t) : t;
+        offer(name, r);
+        return r;
+    };
     torch::Tensor e = tokens;
     if (o.pos_dim > 0) {
         torch::Tensor pos = sinusoidalPositions(tokens.size(1), o.pos_dim, tokens.options());
         e = torch::cat({e, pos.unsqueeze(0).expand({tokens.size(0), -1, -1})}, -1);
     }
+    offer("embed", e);
     const double scale = 1.0 / std::sqrt(double(o.tokenDim()));
     for (int64_t l = 0; l < o.n_layers; ++l) {
+        const std::string sfx = "." + std::to_string(l);
+        e = hook("resid_pre" + sfx, e);
         Block& blk = block(l);
         const LsaLayerWeights& w = blk.attn;
         torch::Tensor h = blk.ln1 ? blk.ln1->forward(e) : e;
@@ -192,22 +233,32 @@ torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, L
             pattern = torch::softmax(pattern * scale, -1);
         }
         torch::Tensor z = torch::matmul(pattern, v);                     // [B, H, T, D]
-        torch::Tensor out = torch::einsum("bhte,hfe->btf", {z, w.w_o});  // Σ_h P_h z_h
-        e = e + out;
+        torch::Tensor out;
+        const std::string outName = "attn.out" + sfx;
+        // Head h's part P_h z_h [B, H, T, D]; summed into the output only under a head intervention,
+        // so that what is captured never changes the numbers.
+        const bool headIntervention = intervene && capture->hasHeadIntervention(outName);
+        if (headIntervention || (capture && capture->wants("attn.result" + sfx))) {
+            torch::Tensor result = torch::einsum("bhte,hfe->bhtf", {z, w.w_o});
+            if (headIntervention) {
+                result = capture->applyHeads(outName, result);
+                out = result.sum(1);
+            }
+            offer("attn.result" + sfx, result);
+        }
+        if (!headIntervention)
+            out = torch::einsum("bhte,hfe->btf", {z, w.w_o});  // Σ_h P_h z_h
+        offer("attn.q" + sfx, q);
+        offer("attn.k" + sfx, k);
+        offer("attn.v" + sfx, v);
+        offer("attn.pattern" + sfx, pattern);
+        e = e + hook(outName, out);
         if (o.mlp) {
             torch::Tensor m = blk.ln2 ? blk.ln2->forward(e) : e;
             m = torch::gelu(torch::nn::functional::linear(m, blk.mlp_w_in, blk.mlp_b_in), "tanh");
-            e = e + torch::nn::functional::linear(m, blk.mlp_w_out, blk.mlp_b_out);
+            e = e + hook("mlp.out" + sfx, torch::nn::functional::linear(m, blk.mlp_w_out, blk.mlp_b_out));
         }
-        if (capture) {
-            capture->resid_post.push_back(e);
-            capture->patterns.push_back(pattern);
-            if (capture->want_qkv) {
-                capture->q.push_back(q);
-                capture->k.push_back(k);
-                capture->v.push_back(v);
-            }
-        }
+        e = hook("resid_post" + sfx, e);
     }
     return e;
 }

@@ -14,6 +14,7 @@
 
 #include <torch/torch.h>
 
+#include "core/models/capture.h"
 #include "core/tasks/linear_regression.h"
 
 namespace icl {
@@ -117,6 +118,14 @@ public:
     /// tokens (positions are appended here). Returns the final residual stream [B, T, D]; fills
     /// `capture` when given.
     torch::Tensor forward(const torch::Tensor& tokens, int64_t n_context, LsaCapture* capture);
+
+    /// The same with capture by name (core/models/capture.h) and interventions: embed [B, T, D] (with
+    /// positions), resid_pre.{l} and resid_post.{l} [B, T, D], attn.q.{l} [B, H, T, D], attn.k.{l} and
+    /// attn.v.{l} [B, H, N_ctx, D], attn.pattern.{l} [B, H, T, N_ctx] (softmax weights on softmax
+    /// layers, raw scores (W_Q e_j)ᵀ(W_K e_i) on linear layers), attn.result.{l} [B, H, T, D] (head h's
+    /// part P_h z_h), attn.out.{l} [B, T, D] (their sum) and mlp.out.{l} [B, T, D] (with an MLP).
+    /// Throws icl::Error for an intervention that matches nothing (checkInterventions).
+    torch::Tensor forward(const torch::Tensor& tokens, int64_t n_context, ActivationCapture* capture);
 
     /// Older form: `resid_post` receives K tensors [B, T, D], `patterns` K tensors [B, H, T, N].
     torch::Tensor forward(const torch::Tensor& tokens, int64_t n_context,

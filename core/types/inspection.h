@@ -92,6 +92,7 @@ enum class Corruption {
 struct PatchingResult {
     int64_t checkpoint_step = 0;
     Matrix effect;  ///< [L+1, T]: row labels "layer 0 (resid_pre)", …, "final (resid_post)"; column labels the tokens
+    Matrix patched_prediction;  ///< [L+1, T]: ŷ_q of each patched run (same labels as `effect`)
     double clean_prediction = 0.0;      ///< mean over prompts
     double corrupted_prediction = 0.0;  ///< mean over prompts
     int64_t n_prompts = 0;

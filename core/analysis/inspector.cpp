@@ -1,0 +1,691 @@
+#include "core/analysis/inspector.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+
+#include "core/analysis/run_loader.h"
+#include "core/baselines/baselines.h"
+#include "core/error.h"
+#include "core/models/capture.h"
+#include "core/models/gpt2.h"
+#include "core/models/lsa.h"
+#include "core/tasks/representation.h"
+#include "core/tasks/sine_regression.h"
+#include "core/training/checkpoint.h"
+
+namespace icl {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+/// Prompts over which a mean ablation averages (see Inspector::inspect).
+constexpr int64_t kMeanAblationPrompts = 256;
+/// Fresh prompts on which the lens fits η of GD-k when the run did not fit it.
+constexpr int64_t kLensEtaPrompts = 2000;
+
+/// "₁₂" for 12 (Unicode subscript digits U+2080…U+2089).
+std::string subscript(int64_t n)
+{
+    std::string out;
+    for (char c : std::to_string(n)) {
+        out += "\xE2\x82";
+        out += char(0x80 + (c - '0'));
+    }
+    return out;
+}
+
+bool isLinearKind(const std::string& kind)
+{
+    return kind == "linear_regression" || kind == "sparse_linear_regression" || kind == "noisy_linear_regression";
+}
+
+bool isRepresentationKind(const std::string& kind)
+{
+    return kind == "representation" || kind == "representation_mixture";
+}
+
+torch::Tensor rowTensor(const std::vector<double>& v)
+{
+    return torch::tensor(v, torch::TensorOptions().dtype(torch::kFloat64));
+}
+
+/// Shannon entropy (nats) of a non-negative row normalised to sum 1; 0 for an all-zero row.
+double rowEntropy(const double* p, int64_t n)
+{
+    double sum = 0.0;
+    for (int64_t i = 0; i < n; ++i)
+        sum += p[i];
+    if (!(sum > 0.0))
+        return 0.0;
+    double h = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double q = p[i] / sum;
+        if (q > 0.0)
+            h -= q * std::log(q);
+    }
+    return h;
+}
+
+} // namespace
+
+std::string corruptionName(Corruption c)
+{
+    switch (c) {
+    case Corruption::ChangeLabel: return "change_label";
+    case Corruption::DifferentW: return "different_w";
+    case Corruption::ShufflePairs: return "shuffle_pairs";
+    }
+    return "change_label";
+}
+
+Corruption corruptionFromName(const std::string& name)
+{
+    for (Corruption c : {Corruption::ChangeLabel, Corruption::DifferentW, Corruption::ShufflePairs})
+        if (name == corruptionName(c))
+            return c;
+    throw Error("corruption \"" + name + "\": expected change_label, different_w or shuffle_pairs");
+}
+
+struct Inspector::Impl {
+    std::string path;
+    LoadedRun run;
+    std::shared_ptr<Gpt2Impl> gpt;
+    std::shared_ptr<LsaImpl> lsa;
+    std::map<int64_t, double> lens_eta;            ///< η of GD-k fitted here for the lens (k → η)
+    std::map<std::string, torch::Tensor> means;    ///< mean-ablation values [T, D] by (name, head, N)
+
+    const ExperimentConfig& config() const { return run.config; }
+    const TaskConfig& task() const { return run.config.task; }
+    int64_t nLayers() const { return run.config.model.n_layers; }
+    int64_t nHeads() const { return run.config.model.n_heads; }
+    bool interleaved() const { return gpt || lsa->options().interleaved; }
+
+    void attach(const std::string& where)
+    {
+        gpt = std::dynamic_pointer_cast<Gpt2Impl>(run.model.module);
+        lsa = std::dynamic_pointer_cast<LsaImpl>(run.model.module);
+        if (!gpt && !lsa)
+            throw Error(where + ": the inspector supports lsa and gpt2 models; this run has " + config().model.kind);
+    }
+
+    /// Largest N the model accepts (gpt2: its learned positions; lsa: any).
+    int64_t maxContext() const
+    {
+        return gpt ? (gpt->options().n_positions - 1) / 2 : std::numeric_limits<int64_t>::max() / 4;
+    }
+    int64_t nTokens(int64_t n) const { return interleaved() ? 2 * n + 1 : n + 1; }
+    int64_t nKeys(int64_t n) const { return gpt ? nTokens(n) : lsa->contextTokens(n); }
+
+    void checkPrompt(const Prompt& p) const
+    {
+        const int64_t d = task().d;
+        if (p.y.size() < 2 || p.x.size() != p.y.size())
+            throw Error("prompt: expected N ≥ 1 in-context examples and a query with as many x rows as labels, got "
+                        + std::to_string(p.x.size()) + " x rows and " + std::to_string(p.y.size()) + " labels");
+        for (size_t i = 0; i < p.x.size(); ++i) {
+            if (int64_t(p.x[i].size()) != d)
+                throw Error("prompt: x row " + std::to_string(i) + " has " + std::to_string(p.x[i].size())
+                            + " components, the run's task has d = " + std::to_string(d));
+            for (double v : p.x[i])
+                if (!std::isfinite(v))
+                    throw Error("prompt: x row " + std::to_string(i) + " holds a value that is not finite");
+        }
+        for (size_t i = 0; i < p.y.size(); ++i)
+            if (!std::isfinite(p.y[i]))
+                throw Error("prompt: label " + std::to_string(i) + " is not finite");
+        if (p.nContext() > maxContext())
+            throw Error("prompt: " + std::to_string(p.nContext()) + " in-context examples, the model takes at most "
+                        + std::to_string(maxContext()));
+    }
+
+    /// The prompt as a batch of one (x [1, N+1, d], y [1, N+1], w [1, |w|]) in `dtype`.
+    PromptBatch toBatch(const Prompt& p, torch::Dtype dtype) const
+    {
+        checkPrompt(p);
+        const int64_t n = int64_t(p.y.size()), d = task().d;
+        std::vector<double> flat;
+        flat.reserve(size_t(n * d));
+        for (const auto& row : p.x)
+            flat.insert(flat.end(), row.begin(), row.end());
+        PromptBatch b;
+        b.x = rowTensor(flat).view({1, n, d}).to(dtype);
+        b.y = rowTensor(p.y).view({1, n}).to(dtype);
+        b.w = p.w.empty() ? torch::zeros({1, 0}, torch::TensorOptions().dtype(dtype))
+                          : rowTensor(p.w).view({1, -1}).to(dtype);
+        return b;
+    }
+
+    /// Runs the model on `b` (float32) with `capture`; returns the query predictions [B] and sets
+    /// `resid` to the final residual stream [B, T, D] when given.
+    torch::Tensor forward(const PromptBatch& b, ActivationCapture* capture, torch::Tensor* out = nullptr)
+    {
+        if (gpt) {
+            const torch::Tensor all = gpt->forward(interleavedTokens(b), capture);  // [B, T]
+            if (out)
+                *out = all;
+            return all.select(1, all.size(1) - 1);
+        }
+        const torch::Tensor resid = lsa->forward(lsa->embed(b), lsa->contextTokens(b.nContext()), capture);
+        if (out)
+            *out = resid;
+        return lsa->readout(resid);
+    }
+
+    /// Read-out at the query of a residual stream [B, T, D]. Returns [B].
+    torch::Tensor readQuery(const torch::Tensor& resid)
+    {
+        if (gpt) {
+            const torch::Tensor all = gpt->readout(resid);
+            return all.select(1, all.size(1) - 1);
+        }
+        return lsa->readout(resid);
+    }
+
+    /// The interventions of `ablations` for a prompt with N = n. A mean ablation replaces the target
+    /// by its mean, per token position, over kMeanAblationPrompts prompts of the run's task with the
+    /// same N (a fixed draw, so the value does not change between calls).
+    std::vector<Intervention> interventions(const std::vector<Ablation>& ablations, int64_t n)
+    {
+        std::vector<Intervention> out;
+        for (const Ablation& a : ablations) {
+            Intervention iv;
+            iv.kind = a.kind == Ablation::Kind::Zero ? Intervention::Kind::Zero : Intervention::Kind::Mean;
+            iv.name = a.name;
+            iv.head = a.head;
+            iv.position = a.position;
+            out.push_back(iv);
+        }
+        // Validate names, layers, heads and positions before computing any mean.
+        checkInterventions(out, {config().model.kind, nLayers(), nHeads(), gpt ? true : lsa->options().mlp, nTokens(n)});
+        for (Intervention& iv : out) {
+            if (iv.kind != Intervention::Kind::Mean)
+                continue;
+            torch::Tensor mean = meanActivation(iv.name, iv.head, n);  // [T, D]
+            iv.value = iv.position >= 0 ? mean.select(0, iv.position) : mean;
+        }
+        return out;
+    }
+
+    torch::Tensor meanActivation(const std::string& name, int64_t head, int64_t n)
+    {
+        const std::string key = name + "|" + std::to_string(head) + "|" + std::to_string(n);
+        auto it = means.find(key);
+        if (it != means.end())
+            return it->second;
+        TaskConfig t = task();
+        t.n_context = n;
+        const PromptBatch ref = samplePrompts(t, kMeanAblationPrompts, mixSeed(config().seed, 0x3EA7AB1A));
+        ActivationCapture capture;
+        const auto [base, layer] = splitActivationName(name);
+        const std::string captured = head >= 0 ? "attn.result." + std::to_string(layer) : name;
+        capture.names.insert(captured);
+        forward(ref, &capture);
+        torch::Tensor v = capture.values.at(captured);
+        if (head >= 0)
+            v = v.select(1, head);  // [B, T, D]
+        torch::Tensor mean = v.mean(0);
+        means[key] = mean;
+        return mean;
+    }
+
+    double oracle(const Prompt& p, const PromptBatch& b64, bool* has) const
+    {
+        *has = true;
+        const std::string& kind = task().kind;
+        if (isRepresentationKind(kind)) {
+            const auto& reps = taskRepresentations(task());
+            const double tau = task().w_scale, sigma = task().noise_std;
+            if (reps.size() == 1 || p.component >= 0) {
+                const Representation& r = reps[size_t(std::max<int64_t>(p.component, 0))];
+                return predictOracleRidgePhi(b64, r, sigma * sigma / (tau * tau)).item<double>();
+            }
+            std::vector<std::function<torch::Tensor(const torch::Tensor&)>> phis(reps.begin(), reps.end());
+            return predictMixturePosterior(b64, phis, tau, sigma).item<double>();
+        }
+        if ((isLinearKind(kind) || kind == "sine_regression") && !p.w.empty())
+            return label(p, p.x.back());
+        *has = false;
+        return 0.0;
+    }
+
+    /// f_w(x) of the prompt's task instance.
+    double label(const Prompt& p, const std::vector<double>& x) const
+    {
+        if (p.w.empty())
+            throw Error("prompt: no task instance w (e.g. a prompt read from a file), so labels cannot be computed");
+        const std::string& kind = task().kind;
+        if (int64_t(x.size()) != task().d)
+            throw Error("x has " + std::to_string(x.size()) + " components, the run's task has d = "
+                        + std::to_string(task().d));
+        if (isLinearKind(kind)) {
+            if (p.w.size() != x.size())
+                throw Error("prompt: w has " + std::to_string(p.w.size()) + " components, expected d = "
+                            + std::to_string(x.size()));
+            return std::inner_product(x.begin(), x.end(), p.w.begin(), 0.0);
+        }
+        if (kind == "sine_regression") {
+            if (p.w.size() != 2)
+                throw Error("prompt: a sine_regression task instance is w = (amplitude a, phase φ)");
+            return p.w[0] * std::sin(x[0] + p.w[1]);
+        }
+        if (isRepresentationKind(kind)) {
+            const auto& reps = taskRepresentations(task());
+            const int64_t c = p.component >= 0 ? p.component : 0;
+            if (c >= int64_t(reps.size()))
+                throw Error("prompt: component " + std::to_string(c) + " out of range (the task has "
+                            + std::to_string(reps.size()) + " representations)");
+            if (reps.size() > 1 && p.component < 0)
+                throw Error("prompt: a representation_mixture prompt needs the component index of its Φ*");
+            const torch::Tensor phi = reps[size_t(c)](rowTensor(x));
+            if (int64_t(p.w.size()) != phi.size(0))
+                throw Error("prompt: w has " + std::to_string(p.w.size()) + " components, expected rep_dim = "
+                            + std::to_string(phi.size(0)));
+            return torch::dot(phi, rowTensor(p.w)).item<double>();
+        }
+        throw Error("task.kind \"" + kind + "\": the inspector has no label function for it");
+    }
+
+    /// One x drawn from the task's input distribution.
+    std::vector<double> drawX(at::Generator& gen) const
+    {
+        const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+        const int64_t d = task().d;
+        const torch::Tensor x = task().x_distribution == "uniform"
+            ? (torch::rand({d}, gen, opts) * 2.0 - 1.0) * task().x_range
+            : torch::randn({d}, gen, opts);
+        return std::vector<double>(x.data_ptr<double>(), x.data_ptr<double>() + d);
+    }
+
+    /// η of GD-k for the lens: the run's fitted value, else fitted here on fresh prompts of the task
+    /// (closed form for k = 1, line search otherwise).
+    double gdEta(int64_t k)
+    {
+        auto f = run.fitted.eta.find("gd_" + std::to_string(k));
+        if (f != run.fitted.eta.end())
+            return f->second;
+        auto it = lens_eta.find(k);
+        if (it != lens_eta.end())
+            return it->second;
+        const PromptBatch tuning
+            = samplePrompts(task(), kLensEtaPrompts, mixSeed(config().seed, 0x1E45E7A), torch::kFloat64);
+        const double eta = k == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
+        lens_eta[k] = eta;
+        return eta;
+    }
+
+    std::vector<std::string> tokenLabels(int64_t n) const
+    {
+        std::vector<std::string> labels;
+        for (int64_t i = 1; i <= n; ++i) {
+            if (interleaved()) {
+                labels.push_back("x" + subscript(i));
+                labels.push_back("y" + subscript(i));
+            } else {
+                labels.push_back("e" + subscript(i));
+            }
+        }
+        labels.push_back("query");
+        return labels;
+    }
+};
+
+Inspector::Inspector(const std::string& path, int64_t step)
+    : m_impl(std::make_unique<Impl>())
+{
+    m_impl->path = path;
+    m_impl->run = loadRun(path, step);
+    m_impl->attach(path);
+}
+
+Inspector::~Inspector() = default;
+
+const RunSummary& Inspector::summary() const { return m_impl->run.summary; }
+int64_t Inspector::checkpointStep() const { return m_impl->run.step; }
+int64_t Inspector::nLayers() const { return m_impl->nLayers(); }
+int64_t Inspector::nHeads() const { return m_impl->nHeads(); }
+int64_t Inspector::nContext() const { return m_impl->task().n_context; }
+int64_t Inspector::inputDim() const { return m_impl->task().d; }
+
+void Inspector::setCheckpoint(int64_t step)
+{
+    Impl& m = *m_impl;
+    if (step < 0)
+        step = m.run.summary.checkpoints.back().step;
+    if (step == m.run.step)
+        return;
+    bool found = false;
+    for (const auto& c : m.run.summary.checkpoints)
+        found = found || c.step == step;
+    if (!found)
+        throw Error(m.path + ": no checkpoint at step " + std::to_string(step));
+    const CheckpointData cp = readCheckpoint(m.path, step);
+    torch::NoGradGuard guard;
+    loadParams(*m.run.model.module, cp.params, m.path + " (checkpoint " + std::to_string(step) + ")");
+    m.run.step = step;
+    m.means.clear();
+}
+
+Prompt Inspector::samplePrompt(uint64_t seed) const
+{
+    const Impl& m = *m_impl;
+    torch::NoGradGuard guard;
+    const PromptBatch b = samplePrompts(m.task(), 1, seed, torch::kFloat64);
+    Prompt p;
+    const int64_t n = b.x.size(1), d = b.x.size(2);
+    const torch::Tensor x = b.x.contiguous(), y = b.y.contiguous(), w = b.w.contiguous();
+    for (int64_t i = 0; i < n; ++i)
+        p.x.emplace_back(x.data_ptr<double>() + i * d, x.data_ptr<double>() + (i + 1) * d);
+    p.y.assign(y.data_ptr<double>(), y.data_ptr<double>() + n);
+    p.w.assign(w.data_ptr<double>(), w.data_ptr<double>() + w.numel());
+    if (m.task().kind == "representation_mixture")
+        p.component = representationChoice(m.task(), 1, seed)[0].item<int64_t>();
+    else if (m.task().kind == "representation")
+        p.component = 0;
+    p.noise_std = m.task().noise_std;
+    p.seed = seed;
+    return p;
+}
+
+void Inspector::resampleExample(Prompt& prompt, int64_t index, uint64_t seed) const
+{
+    if (index < 0 || index > prompt.nContext())
+        throw Error("resample: example " + std::to_string(index) + " out of range (0 to " + std::to_string(prompt.nContext())
+                    + ", " + std::to_string(prompt.nContext()) + " = the query)");
+    if (prompt.w.empty())
+        throw Error("resample: the prompt has no task instance w, so a new label cannot be drawn");
+    torch::NoGradGuard guard;
+    auto gen = at::detail::createCPUGenerator(seed);
+    std::vector<double> x = m_impl->drawX(gen);
+    const double z = torch::randn({1}, gen, torch::TensorOptions().dtype(torch::kFloat64)).item<double>();
+    const double y = m_impl->label(prompt, x) + prompt.noise_std * z;
+    prompt.x[size_t(index)] = std::move(x);
+    prompt.y[size_t(index)] = y;
+}
+
+void Inspector::relabel(Prompt& prompt, double noise_std, uint64_t seed) const
+{
+    if (!(noise_std >= 0.0) || !std::isfinite(noise_std))
+        throw Error("relabel: noise σ must be a finite number ≥ 0");
+    if (prompt.w.empty())
+        throw Error("relabel: the prompt has no task instance w, so labels cannot be recomputed");
+    torch::NoGradGuard guard;
+    auto gen = at::detail::createCPUGenerator(seed);
+    const torch::Tensor z = torch::randn({int64_t(prompt.y.size())}, gen, torch::TensorOptions().dtype(torch::kFloat64));
+    std::vector<double> y(prompt.y.size());
+    for (size_t i = 0; i < y.size(); ++i)
+        y[i] = m_impl->label(prompt, prompt.x[i]) + noise_std * z[int64_t(i)].item<double>();
+    prompt.y = std::move(y);
+    prompt.noise_std = noise_std;
+}
+
+double Inspector::trueLabel(const Prompt& prompt, const std::vector<double>& x) const
+{
+    torch::NoGradGuard guard;
+    return m_impl->label(prompt, x);
+}
+
+Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>& ablations)
+{
+    Impl& m = *m_impl;
+    const auto start = std::chrono::steady_clock::now();
+    c10::InferenceMode inference;
+    const PromptBatch b32 = m.toBatch(prompt, torch::kFloat32);
+    const PromptBatch b64 = m.toBatch(prompt, torch::kFloat64);
+    const int64_t n = prompt.nContext(), L = m.nLayers(), H = m.nHeads();
+    const int64_t T = m.nTokens(n), K = m.nKeys(n);
+
+    ActivationCapture capture;
+    capture.interventions = m.interventions(ablations, n);
+    for (int64_t l = 0; l < L; ++l)
+        capture.names.insert("attn.pattern." + std::to_string(l));
+    const double yModel = m.forward(b32, &capture).item<double>();
+
+    Inspection r;
+    r.checkpoint_step = m.run.step;
+    r.n_layers = L;
+    r.n_heads = H;
+    r.token_labels = m.tokenLabels(n);
+    r.key_labels.assign(r.token_labels.begin(), r.token_labels.begin() + K);
+    r.target = prompt.y.back();
+    const bool interleaved = m.interleaved();
+    for (int64_t l = 0; l < L; ++l) {
+        const torch::Tensor pat = capture.values.at("attn.pattern." + std::to_string(l))[0].to(torch::kFloat64).contiguous();
+        const bool softmax = m.gpt || l < m.lsa->options().softmax_layers;
+        // Row-normalised weights for the summaries: softmax rows as they are, linear heads |score|.
+        const torch::Tensor weights = softmax ? pat : pat.abs();
+        for (int64_t h = 0; h < H; ++h) {
+            const torch::Tensor ph = pat[h].contiguous();  // [T, K]
+            Matrix mat;
+            mat.name = "layer " + std::to_string(l) + " head " + std::to_string(h);
+            mat.rows = T;
+            mat.cols = K;
+            mat.data.assign(ph.data_ptr<double>(), ph.data_ptr<double>() + T * K);
+            mat.row_labels = r.token_labels;
+            mat.col_labels = r.key_labels;
+            r.patterns.push_back(std::move(mat));
+            r.softmax_head.push_back(softmax);
+
+            const torch::Tensor wh = weights[h].contiguous();
+            const double* w = wh.data_ptr<double>();
+            HeadSummary s;
+            s.layer = l;
+            s.head = h;
+            double entropy = 0.0;
+            for (int64_t t = 0; t < T; ++t)
+                entropy += rowEntropy(w + t * K, K);
+            s.entropy = entropy / double(T);
+            auto normalised = [&](int64_t t, int64_t k) {
+                double sum = 0.0;
+                for (int64_t j = 0; j < K; ++j)
+                    sum += w[t * K + j];
+                return sum > 0.0 ? w[t * K + k] / sum : 0.0;
+            };
+            if (interleaved) {
+                double copy = 0.0;
+                for (int64_t i = 0; i < n; ++i)
+                    copy += normalised(2 * i + 1, 2 * i);  // row y_i, key x_i
+                s.copy_mass = copy / double(n);
+            } else {
+                s.copy_mass = kNaN;
+            }
+            s.query_to_example.assign(size_t(n), 0.0);
+            for (int64_t i = 0; i < n; ++i)
+                s.query_to_example[size_t(i)]
+                    = interleaved ? normalised(T - 1, 2 * i) + normalised(T - 1, 2 * i + 1) : normalised(T - 1, i);
+            r.heads.push_back(std::move(s));
+        }
+    }
+
+    auto add = [&](const std::string& name, double pred) {
+        r.predictions.push_back({name, pred, 0.5 * (pred - r.target) * (pred - r.target)});
+    };
+    add("model", yModel);
+    for (const std::string& name : baselineNames(m.config().eval))
+        add(name, predictBaseline(name, b64, m.config(), m.run.fitted).item<double>());
+    bool hasOracle = false;
+    const double yOracle = m.oracle(prompt, b64, &hasOracle);
+    if (hasOracle)
+        add("oracle", yOracle);
+    r.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return r;
+}
+
+RegressionLens Inspector::lens(const Prompt& prompt, const std::vector<Ablation>& ablations)
+{
+    Impl& m = *m_impl;
+    c10::InferenceMode inference;
+    const PromptBatch b32 = m.toBatch(prompt, torch::kFloat32);
+    const PromptBatch b64 = m.toBatch(prompt, torch::kFloat64);
+    const int64_t n = prompt.nContext(), L = m.nLayers();
+    ActivationCapture capture;
+    capture.interventions = m.interventions(ablations, n);
+    capture.names.insert("embed");
+    for (int64_t l = 0; l < L; ++l)
+        capture.names.insert("resid_post." + std::to_string(l));
+    torch::Tensor last;
+    m.forward(b32, &capture, &last);
+
+    RegressionLens r;
+    r.checkpoint_step = m.run.step;
+    r.target = prompt.y.back();
+    r.layer_labels.push_back("embed");
+    r.prediction.push_back(m.readQuery(capture.values.at("embed")).item<double>());
+    for (int64_t l = 0; l < L; ++l) {
+        r.layer_labels.push_back("layer " + std::to_string(l));
+        // The final residual stream's read-out is the model's forward output itself (bit-identical).
+        const torch::Tensor q = l + 1 == L ? (m.gpt ? last.select(1, last.size(1) - 1) : m.lsa->readout(last))
+                                           : m.readQuery(capture.values.at("resid_post." + std::to_string(l)));
+        r.prediction.push_back(q.item<double>());
+    }
+    auto add = [&](const std::string& name, double pred) {
+        r.references.push_back({name, pred, 0.5 * (pred - r.target) * (pred - r.target)});
+    };
+    int64_t kMax = L;
+    for (int64_t k : m.config().eval.gd_steps)
+        kMax = std::max(kMax, k);
+    for (int64_t k = 1; k <= kMax; ++k)
+        add("gd_" + std::to_string(k), predictGd(b64, k, m.gdEta(k)).item<double>());
+    add("ridge", predictBaseline("ridge", b64, m.config(), m.run.fitted).item<double>());
+    add("least_squares", predictLeastSquares(b64).item<double>());
+    add("zero", 0.0);
+    bool hasOracle = false;
+    const double yOracle = m.oracle(prompt, b64, &hasOracle);
+    if (hasOracle)
+        add("oracle", yOracle);
+    return r;
+}
+
+Prompt Inspector::corrupt(const Prompt& clean, const PatchingOptions& o) const
+{
+    const Impl& m = *m_impl;
+    m.checkPrompt(clean);
+    torch::NoGradGuard guard;
+    const int64_t n = clean.nContext();
+    Prompt p = clean;
+    // An independent task instance w' (and, for a mixture, component) from the task's prior.
+    auto freshInstance = [&](uint64_t s) {
+        Prompt fresh = samplePrompt(s);
+        Prompt q = clean;
+        q.w = fresh.w;
+        q.component = fresh.component;
+        return q;
+    };
+    auto gen = at::detail::createCPUGenerator(mixSeed(o.seed, 0xC022));
+    const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
+    switch (o.corruption) {
+    case Corruption::ChangeLabel: {
+        if (o.example < 0 || o.example >= n)
+            throw Error("patching: example " + std::to_string(o.example) + " out of range (0 to " + std::to_string(n - 1)
+                        + ")");
+        // y_i from an independent task instance at the same x_i, with the prompt's label noise.
+        const Prompt other = freshInstance(mixSeed(o.seed, 1));
+        p.y[size_t(o.example)]
+            = m.label(other, clean.x[size_t(o.example)]) + clean.noise_std * torch::randn({1}, gen, f64).item<double>();
+        break;
+    }
+    case Corruption::DifferentW: {
+        const Prompt other = freshInstance(mixSeed(o.seed, 2));
+        const torch::Tensor z = torch::randn({n + 1}, gen, f64);
+        for (int64_t i = 0; i <= n; ++i)
+            p.y[size_t(i)] = m.label(other, clean.x[size_t(i)]) + clean.noise_std * z[i].item<double>();
+        p.w = other.w;
+        p.component = other.component;
+        break;
+    }
+    case Corruption::ShufflePairs: {
+        if (n < 2)
+            throw Error("patching: shuffle_pairs needs at least 2 in-context examples");
+        // A uniformly random permutation other than the identity.
+        torch::Tensor perm;
+        do {
+            perm = torch::randperm(n, gen, torch::TensorOptions().dtype(torch::kLong));
+        } while (torch::equal(perm, torch::arange(n, torch::kLong)));
+        for (int64_t i = 0; i < n; ++i)
+            p.y[size_t(i)] = clean.y[size_t(perm[i].item<int64_t>())];
+        break;
+    }
+    }
+    return p;
+}
+
+PatchingResult Inspector::patching(const Prompt& clean, const PatchingOptions& options,
+                                   const std::function<bool(int64_t, int64_t)>& progress)
+{
+    PatchingResult r = patchPrompts(clean, corrupt(clean, options), progress);
+    r.corruption = corruptionName(options.corruption);
+    return r;
+}
+
+PatchingResult Inspector::patchPrompts(const Prompt& clean, const Prompt& corrupted,
+                                       const std::function<bool(int64_t, int64_t)>& progress)
+{
+    Impl& m = *m_impl;
+    c10::InferenceMode inference;
+    const PromptBatch cb = m.toBatch(clean, torch::kFloat32);
+    const PromptBatch xb = m.toBatch(corrupted, torch::kFloat32);
+    if (clean.nContext() != corrupted.nContext())
+        throw Error("patching: the clean and corrupted prompts must have the same number of examples");
+    const int64_t n = clean.nContext(), L = m.nLayers(), T = m.nTokens(n);
+    auto names = [&] {
+        std::vector<std::string> v;
+        for (int64_t l = 0; l < L; ++l)
+            v.push_back("resid_pre." + std::to_string(l));
+        v.push_back("resid_post." + std::to_string(L - 1));
+        return v;
+    }();
+    ActivationCapture cleanCap, corruptCap;
+    cleanCap.names.insert(names.begin(), names.end());
+    corruptCap.names.insert(names.begin(), names.end());
+    const double yClean = m.forward(cb, &cleanCap).item<double>();
+    const double yCorrupt = m.forward(xb, &corruptCap).item<double>();
+
+    PatchingResult r;
+    r.checkpoint_step = m.run.step;
+    r.clean_prediction = yClean;
+    r.corrupted_prediction = yCorrupt;
+    r.n_prompts = 1;
+    const double diff = yClean - yCorrupt;
+    const bool skipped = std::abs(diff) < 1e-6;
+    r.n_skipped = skipped ? 1 : 0;
+    const std::vector<std::string> tokens = m.tokenLabels(n);
+    for (Matrix* mat : {&r.effect, &r.patched_prediction}) {
+        mat->rows = L + 1;
+        mat->cols = T;
+        mat->data.assign(size_t((L + 1) * T), kNaN);
+        mat->col_labels = tokens;
+        for (int64_t l = 0; l < L; ++l)
+            mat->row_labels.push_back("layer " + std::to_string(l) + " (resid_pre)");
+        mat->row_labels.push_back("final (resid_post)");
+    }
+    r.effect.name = "activation patching effect";
+    r.patched_prediction.name = "patched prediction";
+
+    // One forward pass per row: batch row t patches position t (the rest of the stream is the corrupted run's).
+    const PromptBatch batch{xb.x.expand({T, -1, -1}), xb.y.expand({T, -1}), xb.w.expand({T, -1})};
+    const torch::Tensor idx = torch::arange(T, torch::kLong);
+    for (int64_t row = 0; row <= L; ++row) {
+        if (progress && !progress(row, L + 1))
+            throw Error("cancelled");
+        const std::string& name = names[size_t(row)];
+        const torch::Tensor cleanAct = cleanCap.values.at(name)[0];  // [T, D]
+        torch::Tensor value = corruptCap.values.at(name).expand({T, -1, -1}).clone();  // [T(batch), T, D]
+        value.index_put_({idx, idx}, cleanAct);
+        ActivationCapture cap;
+        cap.interventions.push_back({Intervention::Kind::Replace, name, -1, -1, value});
+        const torch::Tensor pred = m.forward(batch, &cap).to(torch::kFloat64).contiguous();  // [T]
+        for (int64_t t = 0; t < T; ++t) {
+            const double y = pred[t].item<double>();
+            r.patched_prediction.data[size_t(row * T + t)] = y;
+            r.effect.data[size_t(row * T + t)] = skipped ? kNaN : (y - yCorrupt) / diff;
+        }
+    }
+    if (progress)
+        progress(L + 1, L + 1);
+    return r;
+}
+
+} // namespace icl
