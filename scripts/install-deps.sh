@@ -7,10 +7,11 @@ PACKAGES=(
     build-essential cmake ninja-build ccache pkg-config git
     libtorch-dev libopenblas0-openmp
     qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
-    libhdf5-dev hdf5-tools
+    libhdf5-dev hdf5-tools libpng-dev zlib1g-dev
     nlohmann-json3-dev libcli11-dev libfmt-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev
     xvfb xauth
+    dataset-fashion-mnist
 )
 
 missing=()

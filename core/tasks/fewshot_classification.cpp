@@ -8,18 +8,20 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/io/idx.h"
+#include "core/io/image_folder.h"
 #include "core/tasks/linear_regression.h"
 
 namespace icl {
 
 namespace {
 
-// Streams mixed into the experiment seed, so permutation, labels, prototypes and each kind of batch
-// are unrelated draws.
+// Streams mixed into the experiment seed, so permutation, labels, prototypes (0x9207, in
+// exemplar_source.cpp) and each kind of batch are unrelated draws.
 enum Stream : uint64_t {
     kPermutationStream = 0xC1A55,
     kLabelStream = 0x1ABE1,
-    kPrototypeStream = 0x9207,
+    kExemplarStream = 0xE8E3,
     kTrainingStream = 0x7A1,
     kIclStream = 0x1C1,
     kIwlStream = 0x1F1,
@@ -48,7 +50,9 @@ void require(bool ok, const std::string& message)
 
 } // namespace
 
-FewShotClassification::FewShotClassification(const FewShotOptions& options) : m_options(options)
+FewShotClassification::FewShotClassification(const FewShotOptions& options,
+                                             std::shared_ptr<const ExemplarSource> source)
+    : m_options(options)
 {
     const auto& o = m_options;
     require(o.n_classes >= 3, "n_classes must be >= 3 (query, second bursty class, other classes), got "
@@ -63,14 +67,20 @@ FewShotClassification::FewShotClassification(const FewShotOptions& options) : m_
     require(o.context_len >= 6 && o.context_len % 2 == 0,
             "context_len must be even and >= 6 (bursty: 3 + 3 + others; ICL eval: 2 ways), got "
                 + std::to_string(o.context_len));
-    require(o.exemplar_dim >= 1, "exemplar_dim must be >= 1, got " + std::to_string(o.exemplar_dim));
     require(std::isfinite(o.within_class_noise) && o.within_class_noise >= 0,
             "within_class_noise must be >= 0, got " + std::to_string(o.within_class_noise));
+    require(o.exemplars_per_class >= 0, "exemplars_per_class must be >= 0 (0 = all), got "
+                                            + std::to_string(o.exemplars_per_class));
     m_nLabels = o.n_labels > 0 ? o.n_labels : o.n_classes * o.labels_per_class;
     require(m_nLabels >= std::max<int64_t>(2, o.labels_per_class),
             "n_labels must be >= max(2, labels_per_class), got " + std::to_string(m_nLabels));
 
+    m_source = source ? std::move(source) : makeExemplarSource(o);
     const int64_t total = o.n_classes + o.n_holdout;
+    require(total <= m_source->numClasses(),
+            "n_classes + n_holdout = " + std::to_string(total) + " exceeds the "
+                + std::to_string(m_source->numClasses()) + " classes of the exemplar source "
+                + m_source->description());
     std::vector<int64_t> perm(static_cast<size_t>(total));
     for (int64_t c = 0; c < total; ++c)
         perm[size_t(c)] = c;
@@ -119,32 +129,24 @@ int64_t FewShotClassification::labelOfRank(int64_t rank, int64_t j) const
 torch::Tensor FewShotClassification::prototype(int64_t classId) const
 {
     require(classId >= 0, "prototype: class id must be >= 0, got " + std::to_string(classId));
-    torch::Tensor mu = torch::empty({m_options.exemplar_dim}, torch::kFloat64);
-    fillPrototype(classId, mu.data_ptr<double>());
-    return mu;
+    require(dynamic_cast<const SyntheticExemplars*>(m_source.get()) != nullptr,
+            "prototype: only synthetic classes have a prototype, the exemplar source is "
+                + m_source->description() + " (use exemplar(classId, index))");
+    return exemplar(classId, 0);
 }
 
-void FewShotClassification::fillPrototype(int64_t classId, double* out) const
+torch::Tensor FewShotClassification::exemplar(int64_t classId, int64_t index) const
 {
-    // Counter-based Box–Muller: coordinates 2k and 2k+1 come from two hashes of (seed, class, k), so a
-    // prototype needs no state and no storage.
-    const uint64_t classSeed = mixSeed(mixSeed(m_options.seed, kPrototypeStream), uint64_t(classId));
-    const int64_t d = m_options.exemplar_dim;
-    for (int64_t k = 0; 2 * k < d; ++k) {
-        const double u1 = double((mixSeed(classSeed, 2 * uint64_t(k)) >> 11) + 1) * 0x1.0p-53; // (0, 1]
-        const double u2 = double(mixSeed(classSeed, 2 * uint64_t(k) + 1) >> 11) * 0x1.0p-53;  // [0, 1)
-        const double radius = std::sqrt(-2.0 * std::log(u1)), angle = 2.0 * M_PI * u2;
-        out[2 * k] = radius * std::cos(angle);
-        if (2 * k + 1 < d)
-            out[2 * k + 1] = radius * std::sin(angle);
-    }
+    torch::Tensor x = torch::empty({m_source->exemplarDim()}, torch::kFloat64);
+    m_source->draw(classId, index, x.data_ptr<double>());
+    return x;
 }
 
 FewShotBatch FewShotClassification::assemble(const std::vector<int64_t>& classes, const std::vector<int64_t>& labels,
                                              const std::vector<uint8_t>& bursty, int64_t batch, uint64_t streamSeed,
                                              torch::Dtype dtype, const torch::Device& device) const
 {
-    const int64_t n = m_options.context_len + 1, d = m_options.exemplar_dim;
+    const int64_t n = m_options.context_len + 1, d = m_source->exemplarDim();
     const auto i64 = torch::TensorOptions().dtype(torch::kInt64);
     torch::Tensor cls = torch::from_blob(const_cast<int64_t*>(classes.data()), {batch, n}, i64).clone();
     torch::Tensor lab = torch::from_blob(const_cast<int64_t*>(labels.data()), {batch, n}, i64).clone();
@@ -152,8 +154,16 @@ FewShotBatch FewShotClassification::assemble(const std::vector<int64_t>& classes
                              .to(torch::kBool);
     torch::Tensor x = torch::empty({batch, n, d}, torch::kFloat64);
     double* out = x.data_ptr<double>();
-    for (int64_t i = 0; i < batch * n; ++i)
-        fillPrototype(classes[size_t(i)], out + i * d);
+    // Which stored exemplar each item shows: uniform over the class's first exemplars_per_class (or all);
+    // a synthetic class has one (its prototype), so no draw happens and the noise alone varies it.
+    Rng pick(mixSeed(streamSeed, kExemplarStream));
+    for (int64_t i = 0; i < batch * n; ++i) {
+        const int64_t c = classes[size_t(i)];
+        int64_t k = m_source->numExemplars(c);
+        if (m_options.exemplars_per_class > 0)
+            k = std::min(k, m_options.exemplars_per_class);
+        m_source->draw(c, k > 1 ? pick.below(k) : 0, out + i * d);
+    }
     if (m_options.within_class_noise > 0) {
         auto gen = at::detail::createCPUGenerator(mixSeed(streamSeed, kNoiseStream));
         x += m_options.within_class_noise * torch::randn({batch, n, d}, gen, torch::kFloat64);
@@ -279,6 +289,31 @@ FewShotBatch FewShotClassification::sampleIwlEval(int64_t batch, uint64_t index,
         }
     }
     return assemble(classes, labels, bursty, batch, streamSeed, dtype, device);
+}
+
+std::shared_ptr<const ExemplarSource> makeExemplarSource(const FewShotOptions& o)
+{
+    const std::string& kind = o.exemplar_source;
+    if (kind == "synthetic")
+        return std::make_shared<SyntheticExemplars>(o.seed, o.exemplar_dim);
+    require(kind == "image_folder" || kind == "idx",
+            "exemplar_source must be \"synthetic\", \"image_folder\" or \"idx\", got \"" + kind + "\"");
+    require(o.image_size >= 0,
+            "image_size must be >= 0 (0 = keep the stored size), got " + std::to_string(o.image_size));
+    require(!o.exemplar_path.empty(), "exemplar_source \"" + kind + "\" needs exemplar_path ("
+                                          + (kind == "idx" ? "the IDX images file" : "the image folder root") + ")");
+    if (kind == "image_folder") {
+        ImageFolderOptions folder;
+        folder.rows = folder.cols = o.image_size;
+        return std::make_shared<ImageExemplars>(loadImageFolder(o.exemplar_path, folder),
+                                                "image_folder:" + o.exemplar_path);
+    }
+    require(!o.exemplar_labels_path.empty(),
+            "exemplar_source \"idx\" needs exemplar_labels_path (the IDX labels file)");
+    ImageDataset images = imageDatasetFromIdx(readIdxImageSet(o.exemplar_path, o.exemplar_labels_path));
+    if (o.image_size > 0 && (images.rows != o.image_size || images.cols != o.image_size))
+        images = resizeImages(images, o.image_size, o.image_size);
+    return std::make_shared<ImageExemplars>(std::move(images), "idx:" + o.exemplar_path);
 }
 
 } // namespace icl

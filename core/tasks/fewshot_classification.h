@@ -1,6 +1,6 @@
 #pragma once
-// Bursty few-shot classification sequences of Chan et al. 2022 (PAPERS.md §4) over synthetic classes.
-// Core-internal (LibTorch).
+// Bursty few-shot classification sequences of Chan et al. 2022 (PAPERS.md §4) over synthetic classes,
+// an image folder (Omniglot layout) or IDX files (MNIST layout). Core-internal (LibTorch).
 //
 // Intended usage:
 //     icl::FewShotOptions o;                    // defaults of PAPERS.md §4
@@ -8,16 +8,26 @@
 //     const icl::FewShotClassification task(o); // fixes the class permutation and labels from o.seed
 //     auto train = task.sampleTraining(32, step);
 //     auto icl = task.sampleIclEval(512, 0), iwl = task.sampleIwlEval(512, 0);
+//
+//     o.exemplar_source = "image_folder";       // exemplars = Omniglot drawings, 105×105 → 28×28
+//     o.exemplar_path = "omniglot/images_background";
+//     o.image_size = 28;
+//     o.within_class_noise = 0;                 // the paper's "all exemplars" condition
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "core/tasks/exemplar_source.h"
+
 namespace icl {
 
 /// Options of the sequence generator (Chan et al. 2022, PAPERS.md §4). Class ids are
-/// 0 … n_classes + n_holdout − 1; a seeded permutation splits them into training and holdout classes.
+/// 0 … n_classes + n_holdout − 1 (for an image source: its first classes in its sorted order); a seeded
+/// permutation splits them into training and holdout classes.
 struct FewShotOptions {
     int64_t n_classes = 1600;        ///< training classes (Zipf-weighted in permuted order)
     int64_t n_holdout = 10;          ///< holdout classes: never in training sequences, only in ICL eval
@@ -26,14 +36,25 @@ struct FewShotOptions {
     int64_t labels_per_class = 1;    ///< label multiplicity: fixed labels of each training class
     int64_t n_labels = 0;            ///< label vocabulary size; 0 = n_classes·labels_per_class (disjoint labels)
     int64_t context_len = 8;         ///< L, context (exemplar, label) pairs before the query; even, ≥ 6
-    int64_t exemplar_dim = 64;       ///< D, dimension of a synthetic exemplar vector
-    double within_class_noise = 0.1; ///< σ: exemplar = prototype + σ·z, z ~ N(0, I_D)
+    int64_t exemplar_dim = 64;       ///< D, dimension of a synthetic exemplar vector (synthetic source only)
+    double within_class_noise = 0.1; ///< σ: exemplar = clean exemplar + σ·z, z ~ N(0, I_D); images: pixel noise
     uint64_t seed = 0;               ///< fixes permutation, labels and prototypes; batches mix in their index
+
+    /// Where exemplars come from (makeExemplarSource): "synthetic" (prototype per class, PAPERS.md §4 (a)),
+    /// "image_folder" (exemplar_path = root of root/alphabet/character/*.png, (b)) or "idx" (exemplar_path =
+    /// IDX images file, exemplar_labels_path = its labels file, (c)).
+    std::string exemplar_source = "synthetic";
+    std::string exemplar_path;        ///< image folder root or IDX images file
+    std::string exemplar_labels_path; ///< IDX labels file
+    int64_t image_size = 0;           ///< image sources: resize to image_size × image_size by area averaging; 0 = keep
+    /// Image sources: draw only from the first k stored images of each class (1 = the paper's "single
+    /// exemplar + pixel noise" condition); 0 = all of them.
+    int64_t exemplars_per_class = 0;
 };
 
 /// A batch of sequences (x_1, y_1, …, x_L, y_L, x_q). Position L of every tensor is the query.
 struct FewShotBatch {
-    torch::Tensor exemplars; ///< [B, L+1, D] exemplar vectors; [:, L] = query exemplar
+    torch::Tensor exemplars; ///< [B, L+1, D] exemplar vectors (images flattened row-major); [:, L] = query
     torch::Tensor labels;    ///< [B, L+1] int64 labels; [:, L] = the query's true label
     torch::Tensor classes;   ///< [B, L+1] int64 class ids of the exemplars
     torch::Tensor bursty;    ///< [B] bool: training — the sequence is bursty; ICL eval all true; IWL eval all false
@@ -47,18 +68,26 @@ struct FewShotBatch {
     torch::Tensor contextLabels() const { return labels.narrow(1, 0, nContext()); }   ///< [B, L]
 };
 
-/// Generator of Chan et al.'s sequences over synthetic classes (PAPERS.md §4, option (a)): class c has a
-/// prototype μ_c ~ N(0, I_D), drawn deterministically from (seed, c) so any number of classes needs no
-/// storage, and an exemplar of c is μ_c + σ·z. Construction fixes the seeded class permutation (first
+/// Generator of Chan et al.'s sequences (PAPERS.md §4). An exemplar of class c is a clean exemplar of c
+/// from the ExemplarSource plus within-class noise σ·z, z ~ N(0, I_D). With the synthetic source (option
+/// (a)) class c has one clean exemplar, its prototype μ_c ~ N(0, I_D), drawn deterministically from
+/// (seed, c) so any number of classes needs no storage; with an image source ((b), (c)) each item takes a
+/// stored image of its class uniformly at random (with replacement, among the first exemplars_per_class
+/// when set), intensities in [0, 1], pixel noise not clipped. Construction fixes the seeded class permutation (first
 /// n_classes ids in permuted order = training classes by Zipf rank 1, 2, …; the rest = holdout) and the
 /// fixed labels: the training class of rank r (0-based) owns labels π[(r·m + j) mod n_labels], j < m,
 /// for a seeded permutation π of the vocabulary, so with the default vocabulary no two classes share a
 /// label (the authors' "ordered_polysemy" labelling). Sampling: the same (options, kind, index) gives the
 /// same batch; batches are drawn on the CPU and moved to `device` in `dtype` (labels/classes stay int64).
-/// Throws icl::Error for invalid options.
+/// Const methods may be called from any thread.
 class FewShotClassification {
 public:
-    explicit FewShotClassification(const FewShotOptions& options);
+    /// `source` = nullptr: makeExemplarSource(options) (which loads files for image sources); otherwise the
+    /// given source is used and options.exemplar_source/path/image_size are ignored (share one loaded
+    /// source between tasks this way). Throws icl::Error for invalid options, a source that fails to load,
+    /// or n_classes + n_holdout above the source's number of classes.
+    explicit FewShotClassification(const FewShotOptions& options,
+                                   std::shared_ptr<const ExemplarSource> source = nullptr);
 
     const FewShotOptions& options() const { return m_options; }
     int64_t nLabels() const { return m_nLabels; } ///< resolved vocabulary size (n_labels or n_classes·m)
@@ -71,8 +100,17 @@ public:
     std::vector<double> classProbabilities() const;
     /// The labels_per_class fixed labels of a training class. Throws icl::Error for a holdout or unknown id.
     std::vector<int64_t> labelsOf(int64_t classId) const;
-    /// Prototype μ_c: [D] float64, i.i.d. N(0, 1) coordinates from (seed, classId) only.
+    /// Prototype μ_c: [D] float64, i.i.d. N(0, 1) coordinates from (seed, classId) only. Throws icl::Error
+    /// unless the source is synthetic.
     torch::Tensor prototype(int64_t classId) const;
+    /// Clean exemplar `index` of class `classId` (before noise): [D] float64. Throws icl::Error for an
+    /// unknown class or index.
+    torch::Tensor exemplar(int64_t classId, int64_t index) const;
+
+    const ExemplarSource& exemplarSource() const { return *m_source; }
+    /// Shape of one exemplar before flattening: {D} (synthetic) or {rows, cols} (images).
+    std::vector<int64_t> exemplarShape() const { return m_source->exemplarShape(); }
+    int64_t exemplarDim() const { return m_source->exemplarDim(); } ///< D
 
     /// Training sequences (PAPERS.md §4). With probability p_bursty a sequence is bursty: a query class q
     /// and a second class s ≠ q drawn from the Zipf distribution, each 3 times in the context with one of
@@ -97,12 +135,12 @@ public:
 
 private:
     int64_t labelOfRank(int64_t rank, int64_t j) const; ///< j-th fixed label of the training class of rank
-    void fillPrototype(int64_t classId, double* out) const; ///< writes μ_c to out[0 … D−1]
     FewShotBatch assemble(const std::vector<int64_t>& classes, const std::vector<int64_t>& labels,
                           const std::vector<uint8_t>& bursty, int64_t batch, uint64_t streamSeed,
                           torch::Dtype dtype, const torch::Device& device) const;
 
     FewShotOptions m_options;
+    std::shared_ptr<const ExemplarSource> m_source;
     int64_t m_nLabels = 0;
     std::vector<int64_t> m_training;     ///< class id of rank r (0-based)
     std::vector<int64_t> m_holdout;      ///< holdout class ids
@@ -110,5 +148,11 @@ private:
     std::vector<double> m_zipfCumulative; ///< Σ_{k ≤ r} (k+1)^−α, unnormalised
     std::vector<int64_t> m_labelPermutation; ///< π over the label vocabulary
 };
+
+/// The exemplar source named by options.exemplar_source: SyntheticExemplars(seed, exemplar_dim), or an
+/// ImageExemplars loaded from options.exemplar_path (loadImageFolder / readIdxImageSet), resized to
+/// image_size² when image_size > 0. Throws icl::Error for an unknown kind, a missing path, a negative
+/// image_size and any loader error (missing or damaged files). Blocks on disk I/O; any thread.
+std::shared_ptr<const ExemplarSource> makeExemplarSource(const FewShotOptions& options);
 
 } // namespace icl
