@@ -272,3 +272,28 @@ TEST(FewShotExemplarSource, ErrorsNameTheProblem)
     icl::ImageDataset holes { 1, 1, { 1, 2 }, { 0, 2 }, { "a", "b", "c" } }; // class 1 has no image
     EXPECT_NE(errorOf([&] { icl::ImageExemplars(holes, "test"); }).find("class 1 (b) has no image"), std::string::npos);
 }
+
+#ifdef ICL_FASHION_MNIST_DIR
+// Debian's dataset-fashion-mnist as exemplar source (c), compiled in only where it is installed (see
+// tests/core/CMakeLists.txt). Expected: its documented 10 balanced classes of 1,000 test images, 28×28.
+TEST(FewShotExemplarSource, FashionMnistTestSetAsIdxSource)
+{
+    icl::FewShotOptions o;
+    o.n_classes = 8;
+    o.n_holdout = 2;
+    o.exemplar_source = "idx";
+    o.exemplar_path = std::string(ICL_FASHION_MNIST_DIR) + "/t10k-images-idx3-ubyte.gz";
+    o.exemplar_labels_path = std::string(ICL_FASHION_MNIST_DIR) + "/t10k-labels-idx1-ubyte.gz";
+    const icl::FewShotClassification task(o);
+    EXPECT_EQ(task.exemplarSource().numClasses(), 10);
+    EXPECT_EQ(task.exemplarShape(), (std::vector<int64_t> { 28, 28 }));
+    for (int64_t c = 0; c < 10; ++c)
+        EXPECT_EQ(task.exemplarSource().numExemplars(c), 1000);
+    EXPECT_EQ(task.sampleTraining(4, 0).exemplars.sizes(), (std::vector<int64_t> { 4, 9, 784 }));
+    o.image_size = 14; // 2×2 area averaging
+    const icl::FewShotClassification small(o);
+    EXPECT_EQ(small.exemplarShape(), (std::vector<int64_t> { 14, 14 }));
+    const torch::Tensor full = task.exemplar(3, 0).view({ 14, 2, 14, 2 }).mean({ 1, 3 }).flatten();
+    EXPECT_LE((small.exemplar(3, 0) - full).abs().max().item<double>(), 0.5 / 255 + 1e-12); // byte rounding
+}
+#endif
