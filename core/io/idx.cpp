@@ -58,6 +58,16 @@ std::string shapeText(const std::vector<int64_t>& shape)
     return s + "]";
 }
 
+// zlib's message without the "path: " it puts in front.
+std::string zlibMessage(gzFile file, const std::string& path)
+{
+    int code = 0;
+    std::string message = gzerror(file, &code);
+    if (message.rfind(path + ": ", 0) == 0)
+        message.erase(0, path.size() + 2);
+    return message;
+}
+
 // The whole file, decompressed when it is a gzip stream (zlib reads plain files unchanged).
 std::vector<uint8_t> readAll(const std::string& path)
 {
@@ -75,18 +85,16 @@ std::vector<uint8_t> readAll(const std::string& path)
         const size_t old = bytes.size();
         bytes.resize(old + kChunk);
         const int n = gzread(file.get(), bytes.data() + old, kChunk);
-        if (n < 0) {
-            int code = 0;
-            fail(path, std::string("damaged gzip stream (zlib: ") + gzerror(file.get(), &code) + ")");
-        }
+        if (n < 0)
+            fail(path, "damaged gzip stream (zlib: " + zlibMessage(file.get(), path) + ")");
         bytes.resize(old + size_t(n));
         if (n == 0)
             break;
     }
     int code = Z_OK;
-    const char* message = gzerror(file.get(), &code);
+    gzerror(file.get(), &code);
     if (code != Z_OK) // e.g. Z_BUF_ERROR "unexpected end of file" for a truncated .gz
-        fail(path, std::string("damaged gzip stream (zlib: ") + message + ")");
+        fail(path, "damaged gzip stream (zlib: " + zlibMessage(file.get(), path) + ")");
     return bytes;
 }
 

@@ -156,7 +156,7 @@ TEST(IdxFiles, DamagedGzipStream)
     fixtures::writeFile(dir.file("cut.gz"), gz);
     std::string message = errorOf([&] { icl::readIdxImages(dir.file("cut.gz")); });
     EXPECT_NE(message.find(dir.file("cut.gz")), std::string::npos) << message;
-    EXPECT_NE(message.find("damaged gzip stream"), std::string::npos) << message;
+    EXPECT_NE(message.find("damaged gzip stream (zlib: unexpected end of file)"), std::string::npos) << message;
 
     gz = fixtures::readFile(dir.file("images.gz"));
     gz[gz.size() - 6] ^= 0xFF; // the CRC-32 of the trailer
