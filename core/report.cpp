@@ -312,4 +312,47 @@ Figure probeFigure(const std::vector<ProbeCurve>& curves, const RunSummary& summ
     return f;
 }
 
+Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const std::map<std::string, std::string>& metadata)
+{
+    Figure f;
+    f.name = "lens";
+    f.title = "Regression lens: query prediction read out after each layer";
+    f.x_label = "residual stream (after the embedding and after each layer)";
+    f.y_label = "prediction ŷ_q";
+    f.metadata = runMetadata(summary);
+    f.metadata["checkpoint_step"] = std::to_string(lens.checkpoint_step);
+    for (const auto& [key, value] : metadata)
+        f.metadata[key] = value;
+    const size_t n = lens.prediction.size();
+    for (size_t l = 0; l < n; ++l) {
+        f.x_ticks.push_back(double(l));
+        f.x_tick_labels.push_back(l < lens.layer_labels.size() ? lens.layer_labels[l] : std::to_string(l));
+    }
+    Series model;
+    model.name = "model (regression lens)";
+    for (size_t l = 0; l < n; ++l) {
+        model.x.push_back(double(l));
+        model.y.push_back(lens.prediction[l]);
+    }
+    f.series.push_back(std::move(model));
+    auto flat = [&](const std::string& name, double value) {
+        Series s;
+        s.name = name;
+        s.style = Series::Style::Dashed;
+        s.x = {0.0, double(n == 0 ? 0 : n - 1)};
+        s.y = {value, value};
+        f.series.push_back(std::move(s));
+    };
+    for (const PredictorValue& r : lens.references) {
+        std::string name = r.name;
+        if (name.rfind("gd_", 0) == 0)
+            name = "GD, " + name.substr(3) + (name.substr(3) == "1" ? " step" : " steps");
+        else if (name == "least_squares")
+            name = "least squares";
+        flat(name, r.prediction);
+    }
+    flat("target y_q", lens.target);
+    return f;
+}
+
 } // namespace icl

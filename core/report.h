@@ -9,6 +9,7 @@
 #include "core/types/figure.h"
 #include "core/types/figure_csv.h"
 #include "core/types/icl_curve.h"
+#include "core/types/inspection.h"
 #include "core/types/probe.h"
 #include "core/types/run_summary.h"
 
@@ -43,5 +44,12 @@ Figure oodFigure(const OodCurve& curve, const RunSummary& summary);
 /// embedding, l + 1 after block l, ticks labelled "embed", "block 0", …), one line per target; 1 means
 /// the probe does no better than predicting the mean. The curves should share one kind of position.
 Figure probeFigure(const std::vector<ProbeCurve>& curves, const RunSummary& summary);
+
+/// Regression lens (issue 5): the read-out of the residual stream at the query after the embedding and
+/// after each layer (x = 0, 1, …, L with ticks "embed", "layer 0", …), with each reference predictor on
+/// the same prompt (GD-k, ridge, least squares, zero, oracle) and the true label y_q as horizontal dashed
+/// lines. `metadata` (prompt seed, checkpoint) is merged into the run's metadata.
+Figure lensFigure(const RegressionLens& lens, const RunSummary& summary,
+                  const std::map<std::string, std::string>& metadata = {});
 
 } // namespace icl

@@ -6,6 +6,8 @@
 
 #include "core/error.h"
 #include "core/types/figure_csv.h"
+#include "core/types/matrix_csv.h"
+#include "widgets/heatmap_view.h"
 #include "widgets/plot_export.h"
 #include "widgets/plot_view.h"
 
@@ -55,6 +57,30 @@ bool exportFigure(
     view.resize(kExportLogicalWidth, kExportLogicalHeight);
     view.plot()->resize(kExportLogicalWidth, kExportLogicalHeight);
     return writePlotFile(view.plot(), path, format, dpi, figure.title, figure.metadata, error);
+}
+
+bool exportMatrix(const icl::Matrix& matrix, const std::map<std::string, std::string>& metadata,
+    const std::string& path, const std::string& format, int dpi, double color_limit, std::string* error)
+{
+    if (format != "png" && format != "svg" && format != "pdf" && format != "csv")
+        return fail(error, "unknown export format \"" + format + "\" (expected png, svg, pdf or csv)");
+    if (format == "png" && (dpi < 10 || dpi > 2400))
+        return fail(error, "dpi: expected 10..2400, got " + std::to_string(dpi));
+    if (format != "csv" && !ensureExportApplication(error))
+        return false;
+    if (format == "csv") {
+        try {
+            icl::writeMatrixCsv(matrix, metadata, path);
+        } catch (const icl::Error& e) {
+            return fail(error, e.what());
+        }
+        return true;
+    }
+    HeatmapView view;
+    view.setMatrix(matrix);
+    view.setMetadata(metadata);
+    view.setColorLimit(color_limit);
+    return view.exportTo(path, format, dpi, error);
 }
 
 } // namespace icl::widgets

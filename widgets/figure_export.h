@@ -2,9 +2,11 @@
 // Publication export of an icl::Figure. This header is deliberately free of Qt (and of torch), so
 // the CLI can call it from any translation unit.
 
+#include <map>
 #include <string>
 
 #include "core/types/figure.h"
+#include "core/types/matrix.h"
 
 namespace icl::widgets {
 
@@ -29,5 +31,12 @@ int exportPixelHeight(int dpi);
 /// so headless callers such as icl-cli need no Qt code of their own.
 bool exportFigure(
     const icl::Figure& figure, const std::string& path, const std::string& format, int dpi, std::string* error);
+
+/// Writes `matrix` as a heatmap (HeatmapView: diverging colour scale symmetric around 0 with its legend,
+/// row/column labels, title, metadata caption) to `path` as "png" (at `dpi`), "svg", "pdf" or "csv"
+/// (icl::matrixCsv). `color_limit` L maps values to [−L, L]; L <= 0 means max |value|. Returns false and
+/// sets `*error` on failure. Thread affinity: as exportFigure.
+bool exportMatrix(const icl::Matrix& matrix, const std::map<std::string, std::string>& metadata,
+    const std::string& path, const std::string& format, int dpi, double color_limit, std::string* error);
 
 } // namespace icl::widgets

@@ -19,6 +19,7 @@
 
 #include <qcustomplot.h>
 
+#include "core/types/matrix_csv.h"
 #include "widgets/plot_export.h"
 
 namespace icl::widgets {
@@ -43,25 +44,6 @@ QCPColorGradient divergingGradient()
     g.setColorInterpolation(QCPColorGradient::ciRGB);
     g.setNanHandling(QCPColorGradient::nhTransparent);
     return g;
-}
-
-std::string csvField(const std::string& s)
-{
-    if (s.find_first_of(",\"\n") == std::string::npos)
-        return s;
-    std::string q = "\"";
-    for (char c : s)
-        q += (c == '"') ? std::string("\"\"") : std::string(1, c);
-    return q + "\"";
-}
-
-std::string csvNumber(double v)
-{
-    if (std::isnan(v))
-        return std::string();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.9g", v);
-    return buf;
 }
 
 } // namespace
@@ -307,24 +289,7 @@ void HeatmapView::replotNow()
 
 std::string HeatmapView::matrixCsv(const icl::Matrix& matrix, const std::map<std::string, std::string>& metadata)
 {
-    std::ostringstream out;
-    out << "# title: " << matrix.name << "\n";
-    for (const auto& [key, value] : metadata)
-        out << "# " << key << ": " << value << "\n";
-    auto label = [](const std::vector<std::string>& labels, int64_t i) {
-        return size_t(i) < labels.size() ? labels[size_t(i)] : std::to_string(i + 1);
-    };
-    out << "row";
-    for (int64_t c = 0; c < matrix.cols; ++c)
-        out << "," << csvField(label(matrix.col_labels, c));
-    out << "\n";
-    for (int64_t r = 0; r < matrix.rows; ++r) {
-        out << csvField(label(matrix.row_labels, r));
-        for (int64_t c = 0; c < matrix.cols; ++c)
-            out << "," << (size_t(r * matrix.cols + c) < matrix.data.size() ? csvNumber(matrix.at(r, c)) : "");
-        out << "\n";
-    }
-    return out.str();
+    return icl::matrixCsv(matrix, metadata);
 }
 
 bool HeatmapView::exportTo(const std::string& path, const std::string& format, int dpi, std::string* error) const

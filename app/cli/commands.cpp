@@ -72,7 +72,7 @@ void printBaselines(const std::map<std::string, double>& baselines, double model
     for (const auto& [name, value] : baselines)
         std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << fmt(value) << "\n";
     // The reference of a K-layer model is K steps of GD (and GD++ when fitted).
-    for (const std::string ref : {"gd_" + std::to_string(layers), "gdpp_" + std::to_string(layers)}) {
+    for (const std::string& ref : {"gd_" + std::to_string(layers), "gdpp_" + std::to_string(layers)}) {
         auto it = baselines.find(ref);
         if (it != baselines.end() && it->second > 0)
             std::cout << "model / " << ref << " = " << fmt(model / it->second, 4) << "\n";
@@ -311,6 +311,7 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
     std::string names;
     for (const auto& n : availablePlots(s))
         names += (names.empty() ? "" : ", ") + n;
+    names += ", attention, lens, patching";
     throw Error("--plot " + plot + ": unknown plot for this experiment (available: " + names + ")");
 }
 
@@ -322,8 +323,12 @@ int runExport(const ExportArgs& args)
     if (ext != "." + args.format)
         throw Error("--out " + args.out + ": expected a file name ending in ." + args.format + " for --format "
                     + args.format);
-    const Figure f = figureByName(args.path, args.plot, args.checkpoint);
-    exportPlot(f, args.out, args.format, args.dpi);
+    if (isInspectorPlot(args.plot)) {
+        exportInspectorPlot(args);
+    } else {
+        const Figure f = figureByName(args.path, args.plot, args.checkpoint);
+        exportPlot(f, args.out, args.format, args.dpi);
+    }
     std::cerr << "wrote " << args.out << "\n";
     return 0;
 }
@@ -716,6 +721,12 @@ int runKernel(const AnalyzeArgs& args)
 
 int runAnalyze(const AnalyzeArgs& args)
 {
+    if (args.kind == "attention")
+        return runAttention(args);
+    if (args.kind == "lens")
+        return runLens(args);
+    if (args.kind == "patching")
+        return runPatching(args);
     if (args.kind == "kernel")
         return runKernel(args);
     if (args.kind == "copy")

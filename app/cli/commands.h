@@ -42,6 +42,11 @@ struct ExportArgs {
     std::string out;
     int dpi = 300;
     int64_t checkpoint = -1;
+    uint64_t prompt_seed = 0;            ///< attention, lens, patching: seed of the prompt
+    int64_t layer = 0;                   ///< attention: 0-based layer of the head drawn
+    int64_t head = 0;                    ///< attention: 0-based head
+    std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
+    int64_t example = 0;                 ///< patching: change_label's example index i (0-based)
 };
 int runExport(const ExportArgs& args);
 
@@ -82,8 +87,20 @@ struct AnalyzeArgs {
     double w_scale = 0.0;           ///< paste: τ of w ~ N(0, τ²I_d); 0 = the parent's task.w_scale
     bool init_from_parent = false;  ///< paste: PastingOptions::copy_parent_embedding
     bool force = false;             ///< paste: replace an existing output file
-    std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name)
+    std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name); attention, lens, patching: CSV of the result
+    uint64_t prompt_seed = 0;       ///< attention, lens, patching: seed of the prompt (Inspector::samplePrompt)
+    std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
+    int64_t example = 0;            ///< patching: change_label's example index i (0-based)
 };
 int runAnalyze(const AnalyzeArgs& args);
+
+/// The inspector's analyses (inspector_commands.cpp): one prompt drawn from --prompt-seed.
+int runAttention(const AnalyzeArgs& args);
+int runLens(const AnalyzeArgs& args);
+int runPatching(const AnalyzeArgs& args);
+/// True for the plots `export` draws through the inspector: "attention", "patching", "lens".
+bool isInspectorPlot(const std::string& plot);
+/// Exports one of those plots (ExportArgs: prompt seed, layer/head, corruption).
+void exportInspectorPlot(const ExportArgs& args);
 
 } // namespace icl::cli

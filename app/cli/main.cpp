@@ -87,13 +87,23 @@ int main(int argc, char** argv)
     ExportArgs exp;
     auto* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
     x->add_option("file", exp.path, "experiment file")->required();
-    x->add_option("--plot", exp.plot, "plot name: loss, icl_curve, alignment, eta_scan")->required();
+    x->add_option("--plot", exp.plot,
+                  "plot name: loss, icl_curve, alignment, eta_scan, attention (one head: --layer, --head), lens, "
+                  "patching (--corruption, --example); the last three on the prompt of --prompt-seed")
+        ->required();
     x->add_option("--format", exp.format, "png, svg, pdf or csv")
         ->required()
         ->check(CLI::IsMember({"png", "svg", "pdf", "csv"}));
     x->add_option("--out", exp.out, "output file")->required();
     x->add_option("--dpi", exp.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
-    x->add_option("--checkpoint", exp.checkpoint, "checkpoint step for icl_curve (default: last)");
+    x->add_option("--checkpoint", exp.checkpoint, "checkpoint step for icl_curve, attention, lens, patching (default: last)");
+    x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)");
+    x->add_option("--layer", exp.layer, "attention: 0-based layer of the head (default 0)")->check(CLI::NonNegativeNumber);
+    x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(CLI::NonNegativeNumber);
+    x->add_option("--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")
+        ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
+    x->add_option("--example", exp.example, "patching: index i (0-based) of the label change_label changes (default 0)")
+        ->check(CLI::NonNegativeNumber);
 
     ReportArgs report;
     auto* r = app.add_subcommand("report", "every plot that fits the experiment, plus summary.json");
@@ -105,9 +115,19 @@ int main(int argc, char** argv)
     AnalyzeArgs analyze;
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     a->add_option("file", analyze.path, "experiment file")->required();
-    a->add_option("analysis", analyze.kind, "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe or paste")
+    a->add_option("analysis", analyze.kind,
+                  "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe, paste, attention, lens or patching")
         ->required()
-        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe", "paste"}));
+        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe", "paste",
+                               "attention", "lens", "patching"}));
+    a->add_option("--prompt-seed", analyze.prompt_seed,
+                  "attention, lens, patching: seed of the prompt drawn from the run's task (default 0)");
+    a->add_option("--corruption", analyze.corruption,
+                  "patching: how the corrupted prompt differs: change_label (one y_i), different_w (all labels from "
+                  "another w) or shuffle_pairs (labels permuted) (default change_label)")
+        ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
+    a->add_option("--example", analyze.example, "patching: index i (0-based) of the label change_label changes (default 0)")
+        ->check(CLI::NonNegativeNumber);
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
                   "gd-alignment: reference algorithm: the run's own (eval.alignment[0], else gd; the default), gd or "
@@ -117,7 +137,8 @@ int main(int argc, char** argv)
                   "number of prompts (default: the run's evaluation prompts; kernel: the first 128 of them)")
         ->check(atLeast(1));
     a->add_option("--seed", analyze.seed,
-                  "prompt seed (default 0: the run's own evaluation prompts); kernel: seed of the random features");
+                  "prompt seed (default 0: the run's own evaluation prompts); kernel: seed of the random features; "
+                  "patching: seed of the corruption's random draws (default 0)");
     a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(atLeast(1));
     a->add_flag("--json", analyze.json, "one JSON object on stdout");
     a->add_option("--k", analyze.k, "eta-scan: number of GD steps (default: the model's layers)")
@@ -164,7 +185,8 @@ int main(int argc, char** argv)
                 "transformer1, ℓ ≥ 1: also its block ℓ − 1) instead of GPT-2's random initialisation");
     a->add_option("--out", analyze.out,
                   "paste: experiment file for the pasted model (default RUN.paste-l<ℓ>-<embedding>.h5); an existing "
-                  "file needs --force; removed again if the run is interrupted or fails");
+                  "file needs --force; removed again if the run is interrupted or fails. attention, lens, patching: "
+                  "CSV of the patterns / lens / patching effect");
     a->add_flag("--force", analyze.force, "paste: replace an existing --out file");
 
     try {

@@ -2,9 +2,11 @@
 // Plot export for the CLI. PNG/SVG/PDF render through the GUI's QCustomPlot views off-screen
 // (only when built with ICL_BUILD_GUI); CSV always works.
 
+#include <map>
 #include <string>
 
 #include "core/types/figure.h"
+#include "core/types/matrix.h"
 
 namespace icl::cli {
 
@@ -14,5 +16,11 @@ bool plotImagesAvailable();
 /// Writes `figure` as `format` ("png", "svg", "pdf", "csv") to `path`. Throws icl::Error on failure
 /// or when images are requested from a build without the GUI.
 void exportPlot(const Figure& figure, const std::string& path, const std::string& format, int dpi);
+
+/// Writes `matrix` as a heatmap (colour scale symmetric around 0; `color_limit` <= 0: max |value|) in
+/// `format` ("png", "svg", "pdf", "csv") to `path`, with `metadata` in the file. Throws icl::Error on
+/// failure or when images are requested from a build without the GUI.
+void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string>& metadata, const std::string& path,
+                   const std::string& format, int dpi, double color_limit = 0.0);
 
 } // namespace icl::cli

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "core/types/figure_csv.h"
+#include "core/types/matrix_csv.h"
 
 namespace icl::cli {
 
@@ -14,6 +15,15 @@ void exportPlot(const Figure& figure, const std::string& path, const std::string
 {
     if (format == "csv")
         return writeFigureCsv(figure, path);
+    throw Error("--format " + format + ": this icl-cli was built without the GUI (ICL_BUILD_GUI=OFF); only csv "
+                "export is available");
+}
+
+void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string>& metadata, const std::string& path,
+                   const std::string& format, int, double)
+{
+    if (format == "csv")
+        return writeMatrixCsv(matrix, metadata, path);
     throw Error("--format " + format + ": this icl-cli was built without the GUI (ICL_BUILD_GUI=OFF); only csv "
                 "export is available");
 }

@@ -50,4 +50,14 @@ void exportPlot(const Figure& figure, const std::string& path, const std::string
         throw Error(path + ": " + error);
 }
 
+void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string>& metadata, const std::string& path,
+                   const std::string& format, int dpi, double color_limit)
+{
+    if (format != "csv")
+        ensureApplication();
+    std::string error;
+    if (!icl::widgets::exportMatrix(matrix, metadata, path, format, dpi, color_limit, &error))
+        throw Error(path + ": " + error);
+}
+
 } // namespace icl::cli

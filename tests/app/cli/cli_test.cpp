@@ -277,3 +277,136 @@ TEST(Cli, AnalyzePasteJson)
 }
 
 } // namespace
+
+// Solves the square system A w = b (row-major, n × n) by Gaussian elimination with partial pivoting;
+// an independent least-squares solution for a square, full-rank in-context design.
+std::vector<double> solveSquare(std::vector<std::vector<double>> a, std::vector<double> b)
+{
+    const size_t n = b.size();
+    for (size_t c = 0; c < n; ++c) {
+        size_t p = c;
+        for (size_t r = c + 1; r < n; ++r)
+            if (std::abs(a[r][c]) > std::abs(a[p][c]))
+                p = r;
+        std::swap(a[c], a[p]);
+        std::swap(b[c], b[p]);
+        for (size_t r = c + 1; r < n; ++r) {
+            const double f = a[r][c] / a[c][c];
+            for (size_t k = c; k < n; ++k)
+                a[r][k] -= f * a[c][k];
+            b[r] -= f * b[c];
+        }
+    }
+    std::vector<double> w(n);
+    for (size_t i = n; i-- > 0;) {
+        double s = b[i];
+        for (size_t k = i + 1; k < n; ++k)
+            s -= a[i][k] * w[k];
+        w[i] = s / a[i][i];
+    }
+    return w;
+}
+
+// The inspector from the command line on a 1-layer LSA run (d = N = 5): the predictions of `analyze
+// attention` agree with least squares and one GD step computed here from the printed prompt; the lens
+// ends at the model's prediction; patching matches the closed form of a linear layer; the CSV outputs
+// and exported figures carry the data.
+TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
+{
+    const std::string out = temp("cli_inspect.h5");
+    const Result tr = run(std::string("train") + kTiny + " --steps 200 --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    const Result a = run("analyze " + out + " attention --prompt-seed 3 --json");
+    ASSERT_EQ(a.code, 0) << a.err;
+    const auto j = nlohmann::json::parse(a.out);
+    EXPECT_EQ(j["analysis"], "attention");
+    EXPECT_EQ(j["checkpoint_step"], 200);
+    EXPECT_EQ(j["n_layers"], 1);
+    EXPECT_EQ(j["token_labels"].size(), 6u);  // e₁ … e₅, query
+    EXPECT_EQ(j["key_labels"].size(), 5u);    // linear attention reads the in-context tokens only
+    ASSERT_EQ(j["patterns"].size(), 1u);
+    EXPECT_EQ(j["patterns"][0].size(), 6u);
+
+    // Least squares on the square system X w = y, then ŷ = ⟨w, x_q⟩.
+    const auto& x = j["prompt"]["x"];
+    const auto& y = j["prompt"]["y"];
+    std::vector<std::vector<double>> X;
+    std::vector<double> Y;
+    for (int i = 0; i < 5; ++i) {
+        X.push_back(x[i].get<std::vector<double>>());
+        Y.push_back(y[i].get<double>());
+    }
+    const std::vector<double> xq = x[5].get<std::vector<double>>();
+    const double yq = y[5].get<double>();
+    const std::vector<double> w = solveSquare(X, Y);
+    double ls = 0;
+    for (int k = 0; k < 5; ++k)
+        ls += w[size_t(k)] * xq[size_t(k)];
+    const auto& p = j["predictions"];
+    EXPECT_NEAR(p["least_squares"]["prediction"].get<double>(), ls, 1e-6);
+    EXPECT_NEAR(p["least_squares"]["error"].get<double>(), 0.5 * (ls - yq) * (ls - yq), 1e-6);
+    EXPECT_DOUBLE_EQ(j["target"].get<double>(), yq);
+
+    // One GD step from 0 with the run's fitted η: ŷ = (η/N)·Σ y_i ⟨x_i, x_q⟩ (von Oswald et al. Prop. 1).
+    const auto info = nlohmann::json::parse(run("info " + out + " --json").out);
+    const double eta = info["final"]["baselines"]["eta_gd_1"].get<double>();
+    double gd = 0;
+    for (int i = 0; i < 5; ++i) {
+        double dot = 0;
+        for (int k = 0; k < 5; ++k)
+            dot += X[size_t(i)][size_t(k)] * xq[size_t(k)];
+        gd += eta / 5.0 * Y[size_t(i)] * dot;
+    }
+    EXPECT_NEAR(p["gd_1"]["prediction"].get<double>(), gd, 1e-5);
+
+    const Result l = run("analyze " + out + " lens --prompt-seed 3 --json");
+    ASSERT_EQ(l.code, 0) << l.err;
+    const auto lens = nlohmann::json::parse(l.out);
+    ASSERT_EQ(lens["prediction"].size(), 2u);  // embed, layer 0
+    EXPECT_DOUBLE_EQ(lens["prediction"][1].get<double>(), p["model"]["prediction"].get<double>());
+
+    // A linear layer is linear in each context token: with only y_2 changed, patching the clean e_2 before
+    // the layer restores the clean prediction exactly and every other position does nothing.
+    const std::string csv = temp("cli_patching.csv");
+    const Result pa = run("analyze " + out + " patching --prompt-seed 3 --corruption change_label --example 2 --json --out "
+                          + csv);
+    ASSERT_EQ(pa.code, 0) << pa.err;
+    const auto patch = nlohmann::json::parse(pa.out);
+    const auto& effect = patch["patching_effect"];
+    ASSERT_EQ(effect.size(), 2u);
+    ASSERT_EQ(effect[0].size(), 6u);
+    for (int t = 0; t < 6; ++t)
+        EXPECT_NEAR(effect[0][t].get<double>(), t == 2 ? 1.0 : 0.0, 1e-4) << "position " << t;
+    EXPECT_NEAR(effect[1][5].get<double>(), 1.0, 1e-4) << "the clean final residual stream at the query";
+    // Each context token enters a one-layer LSA's query output through its own separable term, so for any
+    // corruption the effects of patching single tokens before the layer add up to the whole change (1).
+    const auto shuffled = nlohmann::json::parse(
+        run("analyze " + out + " patching --prompt-seed 3 --corruption shuffle_pairs --seed 4 --json").out);
+    double sum = 0;
+    for (int t = 0; t < 6; ++t)
+        sum += shuffled["patching_effect"][0][t].get<double>();
+    EXPECT_NEAR(sum, 1.0, 1e-4);
+    std::ifstream f(csv);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    EXPECT_NE(ss.str().find("# corruption: change_label"), std::string::npos) << ss.str();
+
+    // Exports: the lens as CSV holds the plotted predictions; figures are written with their labels.
+    const std::string lensCsv = temp("cli_lens.csv");
+    ASSERT_EQ(run("export " + out + " --plot lens --prompt-seed 3 --format csv --out " + lensCsv).code, 0);
+    std::ifstream lf(lensCsv);
+    std::stringstream ls2;
+    ls2 << lf.rdbuf();
+    EXPECT_NE(ls2.str().find("model (regression lens)"), std::string::npos);
+    const std::string svg = temp("cli_attention.svg");
+    const Result ex = run("export " + out + " --plot attention --layer 0 --head 0 --format svg --out " + svg);
+    ASSERT_EQ(ex.code, 0) << ex.err;
+    std::ifstream sf(svg);
+    std::stringstream svgText;
+    svgText << sf.rdbuf();
+    EXPECT_NE(svgText.str().find("attention pattern, layer 0, head 0"), std::string::npos) << "the title";
+    EXPECT_NE(svgText.str().find("prompt_seed: 0"), std::string::npos) << "the prompt in the metadata";
+    expectOneLineError(run("export " + out + " --plot attention --layer 3 --format csv --out " + temp("x.csv")),
+                       "--layer 3");
+    expectOneLineError(run("analyze " + out + " attention --out " + temp("x.txt")), "writes .csv files");
+}

@@ -1,0 +1,348 @@
+// icl-cli analyze RUN.h5 attention|patching|lens, and the export of their plots: the interactive
+// inspector (core/analysis/inspector.h) run headless on one prompt drawn from --prompt-seed.
+#include "commands.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/analysis/inspector.h"
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "core/report.h"
+#include "core/training/trainer.h"
+#include "core/types/matrix_csv.h"
+#include "plot_export.h"
+#include "progress_bar.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace icl::cli {
+
+namespace {
+
+json number(double v)
+{
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
+
+std::string extensionOf(const std::string& path)
+{
+    std::string ext = fs::path(path).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return ext;
+}
+
+/// Metadata written into exported files and CSV headers: the experiment, checkpoint and prompt seed.
+std::map<std::string, std::string> promptMetadata(const std::string& path, int64_t step, uint64_t promptSeed)
+{
+    return {{"experiment", path}, {"checkpoint_step", std::to_string(step)}, {"prompt_seed", std::to_string(promptSeed)}};
+}
+
+json predictionsJson(const std::vector<PredictorValue>& values)
+{
+    json out = json::object();
+    for (const PredictorValue& p : values)
+        out[p.name] = {{"prediction", number(p.prediction)}, {"error", number(p.error)}};
+    return out;
+}
+
+json promptJson(const Prompt& p)
+{
+    return {{"x", p.x}, {"y", p.y}, {"noise_std", p.noise_std}, {"seed", p.seed}};
+}
+
+/// `text` right-aligned in `width` terminal columns (counts UTF-8 code points, so "e₁₀" is 3 wide).
+std::string padLeft(const std::string& text, size_t width)
+{
+    size_t columns = 0;
+    for (unsigned char c : text)
+        columns += (c & 0xC0) != 0x80;
+    return std::string(width > columns ? width - columns : 0, ' ') + text;
+}
+
+void printPredictions(const std::vector<PredictorValue>& values, double target)
+{
+    std::printf("  %-22s %12s %12s\n", "predictor", "ŷ_q", "error");
+    for (const PredictorValue& p : values)
+        std::printf("  %-22s %12.5f %12.5f\n", p.name.c_str(), p.prediction, p.error);
+    std::printf("  %-22s %12.5f\n", "target y_q", target);
+}
+
+void requireOutExtension(const std::string& out, std::initializer_list<const char*> allowed, const std::string& what)
+{
+    const std::string ext = extensionOf(out);
+    std::string names;
+    for (const char* a : allowed) {
+        if (ext == a)
+            return;
+        names += std::string(names.empty() ? "" : " or ") + a;
+    }
+    throw Error("--out " + out + ": " + what + " writes " + names + " files");
+}
+
+/// Attention patterns of every head as CSV in long form: layer, head, query_token, key_token, weight.
+void writeAttentionCsv(const Inspection& view, const std::map<std::string, std::string>& metadata,
+                       const std::string& path)
+{
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f)
+        throw Error("cannot write " + path);
+    f << "# title: attention patterns\n";
+    for (const auto& [key, value] : metadata)
+        f << "# " << key << ": " << value << "\n";
+    f << "layer,head,query_index,query_token,key_index,key_token,weight\n";
+    char buf[64];
+    for (size_t i = 0; i < view.patterns.size(); ++i) {
+        const Matrix& m = view.patterns[i];
+        const int64_t layer = int64_t(i) / std::max<int64_t>(1, view.n_heads);
+        const int64_t head = int64_t(i) % std::max<int64_t>(1, view.n_heads);
+        for (int64_t r = 0; r < m.rows; ++r)
+            for (int64_t c = 0; c < m.cols; ++c) {
+                std::snprintf(buf, sizeof buf, "%.9g", m.at(r, c));
+                f << layer << "," << head << "," << r << "," << view.token_labels.at(size_t(r)) << "," << c << ","
+                  << view.key_labels.at(size_t(c)) << "," << buf << "\n";
+            }
+    }
+    if (!f)
+        throw Error("failed writing " + path);
+}
+
+/// The pattern of one head with its token labels, named for a heatmap.
+Matrix headPattern(const Inspection& view, int64_t layer, int64_t head)
+{
+    if (layer < 0 || layer >= view.n_layers)
+        throw Error("--layer " + std::to_string(layer) + ": the model has layers 0.." + std::to_string(view.n_layers - 1));
+    if (head < 0 || head >= view.n_heads)
+        throw Error("--head " + std::to_string(head) + ": the model has heads 0.." + std::to_string(view.n_heads - 1));
+    Matrix m = view.patterns.at(size_t(layer * view.n_heads + head));
+    m.name = "attention pattern, layer " + std::to_string(layer) + ", head " + std::to_string(head)
+             + " (rows: query tokens, columns: key tokens)";
+    m.row_labels = view.token_labels;
+    m.col_labels = view.key_labels;
+    return m;
+}
+
+PatchingOptions patchingOptions(const std::string& corruption, int64_t example, uint64_t seed)
+{
+    PatchingOptions o;
+    o.corruption = corruptionFromName(corruption);
+    o.example = example;
+    o.seed = seed;
+    return o;
+}
+
+PatchingResult runPatchingWithProgress(Inspector& inspector, const Prompt& clean, const PatchingOptions& o)
+{
+    ProgressBar bar("patching");
+    const PatchingResult r = inspector.patching(clean, o, [&](int64_t done, int64_t total) {
+        bar.update(done, total);
+        return true;
+    });
+    bar.finish();
+    return r;
+}
+
+} // namespace
+
+int runAttention(const AnalyzeArgs& args)
+{
+    if (!args.out.empty())
+        requireOutExtension(args.out, {".csv"}, "attention");
+    configureThreads(args.threads);
+    Inspector inspector(args.path, args.checkpoint);
+    const Prompt prompt = inspector.samplePrompt(args.prompt_seed);
+    const Inspection view = inspector.inspect(prompt);
+    const auto metadata = promptMetadata(args.path, view.checkpoint_step, args.prompt_seed);
+    if (!args.out.empty())
+        writeAttentionCsv(view, metadata, args.out);
+    if (args.json) {
+        json heads = json::array();
+        for (const HeadSummary& h : view.heads)
+            heads.push_back({{"layer", h.layer},
+                             {"head", h.head},
+                             {"entropy", number(h.entropy)},
+                             {"copy_mass", number(h.copy_mass)},
+                             {"query_to_example", h.query_to_example}});
+        json patterns = json::array();
+        for (const Matrix& m : view.patterns) {
+            json rows = json::array();
+            for (int64_t r = 0; r < m.rows; ++r)
+                rows.push_back(std::vector<double>(m.data.begin() + r * m.cols, m.data.begin() + (r + 1) * m.cols));
+            patterns.push_back(rows);
+        }
+        json out = {{"analysis", "attention"},
+                    {"checkpoint_step", view.checkpoint_step},
+                    {"prompt_seed", args.prompt_seed},
+                    {"n_layers", view.n_layers},
+                    {"n_heads", view.n_heads},
+                    {"token_labels", view.token_labels},
+                    {"key_labels", view.key_labels},
+                    {"softmax_head", view.softmax_head},
+                    {"target", view.target},
+                    {"predictions", predictionsJson(view.predictions)},
+                    {"heads", heads},
+                    {"patterns", patterns},
+                    {"prompt", promptJson(prompt)}};
+        if (!args.out.empty())
+            out["out"] = args.out;
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << "attention of " << args.path << " at checkpoint " << view.checkpoint_step << " on prompt seed "
+              << args.prompt_seed << " (" << view.n_layers << (view.n_layers == 1 ? " layer × " : " layers × ")
+              << view.n_heads << (view.n_heads == 1 ? " head, " : " heads, ")
+              << view.token_labels.size() << " tokens, " << view.key_labels.size() << " keys):\n";
+    printPredictions(view.predictions, view.target);
+    std::vector<HeadSummary> heads = view.heads;
+    const bool interleaved = !heads.empty() && std::isfinite(heads.front().copy_mass);
+    std::stable_sort(heads.begin(), heads.end(), [&](const HeadSummary& a, const HeadSummary& b) {
+        return interleaved ? a.copy_mass > b.copy_mass : a.entropy < b.entropy;
+    });
+    std::cout << "  heads (sorted by " << (interleaved ? "copy mass" : "entropy") << "):\n"
+              << "    layer head   entropy   copy mass   query→example (largest)\n";
+    for (const HeadSummary& h : heads) {
+        const auto best = std::max_element(h.query_to_example.begin(), h.query_to_example.end());
+        std::printf("    %5lld %4lld %9.4f %11.4f   ", static_cast<long long>(h.layer), static_cast<long long>(h.head),
+                    h.entropy, h.copy_mass);
+        if (best != h.query_to_example.end())
+            std::printf("example %lld: %.4f", static_cast<long long>(best - h.query_to_example.begin() + 1), *best);
+        std::printf("\n");
+    }
+    if (!args.out.empty())
+        std::cout << "  patterns written to " << args.out << "\n";
+    return 0;
+}
+
+int runLens(const AnalyzeArgs& args)
+{
+    if (!args.out.empty())
+        requireOutExtension(args.out, {".csv"}, "lens");
+    configureThreads(args.threads);
+    Inspector inspector(args.path, args.checkpoint);
+    const Prompt prompt = inspector.samplePrompt(args.prompt_seed);
+    const RegressionLens lens = inspector.lens(prompt);
+    if (!args.out.empty()) {
+        const Figure f = lensFigure(lens, inspector.summary(), {{"prompt_seed", std::to_string(args.prompt_seed)}});
+        exportPlot(f, args.out, "csv", 0);
+    }
+    if (args.json) {
+        json out = {{"analysis", "lens"},
+                    {"checkpoint_step", lens.checkpoint_step},
+                    {"prompt_seed", args.prompt_seed},
+                    {"layer_labels", lens.layer_labels},
+                    {"prediction", lens.prediction},
+                    {"target", lens.target},
+                    {"references", predictionsJson(lens.references)},
+                    {"prompt", promptJson(prompt)}};
+        std::cout << out.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << "regression lens of " << args.path << " at checkpoint " << lens.checkpoint_step << " on prompt seed "
+              << args.prompt_seed << " (read-out of the residual stream at the query):\n";
+    for (size_t l = 0; l < lens.prediction.size(); ++l)
+        std::printf("  %-12s %12.5f\n", l < lens.layer_labels.size() ? lens.layer_labels[l].c_str() : "?",
+                    lens.prediction[l]);
+    std::cout << " references on the same prompt:\n";
+    printPredictions(lens.references, lens.target);
+    return 0;
+}
+
+int runPatching(const AnalyzeArgs& args)
+{
+    if (!args.out.empty())
+        requireOutExtension(args.out, {".csv"}, "patching");
+    configureThreads(args.threads);
+    Inspector inspector(args.path, args.checkpoint);
+    const Prompt clean = inspector.samplePrompt(args.prompt_seed);
+    const PatchingOptions o = patchingOptions(args.corruption, args.example, args.seed);
+    const PatchingResult r = runPatchingWithProgress(inspector, clean, o);
+    auto metadata = promptMetadata(args.path, r.checkpoint_step, args.prompt_seed);
+    metadata["corruption"] = r.corruption;
+    if (!args.out.empty())
+        writeMatrixCsv(r.effect, metadata, args.out);
+    if (args.json) {
+        json effect = json::array();
+        for (int64_t i = 0; i < r.effect.rows; ++i) {
+            json row = json::array();
+            for (int64_t j = 0; j < r.effect.cols; ++j)
+                row.push_back(number(r.effect.at(i, j)));
+            effect.push_back(row);
+        }
+        std::cout << json{{"analysis", "patching"},
+                          {"checkpoint_step", r.checkpoint_step},
+                          {"prompt_seed", args.prompt_seed},
+                          {"corruption", r.corruption},
+                          {"example", o.example},
+                          {"seed", o.seed},
+                          {"clean_prediction", number(r.clean_prediction)},
+                          {"corrupted_prediction", number(r.corrupted_prediction)},
+                          {"n_prompts", r.n_prompts},
+                          {"n_skipped", r.n_skipped},
+                          {"layer_labels", r.effect.row_labels},
+                          {"token_labels", r.effect.col_labels},
+                          {"patching_effect", effect}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "activation patching of " << args.path << " at checkpoint " << r.checkpoint_step << " on prompt seed "
+              << args.prompt_seed << " (" << r.corruption << "): clean ŷ_q " << r.clean_prediction << ", corrupted "
+              << r.corrupted_prediction << "\n"
+              << "  effect of patching the clean residual stream (0 = corrupted, 1 = clean):\n";
+    std::printf("  %-24s", "");
+    for (const auto& c : r.effect.col_labels)
+        std::printf(" %s", padLeft(c, 7).c_str());
+    std::printf("\n");
+    for (int64_t i = 0; i < r.effect.rows; ++i) {
+        std::printf("  %-24s", size_t(i) < r.effect.row_labels.size() ? r.effect.row_labels[size_t(i)].c_str() : "");
+        for (int64_t j = 0; j < r.effect.cols; ++j)
+            std::printf(" %7.3f", std::abs(r.effect.at(i, j)) < 5e-4 ? 0.0 : r.effect.at(i, j));  // no "-0.000"
+        std::printf("\n");
+    }
+    if (!args.out.empty())
+        std::cout << "  effect written to " << args.out << "\n";
+    return 0;
+}
+
+bool isInspectorPlot(const std::string& plot)
+{
+    return plot == "attention" || plot == "patching" || plot == "lens";
+}
+
+void exportInspectorPlot(const ExportArgs& args)
+{
+    Inspector inspector(args.path, args.checkpoint);
+    const Prompt prompt = inspector.samplePrompt(args.prompt_seed);
+    auto metadata = promptMetadata(args.path, inspector.checkpointStep(), args.prompt_seed);
+    if (args.plot == "lens") {
+        const RegressionLens lens = inspector.lens(prompt);
+        exportPlot(lensFigure(lens, inspector.summary(), {{"prompt_seed", std::to_string(args.prompt_seed)}}), args.out,
+                   args.format, args.dpi);
+        return;
+    }
+    if (args.plot == "attention") {
+        const Inspection view = inspector.inspect(prompt);
+        const Matrix m = headPattern(view, args.layer, args.head);
+        metadata["layer"] = std::to_string(args.layer);
+        metadata["head"] = std::to_string(args.head);
+        // Softmax weights are in [0, 1]: a colour scale over [−1, 1] keeps 0 white and shows weights in red.
+        const bool softmax = view.softmax_head.at(size_t(args.layer * view.n_heads + args.head));
+        exportHeatmap(m, metadata, args.out, args.format, args.dpi, softmax ? 1.0 : 0.0);
+        return;
+    }
+    const PatchingResult r = runPatchingWithProgress(inspector, prompt,
+                                                     patchingOptions(args.corruption, args.example, 0));
+    metadata["corruption"] = r.corruption;
+    Matrix m = r.effect;
+    m.name = "activation patching (" + r.corruption + "): 0 = corrupted, 1 = clean";
+    exportHeatmap(m, metadata, args.out, args.format, args.dpi, 1.0);
+}
+
+} // namespace icl::cli
