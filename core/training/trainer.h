@@ -51,4 +51,8 @@ TrainResult train(const nlohmann::json& config, const TrainOptions& options, con
 /// Throws icl::Error for an unknown spec or an unavailable CUDA device.
 std::string resolveDeviceName(const std::string& spec);
 
+/// Sets LibTorch's intra-op threads: `threads` when > 0, else the hardware concurrency (also declared in
+/// core/training/device.h; here for torch-free callers such as the CLI's analyses).
+void configureThreads(int threads);
+
 } // namespace icl
