@@ -43,12 +43,23 @@ QImage AttentionGrid::renderThumbnail(const icl::Matrix& pattern, bool softmax, 
     if (rows <= 0 || cols <= 0 || pattern.data.size() < size_t(rows) * size_t(cols))
         return QImage();
     const double limit = largestMagnitude(pattern);
+    // Softmax rows are normalised by their largest weight: causal heads put weight 1 on the first key of
+    // the first row and spread thin over later rows, which a per-head scale would leave almost white.
+    std::vector<double> rowScale(size_t(rows), limit > 0 ? 1.0 / limit : 0.0);
+    if (softmax)
+        for (int r = 0; r < rows; ++r) {
+            double mx = 0.0;
+            const double* row = pattern.data.data() + size_t(r) * size_t(cols);
+            for (int c = 0; c < cols; ++c)
+                if (std::isfinite(row[c]))
+                    mx = std::max(mx, row[c]);
+            rowScale[size_t(r)] = mx > 0 ? 1.0 / mx : 0.0;
+        }
     // Blocks of br × bc cells become one pixel (max-pooled by |value|, so a sharp peak stays visible).
     const int br = (rows + maxSide - 1) / maxSide, bc = (cols + maxSide - 1) / maxSide;
     const int h = (rows + br - 1) / br, w = (cols + bc - 1) / bc;
     QImage image(w, h, QImage::Format_RGB32);
     const std::vector<QRgb>& table = softmax ? sequentialTable() : divergingTable();
-    const double scale = limit > 0 ? 1.0 / limit : 0.0;
     for (int y = 0; y < h; ++y) {
         auto* line = reinterpret_cast<QRgb*>(image.scanLine(y));
         const int r0 = y * br, r1 = std::min(rows, r0 + br);
@@ -57,11 +68,12 @@ QImage AttentionGrid::renderThumbnail(const icl::Matrix& pattern, bool softmax, 
             double best = 0.0;
             for (int r = r0; r < r1; ++r) {
                 const double* row = pattern.data.data() + size_t(r) * size_t(cols);
+                const double rs = rowScale[size_t(r)];
                 for (int c = c0; c < c1; ++c)
-                    if (std::abs(row[c]) > std::abs(best))
-                        best = row[c];
+                    if (std::abs(row[c] * rs) > std::abs(best))
+                        best = row[c] * rs;
             }
-            double t = softmax ? best * scale : 0.5 + 0.5 * best * scale;
+            double t = softmax ? best : 0.5 + 0.5 * best;
             t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
             line[x] = table[size_t(t * 255.0 + 0.5)];
         }
@@ -219,7 +231,7 @@ bool AttentionGrid::event(QEvent* event)
         if (headAt(help->pos(), &layer, &head)) {
             const size_t i = size_t(layer * m_heads + head);
             const QString scale = m_softmax[i]
-                ? tr("softmax weights, colour scale 0 … %1").arg(m_scaleMax[i], 0, 'g', 3)
+                ? tr("softmax weights, each row relative to its largest weight (largest: %1)").arg(m_scaleMax[i], 0, 'g', 3)
                 : tr("linear scores, colour scale ±%1").arg(m_scaleMax[i], 0, 'g', 3);
             QToolTip::showText(help->globalPos(), tr("layer %1, head %2\n%3\nclick to show it large")
                                                       .arg(layer)

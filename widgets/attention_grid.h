@@ -13,8 +13,9 @@ namespace icl::widgets {
 
 /// Draws one thumbnail per head, layer l in row l and head h in column h, each the head's attention
 /// pattern [T, T_keys] (query rows top to bottom, key columns left to right) as a QImage: softmax heads
-/// on the sequential scale over [0, the head's largest weight], linear heads on the diverging scale
-/// over ±(largest |score|). Patterns larger than kThumbnailSide cells are max-pooled (largest |value|
+/// on the sequential scale with each row relative to its largest weight (so the diffuse late rows of a
+/// causal head stay visible next to its forced first row), linear heads on the diverging scale over
+/// ±(the head's largest |score|). Patterns larger than kThumbnailSide cells are max-pooled (largest |value|
 /// of each block) to at most kThumbnailSide × kThumbnailSide pixels once in setPatterns, so a repaint
 /// only scales cached images (a 12 × 8 grid of 1,024-token patterns redraws in milliseconds).
 /// Clicking a thumbnail selects its head (headSelected). Thread affinity: GUI thread only.

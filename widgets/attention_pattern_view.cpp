@@ -250,7 +250,8 @@ void AttentionPatternView::rebuild()
     for (const auto& [key, value] : m_metadata)
         caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + qs(key + ": " + value);
     m_title->setText(title);
-    m_caption->setText(wrapCaption(caption, m_caption->font(), kExportLogicalWidth - 40));
+    const int budget = m_plot->width() > 200 ? std::min(kExportLogicalWidth, m_plot->width()) - 40 : kExportLogicalWidth - 40;
+    m_caption->setText(wrapCaption(caption, m_caption->font(), budget));
     if (!title.isEmpty()) {
         grid->insertRow(0);
         grid->addElement(0, 0, m_title);

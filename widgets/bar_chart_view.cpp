@@ -92,11 +92,6 @@ BarChartView::BarChartView(QWidget* parent)
     m_bars->setWidth(0.8);
     m_bars->setPen(Qt::NoPen);
     m_bars->setBrush(QColor(0x00, 0x72, 0xB2));
-    m_plot->legend->setVisible(true);
-    m_plot->axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
-    QFont legendFont = font();
-    legendFont.setPointSizeF(legendFont.pointSizeF() * 0.85);
-    m_plot->legend->setFont(legendFont);
     m_plot->xAxis->grid()->setVisible(false);
     m_plot->xAxis->setSubTicks(false);
     m_plot->xAxis->setTickLength(0, 3);
@@ -137,6 +132,12 @@ void BarChartView::setToolBarVisible(bool visible)
     m_toolBar->setVisible(visible);
 }
 
+void BarChartView::setCaptionVisible(bool visible)
+{
+    m_captionVisible = visible;
+    rebuild();
+}
+
 void BarChartView::rebuild()
 {
     QCPLayoutGrid* grid = m_plot->plotLayout();
@@ -154,7 +155,7 @@ void BarChartView::rebuild()
         grid->insertRow(0);
         grid->addElement(0, 0, m_title);
     }
-    if (!caption.isEmpty()) {
+    if (m_captionVisible && !caption.isEmpty()) {
         const int row = grid->rowCount();
         grid->insertRow(row);
         grid->addElement(row, 0, m_caption);
@@ -187,7 +188,6 @@ void BarChartView::rebuild()
     m_plot->xAxis->setRange(-0.6, std::max(n, 1) - 0.4);
     const double pad = 0.05 * std::max(hi - lo, 1e-12);
     m_plot->yAxis->setRange(lo < 0 ? lo - pad : 0.0, hi > 0 ? hi + pad : (lo < 0 ? pad : 1.0));
-    m_plot->legend->setVisible(n > 0);
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 

@@ -25,8 +25,9 @@ struct BarChart {
     std::map<std::string, std::string> metadata;
 };
 
-/// Draws a BarChart: title, labelled axes, one bar per category (labels thinned to what fits), a
-/// legend entry named after the y label, the metadata caption below; hover shows "label: value".
+/// Draws a BarChart: title, labelled axes (the y label names the quantity, so there is no legend), one
+/// bar per category (labels thinned to what fits), the metadata caption below (always in exports, on
+/// screen when setCaptionVisible); hover shows "label: value".
 /// Export: PNG (chosen DPI), SVG, PDF, and CSV of the plotted values (barChartCsv).
 /// Thread affinity: GUI thread only.
 class BarChartView : public QWidget {
@@ -39,6 +40,8 @@ public:
     const BarChart& chart() const { return m_chart; }
 
     void setToolBarVisible(bool visible);
+    /// Shows or hides the metadata caption on screen (exports always carry it).
+    void setCaptionVisible(bool visible);
     QCustomPlot* plot() const { return m_plot; }
     QCPBars* bars() const { return m_bars; }
 
@@ -63,6 +66,7 @@ private:
     void rebuild();
 
     BarChart m_chart;
+    bool m_captionVisible = true;
     QCustomPlot* m_plot = nullptr;
     QToolBar* m_toolBar = nullptr;
     QCPBars* m_bars = nullptr;

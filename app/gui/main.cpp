@@ -1,13 +1,16 @@
 // icl-workbench: the ICL Workbench GUI.
 //
 //   icl-workbench [RUN.h5] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
-//                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting] [--tab NAME]
+//                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting|
+//                        attention|patching] [--tab NAME]
 //                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
 //
 // Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
 // opens the file on that page, waits until the page's jobs are done, saves a screenshot of the
 // window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen. `--page pasting --run` first
-// runs a pasting with the page's default options (the output file must not exist yet).
+// runs a pasting with the page's default options (the output file must not exist yet); `--page patching
+// --run` runs activation patching with the page's default options. `--page attention` waits for the
+// first inspection of the sampled prompt.
 
 #include "app/openmp_env.h"
 
@@ -25,6 +28,7 @@
 #include "app/gui/gd_alignment_page.h"
 #include "app/gui/main_window.h"
 #include "app/gui/pasting_page.h"
+#include "app/gui/patching_page.h"
 #include "app/gui/train_page.h"
 #include "core/io/config.h"
 
@@ -64,7 +68,8 @@ int main(int argc, char** argv)
     const QCommandLineOption outOpt(
         QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
     const QCommandLineOption pageOpt(QStringLiteral("page"),
-        QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve, probes or pasting."),
+        QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve, probes, pasting, "
+                       "attention or patching."),
         QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
         QStringLiteral("Tab of the gd-alignment page: %1.")
@@ -73,8 +78,8 @@ int main(int argc, char** argv)
     const QCommandLineOption checkpointOpt(QStringLiteral("checkpoint"),
         QStringLiteral("Select the saved checkpoint nearest to STEP."), QStringLiteral("STEP"));
     const QCommandLineOption runOpt(QStringLiteral("run"),
-        QStringLiteral("With --page pasting: start a pasting with the page's default options (waited for before "
-                       "the screenshot)."));
+        QStringLiteral("With --page pasting or patching: start a pasting or an activation patching with the page's "
+                       "default options (waited for before the screenshot)."));
     const QCommandLineOption screenshotOpt(QStringLiteral("screenshot"),
         QStringLiteral("When the page's jobs are done, save a screenshot of the "
                        "window."),
@@ -99,15 +104,17 @@ int main(int argc, char** argv)
     if (parser.isSet(pageOpt)) {
         page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
-            return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve, probes "
-                                       "or pasting, got \"%1\"")
+            return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve, probes, "
+                                       "pasting, attention or patching, got \"%1\"")
                             .arg(parser.value(pageOpt)));
     }
     if (parser.isSet(tabOpt) && !icl::gui::GdAlignmentPage::tabNames().contains(parser.value(tabOpt)))
         return fail(QStringLiteral("--tab: expected one of %1, got \"%2\"")
                         .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", ")), parser.value(tabOpt)));
-    if (parser.isSet(runOpt) && page != icl::gui::MainWindow::Page::Pasting)
-        return fail(QStringLiteral("--run: only the pasting page has a run to start (add --page pasting)"));
+    if (parser.isSet(runOpt) && page != icl::gui::MainWindow::Page::Pasting
+        && page != icl::gui::MainWindow::Page::Patching)
+        return fail(QStringLiteral("--run: only the pasting and patching pages have a run to start (add --page pasting "
+                                   "or --page patching)"));
     qint64 checkpoint = -1;
     if (parser.isSet(checkpointOpt)) {
         bool ok = false;
@@ -159,7 +166,13 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "icl-workbench: --checkpoint %lld: the experiment has no checkpoints\n",
             static_cast<long long>(checkpoint));
 
-    if (parser.isSet(runOpt)) {
+    if (parser.isSet(runOpt) && page == icl::gui::MainWindow::Page::Patching) {
+        icl::gui::PatchingPage* patching = window.patchingPage();
+        if (!patching->startPatching()) {
+            std::fprintf(stderr, "icl-workbench: --run: no experiment with a checkpoint to patch\n");
+            exitCode = 1;
+        }
+    } else if (parser.isSet(runOpt)) {
         icl::gui::PastingPage* pasting = window.pastingPage();
         // Scripted runs never overwrite silently; interactive ones ask.
         if (!pasting->startPasting(!scripted, false)) {
@@ -186,8 +199,14 @@ int main(int argc, char** argv)
     if (!scripted)
         return app.exec();
 
-    const bool runPasting = parser.isSet(runOpt) && exitCode == 0;
+    const bool runPasting = parser.isSet(runOpt) && page == icl::gui::MainWindow::Page::Pasting && exitCode == 0;
+    const bool runPatching = parser.isSet(runOpt) && page == icl::gui::MainWindow::Page::Patching && exitCode == 0;
     window.whenIdle([&] {
+        if (runPatching && !window.patchingPage()->result()) {
+            std::fprintf(
+                stderr, "icl-workbench: --run: %s\n", qUtf8Printable(window.patchingPage()->statusLabel()->text()));
+            exitCode = 1;
+        }
         if (runPasting && !window.pastingPage()->result()) {
             std::fprintf(
                 stderr, "icl-workbench: --run: %s\n", qUtf8Printable(window.pastingPage()->statusLabel()->text()));

@@ -27,16 +27,20 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
+#include "app/gui/attention_page.h"
 #include "app/gui/experiments_page.h"
 #include "app/gui/gd_alignment_page.h"
 #include "app/gui/icl_curve_page.h"
 #include "app/gui/kernel_view_page.h"
 #include "app/gui/pasting_page.h"
+#include "app/gui/patching_page.h"
 #include "app/gui/probes_page.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/training/trainer.h"
+#include "widgets/attention_pattern_view.h"
+#include "widgets/bar_chart_view.h"
 #include "widgets/checkpoint_timeline.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
@@ -76,6 +80,8 @@ MainWindow::MainWindow(QWidget* parent)
     , m_iclCurvePage(new IclCurvePage(this))
     , m_probesPage(new ProbesPage(this))
     , m_pastingPage(new PastingPage(this))
+    , m_attentionPage(new AttentionPage(this))
+    , m_patchingPage(new PatchingPage(this))
     , m_timeline(new widgets::CheckpointTimeline(this))
 {
     setWindowTitle(tr("ICL Workbench"));
@@ -104,10 +110,17 @@ MainWindow::MainWindow(QWidget* parent)
     addPage(tr("Pasting"), m_pastingPage,
         tr("Cut a GPT-2 at layer ℓ, train a new embedding under its frozen upper blocks and compare with a model "
            "trained from scratch and with ridge (Guo et al.)"));
+    addPage(tr("Attention"), m_attentionPage,
+        tr("Attention patterns of every head, a prompt editor that re-runs the model on every edit, the model beside "
+           "GD, ridge and least squares, and the regression lens"));
+    addPage(tr("Patching"), m_patchingPage,
+        tr("Activation patching: the clean residual stream at each (layer, position) patched into a corrupted run"));
     m_navigator->item(3)->setIcon(style()->standardIcon(QStyle::SP_FileDialogDetailedView));
     m_navigator->item(4)->setIcon(style()->standardIcon(QStyle::SP_FileDialogInfoView));
     m_navigator->item(5)->setIcon(style()->standardIcon(QStyle::SP_FileDialogListView));
     m_navigator->item(6)->setIcon(style()->standardIcon(QStyle::SP_ArrowUp));
+    m_navigator->item(7)->setIcon(style()->standardIcon(QStyle::SP_DesktopIcon));
+    m_navigator->item(8)->setIcon(style()->standardIcon(QStyle::SP_BrowserReload));
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     // Analysis pages compute only while they are shown.
     connect(m_navigator, &QListWidget::currentRowChanged, this,
@@ -116,6 +129,7 @@ MainWindow::MainWindow(QWidget* parent)
             m_kernelViewPage->setActive(row == int(Page::KernelView));
             m_iclCurvePage->setActive(row == int(Page::IclCurve));
             m_probesPage->setActive(row == int(Page::Probes));
+            m_attentionPage->setActive(row == int(Page::Attention));
         });
     m_navigator->setCurrentRow(0);
 
@@ -213,6 +227,8 @@ MainWindow::MainWindow(QWidget* parent)
         m_iclCurvePage->selectCheckpoint(step);
         m_probesPage->selectCheckpoint(step);
         m_pastingPage->selectCheckpoint(step);
+        m_attentionPage->selectCheckpoint(step);
+        m_patchingPage->selectCheckpoint(step);
         statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
     });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
@@ -231,6 +247,12 @@ MainWindow::MainWindow(QWidget* parent)
         if (m_pastingPage->isBusy()) {
             m_pastingPage->cancel();
             statusBar()->showMessage(tr("Pasting cancelled (stops at its next training step)"), 5000);
+        }
+        if (m_attentionPage->isBusy())
+            m_attentionPage->cancel();
+        if (m_patchingPage->isBusy()) {
+            m_patchingPage->cancel();
+            statusBar()->showMessage(tr("Patching cancelled (stops after the running forward pass)"), 5000);
         }
         if (m_gdAlignmentPage->isBusy()) {
             m_gdAlignmentPage->cancel();
@@ -329,6 +351,11 @@ MainWindow::MainWindow(QWidget* parent)
     followAnalysisPage(m_probesPage, tr("Probes: analysis done"));
     followAnalysisPage(m_pastingPage, tr("Pasting: done"));
     connect(m_pastingPage, &PastingPage::openRequested, this, &MainWindow::openExperiment);
+    followAnalysisPage(m_patchingPage, tr("Patching: done"));
+    // Prompt edits re-run in milliseconds: they only drive Cancel and idle, not the progress bar.
+    connect(m_attentionPage, &AttentionPage::busyStarted, this, &MainWindow::updateBusy);
+    connect(m_attentionPage, &AttentionPage::busyFinished, this, &MainWindow::updateBusy);
+    connect(m_attentionPage, &AttentionPage::promptChanged, m_patchingPage, &PatchingPage::setSharedPrompt);
     connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
     connect(m_trainPage, &TrainPage::statusMessage, this,
         [this](const QString& message) { statusBar()->showMessage(message, 15000); });
@@ -369,6 +396,10 @@ std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
         return Page::Probes;
     if (n == QLatin1String("pasting") || n == QLatin1String("paste"))
         return Page::Pasting;
+    if (n == QLatin1String("attention"))
+        return Page::Attention;
+    if (n == QLatin1String("patching") || n == QLatin1String("patch"))
+        return Page::Patching;
     return std::nullopt;
 }
 
@@ -414,6 +445,8 @@ bool MainWindow::openExperiment(const QString& path)
     m_iclCurvePage->showExperiment(summary, m_timeline->currentStep());
     m_probesPage->showExperiment(summary, m_timeline->currentStep());
     m_pastingPage->showExperiment(summary, m_timeline->currentStep());
+    m_attentionPage->showExperiment(summary, m_timeline->currentStep());
+    m_patchingPage->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
     statusBar()->showMessage(
@@ -446,6 +479,8 @@ qint64 MainWindow::selectCheckpoint(qint64 step)
         m_iclCurvePage->selectCheckpoint(selected);
         m_probesPage->selectCheckpoint(selected);
         m_pastingPage->selectCheckpoint(selected);
+        m_attentionPage->selectCheckpoint(selected);
+        m_patchingPage->selectCheckpoint(selected);
     }
     return selected;
 }
@@ -463,7 +498,8 @@ widgets::PlotView* MainWindow::currentPlot() const
 bool MainWindow::isBusy() const
 {
     return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy() || m_kernelViewPage->isBusy()
-        || m_iclCurvePage->isBusy() || m_probesPage->isBusy() || m_pastingPage->isBusy();
+        || m_iclCurvePage->isBusy() || m_probesPage->isBusy() || m_pastingPage->isBusy() || m_attentionPage->isBusy()
+        || m_patchingPage->isBusy();
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -481,6 +517,10 @@ void MainWindow::flushPlots()
         plot->replotNow();
     for (widgets::HeatmapView* heatmap : findChildren<widgets::HeatmapView*>())
         heatmap->replotNow();
+    for (widgets::AttentionPatternView* pattern : findChildren<widgets::AttentionPatternView*>())
+        pattern->replotNow();
+    for (widgets::BarChartView* bars : findChildren<widgets::BarChartView*>())
+        bars->replotNow();
 }
 
 void MainWindow::exportCurrentPlot()
@@ -488,6 +528,13 @@ void MainWindow::exportCurrentPlot()
     if (m_pages->currentWidget() == m_gdAlignmentPage) {
         if (!m_gdAlignmentPage->exportCurrentPlot())
             statusBar()->showMessage(tr("This tab has no plot to export"), 5000);
+        return;
+    }
+    if (m_pages->currentWidget() == m_attentionPage || m_pages->currentWidget() == m_patchingPage) {
+        const bool exported = m_pages->currentWidget() == m_attentionPage ? m_attentionPage->exportCurrentPlot()
+                                                                          : m_patchingPage->exportCurrentPlot();
+        if (!exported)
+            statusBar()->showMessage(tr("This page has no plot to export yet"), 5000);
         return;
     }
     widgets::PlotView* plot = currentPlot();
@@ -567,6 +614,8 @@ void MainWindow::closeEvent(QCloseEvent* event)
     m_kernelViewPage->cancel();
     m_iclCurvePage->cancel();
     m_probesPage->cancel();
+    m_attentionPage->cancel();
+    m_patchingPage->cancel(); // stops after its running forward pass
     m_pastingPage->cancel(); // stops at its next training step; the page joins its worker when destroyed
     if (!m_scripted) {
         QSettings settings;

@@ -25,11 +25,13 @@ class PlotView;
 
 namespace icl::gui {
 
+class AttentionPage;
 class ExperimentsPage;
 class GdAlignmentPage;
 class IclCurvePage;
 class KernelViewPage;
 class PastingPage;
+class PatchingPage;
 class ProbesPage;
 class TrainPage;
 
@@ -48,13 +50,15 @@ public:
         IclCurve = 4,
         Probes = 5,
         Pasting = 6,
+        Attention = 7,
+        Patching = 8,
     };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
     /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel",
-    /// "icl-curve", "probes", "pasting"), if there is one.
+    /// "icl-curve", "probes", "pasting", "attention", "patching"), if there is one.
     static std::optional<Page> pageFromName(const QString& name);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
@@ -92,6 +96,8 @@ public:
     IclCurvePage* iclCurvePage() const { return m_iclCurvePage; }
     ProbesPage* probesPage() const { return m_probesPage; }
     PastingPage* pastingPage() const { return m_pastingPage; }
+    AttentionPage* attentionPage() const { return m_attentionPage; }
+    PatchingPage* patchingPage() const { return m_patchingPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
 
@@ -131,6 +137,8 @@ private:
     IclCurvePage* m_iclCurvePage = nullptr;
     ProbesPage* m_probesPage = nullptr;
     PastingPage* m_pastingPage = nullptr;
+    AttentionPage* m_attentionPage = nullptr;
+    PatchingPage* m_patchingPage = nullptr;
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

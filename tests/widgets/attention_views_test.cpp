@@ -69,17 +69,21 @@ QString svgText(const QString& path)
 
 TEST(AttentionGrid, ThumbnailColoursFollowTheScale)
 {
-    // 3 × 2 softmax pattern: the largest weight is darkest, 0 is the scale's lightest colour.
+    // 3 × 3 softmax pattern, each row relative to its largest weight: the row maximum is darkest, 0 is
+    // the scale's lightest colour.
     Matrix m;
-    m.rows = 2;
+    m.rows = 3;
     m.cols = 3;
-    m.data = { 1.0, 0.0, 0.0, 0.25, 0.75, 0.0 };
+    m.data = { 1.0, 0.0, 0.0, 0.25, 0.75, 0.0, 0.2, 0.4, 0.4 };
     const QImage img = AttentionGrid::renderThumbnail(m, true);
     ASSERT_EQ(img.width(), 3);
-    ASSERT_EQ(img.height(), 2);
+    ASSERT_EQ(img.height(), 3);
     EXPECT_EQ(img.pixel(0, 0), icl::widgets::sequentialColor(1.0, 1.0));
     EXPECT_EQ(img.pixel(1, 0), icl::widgets::sequentialColor(0.0, 1.0));
-    EXPECT_EQ(img.pixel(1, 1), icl::widgets::sequentialColor(0.75, 1.0));
+    EXPECT_EQ(img.pixel(1, 1), icl::widgets::sequentialColor(0.75, 0.75));
+    EXPECT_EQ(img.pixel(0, 1), icl::widgets::sequentialColor(0.25, 0.75));
+    EXPECT_EQ(img.pixel(0, 2), icl::widgets::sequentialColor(0.2, 0.4));
+    EXPECT_EQ(img.pixel(2, 2), icl::widgets::sequentialColor(1.0, 1.0));
     EXPECT_EQ(QColor(img.pixel(1, 0)).lightness(), QColor(icl::widgets::sequentialStops().front().second).lightness());
     // Linear scores: diverging, symmetric around 0 (white at 0, red for the largest positive score).
     Matrix s;

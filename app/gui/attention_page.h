@@ -1,0 +1,203 @@
+#pragma once
+// Attention page: the attention patterns of every head for one prompt, a prompt editor that re-runs
+// the model on every edit, the model's prediction beside every baseline, and the regression lens.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <QString>
+#include <QWidget>
+
+#include "core/analysis/inspector.h"
+#include "core/types/figure.h"
+#include "core/types/inspection.h"
+#include "core/types/run_summary.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QTabWidget;
+class QTableWidget;
+
+namespace icl::widgets {
+class AttentionGrid;
+class AttentionPatternView;
+class BarChartView;
+class PlotView;
+struct BarChart;
+} // namespace icl::widgets
+
+namespace icl::gui {
+
+class AnalysisRunner;
+
+/// Interactive inspector of one checkpoint (issue "Interactive inspector"; von Oswald et al. 2023 for
+/// LSA, Guo et al. 2023 for GPT-2). One icl::Inspector lives on the page's worker thread
+/// (AnalysisRunner): every prompt edit, checkpoint change or ablation re-runs Inspector::inspect and
+/// Inspector::lens there; a newer request replaces a queued one and the result of a superseded one is
+/// dropped (latest request wins). Shows: the layers × heads grid of attention-pattern thumbnails, the
+/// selected head large (token labels, legend, hover "query → key: weight", click a row to select a
+/// query token), that row as a bar chart, the head summaries (entropy, copy mass; sortable), the
+/// regression lens with GD-k / ridge / least-squares lines, the prompt editor (edit, add, delete, move,
+/// duplicate, resample a row or the whole prompt, label noise σ) and the predictions of the model and
+/// every baseline with their errors against the true label. Computes only while shown (setActive).
+/// Thread affinity: GUI thread only.
+class AttentionPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit AttentionPage(QWidget* parent = nullptr);
+    ~AttentionPage() override;
+
+    /// Shows an experiment at checkpoint `step`: drops the previous prompt and results; the checkpoint is
+    /// loaded and a prompt sampled (seed from the seed box) when the page is (or becomes) active.
+    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    /// Follows the timeline: re-runs the current prompt on the checkpoint at `step`.
+    void selectCheckpoint(qint64 step);
+    /// Pages compute only while shown; activating a page with pending work starts it.
+    void setActive(bool active);
+    bool isBusy() const;
+    /// Drops queued requests and the result of the running one.
+    void cancel();
+
+    /// The prompt shown in the editor (empty before the first sample).
+    const icl::Prompt& prompt() const { return m_prompt; }
+    bool hasPrompt() const { return m_hasPrompt; }
+    /// Replaces the prompt (e.g. from a test or another page) and re-runs the model.
+    void setPrompt(const icl::Prompt& prompt);
+    /// The inspection shown (empty before the first result and after an error).
+    const std::optional<icl::Inspection>& inspection() const { return m_inspection; }
+    const std::optional<icl::RegressionLens>& lens() const { return m_lens; }
+    qint64 checkpointStep() const { return m_step; }
+    int selectedLayer() const { return m_layer; }
+    int selectedHead() const { return m_head; }
+    int selectedQuery() const { return m_query; }
+    /// Selects the head shown large (no recomputation).
+    void selectHead(int layer, int head);
+    /// Selects the query row of the bar chart.
+    void selectQuery(int row);
+
+    /// Export metadata of every plot: experiment, checkpoint_step, seed (the prompt's), prompt, ablation.
+    std::map<std::string, std::string> metadata() const;
+    /// Regression lens figure: the read-out of each layer's residual stream at the query, with GD-k,
+    /// ridge, least squares, zero (and oracle) and the true label as horizontal dashed lines.
+    static icl::Figure lensFigure(const icl::RegressionLens& lens, const std::map<std::string, std::string>& metadata);
+    /// Readable predictor names: "least_squares" → "least squares", "gd_3" → "GD-3", …
+    static QString predictorLabel(const std::string& name);
+
+    /// Exports the plot last clicked (File ▸ Export current plot); false when none is shown.
+    bool exportCurrentPlot();
+
+    widgets::AttentionGrid* grid() const { return m_grid; }
+    widgets::AttentionPatternView* patternView() const { return m_patternView; }
+    widgets::BarChartView* rowChart() const { return m_rowChart; }
+    widgets::PlotView* lensPlot() const { return m_lensPlot; }
+    QTableWidget* headTable() const { return m_headTable; }
+    QTableWidget* promptTable() const { return m_promptTable; }
+    QTableWidget* predictionTable() const { return m_predictionTable; }
+    QSpinBox* seedChooser() const { return m_seed; }
+    QDoubleSpinBox* noiseChooser() const { return m_noise; }
+    QComboBox* ablationChooser() const { return m_ablation; }
+    QPushButton* addButton() const { return m_add; }
+    QPushButton* deleteButton() const { return m_delete; }
+    QPushButton* upButton() const { return m_up; }
+    QPushButton* downButton() const { return m_down; }
+    QPushButton* duplicateButton() const { return m_duplicate; }
+    QPushButton* resampleRowButton() const { return m_resampleRow; }
+    QPushButton* resamplePromptButton() const { return m_resamplePrompt; }
+    QPushButton* relabelButton() const { return m_relabel; }
+    QLabel* statusLabel() const { return m_status; }
+    QLabel* targetLabel() const { return m_target; }
+    QLabel* messageLabel() const { return m_message; }
+
+Q_SIGNALS:
+    void busyStarted();
+    void progressChanged(int percent, const QString& text);
+    void busyFinished();
+    /// The prompt changed (edit, resample, new experiment); the Patching page can follow it.
+    void promptChanged(const icl::Prompt& prompt);
+
+protected:
+    bool eventFilter(QObject* watched, QEvent* event) override;
+
+private:
+    /// A change of the prompt that needs the Inspector (the task instance), applied on the worker.
+    struct Mutation {
+        enum class Kind { Sample, ResampleRow, AddRow, Relabel };
+        Kind kind = Kind::Sample;
+        int64_t index = 0;
+        uint64_t seed = 0;
+        double noise = 0.0;
+    };
+    struct Result;
+    struct WorkerState;
+
+    void request(std::optional<Mutation> mutation = std::nullopt);
+    void showResult(const Result& result);
+    void showInspection();
+    void showSelectedHead();
+    void fillPromptTable();
+    void fillPredictions();
+    void fillHeadTable();
+    void updateControls();
+    void promptEdited();
+    void clearViews();
+    int selectedPromptRow() const;
+    uint64_t nextSeed();
+    std::vector<icl::Ablation> ablations() const;
+
+    AnalysisRunner* m_runner = nullptr;
+    /// The Inspector and what it has loaded; used only by jobs on the runner's worker thread.
+    std::shared_ptr<WorkerState> m_worker;
+    quint64 m_experimentGeneration = 0; ///< bumped by showExperiment: the worker reloads the file
+    icl::RunSummary m_summary;
+    qint64 m_step = -1;
+    bool m_active = false;
+    bool m_dirty = false; ///< work waits for the page to be shown
+    quint64 m_request = 0; ///< id of the latest request; older results are dropped
+    std::optional<Mutation> m_pendingMutation;
+
+    icl::Prompt m_prompt;
+    bool m_hasPrompt = false;
+    int m_edits = 0;
+    uint64_t m_editCounter = 0;
+    std::optional<icl::Inspection> m_inspection;
+    std::optional<icl::RegressionLens> m_lens;
+    int m_layer = 0;
+    int m_head = 0;
+    int m_query = -1;
+    bool m_filling = false;
+
+    QStackedWidget* m_stack = nullptr;
+    QLabel* m_message = nullptr;
+    widgets::AttentionGrid* m_grid = nullptr;
+    widgets::AttentionPatternView* m_patternView = nullptr;
+    widgets::BarChartView* m_rowChart = nullptr;
+    widgets::PlotView* m_lensPlot = nullptr;
+    QTabWidget* m_lowerTabs = nullptr;
+    QTableWidget* m_headTable = nullptr;
+    QTableWidget* m_promptTable = nullptr;
+    QTableWidget* m_predictionTable = nullptr;
+    QSpinBox* m_seed = nullptr;
+    QDoubleSpinBox* m_noise = nullptr;
+    QComboBox* m_ablation = nullptr;
+    QPushButton* m_add = nullptr;
+    QPushButton* m_delete = nullptr;
+    QPushButton* m_up = nullptr;
+    QPushButton* m_down = nullptr;
+    QPushButton* m_duplicate = nullptr;
+    QPushButton* m_resampleRow = nullptr;
+    QPushButton* m_resamplePrompt = nullptr;
+    QPushButton* m_relabel = nullptr;
+    QLabel* m_status = nullptr;
+    QLabel* m_target = nullptr;
+    QLabel* m_headingLabel = nullptr;
+    QWidget* m_currentView = nullptr;
+};
+
+} // namespace icl::gui

@@ -1,0 +1,473 @@
+#include "app/gui/patching_page.h"
+
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileInfo>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableWidget>
+#include <QTimer>
+#include <QVBoxLayout>
+
+#include "app/gui/analysis_runner.h"
+#include "widgets/heatmap_view.h"
+
+namespace icl::gui {
+
+namespace {
+
+enum JobKey { PatchingJob = 600 };
+
+QString number(double v)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', 6) : QStringLiteral("—");
+}
+
+QString corruptionText(icl::Corruption c)
+{
+    switch (c) {
+    case icl::Corruption::ChangeLabel:
+        return QObject::tr("change one label");
+    case icl::Corruption::DifferentW:
+        return QObject::tr("different task vector w");
+    case icl::Corruption::ShufflePairs:
+        return QObject::tr("shuffle labels among the examples");
+    }
+    return QString();
+}
+
+} // namespace
+
+/// The worker thread's Inspector; only jobs of m_runner touch it.
+struct PatchingPage::WorkerState {
+    std::unique_ptr<icl::Inspector> inspector;
+    quint64 generation = 0;
+};
+
+/// What one run computed on the worker.
+struct PatchingPage::Output {
+    icl::PatchingResult result;
+    icl::Prompt clean;
+    icl::Prompt corrupted;
+    std::vector<std::string> tokens;
+    icl::PatchingOptions options;
+    bool shared = false;
+};
+
+PatchingPage::PatchingPage(QWidget* parent)
+    : QWidget(parent)
+    , m_runner(new AnalysisRunner(this))
+    , m_worker(std::make_shared<WorkerState>())
+{
+    setObjectName(QStringLiteral("patchingPage"));
+    m_stack = new QStackedWidget(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(m_stack);
+    m_message = new QLabel(tr("Open a trained experiment to patch its residual stream from a clean prompt into a "
+                              "corrupted one."),
+        this);
+    m_message->setObjectName(QStringLiteral("patchingMessage"));
+    m_message->setAlignment(Qt::AlignCenter);
+    m_message->setWordWrap(true);
+    m_message->setMargin(40);
+    m_stack->addWidget(m_message);
+
+    auto* content = new QWidget(this);
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->setSpacing(4);
+    m_heading = new QLabel(content);
+    m_heading->setObjectName(QStringLiteral("patchingHeading"));
+    m_heading->setWordWrap(true);
+    layout->addWidget(m_heading);
+
+    auto* grid = new QGridLayout;
+    grid->setHorizontalSpacing(8);
+    grid->setVerticalSpacing(4);
+    auto addField = [&](int row, int column, const QString& label, QWidget* field, const QString& tip) {
+        auto* l = new QLabel(label, content);
+        l->setBuddy(field);
+        l->setToolTip(tip);
+        field->setToolTip(tip);
+        grid->addWidget(l, row, 2 * column);
+        grid->addWidget(field, row, 2 * column + 1);
+    };
+    m_corruption = new QComboBox(content);
+    m_corruption->setObjectName(QStringLiteral("patchingCorruption"));
+    for (icl::Corruption c : { icl::Corruption::ChangeLabel, icl::Corruption::DifferentW, icl::Corruption::ShufflePairs })
+        m_corruption->addItem(corruptionText(c), QString::fromStdString(icl::corruptionName(c)));
+    addField(0, 0, tr("Corruption"), m_corruption,
+        tr("How the corrupted prompt differs from the clean one: one label y_i redrawn, every label from an "
+           "independent task vector w′, or the labels permuted among the examples"));
+    m_example = new QSpinBox(content);
+    m_example->setObjectName(QStringLiteral("patchingExample"));
+    m_example->setRange(1, 1);
+    addField(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
+    m_seed = new QSpinBox(content);
+    m_seed->setObjectName(QStringLiteral("patchingSeed"));
+    m_seed->setRange(0, INT_MAX);
+    m_seed->setValue(1);
+    addField(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
+    m_useShared = new QCheckBox(tr("Use the Attention page's prompt"), content);
+    m_useShared->setObjectName(QStringLiteral("patchingUseShared"));
+    m_useShared->setChecked(true);
+    m_useShared->setToolTip(tr("Patch the prompt shown (and edited) on the Attention page; otherwise sample one from "
+                               "the prompt seed"));
+    grid->addWidget(m_useShared, 1, 0, 1, 2);
+    m_promptSeed = new QSpinBox(content);
+    m_promptSeed->setObjectName(QStringLiteral("patchingPromptSeed"));
+    m_promptSeed->setRange(0, INT_MAX);
+    m_promptSeed->setValue(1);
+    addField(1, 1, tr("Prompt seed"), m_promptSeed,
+        tr("Seed of the clean prompt when the Attention page has none or it is not used (the Attention page's "
+           "default seed is 1 too)"));
+    for (int c : { 1, 3, 5 })
+        grid->setColumnStretch(c, 1);
+    layout->addLayout(grid);
+
+    auto* runRow = new QHBoxLayout;
+    m_run = new QPushButton(tr("Run patching"), content);
+    m_run->setObjectName(QStringLiteral("patchingRun"));
+    m_run->setToolTip(tr("Patch the clean residual stream at every (layer, position) into the corrupted run"));
+    m_cancel = new QPushButton(tr("Cancel"), content);
+    m_cancel->setObjectName(QStringLiteral("patchingCancel"));
+    m_progress = new QProgressBar(content);
+    m_progress->setObjectName(QStringLiteral("patchingProgress"));
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+    m_progress->setFormat(tr("%v / %m patched runs"));
+    runRow->addWidget(m_run);
+    runRow->addWidget(m_cancel);
+    runRow->addWidget(m_progress, 1);
+    layout->addLayout(runRow);
+    m_status = new QLabel(content);
+    m_status->setObjectName(QStringLiteral("patchingStatus"));
+    m_status->setWordWrap(true);
+    layout->addWidget(m_status);
+
+    auto* split = new QSplitter(Qt::Horizontal, content);
+    split->setChildrenCollapsible(false);
+    m_heatmap = new widgets::HeatmapView(split);
+    m_heatmap->setObjectName(QStringLiteral("patchingHeatmap"));
+    m_heatmap->setColorLimit(1.0);
+    auto* side = new QWidget(split);
+    auto* sideLayout = new QVBoxLayout(side);
+    sideLayout->setContentsMargins(0, 0, 0, 0);
+    m_summaryLabel = new QLabel(QStringLiteral("—"), side);
+    m_summaryLabel->setObjectName(QStringLiteral("patchingSummary"));
+    m_summaryLabel->setWordWrap(true);
+    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    sideLayout->addWidget(m_summaryLabel);
+    m_labels = new QTableWidget(side);
+    m_labels->setObjectName(QStringLiteral("patchingLabels"));
+    m_labels->setColumnCount(2);
+    m_labels->setHorizontalHeaderLabels({ tr("clean y"), tr("corrupted y") });
+    m_labels->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_labels->verticalHeader()->setDefaultSectionSize(20);
+    m_labels->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+    sideLayout->addWidget(m_labels, 1);
+    split->addWidget(m_heatmap);
+    split->addWidget(side);
+    split->setStretchFactor(0, 4);
+    split->setStretchFactor(1, 1);
+    split->setSizes({ 820, 260 });
+    layout->addWidget(split, 1);
+    m_stack->addWidget(content);
+
+    m_progressTimer = new QTimer(this);
+    m_progressTimer->setInterval(100);
+    connect(m_progressTimer, &QTimer::timeout, this, &PatchingPage::updateProgress);
+    connect(m_corruption, qOverload<int>(&QComboBox::currentIndexChanged), this, &PatchingPage::updateControls);
+    connect(m_useShared, &QCheckBox::toggled, this, &PatchingPage::updateControls);
+    connect(m_run, &QPushButton::clicked, this, [this] { startPatching(); });
+    connect(m_cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
+    connect(m_runner, &AnalysisRunner::started, this, &PatchingPage::busyStarted);
+    connect(m_runner, &AnalysisRunner::finished, this, [this] {
+        m_progressTimer->stop();
+        updateProgress();
+        updateControls();
+        Q_EMIT busyFinished();
+    });
+    updateControls();
+}
+
+PatchingPage::~PatchingPage()
+{
+    if (m_state)
+        m_state->stop = true; // the runner (a child) joins the worker after the next forward pass
+}
+
+void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+{
+    if (m_state)
+        m_state->stop = true;
+    m_runner->cancel();
+    ++m_generation;
+    ++m_experimentGeneration;
+    m_summary = summary;
+    m_step = step;
+    m_shared.reset();
+    clearResult();
+    m_status->clear();
+    if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
+        m_message->setText(tr("This experiment has no saved checkpoint to patch."));
+        m_stack->setCurrentWidget(m_message);
+    } else {
+        m_stack->setCurrentIndex(1);
+    }
+    selectCheckpoint(step);
+    updateControls();
+}
+
+void PatchingPage::selectCheckpoint(qint64 step)
+{
+    if (step != m_step && m_result)
+        clearResult();
+    m_step = step;
+    m_heading->setText(tr("%1 · checkpoint %2 · effect = (ŷ_patched − ŷ_corrupted) / (ŷ_clean − ŷ_corrupted) at the "
+                          "query: 0 = corrupted, 1 = clean")
+                           .arg(QFileInfo(QString::fromStdString(m_summary.path)).fileName())
+                           .arg(step >= 0 ? QString::number(step) : tr("none")));
+    updateControls();
+}
+
+void PatchingPage::setSharedPrompt(const icl::Prompt& prompt)
+{
+    m_shared = prompt;
+    updateControls();
+}
+
+std::optional<icl::Prompt> PatchingPage::sharedPrompt() const
+{
+    if (m_useShared->isChecked() && m_shared && !m_shared->y.empty())
+        return m_shared;
+    return std::nullopt;
+}
+
+bool PatchingPage::isBusy() const
+{
+    return m_runner->isBusy();
+}
+
+void PatchingPage::cancel()
+{
+    if (!m_runner->isBusy() || !m_state)
+        return;
+    m_state->stop = true;
+    m_cancel->setEnabled(false);
+    m_status->setText(tr("Cancelling…"));
+}
+
+icl::PatchingOptions PatchingPage::options() const
+{
+    icl::PatchingOptions o;
+    o.corruption = icl::corruptionFromName(m_corruption->currentData().toString().toStdString());
+    o.example = m_example->value() - 1;
+    o.seed = uint64_t(m_seed->value());
+    return o;
+}
+
+bool PatchingPage::startPatching()
+{
+    if (m_summary.path.empty() || m_step < 0 || isBusy())
+        return false;
+    clearResult();
+    const quint64 generation = ++m_generation;
+    auto state = std::make_shared<RunState>();
+    m_state = state;
+    const icl::PatchingOptions o = options();
+    const std::optional<icl::Prompt> shared = sharedPrompt();
+    const uint64_t promptSeed = uint64_t(m_promptSeed->value());
+    const std::shared_ptr<WorkerState> worker = m_worker;
+    const std::string path = m_summary.path;
+    const quint64 fileGeneration = m_experimentGeneration;
+    const int64_t step = m_step;
+    m_status->setText(tr("Patching (%1) at checkpoint %2…").arg(m_corruption->currentText()).arg(step));
+    m_runner->enqueue(
+        PatchingJob, tr("patching"),
+        [this, generation, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
+            -> AnalysisRunner::Continuation {
+            if (!worker->inspector || worker->generation != fileGeneration) {
+                worker->inspector.reset();
+                worker->inspector = std::make_unique<icl::Inspector>(path, step);
+                worker->generation = fileGeneration;
+            } else if (worker->inspector->checkpointStep() != step) {
+                worker->inspector->setCheckpoint(step);
+            }
+            icl::Inspector& insp = *worker->inspector;
+            auto out = std::make_shared<Output>();
+            out->clean = shared ? *shared : insp.samplePrompt(promptSeed);
+            out->shared = shared.has_value();
+            out->options = o;
+            out->corrupted = insp.corrupt(out->clean, o);
+            out->tokens = insp.inspect(out->clean).token_labels;
+            out->result = insp.patching(out->clean, o, [state](int64_t done, int64_t total) {
+                state->done = done;
+                state->total = total;
+                if (state->stop) {
+                    state->cancelled = true;
+                    return false;
+                }
+                return true;
+            });
+            return [this, generation, out] {
+                if (generation != m_generation)
+                    return;
+                showOutput(*out);
+            };
+        },
+        [this, generation, state](const QString& error) {
+            if (generation != m_generation)
+                return;
+            if (state->cancelled)
+                m_status->setText(tr("Cancelled after %1 of %2 patched runs.")
+                                      .arg(state->done.load())
+                                      .arg(state->total.load()));
+            else
+                m_status->setText(tr("Patching failed: %1").arg(error));
+        });
+    updateProgress();
+    m_progressTimer->start();
+    updateControls();
+    return true;
+}
+
+std::map<std::string, std::string> PatchingPage::metadata() const
+{
+    std::map<std::string, std::string> m;
+    m["experiment"] = std::filesystem::path(m_summary.path).filename().string();
+    m["checkpoint_step"] = std::to_string(m_result ? m_result->checkpoint_step : m_step);
+    m["seed"] = std::to_string(m_resultOptions.seed);
+    m["prompt"] = "seed " + std::to_string(m_clean.seed) + ", N = " + std::to_string(m_clean.nContext())
+        + (m_resultShared ? " (Attention page)" : "");
+    std::string corruption = icl::corruptionName(m_resultOptions.corruption);
+    if (m_resultOptions.corruption == icl::Corruption::ChangeLabel)
+        corruption += " (example " + std::to_string(m_resultOptions.example + 1) + ")";
+    m["corruption"] = corruption;
+    return m;
+}
+
+void PatchingPage::showOutput(const Output& out)
+{
+    m_result = out.result;
+    m_clean = out.clean;
+    m_corrupted = out.corrupted;
+    m_resultOptions = out.options;
+    m_resultShared = out.shared;
+    icl::Matrix effect = out.result.effect;
+    const int64_t L = effect.rows - 1;
+    if (effect.row_labels.size() != size_t(effect.rows)) {
+        effect.row_labels.clear();
+        for (int64_t l = 0; l < effect.rows; ++l)
+            effect.row_labels.push_back(l < L ? "layer " + std::to_string(l) + " (resid_pre)" : "final (resid_post)");
+    }
+    if (effect.col_labels.size() != size_t(effect.cols) && out.tokens.size() == size_t(effect.cols))
+        effect.col_labels = out.tokens;
+    effect.name = "Activation patching effect (" + icl::corruptionName(out.options.corruption) + ")";
+    m_result->effect = effect;
+    m_heatmap->setMetadata(metadata());
+    m_heatmap->setMatrix(effect);
+    // Symmetric around 0 and at least ±1, so that 1 (= clean) has the same colour on every run.
+    double largest = 1.0;
+    for (double v : effect.data)
+        if (std::isfinite(v))
+            largest = std::max(largest, std::abs(v));
+    m_heatmap->setColorLimit(largest);
+
+    const icl::PatchingResult& r = out.result;
+    QString text = tr("Clean prediction ŷ = <b>%1</b> · corrupted ŷ = <b>%2</b> · true label of the clean query %3")
+                       .arg(number(r.clean_prediction), number(r.corrupted_prediction),
+                           number(out.clean.y.empty() ? NAN : out.clean.y.back()));
+    if (r.n_skipped > 0)
+        text += tr("<br><span style='color:#B2182B'>The clean and corrupted predictions agree (|Δŷ| < 1e-6): the "
+                   "effect is undefined; try another corruption or seed.</span>");
+    m_summaryLabel->setText(text);
+    const size_t n = out.clean.y.size();
+    m_labels->setRowCount(int(n));
+    QStringList rows;
+    for (size_t i = 0; i < n; ++i) {
+        rows << (i + 1 < n ? QString::number(i + 1) : tr("query"));
+        const double a = out.clean.y[i];
+        const double b = i < out.corrupted.y.size() ? out.corrupted.y[i] : NAN;
+        auto* ca = new QTableWidgetItem(number(a));
+        auto* cb = new QTableWidgetItem(number(b));
+        if (a != b) {
+            QFont bold = cb->font();
+            bold.setBold(true);
+            cb->setFont(bold);
+            cb->setBackground(QColor(0xFD, 0xDB, 0xC7));
+        }
+        m_labels->setItem(int(i), 0, ca);
+        m_labels->setItem(int(i), 1, cb);
+    }
+    m_labels->setVerticalHeaderLabels(rows);
+    m_status->setText(tr("Done: %1 patched runs.").arg(m_state ? m_state->total.load() : 0));
+    updateControls();
+}
+
+void PatchingPage::clearResult()
+{
+    m_result.reset();
+    m_heatmap->setMetadata({});
+    m_heatmap->setMatrix(icl::Matrix {});
+    m_summaryLabel->setText(tr("Press Run patching to patch the clean residual stream at every layer and token "
+                               "position into the corrupted run."));
+    m_labels->setRowCount(0);
+    m_progress->setRange(0, 1);
+    m_progress->setValue(0);
+}
+
+void PatchingPage::updateProgress()
+{
+    if (!m_state)
+        return;
+    const int64_t total = std::max<int64_t>(1, m_state->total.load());
+    const int64_t done = std::min(m_state->done.load(), total);
+    m_progress->setRange(0, int(std::min<int64_t>(total, INT_MAX)));
+    m_progress->setValue(int(std::min<int64_t>(done, INT_MAX)));
+    if (isBusy())
+        Q_EMIT progressChanged(int(100 * done / total), tr("Patching: %1 of %2 patched runs").arg(done).arg(total));
+}
+
+void PatchingPage::updateControls()
+{
+    const bool busy = isBusy();
+    const bool ready = !m_summary.path.empty() && m_step >= 0;
+    const bool shared = m_useShared->isChecked() && m_shared && !m_shared->y.empty();
+    const int64_t N = shared ? m_shared->nContext() : 0;
+    if (N > 0)
+        m_example->setRange(1, int(N));
+    else
+        m_example->setRange(1, 1000);
+    m_example->setEnabled(!busy
+        && icl::corruptionFromName(m_corruption->currentData().toString().toStdString())
+            == icl::Corruption::ChangeLabel);
+    for (QWidget* w : std::initializer_list<QWidget*> { m_corruption, m_seed, m_useShared })
+        w->setEnabled(!busy);
+    m_promptSeed->setEnabled(!busy && !shared);
+    m_run->setEnabled(ready && !busy);
+    m_cancel->setEnabled(busy && m_state && !m_state->stop);
+}
+
+bool PatchingPage::exportCurrentPlot()
+{
+    if (!m_result)
+        return false;
+    m_heatmap->exportWithDialog();
+    return true;
+}
+
+} // namespace icl::gui

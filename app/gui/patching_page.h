@@ -1,0 +1,149 @@
+#pragma once
+// Patching page: activation patching of the residual stream (clean prompt → corrupted run), shown as a
+// layer × position heatmap of the normalised effect on the query prediction.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <QString>
+#include <QWidget>
+
+#include "core/analysis/inspector.h"
+#include "core/types/inspection.h"
+#include "core/types/run_summary.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QSpinBox;
+class QStackedWidget;
+class QTableWidget;
+class QTimer;
+
+namespace icl::widgets {
+class HeatmapView;
+} // namespace icl::widgets
+
+namespace icl::gui {
+
+class AnalysisRunner;
+
+/// Runs Inspector::patching (activation patching, Meng et al. 2022 / Heimersheim & Nanda; the ICL setting
+/// of the issue "Interactive inspector") on the checkpoint selected on the timeline: the clean prompt is
+/// the Attention page's current prompt (with its edits) or one sampled from the page's prompt seed; the
+/// corruption changes one label, draws a different task vector w, or shuffles the labels among the
+/// examples (seeded). The run goes to the page's worker thread with (done, total) progress and Cancel;
+/// the heatmap shows effect[l][t] = (ŷ_patched − ŷ_corrupted) / (ŷ_clean − ŷ_corrupted) with layer and
+/// token labels and a colour legend, next to the clean and corrupted predictions and labels. Exports
+/// PNG/SVG/PDF and the effect matrix as CSV. Nothing runs until Run is pressed (or --run).
+/// Thread affinity: GUI thread only.
+class PatchingPage : public QWidget {
+    Q_OBJECT
+public:
+    explicit PatchingPage(QWidget* parent = nullptr);
+    ~PatchingPage() override;
+
+    /// Shows an experiment at checkpoint `step`: cancels a running patching and clears the result.
+    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    /// Follows the timeline: the next run uses the checkpoint at `step` (a shown result is cleared).
+    void selectCheckpoint(qint64 step);
+    /// The Attention page's prompt, used when "Use the Attention page's prompt" is checked.
+    void setSharedPrompt(const icl::Prompt& prompt);
+    bool isBusy() const;
+    /// Stops the running patching at its next forward pass; nothing is shown.
+    void cancel();
+
+    /// Starts a patching with the page's options. Returns false when nothing was started (no
+    /// experiment or checkpoint, busy).
+    bool startPatching();
+
+    /// The options of the next run, from the controls.
+    icl::PatchingOptions options() const;
+    /// The clean prompt of the next run when it comes from the Attention page (else empty: sampled
+    /// on the worker from the prompt seed).
+    std::optional<icl::Prompt> sharedPrompt() const;
+
+    /// The result shown (empty before the first finished run and after a cancelled or failed one), and
+    /// the clean and corrupted prompts it was computed on.
+    const std::optional<icl::PatchingResult>& result() const { return m_result; }
+    const icl::Prompt& cleanPrompt() const { return m_clean; }
+    const icl::Prompt& corruptedPrompt() const { return m_corrupted; }
+    qint64 checkpointStep() const { return m_step; }
+    /// Export metadata: experiment, checkpoint_step, seed, prompt, corruption.
+    std::map<std::string, std::string> metadata() const;
+
+    bool exportCurrentPlot();
+
+    widgets::HeatmapView* heatmap() const { return m_heatmap; }
+    QComboBox* corruptionChooser() const { return m_corruption; }
+    QSpinBox* exampleChooser() const { return m_example; }
+    QSpinBox* seedChooser() const { return m_seed; }
+    QSpinBox* promptSeedChooser() const { return m_promptSeed; }
+    QCheckBox* sharedPromptCheck() const { return m_useShared; }
+    QPushButton* runButton() const { return m_run; }
+    QPushButton* cancelButton() const { return m_cancel; }
+    QProgressBar* progressBar() const { return m_progress; }
+    QLabel* summaryLabel() const { return m_summaryLabel; }
+    QLabel* statusLabel() const { return m_status; }
+    QLabel* messageLabel() const { return m_message; }
+    QTableWidget* labelTable() const { return m_labels; }
+
+Q_SIGNALS:
+    void busyStarted();
+    void progressChanged(int percent, const QString& text);
+    void busyFinished();
+
+private:
+    struct RunState {
+        std::atomic<bool> stop { false };
+        std::atomic<bool> cancelled { false };
+        std::atomic<int64_t> done { 0 };
+        std::atomic<int64_t> total { 0 };
+    };
+    struct WorkerState;
+    struct Output;
+
+    void showOutput(const Output& output);
+    void clearResult();
+    void updateProgress();
+    void updateControls();
+
+    AnalysisRunner* m_runner = nullptr;
+    std::shared_ptr<WorkerState> m_worker;
+    quint64 m_experimentGeneration = 0;
+    icl::RunSummary m_summary;
+    qint64 m_step = -1;
+    quint64 m_generation = 0;
+    std::shared_ptr<RunState> m_state;
+    std::optional<icl::Prompt> m_shared;
+    std::optional<icl::PatchingResult> m_result;
+    icl::Prompt m_clean;
+    icl::Prompt m_corrupted;
+    icl::PatchingOptions m_resultOptions;
+    bool m_resultShared = false;
+
+    QStackedWidget* m_stack = nullptr;
+    QLabel* m_message = nullptr;
+    QLabel* m_heading = nullptr;
+    QComboBox* m_corruption = nullptr;
+    QSpinBox* m_example = nullptr;
+    QSpinBox* m_seed = nullptr;
+    QSpinBox* m_promptSeed = nullptr;
+    QCheckBox* m_useShared = nullptr;
+    QPushButton* m_run = nullptr;
+    QPushButton* m_cancel = nullptr;
+    QProgressBar* m_progress = nullptr;
+    QTimer* m_progressTimer = nullptr;
+    QLabel* m_summaryLabel = nullptr;
+    QLabel* m_status = nullptr;
+    QTableWidget* m_labels = nullptr;
+    widgets::HeatmapView* m_heatmap = nullptr;
+};
+
+} // namespace icl::gui
