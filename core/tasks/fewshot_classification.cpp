@@ -81,13 +81,17 @@ FewShotClassification::FewShotClassification(const FewShotOptions& options,
             "n_classes + n_holdout = " + std::to_string(total) + " exceeds the "
                 + std::to_string(m_source->numClasses()) + " classes of the exemplar source "
                 + m_source->description());
-    std::vector<int64_t> perm(static_cast<size_t>(total));
-    for (int64_t c = 0; c < total; ++c)
+    // The permutation runs over every class of a finite source, so a subset (100 of Omniglot's 1623
+    // characters) is a seeded random choice rather than the first alphabets; synthetic: over the ids used.
+    const int64_t pool
+        = m_source->numClasses() == ExemplarSource::kUnboundedClasses ? total : m_source->numClasses();
+    std::vector<int64_t> perm(static_cast<size_t>(pool));
+    for (int64_t c = 0; c < pool; ++c)
         perm[size_t(c)] = c;
     Rng(mixSeed(o.seed, kPermutationStream)).shuffle(perm.begin(), perm.end());
     m_training.assign(perm.begin(), perm.begin() + o.n_classes);
-    m_holdout.assign(perm.begin() + o.n_classes, perm.end());
-    m_rankOf.assign(size_t(total), -1);
+    m_holdout.assign(perm.begin() + o.n_classes, perm.begin() + total);
+    m_rankOf.assign(size_t(pool), -1);
     for (int64_t r = 0; r < o.n_classes; ++r)
         m_rankOf[size_t(m_training[size_t(r)])] = r;
 

@@ -25,9 +25,10 @@
 
 namespace icl {
 
-/// Options of the sequence generator (Chan et al. 2022, PAPERS.md §4). Class ids are
-/// 0 … n_classes + n_holdout − 1 (for an image source: its first classes in its sorted order); a seeded
-/// permutation splits them into training and holdout classes.
+/// Options of the sequence generator (Chan et al. 2022, PAPERS.md §4). A seeded permutation of the class
+/// ids picks n_classes training and n_holdout holdout classes: with synthetic classes the ids are
+/// 0 … n_classes + n_holdout − 1; with an image source the permutation runs over all its classes (ids in
+/// its sorted order) and the classes beyond the first n_classes + n_holdout of it are not used.
 struct FewShotOptions {
     int64_t n_classes = 1600;        ///< training classes (Zipf-weighted in permuted order)
     int64_t n_holdout = 10;          ///< holdout classes: never in training sequences, only in ICL eval
@@ -73,9 +74,9 @@ struct FewShotBatch {
 /// (a)) class c has one clean exemplar, its prototype μ_c ~ N(0, I_D), drawn deterministically from
 /// (seed, c) so any number of classes needs no storage; with an image source ((b), (c)) each item takes a
 /// stored image of its class uniformly at random (with replacement, among the first exemplars_per_class
-/// when set), intensities in [0, 1], pixel noise not clipped. Construction fixes the seeded class permutation (first
-/// n_classes ids in permuted order = training classes by Zipf rank 1, 2, …; the rest = holdout) and the
-/// fixed labels: the training class of rank r (0-based) owns labels π[(r·m + j) mod n_labels], j < m,
+/// when set), intensities in [0, 1], pixel noise not clipped. Construction fixes the seeded class
+/// permutation (first n_classes ids in permuted order = training classes by Zipf rank 1, 2, …; the next
+/// n_holdout = holdout) and the fixed labels: the training class of rank r (0-based) owns labels π[(r·m + j) mod n_labels], j < m,
 /// for a seeded permutation π of the vocabulary, so with the default vocabulary no two classes share a
 /// label (the authors' "ordered_polysemy" labelling). Sampling: the same (options, kind, index) gives the
 /// same batch; batches are drawn on the CPU and moved to `device` in `dtype` (labels/classes stay int64).

@@ -297,3 +297,29 @@ TEST(FewShotExemplarSource, FashionMnistTestSetAsIdxSource)
     EXPECT_LE((small.exemplar(3, 0) - full).abs().max().item<double>(), 0.5 / 255 + 1e-12); // byte rounding
 }
 #endif
+
+TEST(FewShotExemplarSource, FewerClassesThanTheSourceAreASeededSubsetOfAllOfThem)
+{
+    const IdxFixture f("exemplars_subset");
+    auto o = f.options();
+    o.n_classes = 3;
+    o.n_holdout = 2;
+    std::set<int64_t> everUsed;
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+        o.seed = seed;
+        const icl::FewShotClassification task(o);
+        std::set<int64_t> used(task.trainingClasses().begin(), task.trainingClasses().end());
+        used.insert(task.holdoutClasses().begin(), task.holdoutClasses().end());
+        ASSERT_EQ(used.size(), 5u);
+        EXPECT_GE(*used.begin(), 0);
+        EXPECT_LT(*used.rbegin(), IdxFixture::kClasses);
+        everUsed.insert(used.begin(), used.end());
+        const auto b = task.sampleTraining(200, 0);
+        for (int64_t i = 0; i < b.classes.numel(); ++i) // sequences use the chosen training classes only
+            ASSERT_TRUE(std::count(
+                task.trainingClasses().begin(), task.trainingClasses().end(), b.classes.flatten()[i].item<int64_t>()));
+    }
+    // Not always the first 5 classes: over 10 seeds every one of the 8 classes is chosen at least once
+    // (each seed picks 5 of 8; missing a given class 10 times in a row has probability (3/8)^10 < 1e-4).
+    EXPECT_EQ(everUsed.size(), size_t(IdxFixture::kClasses));
+}
