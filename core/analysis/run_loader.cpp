@@ -16,6 +16,9 @@ LoadedRun loadRun(const std::string& path, int64_t step)
     } catch (const nlohmann::json::exception&) {
         throw Error(path + ": damaged /config (not JSON)");
     }
+    if (r.config.task.kind == "fewshot_classification")
+        throw Error(path + ": a few-shot classification run (Chan et al.); this analysis is for the regression tasks "
+                    "(use the ICL vs IWL evaluation)");
     if (step < -1)
         throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
     r.step = step < 0 ? r.summary.checkpoints.back().step : step;

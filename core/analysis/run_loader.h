@@ -21,7 +21,8 @@ struct LoadedRun {
 };
 
 /// Loads checkpoint `step` (−1 = last) of `path`. Throws icl::Error for a file without checkpoints,
-/// an absent step, or parameters that do not fit the config's model.
+/// an absent step, parameters that do not fit the config's model, or a few-shot classification run
+/// (its models read label sequences, not prompts).
 LoadedRun loadRun(const std::string& path, int64_t step);
 
 } // namespace icl

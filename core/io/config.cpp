@@ -162,7 +162,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         TaskConfig& t = c.task;
         t.kind = s.choice("kind", t.kind,
                           {"linear_regression", "sparse_linear_regression", "noisy_linear_regression",
-                           "sine_regression", "representation", "representation_mixture"});
+                           "sine_regression", "representation", "representation_mixture", "fewshot_classification"});
         t.layout = s.choice("layout", t.layout, {"pair", "interleaved"});
         t.d = s.integer("d", t.d, 1, 4096);
         t.n_context = s.integer("n_context", t.n_context, 1, 100000);
@@ -197,12 +197,39 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
             throw Error("task.n_representations: a representation task has one Φ*; use representation_mixture");
         if (t.kind == "sine_regression" && t.d != 1)
             throw Error("task.d: sine_regression has scalar inputs, expected 1, got " + std::to_string(t.d));
+        t.n_classes = s.integer("n_classes", t.n_classes, 1, 10000000);
+        t.n_holdout = s.integer("n_holdout", t.n_holdout, 0, 10000000);
+        t.zipf_alpha = s.number("zipf_alpha", t.zipf_alpha, [](double v) { return v >= 0 && std::isfinite(v); },
+                                "a finite number >= 0");
+        t.p_bursty = s.number("p_bursty", t.p_bursty, [](double v) { return v >= 0 && v <= 1; }, "a number in [0, 1]");
+        t.labels_per_class = s.integer("labels_per_class", t.labels_per_class, 1, 100000);
+        t.n_labels = s.integer("n_labels", t.n_labels, 0, 100000000);
+        t.exemplar_dim = s.integer("exemplar_dim", t.exemplar_dim, 1, 1 << 20);
+        t.within_class_noise = s.number("within_class_noise", t.within_class_noise, nonNegative, "a number >= 0");
+        if (t.kind == "fewshot_classification") {
+            if (t.layout != "interleaved")
+                throw Error("task.layout: fewshot_classification sequences interleave exemplar and label tokens, "
+                            "expected \"interleaved\", got \"" + t.layout + "\"");
+            if (t.n_context < 6 || t.n_context % 2)
+                throw Error("task.n_context: a bursty sequence holds 3 + 3 exemplars of two classes and the ICL "
+                            "evaluation n_context/2 shots of each of 2 classes, so expected an even integer >= 6, got "
+                            + std::to_string(t.n_context));
+            if (t.n_holdout < 2)
+                throw Error("task.n_holdout: the ICL evaluation draws 2 holdout classes, expected >= 2, got "
+                            + std::to_string(t.n_holdout));
+            if (t.n_classes < t.n_context + 1)
+                throw Error("task.n_classes: a non-bursty sequence draws n_context + 1 = "
+                            + std::to_string(t.n_context + 1) + " classes, got " + std::to_string(t.n_classes));
+            if (t.n_labels != 0 && t.n_labels < 2)
+                throw Error("task.n_labels: the ICL evaluation uses labels {0, 1}, expected 0 (one per class and "
+                            "label) or >= 2, got " + std::to_string(t.n_labels));
+        }
         s.rejectUnknown();
     }
     {
         SectionReader s(root.section("model"), "model");
         ModelConfig& m = c.model;
-        m.kind = s.choice("kind", m.kind, {"lsa", "gpt2"});
+        m.kind = s.choice("kind", m.kind, {"lsa", "gpt2", "lstm", "rnn"});
         m.n_layers = s.integer("n_layers", m.n_layers, 1, 1000);
         m.n_heads = s.integer("n_heads", m.n_heads, 1, 1024);
         m.d_model = s.integer("d_model", m.d_model, 1, 65536);
@@ -257,7 +284,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         t.batch_size = s.integer("batch_size", t.batch_size, 1, 1 << 24);
         t.steps = s.integer("steps", t.steps, 0, kBig);
         t.grad_clip = s.number("grad_clip", t.grad_clip, nonNegative, "a number >= 0 (0 = off)");
-        t.schedule = s.choice("schedule", t.schedule, {"constant", "warmup", "warmup_cosine"});
+        t.schedule = s.choice("schedule", t.schedule, {"constant", "warmup", "warmup_cosine", "inverse_sqrt"});
         t.warmup_steps = s.integer("warmup_steps", t.warmup_steps, 0, kBig);
         t.eval_every = s.integer("eval_every", t.eval_every, 1, kBig);
         t.checkpoint_every = s.integer("checkpoint_every", t.checkpoint_every, 1, kBig);
@@ -345,6 +372,21 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         if ((b == "oracle_ridge_phi" || b == "mixture_posterior") && c.task.kind != "representation"
             && c.task.kind != "representation_mixture")
             throw Error("eval.baselines: \"" + b + "\" needs task.kind \"representation\" or \"representation_mixture\"");
+    const bool classification = c.task.kind == "fewshot_classification";
+    if (classification && c.model.kind == "lsa")
+        throw Error("model.kind: fewshot_classification needs a model with a label read-out: \"gpt2\" (the "
+                    "transformer of Chan et al.), \"lstm\" or \"rnn\", got \"lsa\"");
+    if (!classification && (c.model.kind == "lstm" || c.model.kind == "rnn"))
+        throw Error("model.kind: \"" + c.model.kind + "\" is a recurrent baseline for task.kind "
+                    "\"fewshot_classification\" (Chan et al.)");
+    if (classification && c.model.init != "variance_scaling")
+        throw Error("model.init: \"" + c.model.init + "\" is a construction for regression tasks");
+    if (c.training.schedule == "inverse_sqrt" && c.training.warmup_steps == 0)
+        throw Error("training.warmup_steps: the inverse_sqrt schedule needs warm-up steps > 0");
+    if (classification)
+        for (const auto& b : c.eval.baselines)
+            if (b != "zero" && b != "least_squares" && b != "ridge" && b != "gd")
+                throw Error("eval.baselines: \"" + b + "\" is a regression baseline; fewshot_classification has none");
     if (c.model.kind == "gpt2" && c.task.layout != "interleaved")
         throw Error("task.layout: the gpt2 model reads the interleaved layout (x and y tokens), got \""
                     + c.task.layout + "\"");
@@ -411,7 +453,15 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"x_range", c.task.x_range},
                  {"w_scale", c.task.w_scale},
                  {"noise_std", c.task.noise_std},
-                 {"sparsity", c.task.sparsity}};
+                 {"sparsity", c.task.sparsity},
+                 {"n_classes", c.task.n_classes},
+                 {"n_holdout", c.task.n_holdout},
+                 {"zipf_alpha", c.task.zipf_alpha},
+                 {"p_bursty", c.task.p_bursty},
+                 {"labels_per_class", c.task.labels_per_class},
+                 {"n_labels", c.task.n_labels},
+                 {"exemplar_dim", c.task.exemplar_dim},
+                 {"within_class_noise", c.task.within_class_noise}};
     j["model"] = {{"kind", c.model.kind},
                   {"d_model", c.model.d_model},
                   {"n_layers", c.model.n_layers},

@@ -48,6 +48,18 @@ struct TaskConfig {
     int64_t n_representations = 1;  ///< K (representation_mixture: ≥ 2)
     /// The experiment's seed, filled in by parseConfig (not a key of the task section): Φ* is drawn from it.
     uint64_t experiment_seed = 0;
+    /// fewshot_classification (Chan et al. 2022, PAPERS.md §4): n_context (x_i, label_i) pairs and a query
+    /// exemplar in the interleaved layout (2·n_context + 1 tokens; the paper's 8 pairs → 17 tokens), synthetic
+    /// classes of exemplar_dim-dimensional exemplars (prototype + within_class_noise·z), cross-entropy on the
+    /// query's label. The keys mirror FewShotOptions (core/tasks/fewshot_classification.h).
+    int64_t n_classes = 1600;         ///< training classes
+    int64_t n_holdout = 10;           ///< holdout classes (ICL evaluation only)
+    double zipf_alpha = 0.0;          ///< Zipf exponent α over training classes (0 = uniform)
+    double p_bursty = 0.9;            ///< probability that a training sequence is bursty
+    int64_t labels_per_class = 1;     ///< label multiplicity
+    int64_t n_labels = 0;             ///< label vocabulary; 0 = n_classes·labels_per_class
+    int64_t exemplar_dim = 64;        ///< width of a synthetic exemplar vector
+    double within_class_noise = 0.1;  ///< σ of the Gaussian within-class variation
     /// Curriculum (Garg et al. 2022; not a key of the task section, set by trainingTask()): only the
     /// first active_dims coordinates of every x_i and x_q are drawn, the rest are exactly 0; for
     /// sparse_linear_regression the support of w lies among them. 0 = all d coordinates.
@@ -58,7 +70,10 @@ struct TaskConfig {
 /// options of the paper's further experiments (softmax first layer, LayerNorm, MLP, positions, an MLP
 /// representation of the inputs).
 struct ModelConfig {
-    std::string kind = "lsa";  ///< "lsa" or "gpt2" (Garg et al. GPT-2 decoder; interleaved layout)
+    /// "lsa", "gpt2" (Garg et al. GPT-2 decoder; interleaved layout; with task fewshot_classification the
+    /// GPT-2 classifier of Chan et al.), or the recurrent baselines of Chan et al. "lstm" and "rnn"
+    /// (fewshot_classification only)
+    std::string kind = "lsa";
     int64_t n_layers = 1;      ///< K (lsa) or L (gpt2)
     int64_t d_model = 64;      ///< gpt2: residual stream width (divisible by n_heads)
     int64_t n_heads = 1;
@@ -112,7 +127,9 @@ struct TrainingConfig {
     int64_t batch_size = 2048;
     int64_t steps = 5000;
     double grad_clip = 0.001;          ///< global-norm clipping threshold; 0 = off
-    std::string schedule = "constant"; ///< "constant", "warmup" (linear warm-up then constant), "warmup_cosine"
+    /// "constant", "warmup" (linear warm-up then constant), "warmup_cosine", or "inverse_sqrt"
+    /// (Chan et al.: η_t = min(lr·t/warmup, lr·√(warmup/t)) at step t = 1, 2, …)
+    std::string schedule = "constant";
     int64_t warmup_steps = 0;
     int64_t eval_every = 100;
     int64_t checkpoint_every = 1000;

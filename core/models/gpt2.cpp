@@ -64,10 +64,28 @@ Gpt2Impl::Gpt2Impl(const Gpt2Options& options, uint64_t seed)
 torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* capture)
 {
     const Gpt2Options& o = m_options;
+    TORCH_CHECK(o.token_embedding, "this GPT-2 has no token embedding: call forwardResidual");
     TORCH_CHECK(tokens.dim() == 3 && tokens.size(2) == o.input_dim, "GPT-2 expects tokens [B, T, ", o.input_dim,
                 "], got ", tokens.sizes());
     const int64_t T = tokens.size(1);
     TORCH_CHECK(T >= 1 && T <= o.n_positions, "sequence of ", T, " tokens exceeds n_positions = ", o.n_positions);
+    return readout(runBlocks(m_readIn->forward(tokens) + m_posEmbed.narrow(0, 0, T).unsqueeze(0), capture));
+}
+
+torch::Tensor Gpt2Impl::forwardResidual(const torch::Tensor& resid, ActivationCapture* capture)
+{
+    const Gpt2Options& o = m_options;
+    TORCH_CHECK(resid.dim() == 3 && resid.size(2) == o.d_model, "GPT-2 expects a residual stream [B, T, ", o.d_model,
+                "], got ", resid.sizes());
+    TORCH_CHECK(resid.size(1) >= 1 && resid.size(1) <= o.n_positions, "sequence of ", resid.size(1),
+                " tokens exceeds n_positions = ", o.n_positions);
+    return m_lnFinal->forward(runBlocks(resid, capture));
+}
+
+torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
+{
+    const Gpt2Options& o = m_options;
+    const int64_t T = x.size(1);
     const int64_t H = o.n_heads, dh = o.d_model / H;
     if (capture && !capture->interventions.empty())
         checkInterventions(capture->interventions, {"gpt2", o.n_layers, H, true, T});
@@ -82,10 +100,9 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
         offer(name, r);
         return r;
     };
-    torch::Tensor x = m_readIn->forward(tokens) + m_posEmbed.narrow(0, 0, T).unsqueeze(0);  // [B, T, D]
     offer("embed", x);
     const torch::Tensor causal
-        = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(tokens.device())).tril();
+        = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();
     const double scale = 1.0 / std::sqrt(double(dh));
     for (size_t l = 0; l < m_blocks.size(); ++l) {
         Block& b = m_blocks[l];
@@ -134,11 +151,12 @@ torch::Tensor Gpt2Impl::forward(const torch::Tensor& tokens, ActivationCapture* 
         x = x + mlpOut;
         x = hook("resid_post" + sfx, x);
     }
-    return readout(x);
+    return x;
 }
 
 torch::Tensor Gpt2Impl::readout(const torch::Tensor& resid)
 {
+    TORCH_CHECK(m_options.token_embedding, "this GPT-2 has no read-out: the caller reads forwardResidual");
     return m_readOut->forward(m_lnFinal->forward(resid)).squeeze(-1);
 }
 

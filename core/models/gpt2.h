@@ -23,6 +23,9 @@ struct Gpt2Options {
     int64_t n_heads = 2;
     int64_t d_model = 64;       ///< must be divisible by n_heads
     int64_t n_positions = 101;  ///< longest sequence (2N + 1 tokens)
+    /// false: the model has no read-in, learned positions or read-out; the caller embeds the tokens and
+    /// reads the residual stream itself (forwardResidual; the classifier of Chan et al.).
+    bool token_embedding = true;
 };
 
 class Gpt2Impl : public torch::nn::Module {
@@ -42,6 +45,11 @@ public:
     /// and throws icl::Error for one that matches nothing (checkInterventions).
     torch::Tensor forward(const torch::Tensor& tokens, ActivationCapture* capture = nullptr);
 
+    /// The blocks and the final LayerNorm on an embedded residual stream [B, T, d_model] (T ≤ n_positions):
+    /// returns ln_final(resid_post.{L−1}) [B, T, d_model]. Captures and interventions as forward(), with
+    /// `embed` = the given stream. Throws c10::Error for a wrong shape.
+    torch::Tensor forwardResidual(const torch::Tensor& resid, ActivationCapture* capture = nullptr);
+
     /// The read-out at every token of a residual stream [B, T, d_model]: final LayerNorm then the
     /// read-out linear. Returns [B, T]; forward() returns readout(resid_post.{L−1}).
     torch::Tensor readout(const torch::Tensor& resid);
@@ -56,6 +64,9 @@ public:
     const Gpt2Options& options() const { return m_options; }
 
 private:
+    /// The L blocks on the residual stream x [B, T, D] (offers "embed" = x); returns resid_post.{L−1}.
+    torch::Tensor runBlocks(torch::Tensor x, ActivationCapture* capture);
+
     struct Block {
         torch::nn::LayerNorm ln1{nullptr}, ln2{nullptr};
         torch::Tensor W_Q, W_K, W_V, b_Q, b_K, b_V, W_O, b_O;  ///< [H, D, dh] ×3, [H, dh] ×3, [H, dh, D], [D]

@@ -16,45 +16,14 @@
 #include "core/tasks/linear_regression.h"
 #include "core/tasks/representation.h"
 #include "core/training/checkpoint.h"
+#include "core/training/classification_trainer.h"
 #include "core/training/device.h"
+#include "core/training/optim.h"
 #include "core/training/seeds.h"
 
 namespace icl {
 
 namespace {
-
-std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const TrainingConfig& t, std::vector<torch::Tensor> params)
-{
-    if (t.optimizer == "adamw")
-        return std::make_unique<torch::optim::AdamW>(
-            params, torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(t.weight_decay));
-    if (t.optimizer == "adam")
-        return std::make_unique<torch::optim::Adam>(
-            params, torch::optim::AdamOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(t.weight_decay));
-    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(t.lr).weight_decay(t.weight_decay));
-}
-
-/// Learning rate η at optimisation step `step` (0-based) under the configured schedule.
-double learningRate(const TrainingConfig& t, int64_t step)
-{
-    const double warm = t.warmup_steps > 0 ? std::min(1.0, double(step + 1) / double(t.warmup_steps)) : 1.0;
-    if (t.schedule == "constant")
-        return t.lr;
-    if (t.schedule == "warmup")
-        return t.lr * warm;
-    // warmup_cosine: linear warm-up, then cosine decay to 0 at the last step
-    if (step < t.warmup_steps)
-        return t.lr * warm;
-    const double span = std::max<int64_t>(1, t.steps - t.warmup_steps);
-    const double progress = std::min(1.0, double(step - t.warmup_steps) / span);
-    return t.lr * 0.5 * (1.0 + std::cos(M_PI * progress));
-}
-
-void setLearningRate(torch::optim::Optimizer& opt, double lr)
-{
-    for (auto& group : opt.param_groups())
-        group.options().set_lr(lr);
-}
 
 double evalLoss(const ModelHandle& model, const PromptBatch& eval)
 {
@@ -155,6 +124,9 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
             storeTaskArrays(out, arrays);
         }
     }
+
+    if (cfg.task.kind == "fewshot_classification")
+        return trainClassification(cfg, options, resuming ? &resumeFrom : nullptr, device, callback);
 
     const TrainingConfig& tc = cfg.training;
     const int64_t totalSteps = tc.steps;

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 
@@ -285,6 +286,31 @@ TEST(Trainer, SparseAndNoisyTasksTrainWithTheirBaselines)
     // Ridge cannot beat the noise floor 0.5·σ² = 0.125 on the noisy query label.
     EXPECT_GT(n.lastMetric("baseline/ridge"), 0.125 * 0.6);
     EXPECT_LT(n.lastMetric("baseline/ridge"), n.lastMetric("baseline/zero"));
+}
+
+} // namespace
+
+namespace {
+
+// Chan et al.'s schedule read back from the stored learning rates: with warm-up W = 4 and peak 1e-3,
+// η_t = 1e-3·min(t/4, √(4/t)) for step t = 1, 2, … (the "lr" metric is the rate of the latest step).
+TEST(Trainer, InverseSqrtScheduleFollowsChanEtAl)
+{
+    const std::string path = tempPath("trainer_inverse_sqrt.h5");
+    icl::train(tinyConfig({"training.steps=16", "training.eval_every=1", "training.checkpoint_every=16",
+                           "training.lr=0.001", "training.schedule=inverse_sqrt", "training.warmup_steps=4",
+                           "eval.n_prompts=16"}),
+               optionsFor(path), {});
+    const auto s = icl::readRunSummary(path);
+    const auto& lr = s.metrics.at("lr");
+    const auto& step = s.metrics.at("step");
+    ASSERT_EQ(lr.size(), 17u);
+    for (size_t i = 1; i < lr.size(); ++i) {
+        const double t = step[i];
+        EXPECT_NEAR(lr[i], 1e-3 * std::min(t / 4.0, std::sqrt(4.0 / t)), 1e-12) << "step " << t;
+    }
+    EXPECT_THROW(icl::parseConfig(tinyConfig({"training.schedule=inverse_sqrt", "training.warmup_steps=0"})),
+                 icl::Error);
 }
 
 } // namespace

@@ -1,0 +1,125 @@
+#include "core/models/sequence_classifier.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace icl {
+
+torch::Tensor sinusoidalPositions(int64_t length, int64_t d, double max_timescale)
+{
+    if (d <= 0 || d % 2)
+        throw Error("sinusoidal positions: the width must be even and > 0, got " + std::to_string(d));
+    const torch::Tensor p = torch::arange(length, torch::kFloat64).unsqueeze(1);                 // [T, 1]
+    const torch::Tensor i = torch::arange(d / 2, torch::kFloat64).unsqueeze(0);                  // [1, d/2]
+    const torch::Tensor omega = torch::pow(torch::tensor(max_timescale, torch::kFloat64), -2.0 * i / double(d));
+    const torch::Tensor angle = p * omega;                                                        // [T, d/2]
+    return torch::cat({torch::sin(angle), torch::cos(angle)}, 1).to(torch::kFloat32);
+}
+
+SequenceClassifierImpl::SequenceClassifierImpl(const SequenceClassifierOptions& o, uint64_t seed)
+    : m_options(o)
+{
+    if (o.backbone != "gpt2" && o.backbone != "lstm" && o.backbone != "rnn")
+        throw Error("model.kind: unknown sequence classifier \"" + o.backbone + "\" (expected gpt2, lstm or rnn)");
+    if (o.n_labels < 2 || o.exemplar_dim < 1 || o.d_model < 2 || o.d_model % 2 || o.n_layers < 1 || o.n_context < 1)
+        throw Error("sequence classifier: inconsistent sizes (n_labels " + std::to_string(o.n_labels) + ", d_model "
+                    + std::to_string(o.d_model) + " (even), n_layers " + std::to_string(o.n_layers) + ")");
+    const int64_t D = o.d_model, T = 2 * o.n_context + 1;
+    m_encoder = register_module("encoder", torch::nn::Linear(o.exemplar_dim, D));
+    m_labelEmbedding = register_module("label_embed", torch::nn::Embedding(o.n_labels, D));
+    if (o.backbone == "gpt2") {
+        Gpt2Options g;
+        g.input_dim = D;
+        g.n_layers = o.n_layers;
+        g.n_heads = o.n_heads;
+        g.d_model = D;
+        g.n_positions = T;
+        g.token_embedding = false;  // tokens arrive embedded (encoder, label embedding, sinusoidal positions)
+        m_transformer = register_module("transformer", Gpt2(g, seed));
+    } else if (o.backbone == "lstm") {
+        m_lstm = register_module("lstm", torch::nn::LSTM(torch::nn::LSTMOptions(D, D).num_layers(o.n_layers).batch_first(true)));
+    } else {
+        m_rnn = register_module(
+            "rnn", torch::nn::RNN(torch::nn::RNNOptions(D, D).num_layers(o.n_layers).nonlinearity(torch::kTanh).batch_first(true)));
+    }
+    m_readOut = register_module("read_out", torch::nn::Linear(D, o.n_labels));
+    m_positions = register_buffer("positions", sinusoidalPositions(T, D, o.max_timescale));
+    torch::NoGradGuard guard;
+    torch::Generator gen = at::detail::createCPUGenerator(seed);
+    auto normal = [&](torch::Tensor& t) { t.copy_(at::normal(0.0, 0.02, t.sizes(), gen)); };
+    normal(m_encoder->weight);
+    m_encoder->bias.zero_();
+    normal(m_labelEmbedding->weight);
+    normal(m_readOut->weight);
+    m_readOut->bias.zero_();
+    // Recurrent cells: PyTorch's default U(−1/√H, 1/√H) for every weight and bias, drawn from the seed.
+    const double k = 1.0 / std::sqrt(double(D));
+    std::vector<torch::Tensor> recurrent;
+    if (!m_lstm.is_empty())
+        recurrent = m_lstm->parameters();
+    if (!m_rnn.is_empty())
+        recurrent = m_rnn->parameters();
+    for (auto& p : recurrent)
+        p.copy_(at::empty(p.sizes(), p.options()).uniform_(-k, k, gen));
+}
+
+torch::Tensor SequenceClassifierImpl::embed(const FewShotBatch& batch)
+{
+    const int64_t B = batch.batchSize(), L = batch.nContext(), D = m_options.d_model;
+    if (L != m_options.n_context)
+        throw Error("sequence classifier: built for " + std::to_string(m_options.n_context) + " context pairs, got "
+                    + std::to_string(L));
+    const torch::Tensor x = m_encoder->forward(batch.exemplars.to(m_encoder->weight.dtype()));  // [B, L+1, D]
+    const torch::Tensor y = m_labelEmbedding->forward(batch.contextLabels());                // [B, L, D]
+    // Interleave: x_1, y_1, …, x_L, y_L, then x_q.
+    const torch::Tensor pairs = torch::stack({x.narrow(1, 0, L), y}, 2).reshape({B, 2 * L, D});
+    const torch::Tensor tokens = torch::cat({pairs, x.narrow(1, L, 1)}, 1);                   // [B, 2L+1, D]
+    return tokens + m_positions.unsqueeze(0);
+}
+
+torch::Tensor SequenceClassifierImpl::forward(const FewShotBatch& batch, ActivationCapture* capture)
+{
+    const torch::Tensor tokens = embed(batch);
+    torch::Tensor h;
+    if (!m_transformer.is_empty())
+        h = m_transformer->forwardResidual(tokens, capture);  // final LayerNorm applied, [B, T, D]
+    else if (!m_lstm.is_empty())
+        h = std::get<0>(m_lstm->forward(tokens));
+    else
+        h = std::get<0>(m_rnn->forward(tokens));
+    return m_readOut->forward(h.select(1, h.size(1) - 1));  // logits at the query, [B, n_labels]
+}
+
+FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed)
+{
+    FewShotOptions o;
+    o.n_classes = task.n_classes;
+    o.n_holdout = task.n_holdout;
+    o.zipf_alpha = task.zipf_alpha;
+    o.p_bursty = task.p_bursty;
+    o.labels_per_class = task.labels_per_class;
+    o.n_labels = task.n_labels;
+    o.context_len = task.n_context;
+    o.exemplar_dim = task.exemplar_dim;
+    o.within_class_noise = task.within_class_noise;
+    o.seed = seed;
+    return o;
+}
+
+SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, uint64_t seed)
+{
+    if (config.task.kind != "fewshot_classification")
+        throw Error("model.kind: a sequence classifier needs task.kind \"fewshot_classification\"");
+    SequenceClassifierOptions o;
+    o.backbone = config.model.kind;
+    o.exemplar_dim = config.task.exemplar_dim;
+    o.n_labels = config.task.n_labels > 0 ? config.task.n_labels : config.task.n_classes * config.task.labels_per_class;
+    o.d_model = config.model.d_model;
+    o.n_layers = config.model.n_layers;
+    o.n_heads = config.model.n_heads;
+    o.n_context = config.task.n_context;
+    return SequenceClassifier(o, seed);
+}
+
+} // namespace icl

@@ -1,0 +1,149 @@
+// Training and evaluation of the few-shot classification task (Chan et al. 2022, PAPERS.md §4).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/io/config.h"
+#include "core/io/experiment_file.h"
+#include "core/training/classification_trainer.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+nlohmann::json fewShotConfig(const std::string& model = "gpt2")
+{
+    return {{"seed", 4},
+            {"device", "cpu"},
+            {"task",
+             {{"kind", "fewshot_classification"}, {"layout", "interleaved"}, {"n_context", 8}, {"n_classes", 30},
+              {"n_holdout", 4}, {"exemplar_dim", 8}, {"within_class_noise", 0.1}, {"p_bursty", 0.9}}},
+            {"model", {{"kind", model}, {"n_layers", 1}, {"n_heads", 2}, {"d_model", 16}}},
+            {"training",
+             {{"optimizer", "adam"}, {"lr", 3e-3}, {"batch_size", 16}, {"steps", 20}, {"grad_clip", 1.0},
+              {"schedule", "inverse_sqrt"}, {"warmup_steps", 5}, {"eval_every", 5}, {"checkpoint_every", 10}}},
+            {"eval", {{"n_prompts", 64}}}};
+}
+
+std::string tempPath(const std::string& name)
+{
+    const std::string p = ::testing::TempDir() + name;
+    fs::remove(p);
+    return p;
+}
+
+icl::FewShotBatch handBatch()
+{
+    // Two sequences with L = 2 context pairs: labels (context…, query).
+    icl::FewShotBatch b;
+    b.exemplars = torch::zeros({2, 3, 1});
+    b.labels = torch::tensor(std::vector<int64_t>{1, 5, 1, 3, 0, 2}).view({2, 3});
+    b.classes = torch::zeros({2, 3}, torch::kInt64);
+    b.bursty = torch::zeros({2}, torch::kBool);
+    return b;
+}
+
+} // namespace
+
+// A hand-built predictor: logits chosen so that the answers are known.
+TEST(ClassificationMetrics, AccuracyRestrictedLabelsAndInContextRateOfAHandBuiltPredictor)
+{
+    const icl::FewShotBatch b = handBatch();
+    // Sequence 0 (query label 1): argmax over all labels is 5 (wrong, but in the context); over {0, 1} it is 1.
+    // Sequence 1 (query label 2): argmax over all labels is 2 (right, not in the context {3, 0}); over {0, 1} it is 0.
+    torch::Tensor logits = torch::zeros({2, 6}, torch::kFloat64);
+    logits[0][5] = 3.0;
+    logits[0][1] = 1.0;
+    logits[1][2] = 4.0;
+    logits[1][0] = 0.5;
+    const icl::ClassificationMetrics m = icl::classificationMetrics(logits, b);
+    EXPECT_DOUBLE_EQ(m.accuracy, 0.5);
+    EXPECT_DOUBLE_EQ(m.accuracy_01, 0.5);  // sequence 0 right (1), sequence 1 wrong (0 ≠ 2)
+    EXPECT_DOUBLE_EQ(m.in_context_rate, 0.5);
+    // Cross-entropy by hand: −log softmax at the target.
+    auto ce = [](std::vector<double> z, int t) {
+        double s = 0;
+        for (double v : z)
+            s += std::exp(v);
+        return -(z[size_t(t)] - std::log(s));
+    };
+    const double expected = 0.5 * (ce({0, 1, 0, 0, 0, 3}, 1) + ce({0.5, 0, 4, 0, 0, 0}, 2));
+    EXPECT_NEAR(m.loss, expected, 1e-12);
+}
+
+TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
+{
+    const std::string straight = tempPath("fewshot_straight.h5");
+    icl::TrainOptions o;
+    o.out_path = straight;
+    o.threads = 1;
+    const icl::TrainResult r = icl::train(fewShotConfig(), o, {});
+    EXPECT_EQ(r.final_step, 20);
+    const icl::RunSummary s = icl::readRunSummary(straight);
+    EXPECT_EQ(s.metrics.at("step"), (std::vector<double>{0, 5, 10, 15, 20}));
+    for (const char* name : {"icl_accuracy", "icl_accuracy_all_labels", "iwl_accuracy", "eval_accuracy",
+                             "icl_in_context_rate", "iwl_in_context_rate"})
+        for (double v : s.metrics.at(name)) {
+            EXPECT_GE(v, 0.0) << name;
+            EXPECT_LE(v, 1.0) << name;
+        }
+    // Accuracies are fractions of 64 sequences.
+    for (double v : s.metrics.at("icl_accuracy"))
+        EXPECT_DOUBLE_EQ(v * 64.0, std::round(v * 64.0));
+    EXPECT_TRUE(std::isfinite(s.metrics.at("eval_loss").back()));
+
+    // Stop after 10 steps, resume to 20: identical parameters.
+    const std::string split = tempPath("fewshot_split.h5");
+    o.out_path = split;
+    icl::train(fewShotConfig(), o, [](const icl::TrainProgress& p) { return p.step < 10; });
+    o.resume = true;
+    icl::train({}, o, {});
+    const auto a = icl::readCheckpoint(straight, 20), b = icl::readCheckpoint(split, 20);
+    ASSERT_EQ(a.params.size(), b.params.size());
+    for (size_t i = 0; i < a.params.size(); ++i) {
+        ASSERT_EQ(a.params[i].name, b.params[i].name);
+        EXPECT_EQ(a.params[i].data, b.params[i].data) << a.params[i].name;
+    }
+}
+
+TEST(ClassificationTrainer, RecurrentBaselinesTrain)
+{
+    for (const char* kind : {"lstm", "rnn"}) {
+        icl::TrainOptions o;
+        o.out_path = tempPath(std::string("fewshot_") + kind + ".h5");
+        o.threads = 1;
+        nlohmann::json c = fewShotConfig(kind);
+        c["training"]["steps"] = 5;
+        EXPECT_EQ(icl::train(c, o, {}).final_step, 5) << kind;
+        EXPECT_EQ(icl::readRunSummary(o.out_path).metrics.at("iwl_accuracy").size(), 2u) << kind;
+    }
+}
+
+TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
+{
+    auto expectError = [](nlohmann::json c, const std::string& needle) {
+        try {
+            icl::parseConfig(c);
+            FAIL() << "accepted: " << c.dump();
+        } catch (const icl::Error& e) {
+            EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+        }
+    };
+    nlohmann::json c = fewShotConfig("lsa");
+    expectError(c, "model.kind");
+    c = fewShotConfig();
+    c["task"]["n_context"] = 7;
+    expectError(c, "task.n_context");
+    c = fewShotConfig();
+    c["task"]["layout"] = "pair";
+    expectError(c, "task.layout");
+    c = fewShotConfig();
+    c["task"]["n_holdout"] = 1;
+    expectError(c, "task.n_holdout");
+    c = fewShotConfig();
+    c["task"]["p_bursty"] = 1.5;
+    expectError(c, "task.p_bursty");
+    nlohmann::json regression = {{"model", {{"kind", "lstm"}}}};
+    expectError(regression, "model.kind");
+}
