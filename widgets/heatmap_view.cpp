@@ -172,6 +172,19 @@ double HeatmapView::colorLimit() const
     return m > 0 ? m : 1.0;
 }
 
+void HeatmapView::setAxisLabels(const std::string& rowAxis, const std::string& colAxis)
+{
+    m_rowAxisLabel = rowAxis;
+    m_colAxisLabel = colAxis;
+    rebuild();
+}
+
+void HeatmapView::setColorLabel(const std::string& label)
+{
+    m_colorLabel = label;
+    rebuild();
+}
+
 void HeatmapView::setCaptionVisible(bool visible)
 {
     m_captionVisible = visible;
@@ -244,6 +257,9 @@ void HeatmapView::rebuild()
     auto rowTicks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     for (int r = 0; r < rows; ++r)
         rowTicks->addTick(r, rowLabel(r));
+    m_plot->yAxis->setLabel(qs(m_rowAxisLabel));
+    m_plot->xAxis2->setLabel(qs(m_colAxisLabel));
+    m_colorScale->axis()->setLabel(qs(m_colorLabel));
     m_plot->xAxis2->setTicker(colTicks);
     m_plot->yAxis->setTicker(rowTicks);
     m_plot->xAxis2->setTickLabelRotation(cols > 16 ? 90 : 0);
@@ -313,6 +329,9 @@ bool HeatmapView::exportTo(const std::string& path, const std::string& format, i
     view.m_matrix = m_matrix;
     view.m_metadata = m_metadata;
     view.m_limit = m_limit;
+    view.m_rowAxisLabel = m_rowAxisLabel;
+    view.m_colAxisLabel = m_colAxisLabel;
+    view.m_colorLabel = m_colorLabel;
     view.m_captionVisible = true;
     view.rebuild();
     view.resize(kExportLogicalWidth, kExportLogicalHeight);

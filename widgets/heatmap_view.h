@@ -40,6 +40,11 @@ public:
     /// The limit in use (never 0: an all-zero matrix uses 1).
     double colorLimit() const;
 
+    /// Axis titles: the rows' (left) and the columns' (top), e.g. "layer" and "token position". Empty: none.
+    void setAxisLabels(const std::string& rowAxis, const std::string& colAxis);
+    /// Title of the colour legend (e.g. "patching effect"). Empty: none.
+    void setColorLabel(const std::string& label);
+
     /// Shows or hides the metadata caption on screen (exports always carry it).
     void setCaptionVisible(bool visible);
     void setToolBarVisible(bool visible);
@@ -81,6 +86,9 @@ private:
     icl::Matrix m_matrix;
     std::map<std::string, std::string> m_metadata;
     double m_limit = 0.0;
+    std::string m_rowAxisLabel;
+    std::string m_colAxisLabel;
+    std::string m_colorLabel;
     bool m_captionVisible = true;
     QCustomPlot* m_plot = nullptr;
     QToolBar* m_toolBar = nullptr;

@@ -40,11 +40,21 @@ QString number(double v)
     return std::isfinite(v) ? QString::number(v, 'g', 6) : QStringLiteral("—");
 }
 
+/// A table cell that shows a rounded number and sorts by the exact value (Qt::UserRole; NaN last).
+class NumberItem : public QTableWidgetItem {
+public:
+    bool operator<(const QTableWidgetItem& other) const override
+    {
+        const double a = data(Qt::UserRole).toDouble(), b = other.data(Qt::UserRole).toDouble();
+        if (std::isnan(a) || std::isnan(b))
+            return !std::isnan(a) && std::isnan(b);
+        return a < b;
+    }
+};
+
 QTableWidgetItem* numberItem(double v, int digits = 6)
 {
-    auto* item = new QTableWidgetItem;
-    // Sorts by value; the text shows 6 significant digits; the exact value is in Qt::UserRole.
-    item->setData(Qt::DisplayRole, std::isfinite(v) ? QVariant(v) : QVariant(QStringLiteral("—")));
+    auto* item = new NumberItem;
     item->setData(Qt::UserRole, v);
     item->setText(std::isfinite(v) ? QString::number(v, 'g', digits) : QStringLiteral("—"));
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);

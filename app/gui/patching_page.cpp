@@ -163,6 +163,8 @@ PatchingPage::PatchingPage(QWidget* parent)
     m_heatmap = new widgets::HeatmapView(split);
     m_heatmap->setObjectName(QStringLiteral("patchingHeatmap"));
     m_heatmap->setColorLimit(1.0);
+    m_heatmap->setAxisLabels("patched residual stream", "token position");
+    m_heatmap->setColorLabel("patching effect (0 = corrupted, 1 = clean)");
     auto* side = new QWidget(split);
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);

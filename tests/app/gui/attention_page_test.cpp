@@ -1,0 +1,542 @@
+// The Attention and Patching pages on real experiment files written by icl::train with tiny configs (a
+// 1-layer LSA in the pair layout and a 2-layer, 2-head GPT-2 in the interleaved layout). Expected values
+// come from an independent icl::Inspector on the same file (its own samplePrompt / inspect / lens /
+// patching calls), never from the pages under test.
+
+#include "app/gui/attention_page.h"
+#include "app/gui/patching_page.h"
+
+#include <cmath>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFile>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QXmlStreamReader>
+
+#include <gtest/gtest.h>
+#include <qcustomplot.h>
+
+#include "app/gui/main_window.h"
+#include "core/analysis/inspector.h"
+#include "core/io/config.h"
+#include "core/training/trainer.h"
+#include "widgets/attention_grid.h"
+#include "widgets/figure_export.h"
+#include "widgets/attention_pattern_view.h"
+#include "widgets/bar_chart_view.h"
+#include "widgets/checkpoint_timeline.h"
+#include "widgets/heatmap_view.h"
+#include "widgets/plot_view.h"
+
+using icl::gui::AttentionPage;
+using icl::gui::MainWindow;
+using icl::gui::PatchingPage;
+
+namespace {
+
+constexpr int kTimeoutMs = 120000;
+
+class AttentionPageTest : public ::testing::Test {
+protected:
+    static void trainRun(const std::string& path, const std::string& preset, const std::vector<std::string>& sets)
+    {
+        icl::ConfigRequest request;
+        request.preset = preset;
+        request.scale = "quick";
+        request.sets = sets;
+        request.steps = 20;
+        request.device = "cpu";
+        icl::TrainOptions options;
+        options.out_path = path;
+        options.threads = 1;
+        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
+    }
+    static void SetUpTestSuite()
+    {
+        s_dir = new QTemporaryDir;
+        ASSERT_TRUE(s_dir->isValid());
+        s_lsa = s_dir->filePath("lsa.h5").toStdString();
+        trainRun(s_lsa, "vonoswald-lsa-1layer",
+            { "task.d=3", "task.n_context=6", "training.batch_size=16", "training.eval_every=10",
+                "training.checkpoint_every=10", "eval.n_prompts=64", "eval.bootstrap=10" });
+        s_gpt2 = s_dir->filePath("gpt2.h5").toStdString();
+        trainRun(s_gpt2, "guo-representation",
+            { "task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=2", "model.n_heads=2",
+                "model.d_model=16", "training.batch_size=16", "training.eval_every=10", "training.checkpoint_every=10",
+                "eval.n_prompts=64", "eval.bootstrap=10" });
+    }
+    static void TearDownTestSuite()
+    {
+        delete s_dir;
+        s_dir = nullptr;
+    }
+
+    /// Opens `path` on the Attention page and waits for the first inspection.
+    static void openOnAttention(MainWindow& window, const std::string& path)
+    {
+        window.setScripted(true);
+        window.show();
+        ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+        ASSERT_TRUE(window.openExperiment(QString::fromStdString(path)));
+        window.showPage(MainWindow::Page::Attention);
+        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+        ASSERT_TRUE(window.attentionPage()->inspection().has_value())
+            << window.attentionPage()->statusLabel()->text().toStdString();
+    }
+
+    /// Waits until the page has re-run the model after an edit.
+    static void waitForRerun(MainWindow& window)
+    {
+        QCoreApplication::processEvents();
+        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+    }
+
+    static QTemporaryDir* s_dir;
+    static std::string s_lsa;
+    static std::string s_gpt2;
+};
+
+QTemporaryDir* AttentionPageTest::s_dir = nullptr;
+std::string AttentionPageTest::s_lsa;
+std::string AttentionPageTest::s_gpt2;
+
+QAction* viewAction(const MainWindow& window, const QString& text)
+{
+    for (QAction* menu : window.menuBar()->actions())
+        if (menu->menu() && menu->text() == QLatin1String("&View"))
+            for (QAction* a : menu->menu()->actions())
+                if (a->text() == text)
+                    return a;
+    return nullptr;
+}
+
+QByteArray readAll(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
+}
+
+QString svgText(const QString& path)
+{
+    QXmlStreamReader xml(readAll(path));
+    QString text;
+    while (!xml.atEnd())
+        if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("text"))
+            text += xml.readElementText(QXmlStreamReader::IncludeChildElements) + "\n";
+    return text;
+}
+
+/// Data lines of a CSV (no "# key: value" metadata), split into cells.
+std::vector<QStringList> csvRows(const QString& path)
+{
+    std::vector<QStringList> rows;
+    for (const QString& line : QString::fromUtf8(readAll(path)).split('\n', Qt::SkipEmptyParts))
+        if (!line.startsWith('#'))
+            rows.push_back(line.split(','));
+    return rows;
+}
+
+::testing::AssertionResult samePrompt(const icl::Prompt& got, const icl::Prompt& want)
+{
+    if (got.x != want.x)
+        return ::testing::AssertionFailure() << "x differs";
+    if (got.y != want.y)
+        return ::testing::AssertionFailure() << "y differs";
+    return ::testing::AssertionSuccess();
+}
+
+/// The predictions table equals `want` row by row: names, exact values (Qt::UserRole) and the text shown.
+::testing::AssertionResult tableShows(const QTableWidget* table, const icl::Inspection& want)
+{
+    if (table->rowCount() != int(want.predictions.size()))
+        return ::testing::AssertionFailure() << table->rowCount() << " rows, want " << want.predictions.size();
+    for (int r = 0; r < table->rowCount(); ++r) {
+        const icl::PredictorValue& p = want.predictions[size_t(r)];
+        if (table->item(r, 0)->data(Qt::UserRole).toString().toStdString() != p.name)
+            return ::testing::AssertionFailure() << "row " << r << " is not " << p.name;
+        if (table->item(r, 1)->data(Qt::UserRole).toDouble() != p.prediction)
+            return ::testing::AssertionFailure() << p.name << ": " << table->item(r, 1)->data(Qt::UserRole).toDouble()
+                                                 << " != " << p.prediction;
+        if (table->item(r, 1)->text() != QString::number(p.prediction, 'g', 6))
+            return ::testing::AssertionFailure() << p.name << " shows " << table->item(r, 1)->text().toStdString();
+        if (table->item(r, 2)->data(Qt::UserRole).toDouble() != p.error)
+            return ::testing::AssertionFailure() << p.name << " error differs";
+    }
+    return ::testing::AssertionSuccess();
+}
+
+} // namespace
+
+TEST_F(AttentionPageTest, PagesAreInTheNavigatorWithShortcutsAndCommandLineNames)
+{
+    MainWindow window;
+    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
+    ASSERT_NE(navigator, nullptr);
+    ASSERT_GE(navigator->count(), 9);
+    EXPECT_EQ(navigator->item(int(MainWindow::Page::Attention))->text(), "Attention");
+    EXPECT_EQ(navigator->item(int(MainWindow::Page::Patching))->text(), "Patching");
+    EXPECT_EQ(MainWindow::pageFromName("attention"), MainWindow::Page::Attention);
+    EXPECT_EQ(MainWindow::pageFromName("patching"), MainWindow::Page::Patching);
+    QAction* attention = viewAction(window, "Attention");
+    QAction* patching = viewAction(window, "Patching");
+    ASSERT_NE(attention, nullptr);
+    ASSERT_NE(patching, nullptr);
+    EXPECT_EQ(attention->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_8));
+    EXPECT_EQ(patching->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_9));
+    patching->trigger();
+    EXPECT_EQ(window.currentPage(), MainWindow::Page::Patching);
+    attention->trigger();
+    EXPECT_EQ(window.currentPage(), MainWindow::Page::Attention);
+}
+
+TEST_F(AttentionPageTest, HoverTextAndRowChartShowTheIndependentInspection)
+{
+    for (const std::string& path : { s_lsa, s_gpt2 }) {
+        SCOPED_TRACE(path);
+        MainWindow window;
+        openOnAttention(window, path);
+        AttentionPage* page = window.attentionPage();
+        icl::Inspector reference(path);
+        const icl::Prompt prompt = reference.samplePrompt(uint64_t(page->seedChooser()->value()));
+        ASSERT_TRUE(samePrompt(page->prompt(), prompt));
+        const icl::Inspection want = reference.inspect(prompt);
+        EXPECT_EQ(page->inspection()->checkpoint_step, want.checkpoint_step);
+        ASSERT_EQ(page->grid()->nLayers(), want.n_layers);
+        ASSERT_EQ(page->grid()->nHeads(), want.n_heads);
+        EXPECT_TRUE(tableShows(page->predictionTable(), want));
+
+        // Click the last head's thumbnail, like a user.
+        const int layer = int(want.n_layers - 1), head = int(want.n_heads - 1);
+        QTest::mouseClick(page->grid(), Qt::LeftButton, {}, page->grid()->thumbnailRect(layer, head).center());
+        ASSERT_EQ(page->selectedLayer(), layer);
+        ASSERT_EQ(page->selectedHead(), head);
+        const icl::Matrix& pattern = want.patterns[size_t(layer * want.n_heads + head)];
+        icl::widgets::AttentionPatternView* view = page->patternView();
+        view->replotNow();
+        ASSERT_EQ(view->pattern().rows, pattern.rows);
+        ASSERT_EQ(view->pattern().cols, pattern.cols);
+        const int T = int(pattern.rows);
+        for (const auto& [r, c] : { std::pair<int, int> { T - 1, 0 }, { T - 1, int(pattern.cols) - 1 }, { T / 2, 1 } }) {
+            const QPoint at = view->cellCenter(r, c).toPoint();
+            QTest::mouseMove(view->plot(), at);
+            const QString expected = QString::fromStdString(want.token_labels[size_t(r)]) + " → "
+                + QString::fromStdString(want.key_labels[size_t(c)]) + ": " + QString::number(pattern.at(r, c), 'g', 6);
+            EXPECT_EQ(view->plot()->toolTip(), expected) << r << "," << c;
+        }
+        // Clicking a row selects that query token; the bar chart shows its row of the pattern.
+        const int row = T / 2;
+        QTest::mouseClick(view->plot(), Qt::LeftButton, {}, view->cellCenter(row, 0).toPoint());
+        EXPECT_EQ(page->selectedQuery(), row);
+        const icl::widgets::BarChart& chart = page->rowChart()->chart();
+        ASSERT_EQ(chart.values.size(), size_t(pattern.cols));
+        for (int c = 0; c < pattern.cols; ++c)
+            EXPECT_EQ(chart.values[size_t(c)], pattern.at(row, c)) << c;
+        EXPECT_EQ(chart.labels, want.key_labels);
+        // The head table has one sortable row per head with the core's summaries.
+        ASSERT_EQ(page->headTable()->rowCount(), int(want.heads.size()));
+        page->headTable()->sortItems(2, Qt::DescendingOrder);
+        double previous = INFINITY;
+        for (int r = 0; r < page->headTable()->rowCount(); ++r) {
+            const double entropy = page->headTable()->item(r, 2)->data(Qt::UserRole).toDouble();
+            EXPECT_LE(entropy, previous);
+            previous = entropy;
+            const int l = page->headTable()->item(r, 0)->data(Qt::UserRole).toInt();
+            const int h = page->headTable()->item(r, 0)->data(Qt::UserRole + 1).toInt();
+            EXPECT_EQ(entropy, want.heads[size_t(l * want.n_heads + h)].entropy);
+        }
+    }
+}
+
+TEST_F(AttentionPageTest, EditsReRunTheModelExactlyLikeTheCore)
+{
+    MainWindow window;
+    openOnAttention(window, s_gpt2);
+    AttentionPage* page = window.attentionPage();
+    icl::Inspector reference(s_gpt2);
+    icl::Prompt p = reference.samplePrompt(uint64_t(page->seedChooser()->value()));
+
+    // Edit y_3 in the table.
+    QTableWidget* table = page->promptTable();
+    const int yColumn = int(p.dim());
+    table->item(2, yColumn)->setText(QStringLiteral("1.5"));
+    waitForRerun(window);
+    p.y[2] = 1.5;
+    ASSERT_TRUE(samePrompt(page->prompt(), p));
+    icl::Inspection want = reference.inspect(p);
+    EXPECT_TRUE(tableShows(page->predictionTable(), want));
+    EXPECT_NE(want.predictions[0].prediction, reference.inspect(reference.samplePrompt(1)).predictions[0].prediction)
+        << "the edit changes the model's prediction";
+
+    // Edit one x component of the query.
+    table->item(int(p.nContext()), 0)->setText(QStringLiteral("-0.75"));
+    waitForRerun(window);
+    p.x[size_t(p.nContext())][0] = -0.75;
+    ASSERT_TRUE(samePrompt(page->prompt(), p));
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(p)));
+
+    // Delete example 1, move the new first example down, duplicate example 2.
+    table->selectRow(0);
+    page->deleteButton()->click();
+    waitForRerun(window);
+    p.x.erase(p.x.begin());
+    p.y.erase(p.y.begin());
+    ASSERT_TRUE(samePrompt(page->prompt(), p));
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(p)));
+    table->selectRow(0);
+    page->downButton()->click();
+    waitForRerun(window);
+    std::swap(p.x[0], p.x[1]);
+    std::swap(p.y[0], p.y[1]);
+    ASSERT_TRUE(samePrompt(page->prompt(), p));
+    table->selectRow(1);
+    page->duplicateButton()->click();
+    waitForRerun(window);
+    p.x.insert(p.x.begin() + 2, p.x[1]);
+    p.y.insert(p.y.begin() + 2, p.y[1]);
+    ASSERT_TRUE(samePrompt(page->prompt(), p));
+    EXPECT_EQ(table->rowCount(), int(p.y.size()));
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(p)));
+
+    // A number that does not parse is refused and nothing re-runs.
+    table->item(0, yColumn)->setText(QStringLiteral("abc"));
+    EXPECT_FALSE(window.isBusy());
+    ASSERT_TRUE(samePrompt(page->prompt(), p));
+
+    // Resampling the whole prompt draws the core's prompt for the seed.
+    page->seedChooser()->setValue(5);
+    page->resamplePromptButton()->click();
+    waitForRerun(window);
+    const icl::Prompt five = reference.samplePrompt(5);
+    ASSERT_TRUE(samePrompt(page->prompt(), five));
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(five)));
+    EXPECT_EQ(table->rowCount(), int(five.y.size()));
+
+    // Resample one row and relabel: the prompt keeps its task instance, the predictions follow.
+    table->selectRow(3);
+    page->resampleRowButton()->click();
+    waitForRerun(window);
+    EXPECT_EQ(page->prompt().x[2], five.x[2]);
+    EXPECT_NE(page->prompt().x[3], five.x[3]);
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(page->prompt())));
+    page->noiseChooser()->setValue(0.0);
+    page->relabelButton()->click();
+    waitForRerun(window);
+    const icl::Prompt relabelled = page->prompt();
+    for (size_t i = 0; i < relabelled.y.size(); ++i)
+        EXPECT_NEAR(relabelled.y[i], reference.trueLabel(relabelled, relabelled.x[i]), 1e-9) << "σ = 0: y = f_w(x)";
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(relabelled)));
+}
+
+TEST_F(AttentionPageTest, FollowsTheCheckpointTimelineAndAblation)
+{
+    MainWindow window;
+    openOnAttention(window, s_lsa);
+    AttentionPage* page = window.attentionPage();
+    const qint64 first = window.timeline()->steps().front();
+    ASSERT_EQ(window.selectCheckpoint(first), first);
+    waitForRerun(window);
+    ASSERT_EQ(page->inspection()->checkpoint_step, first);
+    icl::Inspector reference(s_lsa, first);
+    const icl::Inspection want = reference.inspect(page->prompt());
+    EXPECT_TRUE(tableShows(page->predictionTable(), want));
+    EXPECT_EQ(page->patternView()->pattern().data, want.patterns[0].data);
+
+    // Zero-ablating the (only) head of the 1-layer LSA.
+    page->ablationChooser()->setCurrentIndex(1);
+    waitForRerun(window);
+    icl::Ablation a;
+    a.kind = icl::Ablation::Kind::Zero;
+    a.name = "attn.out.0";
+    a.head = 0;
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(page->prompt(), { a })));
+    EXPECT_EQ(page->metadata().at("ablation"), "zero attn.out.0 head 0");
+}
+
+TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
+{
+    MainWindow window;
+    openOnAttention(window, s_gpt2);
+    AttentionPage* page = window.attentionPage();
+    icl::Inspector reference(s_gpt2);
+    const icl::Prompt prompt = page->prompt();
+    const icl::Inspection want = reference.inspect(prompt);
+    const icl::RegressionLens lens = reference.lens(prompt);
+    QTemporaryDir dir;
+    std::string error;
+
+    // Large pattern: axis titles, colour legend, token labels and caption in the SVG; the matrix in the CSV.
+    icl::widgets::AttentionPatternView* view = page->patternView();
+    const QString svg = dir.filePath("pattern.svg");
+    ASSERT_TRUE(view->exportTo(svg.toStdString(), "svg", 300, &error)) << error;
+    const QString text = svgText(svg);
+    EXPECT_TRUE(text.contains("key token")) << text.toStdString();
+    EXPECT_TRUE(text.contains("query token"));
+    EXPECT_TRUE(text.contains("attention weight"));
+    EXPECT_TRUE(text.contains("query"));
+    EXPECT_TRUE(text.contains("experiment: gpt2.h5"));
+    EXPECT_TRUE(text.contains(QStringLiteral("checkpoint_step: %1").arg(want.checkpoint_step)));
+    EXPECT_TRUE(text.contains("seed: 1"));
+    const QString pdf = dir.filePath("pattern.pdf");
+    ASSERT_TRUE(view->exportTo(pdf.toStdString(), "pdf", 300, &error)) << error;
+    const QByteArray pdfBytes = readAll(pdf);
+    EXPECT_TRUE(pdfBytes.startsWith("%PDF"));
+    EXPECT_TRUE(pdfBytes.contains("<icl:experiment>gpt2.h5</icl:experiment>"));
+    EXPECT_TRUE(pdfBytes.contains("<icl:prompt>N = 6, d = 4</icl:prompt>"));
+    const QString csv = dir.filePath("pattern.csv");
+    ASSERT_TRUE(view->exportTo(csv.toStdString(), "csv", 300, &error)) << error;
+    const icl::Matrix& pattern = want.patterns[0];
+    const auto rows = csvRows(csv);
+    ASSERT_EQ(rows.size(), size_t(pattern.rows + 1));
+    for (int64_t r = 0; r < pattern.rows; ++r) {
+        ASSERT_EQ(rows[size_t(r + 1)].size(), pattern.cols + 1);
+        EXPECT_EQ(rows[size_t(r + 1)][0].toStdString(), want.token_labels[size_t(r)]);
+        for (int64_t c = 0; c < pattern.cols; ++c)
+            EXPECT_NEAR(rows[size_t(r + 1)][c + 1].toDouble(), pattern.at(r, c), 1e-8 * std::max(1.0, std::abs(pattern.at(r, c))));
+    }
+
+    // Query-row bar chart.
+    const QString barCsv = dir.filePath("row.csv");
+    ASSERT_TRUE(page->rowChart()->exportTo(barCsv.toStdString(), "csv", 300, &error)) << error;
+    const auto barRows = csvRows(barCsv);
+    ASSERT_EQ(barRows.size(), size_t(pattern.cols + 1));
+    for (int64_t c = 0; c < pattern.cols; ++c)
+        EXPECT_NEAR(barRows[size_t(c + 1)][1].toDouble(), pattern.at(pattern.rows - 1, c), 1e-8);
+    const QString barSvg = dir.filePath("row.svg");
+    ASSERT_TRUE(page->rowChart()->exportTo(barSvg.toStdString(), "svg", 300, &error)) << error;
+    EXPECT_TRUE(svgText(barSvg).contains("attention weight"));
+    EXPECT_TRUE(svgText(barSvg).contains("key token"));
+
+    // Regression lens: model line and reference lines in the legend, values in the CSV.
+    const icl::Figure& figure = page->lensPlot()->figure();
+    ASSERT_FALSE(figure.series.empty());
+    EXPECT_EQ(figure.series[0].y, lens.prediction);
+    EXPECT_DOUBLE_EQ(lens.prediction.back(), want.predictions[0].prediction) << "lens ends at the model's ŷ";
+    const QString lensSvg = dir.filePath("lens.svg");
+    ASSERT_TRUE(icl::widgets::exportFigure(figure, lensSvg.toStdString(), "svg", 300, &error)) << error;
+    const QString lensText = svgText(lensSvg);
+    EXPECT_TRUE(lensText.contains("model (regression lens)")) << lensText.toStdString();
+    EXPECT_TRUE(lensText.contains("GD-1"));
+    EXPECT_TRUE(lensText.contains("ridge"));
+    EXPECT_TRUE(lensText.contains("least squares"));
+    EXPECT_TRUE(lensText.contains("prediction ŷ_q"));
+    const QString lensCsv = dir.filePath("lens.csv");
+    ASSERT_TRUE(icl::widgets::exportFigure(figure, lensCsv.toStdString(), "csv", 300, &error)) << error;
+    const auto lensRows = csvRows(lensCsv);
+    ASSERT_GE(lensRows.size(), lens.prediction.size() + 1);
+    for (size_t i = 0; i < lens.prediction.size(); ++i)
+        EXPECT_NEAR(lensRows[i + 1][1].toDouble(), lens.prediction[i], 1e-8 * std::max(1.0, std::abs(lens.prediction[i])));
+}
+
+TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedPrompt)
+{
+    MainWindow window;
+    openOnAttention(window, s_gpt2);
+    AttentionPage* attention = window.attentionPage();
+    // An edit on the Attention page reaches the Patching page's clean prompt.
+    attention->promptTable()->item(1, int(attention->prompt().dim()))->setText(QStringLiteral("0.875"));
+    waitForRerun(window);
+    const icl::Prompt clean = attention->prompt();
+    ASSERT_EQ(clean.y[1], 0.875);
+
+    window.showPage(MainWindow::Page::Patching);
+    PatchingPage* page = window.patchingPage();
+    EXPECT_TRUE(page->sharedPromptCheck()->isChecked());
+    icl::Inspector reference(s_gpt2);
+    for (const char* corruption : { "change_label", "shuffle_pairs", "different_w" }) {
+        SCOPED_TRACE(corruption);
+        page->corruptionChooser()->setCurrentIndex(page->corruptionChooser()->findData(QString(corruption)));
+        page->exampleChooser()->setValue(2);
+        page->seedChooser()->setValue(11);
+        page->runButton()->click();
+        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+        ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
+        icl::PatchingOptions o;
+        o.corruption = icl::corruptionFromName(corruption);
+        o.example = 1;
+        o.seed = 11;
+        const icl::PatchingResult want = reference.patching(clean, o);
+        ASSERT_TRUE(samePrompt(page->cleanPrompt(), clean));
+        ASSERT_TRUE(samePrompt(page->corruptedPrompt(), reference.corrupt(clean, o)));
+        const icl::Matrix& shown = page->heatmap()->matrix();
+        ASSERT_EQ(shown.rows, want.effect.rows);
+        ASSERT_EQ(shown.cols, want.effect.cols);
+        ASSERT_EQ(shown.data.size(), want.effect.data.size());
+        for (size_t i = 0; i < shown.data.size(); ++i)
+            EXPECT_TRUE(shown.data[i] == want.effect.data[i] || (std::isnan(shown.data[i]) && std::isnan(want.effect.data[i])))
+                << i << ": " << shown.data[i] << " vs " << want.effect.data[i];
+        EXPECT_EQ(shown.row_labels.size(), size_t(shown.rows));
+        EXPECT_EQ(shown.col_labels.back(), "query");
+        EXPECT_TRUE(page->summaryLabel()->text().contains(QString::number(want.clean_prediction, 'g', 6)));
+        EXPECT_TRUE(page->summaryLabel()->text().contains(QString::number(want.corrupted_prediction, 'g', 6)));
+        EXPECT_EQ(page->labelTable()->rowCount(), int(clean.y.size()));
+        // Hover of a cell gives its effect.
+        page->heatmap()->replotNow();
+        EXPECT_EQ(page->heatmap()->cellText(0, 1),
+            QStringLiteral("row %1, column %2\nvalue = %3")
+                .arg(QString::fromStdString(shown.row_labels[0]), QString::fromStdString(shown.col_labels[1]),
+                    QString::number(want.effect.at(0, 1), 'g', 6)));
+    }
+
+    // Exports: axis titles and legend in the SVG, the effect matrix in the CSV, metadata in both.
+    QTemporaryDir dir;
+    std::string error;
+    const QString svg = dir.filePath("patching.svg");
+    ASSERT_TRUE(page->heatmap()->exportTo(svg.toStdString(), "svg", 300, &error)) << error;
+    const QString text = svgText(svg);
+    EXPECT_TRUE(text.contains("token position")) << text.toStdString();
+    EXPECT_TRUE(text.contains("patched residual stream"));
+    EXPECT_TRUE(text.contains("patching effect"));
+    EXPECT_TRUE(text.contains("corruption: different_w"));
+    const QString csv = dir.filePath("patching.csv");
+    ASSERT_TRUE(page->heatmap()->exportTo(csv.toStdString(), "csv", 300, &error)) << error;
+    const QString csvText = QString::fromUtf8(readAll(csv));
+    EXPECT_TRUE(csvText.contains("# experiment: gpt2.h5"));
+    EXPECT_TRUE(csvText.contains("# seed: 11"));
+    const auto rows = csvRows(csv);
+    const icl::Matrix& shown = page->heatmap()->matrix();
+    ASSERT_EQ(rows.size(), size_t(shown.rows + 1));
+    for (int64_t r = 0; r < shown.rows; ++r)
+        for (int64_t c = 0; c < shown.cols; ++c)
+            if (std::isfinite(shown.at(r, c)))
+                EXPECT_NEAR(rows[size_t(r + 1)][c + 1].toDouble(), shown.at(r, c), 1e-8 * std::max(1.0, std::abs(shown.at(r, c))));
+}
+
+TEST_F(AttentionPageTest, PatchingWithItsOwnPromptSeed)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
+    window.showPage(MainWindow::Page::Patching);
+    PatchingPage* page = window.patchingPage();
+    EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
+    page->sharedPromptCheck()->setChecked(false);
+    page->promptSeedChooser()->setValue(4);
+    page->corruptionChooser()->setCurrentIndex(page->corruptionChooser()->findData(QStringLiteral("change_label")));
+    page->exampleChooser()->setValue(1);
+    ASSERT_TRUE(page->startPatching());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+    ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
+    icl::Inspector reference(s_lsa);
+    const icl::Prompt clean = reference.samplePrompt(4);
+    ASSERT_TRUE(samePrompt(page->cleanPrompt(), clean));
+    icl::PatchingOptions o;
+    o.corruption = icl::Corruption::ChangeLabel;
+    o.example = 0;
+    o.seed = uint64_t(page->seedChooser()->value());
+    const icl::PatchingResult want = reference.patching(clean, o);
+    EXPECT_EQ(page->heatmap()->matrix().data.size(), want.effect.data.size());
+    for (size_t i = 0; i < want.effect.data.size(); ++i)
+        if (std::isfinite(want.effect.data[i]))
+            EXPECT_EQ(page->heatmap()->matrix().data[i], want.effect.data[i]) << i;
+    EXPECT_EQ(page->metadata().at("prompt"), "seed 4, N = 6");
+}
