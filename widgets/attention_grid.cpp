@@ -69,9 +69,16 @@ QImage AttentionGrid::renderThumbnail(const icl::Matrix& pattern, bool softmax, 
             for (int r = r0; r < r1; ++r) {
                 const double* row = pattern.data.data() + size_t(r) * size_t(cols);
                 const double rs = rowScale[size_t(r)];
-                for (int c = c0; c < c1; ++c)
-                    if (std::abs(row[c] * rs) > std::abs(best))
-                        best = row[c] * rs;
+                if (softmax) { // weights are ≥ 0: the largest is the largest |value|
+                    double mx = 0.0;
+                    for (int c = c0; c < c1; ++c)
+                        mx = std::max(mx, row[c]);
+                    best = std::max(best, mx * rs);
+                } else {
+                    for (int c = c0; c < c1; ++c)
+                        if (std::abs(row[c] * rs) > std::abs(best))
+                            best = row[c] * rs;
+                }
             }
             double t = softmax ? best : 0.5 + 0.5 * best;
             t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
