@@ -28,6 +28,7 @@
 
 #include "app/gui/main_window.h"
 #include "core/analysis/inspector.h"
+#include "tests/app/gui/pdf_text.h"
 #include "core/io/config.h"
 #include "core/training/trainer.h"
 #include "widgets/attention_grid.h"
@@ -392,6 +393,11 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
     EXPECT_TRUE(pdfBytes.startsWith("%PDF"));
     EXPECT_TRUE(pdfBytes.contains("<icl:experiment>gpt2.h5</icl:experiment>"));
     EXPECT_TRUE(pdfBytes.contains("<icl:prompt>N = 6, d = 4</icl:prompt>"));
+    const QString pdfText = icl::test::pdfText(pdf);
+    for (const char* label : { "key token", "query token", "attention weight", "Attention pattern, layer 0, head 0",
+             "experiment: gpt2.h5" })
+        EXPECT_TRUE(pdfText.contains(icl::test::withoutSpaces(QString::fromUtf8(label))))
+            << label << " in " << pdfText.toStdString();
     const QString csv = dir.filePath("pattern.csv");
     ASSERT_TRUE(view->exportTo(csv.toStdString(), "csv", 300, &error)) << error;
     const icl::Matrix& pattern = want.patterns[0];
@@ -429,6 +435,13 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
     EXPECT_TRUE(lensText.contains("ridge"));
     EXPECT_TRUE(lensText.contains("least squares"));
     EXPECT_TRUE(lensText.contains("prediction ŷ_q"));
+    const QString lensPdf = dir.filePath("lens.pdf");
+    ASSERT_TRUE(icl::widgets::exportFigure(figure, lensPdf.toStdString(), "pdf", 300, &error)) << error;
+    const QString lensPdfText = icl::test::pdfText(lensPdf);
+    for (const char* label : { "model (regression lens)", "GD-1", "ridge", "least squares", "prediction ŷ_q",
+             "residual stream after" })
+        EXPECT_TRUE(lensPdfText.contains(icl::test::withoutSpaces(QString::fromUtf8(label))))
+            << label << " in " << lensPdfText.toStdString();
     const QString lensCsv = dir.filePath("lens.csv");
     ASSERT_TRUE(icl::widgets::exportFigure(figure, lensCsv.toStdString(), "csv", 300, &error)) << error;
     const auto lensRows = csvRows(lensCsv);
@@ -497,6 +510,12 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
     EXPECT_TRUE(text.contains("patched residual stream"));
     EXPECT_TRUE(text.contains("patching effect"));
     EXPECT_TRUE(text.contains("corruption: different_w"));
+    const QString pdf = dir.filePath("patching.pdf");
+    ASSERT_TRUE(page->heatmap()->exportTo(pdf.toStdString(), "pdf", 300, &error)) << error;
+    const QString pdfText = icl::test::pdfText(pdf);
+    for (const char* label : { "token position", "patched residual stream", "patching effect", "query" })
+        EXPECT_TRUE(pdfText.contains(icl::test::withoutSpaces(QString::fromUtf8(label))))
+            << label << " in " << pdfText.toStdString();
     const QString csv = dir.filePath("patching.csv");
     ASSERT_TRUE(page->heatmap()->exportTo(csv.toStdString(), "csv", 300, &error)) << error;
     const QString csvText = QString::fromUtf8(readAll(csv));
