@@ -52,6 +52,11 @@ std::vector<std::string> availablePlots(const RunSummary& summary)
     std::vector<std::string> plots;
     if (summary.metrics.count("eval_loss"))
         plots.push_back("loss");
+    if (summary.metrics.count("icl_accuracy")) {
+        // A few-shot classification run (Chan et al.): accuracies, not regression curves.
+        plots.push_back("icl_iwl");
+        return plots;
+    }
     if (!summary.checkpoints.empty())
         plots.push_back("icl_curve");
     for (const auto& [key, values] : summary.metrics)
@@ -352,6 +357,44 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const s
         flat(name, r.prediction);
     }
     flat("target y_q", lens.target);
+    return f;
+}
+
+Figure iclIwlFigure(const RunSummary& summary)
+{
+    auto steps = summary.metrics.find("step");
+    if (steps == summary.metrics.end() || !summary.metrics.count("icl_accuracy"))
+        throw Error(summary.path + ": no ICL/IWL accuracies (not a few-shot classification run)");
+    Figure f;
+    f.name = "icl_iwl";
+    f.title = "In-context vs in-weights learning over training";
+    f.x_label = "training step";
+    f.y_label = "accuracy";
+    f.metadata = runMetadata(summary);
+    const std::vector<std::pair<std::string, std::string>> series = {
+        {"icl_accuracy", "ICL: holdout classes, labels {0, 1}"},
+        {"icl_accuracy_all_labels", "ICL: holdout classes, all labels"},
+        {"iwl_accuracy", "IWL: training classes, no support in context"}};
+    for (const auto& [key, name] : series) {
+        auto it = summary.metrics.find(key);
+        if (it == summary.metrics.end())
+            continue;
+        Series s;
+        s.name = name;
+        s.x = steps->second;
+        s.y = it->second;
+        s.x.resize(std::min(s.x.size(), s.y.size()));
+        s.y.resize(s.x.size());
+        f.series.push_back(std::move(s));
+    }
+    if (!steps->second.empty()) {
+        Series chance;
+        chance.name = "chance (2-way ICL)";
+        chance.style = Series::Style::Dashed;
+        chance.x = {steps->second.front(), steps->second.back()};
+        chance.y = {0.5, 0.5};
+        f.series.push_back(std::move(chance));
+    }
     return f;
 }
 

@@ -15,7 +15,8 @@
 
 namespace icl {
 
-/// Names of the plots that fit this experiment ("loss", "icl_curve", "alignment", "eta_scan").
+/// Names of the plots that fit this experiment ("loss", "icl_curve", "alignment", "eta_scan"; for a few-shot
+/// classification run "loss" and "icl_iwl").
 std::vector<std::string> availablePlots(const RunSummary& summary);
 
 /// Training curves: train and eval loss against step with each baseline's eval loss on the same
@@ -51,5 +52,10 @@ Figure probeFigure(const std::vector<ProbeCurve>& curves, const RunSummary& summ
 /// lines. `metadata` (prompt seed, checkpoint) is merged into the run's metadata.
 Figure lensFigure(const RegressionLens& lens, const RunSummary& summary,
                   const std::map<std::string, std::string>& metadata = {});
+
+/// Few-shot classification (Chan et al. 2022, PAPERS.md §4): ICL accuracy on holdout classes (labels {0, 1},
+/// and over all labels) and IWL accuracy on no-support sequences against training step, with the 2-way
+/// chance level. Throws icl::Error for a run without these metrics.
+Figure iclIwlFigure(const RunSummary& summary);
 
 } // namespace icl

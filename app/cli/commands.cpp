@@ -225,6 +225,13 @@ int runInfo(const std::string& path, bool asJson)
     }
     std::cout << "at step " << static_cast<long long>(s.lastMetric("step")) << ": train loss "
               << fmt(s.lastMetric("train_loss")) << ", eval loss " << fmt(s.lastMetric("eval_loss")) << "\n";
+    if (s.metrics.count("icl_accuracy")) {
+        std::cout << "  ICL accuracy (holdout classes, labels {0, 1}; chance 0.5) " << fmt(s.lastMetric("icl_accuracy"))
+                  << ", over all labels " << fmt(s.lastMetric("icl_accuracy_all_labels")) << "\n"
+                  << "  IWL accuracy (training classes, no support in context) " << fmt(s.lastMetric("iwl_accuracy"))
+                  << "\n";
+        return 0;
+    }
     std::map<std::string, double> baselines;
     for (const auto& [name, values] : s.metrics)
         if (name.rfind("baseline/", 0) == 0 && !values.empty())
@@ -304,6 +311,8 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
         return iclCurveFigure(iclCurveWithProgress(path, checkpoint, 0, 0, 0), s);
     if (plot == "alignment")
         return alignmentFigure(s);
+    if (plot == "icl_iwl")
+        return iclIwlFigure(s);
     if (plot == "eta_scan") {
         const json cfg = json::parse(s.config_json);
         return etaScanFigure(computeEtaScan(path, checkpoint, cfg["model"].value("n_layers", 1), 4.0, 200, false), s);
@@ -357,7 +366,7 @@ int runReport(const ReportArgs& args)
             f = iclCurveFigure(c, s);
         } else if (plot == "alignment") {
             f = alignmentFigure(s);
-        } else if (plot == "eta_scan") {
+        } else if (plot == "eta_scan" || plot == "icl_iwl") {
             f = figureByName(args.path, plot, -1);
         } else {
             f = lossFigure(s);
