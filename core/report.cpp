@@ -372,9 +372,9 @@ Figure iclIwlFigure(const RunSummary& summary)
     f.y_label = "accuracy";
     f.metadata = runMetadata(summary);
     const std::vector<std::pair<std::string, std::string>> series = {
-        {"icl_accuracy", "ICL: holdout classes, labels {0, 1}"},
-        {"icl_accuracy_all_labels", "ICL: holdout classes, all labels"},
-        {"iwl_accuracy", "IWL: training classes, no support in context"}};
+        {"icl_accuracy", "ICL (holdout, labels {0, 1})"},
+        {"icl_accuracy_all_labels", "ICL (holdout, all labels)"},
+        {"iwl_accuracy", "IWL (no support)"}};
     for (const auto& [key, name] : series) {
         auto it = summary.metrics.find(key);
         if (it == summary.metrics.end())
@@ -389,7 +389,7 @@ Figure iclIwlFigure(const RunSummary& summary)
     }
     if (!steps->second.empty()) {
         Series chance;
-        chance.name = "chance (2-way ICL)";
+        chance.name = "chance (2-way)";
         chance.style = Series::Style::Dashed;
         chance.x = {steps->second.front(), steps->second.back()};
         chance.y = {0.5, 0.5};
