@@ -104,7 +104,20 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
     const torch::Tensor causal
         = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();
     const double scale = 1.0 / std::sqrt(double(dh));
-    for (size_t l = 0; l < m_blocks.size(); ++l) {
+    // A whole-stream replacement of resid_pre.{l} makes the blocks before l irrelevant to the output;
+    // when nothing is captured they are skipped (activation patching runs one such pass per layer).
+    size_t first = 0;
+    if (intervene && capture->names.empty() && !capture->all) {
+        for (const Intervention& iv : capture->interventions) {
+            const auto [base, layer] = splitActivationName(iv.name);
+            if (iv.kind == Intervention::Kind::Replace && base == "resid_pre" && iv.head < 0 && iv.position < 0
+                && iv.value.sizes() == x.sizes() && size_t(layer) > first) {
+                first = size_t(layer);
+                x = iv.value.to(x.options());
+            }
+        }
+    }
+    for (size_t l = first; l < m_blocks.size(); ++l) {
         Block& b = m_blocks[l];
         const std::string sfx = "." + std::to_string(l);
         x = hook("resid_pre" + sfx, x);
