@@ -12,6 +12,7 @@
 
 #include "core/analysis/gd_alignment.h"
 #include "core/analysis/icl_curve.h"
+#include "core/analysis/icl_iwl.h"
 #include "core/analysis/pasting.h"
 #include "core/analysis/probe_analysis.h"
 #include "core/analysis/kernel_view.h"
@@ -728,8 +729,50 @@ int runKernel(const AnalyzeArgs& args)
 
 } // namespace
 
+namespace {
+
+int runIclIwl(const AnalyzeArgs& args)
+{
+    IclIwlOptions o;
+    o.checkpoint_step = args.checkpoint;
+    o.n_sequences = args.prompts;
+    o.seed = args.seed;
+    o.threads = args.threads;
+    ProgressBar bar("icl-iwl");
+    const IclIwlResult r = computeIclIwl(args.path, o, [&](int64_t done, int64_t total) {
+        bar.update(done, total);
+        return true;
+    });
+    bar.finish();
+    if (args.json) {
+        std::cout << json{{"analysis", "icl_iwl"},
+                          {"checkpoint_step", r.checkpoint_step},
+                          {"n_sequences", r.n_sequences},
+                          {"icl_accuracy", r.icl_accuracy},
+                          {"icl_accuracy_all_labels", r.icl_accuracy_all_labels},
+                          {"icl_in_context_rate", r.icl_in_context_rate},
+                          {"iwl_accuracy", r.iwl_accuracy},
+                          {"iwl_in_context_rate", r.iwl_in_context_rate}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "ICL vs IWL of " << args.path << " at checkpoint " << r.checkpoint_step << " (" << r.n_sequences
+              << " sequences each):\n"
+              << "  ICL, holdout classes, labels {0, 1} (chance 0.5)   " << fmt(r.icl_accuracy) << "\n"
+              << "  ICL, over all labels                               " << fmt(r.icl_accuracy_all_labels) << "\n"
+              << "  IWL, training classes, no support in context       " << fmt(r.iwl_accuracy) << "\n"
+              << "  output is a label of the context: ICL " << fmt(r.icl_in_context_rate) << ", IWL "
+              << fmt(r.iwl_in_context_rate) << "\n";
+    return 0;
+}
+
+} // namespace
+
 int runAnalyze(const AnalyzeArgs& args)
 {
+    if (args.kind == "icl-iwl")
+        return runIclIwl(args);
     if (args.kind == "attention")
         return runAttention(args);
     if (args.kind == "lens")

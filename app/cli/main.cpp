@@ -116,10 +116,11 @@ int main(int argc, char** argv)
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     a->add_option("file", analyze.path, "experiment file")->required();
     a->add_option("analysis", analyze.kind,
-                  "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe, paste, attention, lens or patching")
+                  "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe, paste, attention, lens, patching or "
+                  "icl-iwl")
         ->required()
         ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe", "paste",
-                               "attention", "lens", "patching"}));
+                               "attention", "lens", "patching", "icl-iwl"}));
     a->add_option("--prompt-seed", analyze.prompt_seed,
                   "attention, lens, patching: seed of the prompt drawn from the run's task (default 0)");
     a->add_option("--corruption", analyze.corruption,

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "core/analysis/icl_iwl.h"
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
@@ -92,6 +93,18 @@ TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
     for (double v : s.metrics.at("icl_accuracy"))
         EXPECT_DOUBLE_EQ(v * 64.0, std::round(v * 64.0));
     EXPECT_TRUE(std::isfinite(s.metrics.at("eval_loss").back()));
+
+    // The on-demand evaluation on the run's own sequences reproduces the stored metrics of that checkpoint.
+    const icl::IclIwlResult e = icl::computeIclIwl(straight, {});
+    EXPECT_EQ(e.checkpoint_step, 20);
+    EXPECT_EQ(e.n_sequences, 64);
+    EXPECT_DOUBLE_EQ(e.icl_accuracy, s.metrics.at("icl_accuracy").back());
+    EXPECT_DOUBLE_EQ(e.icl_accuracy_all_labels, s.metrics.at("icl_accuracy_all_labels").back());
+    EXPECT_DOUBLE_EQ(e.iwl_accuracy, s.metrics.at("iwl_accuracy").back());
+    EXPECT_DOUBLE_EQ(e.iwl_in_context_rate, s.metrics.at("iwl_in_context_rate").back());
+    icl::IclIwlOptions at10;
+    at10.checkpoint_step = 10;
+    EXPECT_DOUBLE_EQ(icl::computeIclIwl(straight, at10).iwl_accuracy, s.metrics.at("iwl_accuracy")[2]);
 
     // Stop after 10 steps, resume to 20: identical parameters.
     const std::string split = tempPath("fewshot_split.h5");
