@@ -687,12 +687,38 @@ icl::Figure AttentionPage::lensFigure(const icl::RegressionLens& lens, const std
         model.x.push_back(double(i));
         model.y.push_back(lens.prediction[i]);
         f.x_ticks.push_back(double(i));
-        f.x_tick_labels.push_back(i < lens.layer_labels.size() ? lens.layer_labels[i] : std::to_string(i));
+        std::string label = i < lens.layer_labels.size() ? lens.layer_labels[i] : std::to_string(i);
+        if (n > 4 && label.rfind("layer ", 0) == 0)
+            label = "L" + label.substr(6); // deep models: "L3" keeps the ticks apart
+        f.x_tick_labels.push_back(label);
     }
     f.series.push_back(model);
-    const double x1 = n > 1 ? double(n - 1) : 1.0;
+    // GD after k steps sits at x = k, next to the residual stream after k layers (von Oswald et al.: one
+    // LSA layer ≈ one GD step); k = 0 is the zero predictor at the embedding.
+    icl::Series gd;
+    gd.name = "GD-k (k = layers)";
+    gd.style = icl::Series::Style::Markers;
+    std::map<std::string, double> refs;
     for (const icl::PredictorValue& r : lens.references)
+        refs[r.name] = r.prediction;
+    if (n > 0 && refs.count("zero")) {
+        gd.x.push_back(0.0);
+        gd.y.push_back(refs["zero"]);
+    }
+    for (size_t k = 1; k < n; ++k)
+        if (refs.count("gd_" + std::to_string(k))) {
+            gd.x.push_back(double(k));
+            gd.y.push_back(refs["gd_" + std::to_string(k)]);
+        }
+    if (!gd.x.empty())
+        f.series.push_back(gd);
+    const double x1 = n > 1 ? double(n - 1) : 1.0;
+    for (const icl::PredictorValue& r : lens.references) {
+        const bool gdStep = r.name.rfind("gd_", 0) == 0;
+        if (r.name == "zero" || (gdStep && std::stoll(r.name.substr(3)) < int64_t(n)))
+            continue; // on the GD-k markers
         f.series.push_back(constantLine(predictorLabel(r.name).toStdString(), r.prediction, 0.0, x1));
+    }
     f.series.push_back(constantLine("true label y_q", lens.target, 0.0, x1));
     return f;
 }
@@ -940,6 +966,22 @@ void AttentionPage::updateControls()
     m_noise->setEnabled(editable && hasTask);
     m_resamplePrompt->setEnabled(!m_summary.path.empty() && m_step >= 0 && !m_pendingMutation);
     m_ablation->setEnabled(m_inspection.has_value());
+}
+
+QStringList AttentionPage::tabNames()
+{
+    return { QStringLiteral("query-row"), QStringLiteral("lens") };
+}
+
+void AttentionPage::showTab(const QString& name)
+{
+    if (name == QLatin1String("lens")) {
+        m_lowerTabs->setCurrentWidget(m_lensPlot);
+        m_currentView = m_lensPlot;
+    } else if (name == QLatin1String("query-row")) {
+        m_lowerTabs->setCurrentWidget(m_rowChart);
+        m_currentView = m_rowChart;
+    }
 }
 
 bool AttentionPage::exportCurrentPlot()

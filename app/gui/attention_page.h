@@ -9,6 +9,7 @@
 #include <string>
 
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 #include "core/analysis/inspector.h"
@@ -84,11 +85,17 @@ public:
 
     /// Export metadata of every plot: experiment, checkpoint_step, seed (the prompt's), prompt, ablation.
     std::map<std::string, std::string> metadata() const;
-    /// Regression lens figure: the read-out of each layer's residual stream at the query, with GD-k,
-    /// ridge, least squares, zero (and oracle) and the true label as horizontal dashed lines.
+    /// Regression lens figure: the read-out of each layer's residual stream at the query; GD after k steps
+    /// as markers at x = k (k = 0: the zero predictor at the embedding); ridge, least squares, the oracle,
+    /// GD steps beyond the model's depth and the true label as horizontal dashed lines.
     static icl::Figure lensFigure(const icl::RegressionLens& lens, const std::map<std::string, std::string>& metadata);
     /// Readable predictor names: "least_squares" → "least squares", "gd_3" → "GD-3", …
     static QString predictorLabel(const std::string& name);
+
+    /// Names of the tabs under the large pattern, for `--page attention --tab NAME`: "query-row", "lens".
+    static QStringList tabNames();
+    /// Shows the tab `name` (one of tabNames()).
+    void showTab(const QString& name);
 
     /// Exports the plot last clicked (File ▸ Export current plot); false when none is shown.
     bool exportCurrentPlot();

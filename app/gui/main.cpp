@@ -25,6 +25,7 @@
 #include <QPixmap>
 #include <QTimer>
 
+#include "app/gui/attention_page.h"
 #include "app/gui/gd_alignment_page.h"
 #include "app/gui/main_window.h"
 #include "app/gui/pasting_page.h"
@@ -72,8 +73,9 @@ int main(int argc, char** argv)
                        "attention or patching."),
         QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
-        QStringLiteral("Tab of the gd-alignment page: %1.")
-            .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", "))),
+        QStringLiteral("Tab of the gd-alignment page (%1) or of the attention page (%2).")
+            .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", ")),
+                icl::gui::AttentionPage::tabNames().join(QStringLiteral(", "))),
         QStringLiteral("NAME"));
     const QCommandLineOption checkpointOpt(QStringLiteral("checkpoint"),
         QStringLiteral("Select the saved checkpoint nearest to STEP."), QStringLiteral("STEP"));
@@ -108,9 +110,12 @@ int main(int argc, char** argv)
                                        "pasting, attention or patching, got \"%1\"")
                             .arg(parser.value(pageOpt)));
     }
-    if (parser.isSet(tabOpt) && !icl::gui::GdAlignmentPage::tabNames().contains(parser.value(tabOpt)))
+    const bool attentionTab = page == icl::gui::MainWindow::Page::Attention;
+    const QStringList tabNames
+        = attentionTab ? icl::gui::AttentionPage::tabNames() : icl::gui::GdAlignmentPage::tabNames();
+    if (parser.isSet(tabOpt) && !tabNames.contains(parser.value(tabOpt)))
         return fail(QStringLiteral("--tab: expected one of %1, got \"%2\"")
-                        .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", ")), parser.value(tabOpt)));
+                        .arg(tabNames.join(QStringLiteral(", ")), parser.value(tabOpt)));
     if (parser.isSet(runOpt) && page != icl::gui::MainWindow::Page::Pasting
         && page != icl::gui::MainWindow::Page::Patching)
         return fail(QStringLiteral("--run: only the pasting and patching pages have a run to start (add --page pasting "
@@ -156,7 +161,9 @@ int main(int argc, char** argv)
     else if (train)
         window.trainPage()->setOutputPath(icl::gui::TrainPage::defaultOutputPath(
             parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset)));
-    if (parser.isSet(tabOpt))
+    if (parser.isSet(tabOpt) && attentionTab)
+        window.attentionPage()->showTab(parser.value(tabOpt));
+    else if (parser.isSet(tabOpt))
         window.gdAlignmentPage()->showTab(parser.value(tabOpt));
     if (page)
         window.showPage(*page);

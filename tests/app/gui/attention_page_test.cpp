@@ -427,18 +427,26 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
     ASSERT_FALSE(figure.series.empty());
     EXPECT_EQ(figure.series[0].y, lens.prediction);
     EXPECT_DOUBLE_EQ(lens.prediction.back(), want.predictions[0].prediction) << "lens ends at the model's ŷ";
+    // GD after k steps at x = k: the core's gd_k reference for every layer count k = 1 … L.
+    const icl::Series& gd = figure.series[1];
+    ASSERT_EQ(gd.x.size(), lens.prediction.size());
+    EXPECT_EQ(gd.y[0], 0.0) << "the zero predictor at the embedding";
+    for (const icl::PredictorValue& r : lens.references)
+        for (size_t k = 1; k < gd.x.size(); ++k)
+            if (r.name == "gd_" + std::to_string(k))
+                EXPECT_EQ(gd.y[k], r.prediction) << r.name;
     const QString lensSvg = dir.filePath("lens.svg");
     ASSERT_TRUE(icl::widgets::exportFigure(figure, lensSvg.toStdString(), "svg", 300, &error)) << error;
     const QString lensText = svgText(lensSvg);
     EXPECT_TRUE(lensText.contains("model (regression lens)")) << lensText.toStdString();
-    EXPECT_TRUE(lensText.contains("GD-1"));
+    EXPECT_TRUE(lensText.contains("GD-k (k = layers)"));
     EXPECT_TRUE(lensText.contains("ridge"));
     EXPECT_TRUE(lensText.contains("least squares"));
     EXPECT_TRUE(lensText.contains("prediction ŷ_q"));
     const QString lensPdf = dir.filePath("lens.pdf");
     ASSERT_TRUE(icl::widgets::exportFigure(figure, lensPdf.toStdString(), "pdf", 300, &error)) << error;
     const QString lensPdfText = icl::test::pdfText(lensPdf);
-    for (const char* label : { "model (regression lens)", "GD-1", "ridge", "least squares", "prediction ŷ_q",
+    for (const char* label : { "model (regression lens)", "GD-k (k = layers)", "ridge", "least squares", "prediction ŷ_q",
              "residual stream after" })
         EXPECT_TRUE(lensPdfText.contains(icl::test::withoutSpaces(QString::fromUtf8(label))))
             << label << " in " << lensPdfText.toStdString();
