@@ -26,6 +26,9 @@ namespace icl {
 
 /// An ablation applied during Inspector::inspect / lens (DESIGN.md "Interventions").
 struct Ablation {
+    /// Zero: the target becomes 0. Mean: it becomes its mean, per token position, over 256 prompts of
+    /// the run's task with the prompt's N (a fixed draw: samplePrompts(task, 256,
+    /// mixSeed(config.seed, 0x3EA7AB1A)), run without ablations); a head's part is averaged alone.
     enum class Kind { Zero, Mean };
     Kind kind = Kind::Zero;
     /// What is ablated: "attn.out.{l}" (a layer's attention output, or one head's part of it when
@@ -77,10 +80,18 @@ public:
     /// Runs the model on `prompt` (any N ≥ 1 up to the model's maximum; d must match) with the given
     /// ablations, and every baseline on the same prompt. Throws icl::Error for a prompt of the wrong
     /// shape or an ablation that matches nothing (e.g. a layer the model does not have).
+    /// Predictions: "model", the run's baselines (baselineNames order, predictBaseline in float64),
+    /// then "oracle" when the task has one: the noise-free label f_w(x_q) for linear and sine tasks
+    /// with a known w; for representation tasks ridge on Φ*_k(x) with the Bayes penalty σ²/τ² (k = the
+    /// prompt's component), or the mixture posterior when the component is unknown.
+    /// Models under a million parameters run on one intra-op thread here (one prompt is too little
+    /// work to share; see BM_InspectPromptEdit).
     Inspection inspect(const Prompt& prompt, const std::vector<Ablation>& ablations = {});
 
     /// Regression lens on `prompt` (see RegressionLens). Its last prediction equals inspect()'s model
-    /// prediction exactly.
+    /// prediction exactly. gpt2: final LayerNorm + read-out of each residual stream at the query's
+    /// x-token; lsa: −(y-slot of the query token). GD-k uses the run's fitted η of gd_k, else η fitted
+    /// here once (closed form for k = 1, line search otherwise) on 2,000 fresh prompts of the task.
     RegressionLens lens(const Prompt& prompt, const std::vector<Ablation>& ablations = {});
 
     /// Activation patching from `clean` into its corruption (PatchingOptions), one prompt. The

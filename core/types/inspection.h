@@ -14,9 +14,10 @@ namespace icl {
 struct Prompt {
     std::vector<std::vector<double>> x;  ///< [N+1][d]: x_1 … x_N, then x_q
     std::vector<double> y;               ///< [N+1]: y_1 … y_N, then the true label y_q
-    /// The task instance the prompt was drawn from: w [d] (linear tasks) or w [rep_dim] (representation
-    /// tasks; the mixture's component index is `component`). Empty when unknown (e.g. a prompt read from
-    /// a CSV); then resampling a row and changing the label noise are refused.
+    /// The task instance the prompt was drawn from: w [d] (linear tasks), w [rep_dim] (representation
+    /// tasks; the mixture's component index is `component`) or w = (a, φ) (sine_regression:
+    /// y = a·sin(x + φ)). Empty when unknown (e.g. a prompt read from a CSV); then resampling a row and
+    /// changing the label noise are refused.
     std::vector<double> w;
     int64_t component = -1;  ///< representation_mixture: index of Φ*_k; −1 otherwise
     double noise_std = 0.0;  ///< σ of the label noise the y values were drawn with

@@ -518,4 +518,26 @@ TEST(Inspector, PromptsOfOtherSizesAndBadPrompts)
     expectError([] { icl::Inspector bad("/nonexistent/run.h5"); }, "");
 }
 
+TEST(Inspector, SineTaskInstancesAreAmplitudeAndPhase)
+{
+    // LSA with an MLP representation on sine regression; w = (a, φ) and y = a·sin(x + φ).
+    const std::string path = writeRun("inspector_sine.h5", "vonoswald-sine",
+                                      {"task.n_context=6", "eval.n_prompts=64", "eval.baselines=[\"zero\",\"least_squares\"]",
+                                       "eval.alignment=[]"});
+    icl::Inspector insp(path);
+    icl::Prompt p = insp.samplePrompt(3);
+    ASSERT_EQ(p.w.size(), 2u);
+    ASSERT_EQ(p.dim(), 1);
+    for (size_t i = 0; i < p.y.size(); ++i)
+        EXPECT_NEAR(p.y[i], p.w[0] * std::sin(p.x[i][0] + p.w[1]), 1e-12);
+    EXPECT_NEAR(insp.trueLabel(p, {0.3}), p.w[0] * std::sin(0.3 + p.w[1]), 1e-15);
+    insp.resampleExample(p, 6, 4);
+    EXPECT_NEAR(p.y[6], p.w[0] * std::sin(p.x[6][0] + p.w[1]), 1e-12);
+    const icl::Inspection v = insp.inspect(p);
+    EXPECT_EQ(v.predictions.front().prediction, modelPredict(path, p));
+    EXPECT_EQ(v.predictions.back().name, "oracle");
+    EXPECT_NEAR(v.predictions.back().prediction, p.y.back(), 1e-12);
+    EXPECT_EQ(insp.lens(p).prediction.back(), v.predictions.front().prediction);
+}
+
 } // namespace
