@@ -9,6 +9,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QMouseEvent>
+#include <QSignalBlocker>
 #include <QToolBar>
 #include <QToolTip>
 #include <QVBoxLayout>
@@ -85,6 +86,12 @@ AttentionPatternView::AttentionPatternView(QWidget* parent)
     QAction* exportAction = m_toolBar->addAction(tr("Export…"), this, &AttentionPatternView::exportWithDialog);
     exportAction->setObjectName(QStringLiteral("exportAction"));
     exportAction->setToolTip(tr("Export the attention pattern as PNG, SVG, PDF or its values as CSV"));
+    m_rowAction = m_toolBar->addAction(tr("Scale rows"));
+    m_rowAction->setObjectName(QStringLiteral("rowNormalizeAction"));
+    m_rowAction->setCheckable(true);
+    m_rowAction->setToolTip(tr("Colour each query row relative to its largest weight (the hover text keeps the "
+                               "weights)"));
+    connect(m_rowAction, &QAction::toggled, this, &AttentionPatternView::setRowNormalized);
     layout->addWidget(m_toolBar);
     layout->addWidget(m_plot, 1);
 
@@ -208,8 +215,22 @@ double AttentionPatternView::colorLower() const
 
 double AttentionPatternView::colorUpper() const
 {
+    if (m_rowNormalized)
+        return 1.0;
     const double m = largestMagnitude(m_pattern);
     return m > 0 ? m : 1.0;
+}
+
+void AttentionPatternView::setRowNormalized(bool on)
+{
+    if (on == m_rowNormalized)
+        return;
+    m_rowNormalized = on;
+    {
+        const QSignalBlocker block(m_rowAction);
+        m_rowAction->setChecked(on);
+    }
+    rebuild();
 }
 
 void AttentionPatternView::setToolBarVisible(bool visible)
@@ -271,8 +292,16 @@ void AttentionPatternView::rebuild()
         data->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
         for (int r = 0; r < rows; ++r) {
             const double* row = m_pattern.data.data() + size_t(r) * size_t(cols);
+            double scale = 1.0;
+            if (m_rowNormalized) {
+                double mx = 0.0;
+                for (int c = 0; c < cols; ++c)
+                    if (std::isfinite(row[c]))
+                        mx = std::max(mx, std::abs(row[c]));
+                scale = mx > 0 ? 1.0 / mx : 0.0;
+            }
             for (int c = 0; c < cols; ++c)
-                data->setCell(c, r, row[c]);
+                data->setCell(c, r, row[c] * scale);
         }
     } else {
         data->clear();
@@ -283,7 +312,10 @@ void AttentionPatternView::rebuild()
     m_colorMap->setGradient(gradient);
     m_colorMap->setDataRange(range);
     m_colorScale->setDataRange(range);
-    m_colorScale->axis()->setLabel(m_softmax ? tr("attention weight") : tr("attention score (linear)"));
+    QString legend = m_softmax ? tr("attention weight") : tr("attention score (linear)");
+    if (m_rowNormalized)
+        legend += tr(" ÷ row maximum");
+    m_colorScale->axis()->setLabel(legend);
 
     m_plot->xAxis->setRange(-0.5, std::max(cols, 1) - 0.5);
     m_plot->yAxis->setRange(-0.5, std::max(rows, 1) - 0.5);
@@ -405,6 +437,7 @@ bool AttentionPatternView::exportTo(
     view.m_captionVisible = true;
     view.m_pattern = m_pattern;
     view.m_softmax = m_softmax;
+    view.m_rowNormalized = m_rowNormalized;
     view.m_selectedRow = m_selectedRow;
     view.resize(kExportLogicalWidth, kExportLogicalHeight);
     view.plot()->resize(kExportLogicalWidth, kExportLogicalHeight);

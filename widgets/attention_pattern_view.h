@@ -41,11 +41,17 @@ public:
     void setMetadata(const std::map<std::string, std::string>& metadata);
     const std::map<std::string, std::string>& metadata() const { return m_metadata; }
 
+    /// Colours each row relative to its largest |value| (toolbar "Scale rows"; off by default): shows the
+    /// structure of diffuse rows next to peaked ones. Hover text and CSV keep the pattern's values.
+    void setRowNormalized(bool on);
+    bool isRowNormalized() const { return m_rowNormalized; }
+
     /// Frames query row `row` (−1: none) without emitting querySelected.
     void setSelectedQuery(int row);
     int selectedQuery() const { return m_selectedRow; }
 
-    /// Colour scale range in use: [0, max] for softmax, [−L, L] for linear patterns.
+    /// Colour scale range in use: [0, max] for softmax, [−L, L] for linear patterns ([0, 1] and [−1, 1]
+    /// with rows normalised).
     double colorLower() const;
     double colorUpper() const;
     /// Tick label stride of each axis (1 = every token labelled).
@@ -96,6 +102,8 @@ private:
     std::map<std::string, std::string> m_metadata;
     int m_selectedRow = -1;
     bool m_captionVisible = true;
+    bool m_rowNormalized = false;
+    class QAction* m_rowAction = nullptr;
     int m_keyStride = 1;
     int m_queryStride = 1;
     QCustomPlot* m_plot = nullptr;

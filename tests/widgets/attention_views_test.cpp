@@ -166,6 +166,16 @@ TEST(AttentionPatternView, HoverTextNamesQueryKeyAndValueAndClickSelectsTheRow)
     ASSERT_EQ(spy.count(), 1);
     EXPECT_EQ(spy.at(0).at(0).toInt(), 4);
     EXPECT_EQ(view.selectedQuery(), 4);
+    // Rows scaled to their maximum: colours change, the hover text keeps the weight.
+    view.setRowNormalized(true);
+    EXPECT_DOUBLE_EQ(view.colorUpper(), 1.0);
+    double rowMax = 0.0;
+    for (int c = 0; c < 7; ++c)
+        rowMax = std::max(rowMax, m.at(4, c));
+    EXPECT_DOUBLE_EQ(data->cell(2, 4), m.at(4, 2) / rowMax);
+    EXPECT_EQ(view.cellText(4, 2), QStringLiteral("x3 → x2: %1").arg(QString::number(m.at(4, 2), 'g', 6)));
+    EXPECT_EQ(view.colorScale()->axis()->label(), QStringLiteral("attention weight ÷ row maximum"));
+    view.setRowNormalized(false);
     // Linear scores: symmetric diverging range.
     Matrix s = m;
     s.data[3] = -3.0;
