@@ -653,6 +653,51 @@ PatchingResult Inspector::patching(const Prompt& clean, const PatchingOptions& o
     return r;
 }
 
+PatchingResult Inspector::patchingOverPrompts(uint64_t seed, int64_t n_prompts, const PatchingOptions& options,
+                                              const std::function<bool(int64_t, int64_t)>& progress)
+{
+    if (n_prompts < 1)
+        throw Error("patching: n_prompts must be >= 1, got " + std::to_string(n_prompts));
+    const int64_t rows = nLayers() + 1;
+    PatchingResult total;
+    std::vector<double> effectSum, count;
+    for (int64_t i = 0; i < n_prompts; ++i) {
+        const Prompt clean = samplePrompt(mixSeed(seed, uint64_t(i)));
+        PatchingOptions o = options;
+        o.seed = mixSeed(options.seed, uint64_t(i));
+        std::function<bool(int64_t, int64_t)> inner;
+        if (progress)
+            inner = [&](int64_t done, int64_t) { return progress(i * rows + done, n_prompts * rows); };
+        const PatchingResult r = patchPrompts(clean, corrupt(clean, o), inner);
+        if (i == 0) {
+            total = r;
+            effectSum.assign(r.effect.data.size(), 0.0);
+            count.assign(r.effect.data.size(), 0.0);
+            total.n_skipped = 0;
+            total.clean_prediction = total.corrupted_prediction = 0.0;
+            std::fill(total.patched_prediction.data.begin(), total.patched_prediction.data.end(), 0.0);
+        }
+        total.clean_prediction += r.clean_prediction / double(n_prompts);
+        total.corrupted_prediction += r.corrupted_prediction / double(n_prompts);
+        total.n_skipped += r.n_skipped;
+        for (size_t k = 0; k < r.effect.data.size(); ++k) {
+            total.patched_prediction.data[k] += r.patched_prediction.data[k] / double(n_prompts);
+            if (r.n_skipped == 0) {
+                effectSum[k] += r.effect.data[k];
+                count[k] += 1.0;
+            }
+        }
+    }
+    if (total.n_skipped == n_prompts)
+        throw Error("patching: the corruption left the prediction unchanged (within 1e-6) on every prompt, so the "
+                    "effect is undefined");
+    for (size_t k = 0; k < effectSum.size(); ++k)
+        total.effect.data[k] = effectSum[k] / count[k];
+    total.n_prompts = n_prompts;
+    total.corruption = corruptionName(options.corruption);
+    return total;
+}
+
 PatchingResult Inspector::patchPrompts(const Prompt& clean, const Prompt& corrupted,
                                        const std::function<bool(int64_t, int64_t)>& progress)
 {

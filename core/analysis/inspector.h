@@ -99,6 +99,14 @@ public:
     PatchingResult patching(const Prompt& clean, const PatchingOptions& options,
                             const std::function<bool(int64_t, int64_t)>& progress = {});
 
+    /// Activation patching averaged over `n_prompts` prompts of the run's task (samplePrompt(mixSeed(seed,
+    /// i)), each corrupted with options.seed mixed with i): effect is the mean over the prompts that
+    /// are not skipped (|ŷ_clean − ŷ_corrupted| < 1e-6), patched_prediction, clean_prediction and
+    /// corrupted_prediction the means over all. Progress gets (layers done, (L+1)·n_prompts).
+    /// Throws icl::Error for n_prompts < 1, on cancel ("cancelled"), and when every prompt is skipped.
+    PatchingResult patchingOverPrompts(uint64_t seed, int64_t n_prompts, const PatchingOptions& options,
+                                       const std::function<bool(int64_t, int64_t)>& progress = {});
+
     /// Activation patching between two given prompts of the same N (patching() is this on
     /// (clean, corrupt(clean, options))). With clean == corrupted every patched prediction equals the
     /// clean one and the effect is undefined (NaN, n_skipped = 1).

@@ -540,4 +540,36 @@ TEST(Inspector, SineTaskInstancesAreAmplitudeAndPhase)
     EXPECT_EQ(insp.lens(p).prediction.back(), v.predictions.front().prediction);
 }
 
+TEST(Inspector, PatchingOverPromptsAveragesSinglePromptPatching)
+{
+    icl::Inspector insp(lsaRun());
+    icl::PatchingOptions o;
+    o.corruption = icl::Corruption::DifferentW;
+    o.seed = 4;
+    int64_t last = 0;
+    const icl::PatchingResult mean = insp.patchingOverPrompts(10, 3, o, [&](int64_t done, int64_t total) {
+        EXPECT_EQ(total, 3 * 2);
+        EXPECT_GE(done, last);
+        last = done;
+        return true;
+    });
+    EXPECT_EQ(last, 6);
+    EXPECT_EQ(mean.n_prompts, 3);
+    EXPECT_EQ(mean.n_skipped, 0);
+    std::vector<double> sum(mean.effect.data.size(), 0.0);
+    double clean = 0.0;
+    for (uint64_t i = 0; i < 3; ++i) {
+        icl::PatchingOptions oi = o;
+        oi.seed = icl::mixSeed(4, i);
+        const icl::PatchingResult r = insp.patching(insp.samplePrompt(icl::mixSeed(10, i)), oi);
+        clean += r.clean_prediction / 3.0;
+        for (size_t k = 0; k < sum.size(); ++k)
+            sum[k] += r.effect.data[k] / 3.0;
+    }
+    EXPECT_NEAR(mean.clean_prediction, clean, 1e-12);
+    for (size_t k = 0; k < sum.size(); ++k)
+        EXPECT_NEAR(mean.effect.data[k], sum[k], 1e-9);
+    expectError([&] { insp.patchingOverPrompts(1, 2, o, [](int64_t, int64_t) { return false; }); }, "cancelled");
+}
+
 } // namespace
