@@ -4,12 +4,17 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QEvent>
+#include <QFileDialog>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -229,6 +234,9 @@ AttentionPage::AttentionPage(QWidget* parent)
     promptRow->addWidget(seedLabel);
     promptRow->addWidget(m_seed);
     promptRow->addWidget(m_resamplePrompt, 1);
+    m_exportPrompt = button(tr("Export prompt…"), "attentionExportPrompt",
+        tr("Save the prompt (every x and y, exactly) as CSV, to reproduce an edited prompt"));
+    promptRow->addWidget(m_exportPrompt);
     rightLayout->addLayout(promptRow);
     auto* noiseRow = new QHBoxLayout;
     noiseRow->setSpacing(4);
@@ -398,6 +406,15 @@ AttentionPage::AttentionPage(QWidget* parent)
         request(m);
     });
     connect(m_ablation, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { request(); });
+    connect(m_exportPrompt, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getSaveFileName(
+            this, tr("Export prompt"), QStringLiteral("prompt-seed%1.csv").arg(m_prompt.seed), tr("CSV data (*.csv)"));
+        if (path.isEmpty())
+            return;
+        std::string error;
+        if (!exportPrompt(path.toStdString(), &error))
+            QMessageBox::warning(this, tr("Export failed"), QString::fromStdString(error));
+    });
     connect(m_runner, &AnalysisRunner::started, this, &AttentionPage::busyStarted);
     connect(m_runner, &AnalysisRunner::finished, this, [this] {
         updateControls();
@@ -965,7 +982,53 @@ void AttentionPage::updateControls()
     m_relabel->setEnabled(editable && hasTask);
     m_noise->setEnabled(editable && hasTask);
     m_resamplePrompt->setEnabled(!m_summary.path.empty() && m_step >= 0 && !m_pendingMutation);
+    m_exportPrompt->setEnabled(m_hasPrompt);
     m_ablation->setEnabled(m_inspection.has_value());
+}
+
+std::string AttentionPage::promptCsv(const icl::Prompt& prompt, const std::map<std::string, std::string>& metadata)
+{
+    auto num = [](double v) {
+        char buf[40];
+        std::snprintf(buf, sizeof buf, "%.17g", v);
+        return std::string(buf);
+    };
+    std::ostringstream out;
+    for (const auto& [key, value] : metadata)
+        out << "# " << key << ": " << value << "\n";
+    out << "# noise_std: " << num(prompt.noise_std) << "\n";
+    if (!prompt.w.empty()) {
+        out << "# w:";
+        for (double v : prompt.w)
+            out << " " << num(v);
+        out << "\n";
+    }
+    if (prompt.component >= 0)
+        out << "# component: " << prompt.component << "\n";
+    out << "token";
+    for (int64_t c = 0; c < prompt.dim(); ++c)
+        out << ",x[" << c + 1 << "]";
+    out << ",y\n";
+    for (size_t r = 0; r < prompt.y.size(); ++r) {
+        out << (int64_t(r) < prompt.nContext() ? std::to_string(r + 1) : std::string("query"));
+        for (double v : prompt.x[r])
+            out << "," << num(v);
+        out << "," << num(prompt.y[r]) << "\n";
+    }
+    return out.str();
+}
+
+bool AttentionPage::exportPrompt(const std::string& path, std::string* error) const
+{
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (f)
+        f << promptCsv(m_prompt, metadata());
+    if (!f) {
+        if (error)
+            *error = "cannot write " + path;
+        return false;
+    }
+    return true;
 }
 
 QStringList AttentionPage::tabNames()

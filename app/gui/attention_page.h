@@ -92,6 +92,13 @@ public:
     /// Readable predictor names: "least_squares" → "least squares", "gd_3" → "GD-3", …
     static QString predictorLabel(const std::string& name);
 
+    /// The prompt as CSV: "# key: value" metadata lines (experiment, checkpoint, seed, noise σ, w), a header
+    /// "token,x[1],…,x[d],y" and one line per in-context example and the query, values with 17
+    /// significant digits (exact round trip). Makes an edited prompt of an export reproducible.
+    static std::string promptCsv(const icl::Prompt& prompt, const std::map<std::string, std::string>& metadata);
+    /// Writes promptCsv to `path`; false and `*error` when the file cannot be written.
+    bool exportPrompt(const std::string& path, std::string* error) const;
+
     /// Names of the tabs under the large pattern, for `--page attention --tab NAME`: "query-row", "lens".
     static QStringList tabNames();
     /// Shows the tab `name` (one of tabNames()).
@@ -118,6 +125,7 @@ public:
     QPushButton* resampleRowButton() const { return m_resampleRow; }
     QPushButton* resamplePromptButton() const { return m_resamplePrompt; }
     QPushButton* relabelButton() const { return m_relabel; }
+    QPushButton* exportPromptButton() const { return m_exportPrompt; }
     QLabel* statusLabel() const { return m_status; }
     QLabel* targetLabel() const { return m_target; }
     QLabel* messageLabel() const { return m_message; }
@@ -201,6 +209,7 @@ private:
     QPushButton* m_resampleRow = nullptr;
     QPushButton* m_resamplePrompt = nullptr;
     QPushButton* m_relabel = nullptr;
+    QPushButton* m_exportPrompt = nullptr;
     QLabel* m_status = nullptr;
     QLabel* m_target = nullptr;
     QLabel* m_headingLabel = nullptr;

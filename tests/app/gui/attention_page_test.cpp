@@ -410,6 +410,20 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
             EXPECT_NEAR(rows[size_t(r + 1)][c + 1].toDouble(), pattern.at(r, c), 1e-8 * std::max(1.0, std::abs(pattern.at(r, c))));
     }
 
+    // The prompt itself, exactly (an edited prompt stays reproducible).
+    const QString promptCsv = dir.filePath("prompt.csv");
+    ASSERT_TRUE(page->exportPrompt(promptCsv.toStdString(), &error)) << error;
+    const auto promptRows = csvRows(promptCsv);
+    ASSERT_EQ(promptRows.size(), prompt.y.size() + 1);
+    EXPECT_EQ(promptRows[0].front(), "token");
+    EXPECT_EQ(promptRows.back().front(), "query");
+    for (size_t r = 0; r < prompt.y.size(); ++r) {
+        for (size_t c = 0; c < size_t(prompt.dim()); ++c)
+            EXPECT_EQ(promptRows[r + 1][int(c + 1)].toDouble(), prompt.x[r][c]);
+        EXPECT_EQ(promptRows[r + 1].back().toDouble(), prompt.y[r]);
+    }
+    EXPECT_TRUE(readAll(promptCsv).contains("# seed: 1\n"));
+
     // Query-row bar chart.
     const QString barCsv = dir.filePath("row.csv");
     ASSERT_TRUE(page->rowChart()->exportTo(barCsv.toStdString(), "csv", 300, &error)) << error;
