@@ -29,10 +29,10 @@ IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options
     IclIwlResult r;
     r.checkpoint_step = options.checkpoint_step < 0 ? summary.checkpoints.back().step : options.checkpoint_step;
     const CheckpointData cp = readCheckpoint(path, r.checkpoint_step);
-    SequenceClassifier model = makeSequenceClassifier(config, 0);
+    const FewShotClassification task(fewShotOptions(config.task, config.seed));
+    SequenceClassifier model = makeSequenceClassifier(config, task.exemplarDim(), 0);
     loadParams(*model, cp.params, path + " (checkpoint " + std::to_string(r.checkpoint_step) + ")");
     model->eval();
-    const FewShotClassification task(fewShotOptions(config.task, config.seed));
     r.n_sequences = options.n_sequences > 0 ? options.n_sequences : config.eval.n_prompts;
     auto step = [&](int64_t done) {
         if (progress && !progress(done, 2))

@@ -206,6 +206,16 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         t.n_labels = s.integer("n_labels", t.n_labels, 0, 100000000);
         t.exemplar_dim = s.integer("exemplar_dim", t.exemplar_dim, 1, 1 << 20);
         t.within_class_noise = s.number("within_class_noise", t.within_class_noise, nonNegative, "a number >= 0");
+        t.exemplar_source = s.choice("exemplar_source", t.exemplar_source, {"synthetic", "image_folder", "idx"});
+        t.exemplar_path = s.string("exemplar_path", t.exemplar_path);
+        t.exemplar_labels_path = s.string("exemplar_labels_path", t.exemplar_labels_path);
+        t.image_size = s.integer("image_size", t.image_size, 0, 4096);
+        t.exemplars_per_class = s.integer("exemplars_per_class", t.exemplars_per_class, 0, 1 << 30);
+        if (t.kind == "fewshot_classification" && t.exemplar_source != "synthetic" && t.exemplar_path.empty())
+            throw Error("task.exemplar_path: exemplar_source \"" + t.exemplar_source
+                        + "\" reads its images from a path; none given");
+        if (t.kind == "fewshot_classification" && t.exemplar_source == "idx" && t.exemplar_labels_path.empty())
+            throw Error("task.exemplar_labels_path: exemplar_source \"idx\" needs the IDX labels file");
         if (t.kind == "fewshot_classification") {
             if (t.layout != "interleaved")
                 throw Error("task.layout: fewshot_classification sequences interleave exemplar and label tokens, "
@@ -461,7 +471,12 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"labels_per_class", c.task.labels_per_class},
                  {"n_labels", c.task.n_labels},
                  {"exemplar_dim", c.task.exemplar_dim},
-                 {"within_class_noise", c.task.within_class_noise}};
+                 {"within_class_noise", c.task.within_class_noise},
+                 {"exemplar_source", c.task.exemplar_source},
+                 {"exemplar_path", c.task.exemplar_path},
+                 {"exemplar_labels_path", c.task.exemplar_labels_path},
+                 {"image_size", c.task.image_size},
+                 {"exemplars_per_class", c.task.exemplars_per_class}};
     j["model"] = {{"kind", c.model.kind},
                   {"d_model", c.model.d_model},
                   {"n_layers", c.model.n_layers},

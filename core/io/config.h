@@ -59,7 +59,15 @@ struct TaskConfig {
     int64_t labels_per_class = 1;     ///< label multiplicity
     int64_t n_labels = 0;             ///< label vocabulary; 0 = n_classes·labels_per_class
     int64_t exemplar_dim = 64;        ///< width of a synthetic exemplar vector
-    double within_class_noise = 0.1;  ///< σ of the Gaussian within-class variation
+    double within_class_noise = 0.1;  ///< σ of the Gaussian within-class variation (images: pixel noise)
+    /// "synthetic" (a seeded prototype per class), "image_folder" (exemplar_path = root of
+    /// alphabet/character/*.png, Omniglot's layout) or "idx" (exemplar_path = IDX images, exemplar_labels_path =
+    /// IDX labels; MNIST / Fashion-MNIST); images become vectors of image_size² pixel values in [0, 1]
+    std::string exemplar_source = "synthetic";
+    std::string exemplar_path;
+    std::string exemplar_labels_path;
+    int64_t image_size = 0;           ///< image sources: resize to image_size × image_size (area averaging); 0 = keep
+    int64_t exemplars_per_class = 0;  ///< image sources: use the first k images of each class (1 = single exemplar); 0 = all
     /// Curriculum (Garg et al. 2022; not a key of the task section, set by trainingTask()): only the
     /// first active_dims coordinates of every x_i and x_q are drawn, the rest are exactly 0; for
     /// sparse_linear_regression the support of w lies among them. 0 = all d coordinates.

@@ -103,17 +103,22 @@ FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed)
     o.context_len = task.n_context;
     o.exemplar_dim = task.exemplar_dim;
     o.within_class_noise = task.within_class_noise;
+    o.exemplar_source = task.exemplar_source;
+    o.exemplar_path = task.exemplar_path;
+    o.exemplar_labels_path = task.exemplar_labels_path;
+    o.image_size = task.image_size;
+    o.exemplars_per_class = task.exemplars_per_class;
     o.seed = seed;
     return o;
 }
 
-SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, uint64_t seed)
+SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, int64_t exemplar_dim, uint64_t seed)
 {
     if (config.task.kind != "fewshot_classification")
         throw Error("model.kind: a sequence classifier needs task.kind \"fewshot_classification\"");
     SequenceClassifierOptions o;
     o.backbone = config.model.kind;
-    o.exemplar_dim = config.task.exemplar_dim;
+    o.exemplar_dim = exemplar_dim;
     o.n_labels = config.task.n_labels > 0 ? config.task.n_labels : config.task.n_classes * config.task.labels_per_class;
     o.d_model = config.model.d_model;
     o.n_layers = config.model.n_layers;

@@ -72,8 +72,9 @@ TORCH_MODULE(SequenceClassifier);
 FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed);
 
 /// The classifier of a fewshot_classification config (model.kind gpt2 → transformer, lstm, rnn; sizes from
-/// model.d_model, n_layers, n_heads; label vocabulary from the task), initialised from `seed`.
-/// Throws icl::Error for a config of another task.
-SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, uint64_t seed);
+/// model.d_model, n_layers, n_heads; label vocabulary from the task) for exemplars of width `exemplar_dim`
+/// (FewShotClassification::exemplarDim(): task.exemplar_dim, or the pixels of an image), initialised from
+/// `seed`. Throws icl::Error for a config of another task.
+SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, int64_t exemplar_dim, uint64_t seed);
 
 } // namespace icl

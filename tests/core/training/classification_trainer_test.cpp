@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "core/analysis/icl_iwl.h"
 #include "core/error.h"
@@ -159,4 +160,56 @@ TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
     expectError(c, "task.p_bursty");
     nlohmann::json regression = {{"model", {{"kind", "lstm"}}}};
     expectError(regression, "model.kind");
+}
+
+namespace {
+
+void writeBigEndian(std::ofstream& f, uint32_t v)
+{
+    const unsigned char b[4] = {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8), uint8_t(v)};
+    f.write(reinterpret_cast<const char*>(b), 4);
+}
+
+} // namespace
+
+// Exemplars from IDX files (MNIST layout): 12 classes × 2 images of 4 × 4 pixels written here; the model's
+// exemplar encoder reads 16 pixel values, and the run trains and evaluates on them.
+TEST(ClassificationTrainer, TrainsOnIdxExemplars)
+{
+    const std::string images = tempPath("fewshot_images.idx"), labels = tempPath("fewshot_labels.idx");
+    {
+        std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
+        writeBigEndian(fi, 0x00000803);
+        writeBigEndian(fi, 24);
+        writeBigEndian(fi, 4);
+        writeBigEndian(fi, 4);
+        writeBigEndian(fl, 0x00000801);
+        writeBigEndian(fl, 24);
+        for (int i = 0; i < 24; ++i) {
+            for (int p = 0; p < 16; ++p)
+                fi.put(char((i * 37 + p * 11) % 256));
+            fl.put(char(i % 12));
+        }
+    }
+    nlohmann::json c = fewShotConfig();
+    c["task"]["n_classes"] = 10;
+    c["task"]["n_holdout"] = 2;
+    c["task"]["exemplar_source"] = "idx";
+    c["task"]["exemplar_path"] = images;
+    c["task"]["exemplar_labels_path"] = labels;
+    c["training"]["steps"] = 3;
+    icl::TrainOptions o;
+    o.out_path = tempPath("fewshot_idx.h5");
+    o.threads = 1;
+    EXPECT_EQ(icl::train(c, o, {}).final_step, 3);
+    const auto cp = icl::readCheckpoint(o.out_path, 3);
+    bool found = false;
+    for (const auto& a : cp.params)
+        if (a.name == "encoder.weight") {
+            found = true;
+            EXPECT_EQ(a.shape, (std::vector<int64_t>{16, 16}));  // d_model × pixels
+        }
+    EXPECT_TRUE(found);
+    c["task"].erase("exemplar_labels_path");
+    EXPECT_THROW(icl::parseConfig(c), icl::Error);
 }
