@@ -53,23 +53,6 @@ torch::Tensor rowTensor(const std::vector<double>& v)
     return torch::tensor(v, torch::TensorOptions().dtype(torch::kFloat64));
 }
 
-/// Shannon entropy (nats) of a non-negative row normalised to sum 1; 0 for an all-zero row.
-double rowEntropy(const double* p, int64_t n)
-{
-    double sum = 0.0;
-    for (int64_t i = 0; i < n; ++i)
-        sum += p[i];
-    if (!(sum > 0.0))
-        return 0.0;
-    double h = 0.0;
-    for (int64_t i = 0; i < n; ++i) {
-        const double q = p[i] / sum;
-        if (q > 0.0)
-            h -= q * std::log(q);
-    }
-    return h;
-}
-
 /// Runs a scope on `threads` intra-op threads (≤ 0: unchanged) and restores the previous count. With
 /// LibTorch's OpenMP backend the count is the calling thread's, so other threads are not affected.
 class ScopedThreads {
@@ -487,8 +470,22 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
     for (int64_t l = 0; l < L; ++l) {
         const torch::Tensor pat = capture.values.at("attn.pattern." + std::to_string(l))[0].to(torch::kFloat64).contiguous();
         const bool softmax = m.gpt || l < m.lsa->options().softmax_layers;
-        // Row-normalised weights for the summaries: softmax rows as they are, linear heads |score|.
-        const torch::Tensor weights = softmax ? pat : pat.abs();
+        // Summaries on row-normalised weights p (softmax rows as they are, linear heads |score| / Σ|score|;
+        // an all-zero row stays 0): entropy −Σ p log p averaged over rows, copying p[y_i → x_i]
+        // averaged over i, the query row summed per example.
+        const torch::Tensor weights = softmax ? pat : pat.abs();              // [H, T, K]
+        const torch::Tensor rowSum = weights.sum(-1, true);
+        const torch::Tensor p = torch::where(rowSum > 0, weights / rowSum, torch::zeros_like(weights));
+        const torch::Tensor entropy = -torch::special_xlogy(p, p).sum(-1).mean(-1);  // [H]
+        torch::Tensor copy, toExample;
+        const torch::Tensor queryRow = p.select(1, T - 1);                   // [H, K]
+        if (interleaved) {
+            const torch::Tensor yRows = torch::arange(1, 2 * n, 2, torch::kLong), xKeys = torch::arange(0, 2 * n, 2, torch::kLong);
+            copy = p.index({torch::indexing::Slice(), yRows, xKeys}).mean(-1);  // [H]
+            toExample = queryRow.narrow(1, 0, 2 * n).reshape({H, n, 2}).sum(-1).contiguous();
+        } else {
+            toExample = queryRow.narrow(1, 0, n).contiguous();
+        }
         for (int64_t h = 0; h < H; ++h) {
             const torch::Tensor ph = pat[h].contiguous();  // [T, K]
             Matrix mat;
@@ -501,33 +498,13 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
             r.patterns.push_back(std::move(mat));
             r.softmax_head.push_back(softmax);
 
-            const torch::Tensor wh = weights[h].contiguous();
-            const double* w = wh.data_ptr<double>();
             HeadSummary s;
             s.layer = l;
             s.head = h;
-            double entropy = 0.0;
-            for (int64_t t = 0; t < T; ++t)
-                entropy += rowEntropy(w + t * K, K);
-            s.entropy = entropy / double(T);
-            auto normalised = [&](int64_t t, int64_t k) {
-                double sum = 0.0;
-                for (int64_t j = 0; j < K; ++j)
-                    sum += w[t * K + j];
-                return sum > 0.0 ? w[t * K + k] / sum : 0.0;
-            };
-            if (interleaved) {
-                double copy = 0.0;
-                for (int64_t i = 0; i < n; ++i)
-                    copy += normalised(2 * i + 1, 2 * i);  // row y_i, key x_i
-                s.copy_mass = copy / double(n);
-            } else {
-                s.copy_mass = kNaN;
-            }
-            s.query_to_example.assign(size_t(n), 0.0);
-            for (int64_t i = 0; i < n; ++i)
-                s.query_to_example[size_t(i)]
-                    = interleaved ? normalised(T - 1, 2 * i) + normalised(T - 1, 2 * i + 1) : normalised(T - 1, i);
+            s.entropy = entropy[h].item<double>();
+            s.copy_mass = interleaved ? copy[h].item<double>() : kNaN;
+            const double* q = toExample.data_ptr<double>() + h * n;
+            s.query_to_example.assign(q, q + n);
             r.heads.push_back(std::move(s));
         }
     }
