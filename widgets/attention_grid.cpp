@@ -18,7 +18,9 @@ constexpr int kLabelWidth = 28;  // "L11" left of each row
 constexpr int kLabelHeight = 16; // "H7" above each column
 constexpr int kMinCell = 24;
 
-double largestMagnitude(const icl::Matrix& m)
+} // namespace
+
+double AttentionGrid::largestMagnitude(const icl::Matrix& m)
 {
     double mx = 0.0;
     for (double v : m.data)
@@ -26,8 +28,6 @@ double largestMagnitude(const icl::Matrix& m)
             mx = std::max(mx, std::abs(v));
     return mx;
 }
-
-} // namespace
 
 AttentionGrid::AttentionGrid(QWidget* parent)
     : QWidget(parent)
@@ -102,6 +102,27 @@ void AttentionGrid::setPatterns(
         m_thumbnails[i] = renderThumbnail(patterns[i], m_softmax[i]);
         m_scaleMax[i] = largestMagnitude(patterns[i]);
     }
+    if (m_selectedLayer >= m_layers || m_selectedHead >= m_heads) {
+        m_selectedLayer = -1;
+        m_selectedHead = -1;
+    }
+    updateGeometry();
+    update();
+}
+
+void AttentionGrid::setThumbnails(int64_t nLayers, int64_t nHeads, std::vector<QImage> thumbnails,
+    const std::vector<bool>& softmax, std::vector<double> largest)
+{
+    m_layers = std::max<int64_t>(0, nLayers);
+    m_heads = std::max<int64_t>(0, nHeads);
+    const size_t n = size_t(m_layers * m_heads);
+    m_thumbnails = std::move(thumbnails);
+    m_thumbnails.resize(n);
+    m_softmax.assign(n, true);
+    for (size_t i = 0; i < n && i < softmax.size(); ++i)
+        m_softmax[i] = softmax[i];
+    m_scaleMax = std::move(largest);
+    m_scaleMax.resize(n, 0.0);
     if (m_selectedLayer >= m_layers || m_selectedHead >= m_heads) {
         m_selectedLayer = -1;
         m_selectedHead = -1;

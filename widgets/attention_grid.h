@@ -32,6 +32,11 @@ public:
     /// head when it still exists.
     void setPatterns(int64_t nLayers, int64_t nHeads, const std::vector<icl::Matrix>& patterns,
         const std::vector<bool>& softmax);
+    /// Same as setPatterns with thumbnails already rendered (renderThumbnail, e.g. on a worker thread so
+    /// that the GUI thread only paints): `thumbnails` and `softmax` have nLayers·nHeads entries,
+    /// `largest` the largest |value| of each pattern (for tooltips).
+    void setThumbnails(int64_t nLayers, int64_t nHeads, std::vector<QImage> thumbnails, const std::vector<bool>& softmax,
+        std::vector<double> largest);
     void clear();
 
     int64_t nLayers() const { return m_layers; }
@@ -49,7 +54,11 @@ public:
     bool headAt(const QPoint& pos, int* layer, int* head) const;
 
     /// The thumbnail image of one pattern (see the class comment for the colour scale and pooling).
+    /// Thread-safe (QImage only): may run on a worker thread.
     static QImage renderThumbnail(const icl::Matrix& pattern, bool softmax, int maxSide = kThumbnailSide);
+
+    /// Largest |value| of a pattern (finite entries; 0 for an empty one). Thread-safe.
+    static double largestMagnitude(const icl::Matrix& pattern);
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;

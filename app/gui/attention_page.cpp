@@ -17,6 +17,7 @@
 #include <QMessageBox>
 #include <QGridLayout>
 #include <QHBoxLayout>
+#include <QImage>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -92,6 +93,8 @@ struct AttentionPage::Result {
     bool promptChanged = false;
     icl::Inspection inspection;
     icl::RegressionLens lens;
+    std::vector<QImage> thumbnails; ///< rendered on the worker: the GUI thread only paints them
+    std::vector<double> largest;
 };
 
 /// The worker thread's Inspector; only jobs of m_runner touch it (one at a time).
@@ -185,9 +188,11 @@ AttentionPage::AttentionPage(QWidget* parent)
     auto* rightLayout = new QVBoxLayout(right);
     rightLayout->setContentsMargins(0, 0, 0, 0);
     rightLayout->setSpacing(4);
-    auto* promptTitle = new QLabel(tr("<b>Prompt</b> (in-context examples, then the query; edit a value to re-run)"), right);
+    auto* promptTitle = new QLabel(tr("<b>Prompt</b>: in-context examples, then the query; edit a value to re-run"), right);
     promptTitle->setWordWrap(true);
-    rightLayout->addWidget(promptTitle);
+    auto* titleRow = new QHBoxLayout;
+    titleRow->addWidget(promptTitle, 1);
+    rightLayout->addLayout(titleRow);
     m_promptTable = new QTableWidget(right);
     m_promptTable->setObjectName(QStringLiteral("attentionPrompt"));
     m_promptTable->setSelectionBehavior(QAbstractItemView::SelectRows);
@@ -234,9 +239,9 @@ AttentionPage::AttentionPage(QWidget* parent)
     promptRow->addWidget(seedLabel);
     promptRow->addWidget(m_seed);
     promptRow->addWidget(m_resamplePrompt, 1);
-    m_exportPrompt = button(tr("Export prompt…"), "attentionExportPrompt",
+    m_exportPrompt = button(tr("Export…"), "attentionExportPrompt",
         tr("Save the prompt (every x and y, exactly) as CSV, to reproduce an edited prompt"));
-    promptRow->addWidget(m_exportPrompt);
+    titleRow->addWidget(m_exportPrompt, 0, Qt::AlignTop);
     rightLayout->addLayout(promptRow);
     auto* noiseRow = new QHBoxLayout;
     noiseRow->setSpacing(4);
@@ -629,6 +634,12 @@ void AttentionPage::request(std::optional<Mutation> mutation)
             }
             result->inspection = insp.inspect(result->prompt, ablation);
             result->lens = insp.lens(result->prompt, ablation);
+            const icl::Inspection& in = result->inspection;
+            for (size_t i = 0; i < in.patterns.size(); ++i) {
+                const bool softmax = i < in.softmax_head.size() ? bool(in.softmax_head[i]) : true;
+                result->thumbnails.push_back(widgets::AttentionGrid::renderThumbnail(in.patterns[i], softmax));
+                result->largest.push_back(widgets::AttentionGrid::largestMagnitude(in.patterns[i]));
+            }
             return [this, id, result] {
                 if (id != m_request)
                     return; // superseded
@@ -668,6 +679,8 @@ void AttentionPage::showResult(const Result& result)
     }
     m_inspection = result.inspection;
     m_lens = result.lens;
+    m_grid->setThumbnails(result.inspection.n_layers, result.inspection.n_heads, result.thumbnails,
+        result.inspection.softmax_head, result.largest);
     showInspection();
     m_status->setText(tr("Model and baselines re-run in %1 ms.").arg(result.inspection.elapsed_ms, 0, 'f', 1));
     updateControls();
@@ -765,7 +778,6 @@ void AttentionPage::showInspection()
         patterns[i].name = "Attention pattern, layer " + std::to_string(layer) + ", head " + std::to_string(head);
     }
     m_inspection->patterns = patterns;
-    m_grid->setPatterns(in.n_layers, in.n_heads, patterns, in.softmax_head);
     if (m_layer >= in.n_layers || m_head >= in.n_heads) {
         m_layer = 0;
         m_head = 0;

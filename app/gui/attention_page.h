@@ -41,7 +41,7 @@ class AnalysisRunner;
 /// Interactive inspector of one checkpoint (issue "Interactive inspector"; von Oswald et al. 2023 for
 /// LSA, Guo et al. 2023 for GPT-2). One icl::Inspector lives on the page's worker thread
 /// (AnalysisRunner): every prompt edit, checkpoint change or ablation re-runs Inspector::inspect and
-/// Inspector::lens there; a newer request replaces a queued one and the result of a superseded one is
+/// Inspector::lens there (and renders the thumbnails, so the GUI thread only paints); a newer request replaces a queued one and the result of a superseded one is
 /// dropped (latest request wins). Shows: the layers × heads grid of attention-pattern thumbnails, the
 /// selected head large (token labels, legend, hover "query → key: weight", click a row to select a
 /// query token), that row as a bar chart, the head summaries (entropy, copy mass; sortable), the

@@ -132,6 +132,15 @@ TEST(AttentionGrid, ClickingAThumbnailSelectsItsHead)
     EXPECT_EQ(spy.at(0).at(1).toInt(), 1);
     EXPECT_EQ(grid.selectedLayer(), 2);
     EXPECT_EQ(grid.selectedHead(), 1);
+    // Thumbnails rendered elsewhere (the page renders them on its worker) are shown as given.
+    std::vector<QImage> images;
+    for (const Matrix& p : patterns)
+        images.push_back(AttentionGrid::renderThumbnail(p, true));
+    AttentionGrid other;
+    other.setThumbnails(3, 2, images, std::vector<bool>(6, true), std::vector<double>(6, 1.0));
+    for (int l = 0; l < 3; ++l)
+        for (int h = 0; h < 2; ++h)
+            EXPECT_EQ(other.thumbnail(l, h), grid.thumbnail(l, h)) << l << "," << h;
     // Distinct thumbnails and no overlap between neighbours.
     EXPECT_FALSE(grid.thumbnailRect(2, 0).intersects(r));
     EXPECT_EQ(grid.thumbnail(1, 0).width(), 7);
