@@ -21,6 +21,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <nlohmann/json.hpp>
+
 #include "app/gui/analysis_runner.h"
 #include "widgets/heatmap_view.h"
 
@@ -222,6 +224,13 @@ void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_summary = summary;
     m_step = step;
     m_shared.reset();
+    m_contextLength = 0;
+    try {
+        const auto cfg = nlohmann::json::parse(summary.config_json);
+        if (cfg.contains("task"))
+            m_contextLength = cfg.at("task").value("n_context", int64_t(0));
+    } catch (const std::exception&) {
+    }
     clearResult();
     m_status->clear();
     if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
@@ -449,7 +458,7 @@ void PatchingPage::updateControls()
     const bool busy = isBusy();
     const bool ready = !m_summary.path.empty() && m_step >= 0;
     const bool shared = m_useShared->isChecked() && m_shared && !m_shared->y.empty();
-    const int64_t N = shared ? m_shared->nContext() : 0;
+    const int64_t N = shared ? m_shared->nContext() : m_contextLength;
     if (N > 0)
         m_example->setRange(1, int(N));
     else

@@ -119,6 +119,7 @@ private:
     quint64 m_experimentGeneration = 0;
     icl::RunSummary m_summary;
     qint64 m_step = -1;
+    int64_t m_contextLength = 0; ///< the run's task.n_context (range of "Changed example i" for sampled prompts)
     quint64 m_generation = 0;
     std::shared_ptr<RunState> m_state;
     std::optional<icl::Prompt> m_shared;

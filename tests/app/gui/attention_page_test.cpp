@@ -561,6 +561,7 @@ TEST_F(AttentionPageTest, PatchingWithItsOwnPromptSeed)
     PatchingPage* page = window.patchingPage();
     EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
     page->sharedPromptCheck()->setChecked(false);
+    EXPECT_EQ(page->exampleChooser()->maximum(), 6) << "task.n_context of the run";
     page->promptSeedChooser()->setValue(4);
     page->corruptionChooser()->setCurrentIndex(page->corruptionChooser()->findData(QStringLiteral("change_label")));
     page->exampleChooser()->setValue(1);
