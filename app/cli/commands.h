@@ -103,4 +103,26 @@ bool isInspectorPlot(const std::string& plot);
 /// Exports one of those plots (ExportArgs: prompt seed, layer/head, corruption).
 void exportInspectorPlot(const ExportArgs& args);
 
+/// `icl-cli sweep SWEEP.json --out DIR [--jobs N] [--emit-slurm FILE]` (sweep_commands.cpp): the grid of
+/// SWEEP.json ({"preset" | "config", "scale", "set": [...], "grid": {"key.path": [values]}, "seeds": [...],
+/// "steps"}) expanded into `icl-cli train` runs DIR/run_NNNN.h5 (grid keys in alphabetical order, the first
+/// varying fastest, then the seeds) listed in DIR/sweep.json, run as local
+/// processes (finished runs skipped, interrupted ones resumed), or written as a Slurm array script.
+struct SweepArgs {
+    std::string path;
+    std::string out_dir;
+    int jobs = 1;
+    std::string emit_slurm;
+};
+int runSweep(const SweepArgs& args);
+
+/// `icl-cli aggregate DIR`: DIR/aggregate/table.csv (grid values and final metrics of every run) and one plot
+/// per numeric grid key (ICL and IWL accuracy, or eval loss, against it; one line per other grid value).
+struct AggregateArgs {
+    std::string dir;
+    int dpi = 200;
+    bool json = false;
+};
+int runAggregate(const AggregateArgs& args);
+
 } // namespace icl::cli

@@ -190,6 +190,20 @@ int main(int argc, char** argv)
                   "CSV of the patterns / lens / patching effect");
     a->add_flag("--force", analyze.force, "paste: replace an existing --out file");
 
+    SweepArgs sweep;
+    auto* sw = app.add_subcommand("sweep", "expand a grid of --set overrides into training runs (local processes or Slurm)");
+    sw->add_option("file", sweep.path, "SWEEP.json: {\"preset\" or \"config\", \"scale\", \"set\", \"grid\", \"seeds\", \"steps\"}")
+        ->required();
+    sw->add_option("--out", sweep.out_dir, "directory of the runs (created)")->required();
+    sw->add_option("--jobs", sweep.jobs, "training processes at a time (default 1)")->check(CLI::Range(1, 1024));
+    sw->add_option("--emit-slurm", sweep.emit_slurm, "write a Slurm array script (one grid point per task) instead of running");
+
+    AggregateArgs aggregate;
+    auto* ag = app.add_subcommand("aggregate", "table (CSV) and plots of the final metrics of a sweep directory");
+    ag->add_option("dir", aggregate.dir, "directory written by icl-cli sweep")->required();
+    ag->add_option("--dpi", aggregate.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
+    ag->add_flag("--json", aggregate.json, "one JSON object on stdout");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& err) {
@@ -221,6 +235,10 @@ int main(int argc, char** argv)
             return runReport(report);
         if (*a)
             return runAnalyze(analyze);
+        if (*sw)
+            return runSweep(sweep);
+        if (*ag)
+            return runAggregate(aggregate);
     } catch (const icl::Error& err) {
         std::cerr << "icl-cli: " << err.what() << "\n";
         return 1;

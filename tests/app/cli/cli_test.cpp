@@ -410,3 +410,50 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
                        "--layer 3");
     expectOneLineError(run("analyze " + out + " attention --out " + temp("x.txt")), "writes .csv files");
 }
+
+// A 2 × 2 sweep (p_bursty × model) of the few-shot classification task run as local processes, then
+// aggregated: one table row per run with its grid values, plots per numeric key; a second sweep call finds
+// every run finished; --emit-slurm writes a valid array script; a malformed grid is one line naming the key.
+TEST(Cli, SweepAggregateAndSlurmScript)
+{
+    const std::string dir = temp("cli_sweep");
+    fs::create_directories(dir);
+    const std::string spec = dir + "/sweep.json";
+    std::ofstream(spec) << R"({"preset": "chan-bursty", "scale": "quick", "steps": 6,
+        "set": ["training.eval_every=3", "training.checkpoint_every=3", "eval.n_prompts=32", "task.n_classes=100"],
+        "grid": {"task.p_bursty": [0, 0.9], "model.kind": ["gpt2", "lstm"]}})";
+    const std::string out = dir + "/runs";
+    const Result s = run("sweep " + spec + " --out " + out + " --jobs 2");
+    ASSERT_EQ(s.code, 0) << s.err;
+    for (int i = 0; i < 4; ++i)
+        EXPECT_TRUE(fs::exists(out + "/run_000" + std::to_string(i) + ".h5")) << i;
+    const Result a = run("aggregate " + out + " --json");
+    ASSERT_EQ(a.code, 0) << a.err;
+    EXPECT_EQ(nlohmann::json::parse(a.out)["runs"], 4);
+    std::ifstream t(out + "/aggregate/table.csv");
+    std::string header, line;
+    std::getline(t, header);
+    // Grid keys in alphabetical order, then the seed; the first key varies fastest.
+    EXPECT_EQ(header.rfind("model.kind,seed,task.p_bursty,step,icl_accuracy", 0), 0u) << header;
+    std::vector<std::string> rows;
+    while (std::getline(t, line))
+        rows.push_back(line);
+    ASSERT_EQ(rows.size(), 4u);
+    EXPECT_EQ(rows[3].rfind("lstm,0,0.9,6,", 0), 0u) << rows[3];  // the last grid point, trained to step 6
+    EXPECT_TRUE(fs::exists(out + "/aggregate/sweep_task.p_bursty.csv"));
+
+    const Result again = run("sweep " + spec + " --out " + out);
+    ASSERT_EQ(again.code, 0) << again.err;
+    EXPECT_NE(again.out.find("4 finished, 0 failed"), std::string::npos) << again.out;
+
+    const std::string script = dir + "/job.sh";
+    ASSERT_EQ(run("sweep " + spec + " --out " + out + " --emit-slurm " + script).code, 0);
+    std::ifstream sf(script);
+    std::stringstream text;
+    text << sf.rdbuf();
+    EXPECT_NE(text.str().find("#SBATCH --array=0-3"), std::string::npos) << text.str();
+    EXPECT_EQ(std::system(("bash -n " + script).c_str()), 0) << "the script parses";
+
+    std::ofstream(dir + "/bad.json") << R"({"preset": "chan-bursty", "grid": {"task.p_bursty": 0.5}})";
+    expectOneLineError(run("sweep " + dir + "/bad.json --out " + out), "grid.task.p_bursty");
+}

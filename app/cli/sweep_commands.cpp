@@ -1,0 +1,468 @@
+// icl-cli sweep and aggregate: a grid of --set overrides expanded into training runs (local processes or a
+// Slurm array script), and the table and plots of their final metrics (Chan et al.'s sweeps over p_bursty,
+// number of classes, Zipf α and the model).
+#include "commands.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <cstring>
+#include <thread>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/io/experiment_file.h"
+#include "core/types/figure.h"
+#include "plot_export.h"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace icl::cli {
+
+namespace {
+
+/// One grid point: its overrides in grid-key order and the run file it trains.
+struct SweepRun {
+    std::vector<std::pair<std::string, json>> values;  ///< (key path, value) per grid key, then "seed"
+    std::string file;                                   ///< file name inside the sweep directory
+    std::vector<std::string> args;                      ///< arguments of `icl-cli train` after the program name
+};
+
+std::string valueText(const json& v)
+{
+    return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+/// Reads SWEEP.json: {"preset" | "config", "scale", "set": [...], "grid": {key: [values]}, "seeds": [...],
+/// "steps"}. Throws icl::Error naming the key for anything malformed.
+std::vector<SweepRun> expandSweep(const std::string& path, const std::string& outDir, int threads)
+{
+    std::ifstream f(path);
+    if (!f)
+        throw Error(path + ": no such file");
+    json spec;
+    try {
+        f >> spec;
+    } catch (const json::exception& e) {
+        throw Error(path + ": not valid JSON (" + std::string(e.what()) + ")");
+    }
+    if (!spec.is_object())
+        throw Error(path + ": expected a JSON object with \"preset\" or \"config\", and \"grid\"");
+    static const std::set<std::string> known = {"preset", "config", "scale", "set", "grid", "seeds", "steps", "description"};
+    for (auto it = spec.begin(); it != spec.end(); ++it)
+        if (!known.count(it.key()))
+            throw Error(path + ": " + it.key() + ": unknown key (known keys: config, description, grid, preset, scale, "
+                                                 "seeds, set, steps)");
+    std::vector<std::string> base;
+    if (spec.contains("preset") == spec.contains("config"))
+        throw Error(path + ": give exactly one of \"preset\" and \"config\"");
+    if (spec.contains("preset")) {
+        if (!spec["preset"].is_string())
+            throw Error(path + ": preset: expected a preset name");
+        base = {"--preset", spec["preset"].get<std::string>()};
+    } else {
+        if (!spec["config"].is_string())
+            throw Error(path + ": config: expected the path of a config file");
+        fs::path config = spec["config"].get<std::string>();
+        if (config.is_relative())
+            config = fs::absolute(fs::path(path).parent_path() / config);
+        base = {"--config", config.string()};
+    }
+    if (spec.contains("scale")) {
+        if (!spec["scale"].is_string())
+            throw Error(path + ": scale: expected \"quick\" or \"paper\"");
+        base.insert(base.end(), {"--scale", spec["scale"].get<std::string>()});
+    }
+    if (spec.contains("steps")) {
+        if (!spec["steps"].is_number_integer() || spec["steps"].get<int64_t>() < 0)
+            throw Error(path + ": steps: expected an integer >= 0");
+        base.insert(base.end(), {"--steps", std::to_string(spec["steps"].get<int64_t>())});
+    }
+    if (spec.contains("set")) {
+        if (!spec["set"].is_array())
+            throw Error(path + ": set: expected an array of \"key.path=value\" strings");
+        for (size_t i = 0; i < spec["set"].size(); ++i) {
+            const json& s = spec["set"][i];
+            if (!s.is_string() || s.get<std::string>().find('=') == std::string::npos)
+                throw Error(path + ": set[" + std::to_string(i) + "]: expected \"key.path=value\", got " + s.dump());
+            base.insert(base.end(), {"--set", s.get<std::string>()});
+        }
+    }
+    if (!spec.contains("grid") || !spec["grid"].is_object() || spec["grid"].empty())
+        throw Error(path + ": grid: expected an object of key paths to arrays of values, e.g. "
+                           "{\"task.p_bursty\": [0, 0.5, 0.9]}");
+    std::vector<std::pair<std::string, std::vector<json>>> axes;
+    for (auto it = spec["grid"].begin(); it != spec["grid"].end(); ++it) {
+        if (!it.value().is_array() || it.value().empty())
+            throw Error(path + ": grid." + it.key() + ": expected a non-empty array of values");
+        axes.push_back({it.key(), it.value().get<std::vector<json>>()});
+    }
+    std::vector<json> seeds = {json(0)};
+    if (spec.contains("seeds")) {
+        if (!spec["seeds"].is_array() || spec["seeds"].empty())
+            throw Error(path + ": seeds: expected a non-empty array of integers >= 0");
+        seeds = spec["seeds"].get<std::vector<json>>();
+        for (const json& s : seeds)
+            if (!s.is_number_integer() || s.get<int64_t>() < 0)
+                throw Error(path + ": seeds: expected integers >= 0, got " + s.dump());
+    }
+    axes.push_back({"seed", seeds});
+
+    std::vector<SweepRun> runs;
+    std::vector<size_t> index(axes.size(), 0);
+    for (;;) {
+        SweepRun r;
+        char name[32];
+        std::snprintf(name, sizeof name, "run_%04zu.h5", runs.size());
+        r.file = name;
+        r.args = {"train"};
+        r.args.insert(r.args.end(), base.begin(), base.end());
+        for (size_t a = 0; a < axes.size(); ++a) {
+            const json& v = axes[a].second[index[a]];
+            r.values.push_back({axes[a].first, v});
+            if (axes[a].first == "seed")
+                r.args.insert(r.args.end(), {"--seed", v.dump()});
+            else
+                r.args.insert(r.args.end(), {"--set", axes[a].first + "=" + (v.is_string() ? v.get<std::string>() : v.dump())});
+        }
+        r.args.insert(r.args.end(), {"--threads", std::to_string(threads), "--out", (fs::path(outDir) / r.file).string()});
+        runs.push_back(std::move(r));
+        size_t a = 0;
+        while (a < axes.size() && ++index[a] == axes[a].second.size())
+            index[a++] = 0;
+        if (a == axes.size())
+            break;
+    }
+    return runs;
+}
+
+std::string shellQuote(const std::string& s)
+{
+    std::string q = "'";
+    for (char c : s)
+        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+/// True when the run file exists and its last checkpoint is the run's final step (nothing left to train).
+bool runFinished(const std::string& file)
+{
+    if (!fs::exists(file))
+        return false;
+    try {
+        const RunSummary s = readRunSummary(file);
+        const json cfg = json::parse(s.config_json);
+        return !s.checkpoints.empty() && s.checkpoints.back().step >= cfg["training"].value("steps", int64_t(0));
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+std::string selfExecutable()
+{
+    std::error_code ec;
+    const fs::path p = fs::read_symlink("/proc/self/exe", ec);
+    return ec ? std::string("icl-cli") : p.string();
+}
+
+} // namespace
+
+int runSweep(const SweepArgs& args)
+{
+    const int jobs = std::max(1, args.jobs);
+    const int threads = std::max(1, int(std::thread::hardware_concurrency()) / jobs);
+    std::error_code ec;
+    fs::create_directories(args.out_dir, ec);
+    if (ec)
+        throw Error(args.out_dir + ": cannot create directory (" + ec.message() + ")");
+    const std::string outDir = fs::absolute(args.out_dir).string();
+    const std::vector<SweepRun> runs = expandSweep(args.path, outDir, threads);
+    const std::string exe = selfExecutable();
+
+    // The index that aggregate reads: every run's file and grid values.
+    json index = json::array();
+    for (const SweepRun& r : runs) {
+        json values = json::object();
+        for (const auto& [key, v] : r.values)
+            values[key] = v;
+        index.push_back({{"file", r.file}, {"values", values}});
+    }
+    {
+        std::ifstream in(args.path);
+        json spec;
+        in >> spec;
+        std::ofstream(fs::path(outDir) / "sweep.json") << json{{"sweep", spec}, {"runs", index}}.dump(2) << "\n";
+    }
+
+    if (!args.emit_slurm.empty()) {
+        std::ofstream s(args.emit_slurm);
+        if (!s)
+            throw Error(args.emit_slurm + ": cannot write");
+        s << "#!/bin/bash\n"
+          << "# Slurm array job written by icl-cli sweep " << args.path << ": one grid point per task.\n"
+          << "# Submit with: sbatch " << args.emit_slurm << "   then: icl-cli aggregate " << outDir << "\n"
+          << "#SBATCH --job-name=icl-sweep\n"
+          << "#SBATCH --array=0-" << runs.size() - 1 << "\n"
+          << "#SBATCH --cpus-per-task=" << threads << "\n"
+          << "#SBATCH --output=" << outDir << "/slurm_%a.log\n"
+          << "set -euo pipefail\n"
+          << "ICL_CLI=${ICL_CLI:-" << shellQuote(exe) << "}\n"
+          << "THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
+          << "case \"$SLURM_ARRAY_TASK_ID\" in\n";
+        for (size_t i = 0; i < runs.size(); ++i) {
+            s << "  " << i << ") \"$ICL_CLI\"";
+            const std::vector<std::string>& a = runs[i].args;
+            for (size_t k = 0; k < a.size(); ++k) {
+                if (a[k] == "--threads" && k + 1 < a.size()) {
+                    s << " --threads \"$THREADS\"";
+                    ++k;
+                    continue;
+                }
+                s << " " << shellQuote(a[k]);
+            }
+            s << " ;;\n";
+        }
+        s << "  *) echo \"no grid point $SLURM_ARRAY_TASK_ID\" >&2; exit 1 ;;\n"
+          << "esac\n";
+        if (!s)
+            throw Error(args.emit_slurm + ": failed writing");
+        std::cout << "wrote " << args.emit_slurm << " (" << runs.size() << " array tasks) and " << outDir
+                  << "/sweep.json\n";
+        return 0;
+    }
+
+    // Local processes, at most `jobs` at a time; finished runs are skipped, interrupted ones resumed.
+    std::map<pid_t, size_t> running;
+    std::vector<int> status(runs.size(), -1);
+    size_t next = 0, done = 0, failed = 0;
+    auto launch = [&](size_t i) {
+        std::vector<std::string> args = runs[i].args;
+        const std::string file = (fs::path(outDir) / runs[i].file).string();
+        if (fs::exists(file))
+            args.push_back("--resume");
+        args.insert(args.begin(), exe);
+        const std::string log = (fs::path(outDir) / (runs[i].file + ".log")).string();
+        posix_spawn_file_actions_t actions;
+        posix_spawn_file_actions_init(&actions);
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
+        std::vector<char*> argv;
+        for (std::string& a : args)
+            argv.push_back(a.data());
+        argv.push_back(nullptr);
+        pid_t pid = 0;
+        const int rc = posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(), environ);
+        posix_spawn_file_actions_destroy(&actions);
+        if (rc != 0)
+            throw Error(exe + ": cannot start a training process (" + std::string(std::strerror(rc)) + ")");
+        running[pid] = i;
+    };
+    for (; next < runs.size() && runFinished((fs::path(outDir) / runs[next].file).string()); ++next)
+        ++done;
+    while (next < runs.size() || !running.empty()) {
+        while (next < runs.size() && int(running.size()) < jobs) {
+            if (runFinished((fs::path(outDir) / runs[next].file).string())) {
+                status[next++] = 0;
+                ++done;
+                continue;
+            }
+            launch(next++);
+        }
+        if (running.empty())
+            break;
+        int ws = 0;
+        const pid_t pid = ::wait(&ws);
+        if (pid < 0)
+            break;
+        auto it = running.find(pid);
+        if (it == running.end())
+            continue;
+        const size_t i = it->second;
+        running.erase(it);
+        status[i] = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128;
+        ++done;
+        if (status[i] != 0)
+            ++failed;
+        std::cerr << "[" << done << "/" << runs.size() << "] " << runs[i].file << (status[i] == 0 ? " done" : " FAILED")
+                  << " (log " << runs[i].file << ".log)\n";
+    }
+    std::cout << "sweep of " << runs.size() << " runs in " << outDir << ": " << runs.size() - failed << " finished, "
+              << failed << " failed; next: icl-cli aggregate " << outDir << "\n";
+    return failed == 0 ? 0 : 1;
+}
+
+int runAggregate(const AggregateArgs& args)
+{
+    const fs::path dir = args.dir;
+    std::ifstream in(dir / "sweep.json");
+    if (!in)
+        throw Error(args.dir + ": no sweep.json (not a directory written by icl-cli sweep)");
+    json sweep;
+    try {
+        in >> sweep;
+    } catch (const json::exception&) {
+        throw Error((dir / "sweep.json").string() + ": damaged (not JSON)");
+    }
+    if (!sweep.contains("runs") || !sweep["runs"].is_array() || sweep["runs"].empty())
+        throw Error((dir / "sweep.json").string() + ": lists no runs");
+
+    // Grid keys in their original order, and the final metrics of every finished run.
+    std::vector<std::string> keys;
+    for (auto it = sweep["runs"][0]["values"].begin(); it != sweep["runs"][0]["values"].end(); ++it)
+        keys.push_back(it.key());
+    const std::vector<std::string> metrics = {"icl_accuracy", "icl_accuracy_all_labels", "iwl_accuracy",
+                                              "icl_in_context_rate", "eval_loss", "train_loss"};
+    struct Row {
+        std::map<std::string, json> values;
+        std::map<std::string, double> final;
+        int64_t step = 0;
+    };
+    std::vector<Row> rows;
+    int64_t missing = 0;
+    for (const json& r : sweep["runs"]) {
+        const std::string file = (dir / r["file"].get<std::string>()).string();
+        if (!fs::exists(file)) {
+            ++missing;
+            continue;
+        }
+        const RunSummary s = readRunSummary(file);
+        Row row;
+        for (auto it = r["values"].begin(); it != r["values"].end(); ++it)
+            row.values[it.key()] = it.value();
+        for (const std::string& m : metrics)
+            row.final[m] = s.lastMetric(m);
+        row.step = s.checkpoints.empty() ? 0 : s.checkpoints.back().step;
+        rows.push_back(std::move(row));
+    }
+    if (rows.empty())
+        throw Error(args.dir + ": none of the " + std::to_string(sweep["runs"].size()) + " runs has a file yet");
+
+    const fs::path outDir = dir / "aggregate";
+    fs::create_directories(outDir);
+    const std::string csvPath = (outDir / "table.csv").string();
+    {
+        std::ofstream csv(csvPath);
+        for (const auto& k : keys)
+            csv << k << ",";
+        csv << "step";
+        for (const auto& m : metrics)
+            csv << "," << m;
+        csv << "\n";
+        for (const Row& r : rows) {
+            for (const auto& k : keys)
+                csv << valueText(r.values.at(k)) << ",";
+            csv << r.step;
+            for (const auto& m : metrics) {
+                const double v = r.final.at(m);
+                csv << ",";
+                if (std::isfinite(v)) {
+                    char buf[32];
+                    std::snprintf(buf, sizeof buf, "%.6g", v);
+                    csv << buf;
+                }
+            }
+            csv << "\n";
+        }
+        if (!csv)
+            throw Error(csvPath + ": failed writing");
+    }
+
+    // One figure per numeric grid key with ≥ 2 values: ICL and IWL accuracy (or eval loss) against it, one line
+    // per combination of the other keys (seeds averaged).
+    const bool classification = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
+        return std::isfinite(r.final.at("icl_accuracy"));
+    });
+    std::vector<std::string> files = {csvPath};
+    const std::vector<std::string> formats = plotImagesAvailable() ? std::vector<std::string>{"png", "svg", "pdf", "csv"}
+                                                                   : std::vector<std::string>{"csv"};
+    for (const std::string& x : keys) {
+        if (x == "seed")
+            continue;
+        std::set<double> xs;
+        bool numeric = true;
+        for (const Row& r : rows) {
+            numeric &= r.values.at(x).is_number();
+            if (numeric)
+                xs.insert(r.values.at(x).get<double>());
+        }
+        if (!numeric || xs.size() < 2)
+            continue;
+        Figure f;
+        f.name = "sweep_" + x;
+        f.title = classification ? "ICL and IWL accuracy vs " + x : "eval loss vs " + x;
+        f.x_label = x;
+        f.y_label = classification ? "accuracy" : "eval loss";
+        f.metadata = {{"sweep", (dir / "sweep.json").string()}, {"runs", std::to_string(rows.size())}};
+        // Group by the other non-seed keys.
+        std::map<std::string, std::map<double, std::vector<const Row*>>> groups;
+        for (const Row& r : rows) {
+            std::string group;
+            for (const auto& k : keys)
+                if (k != x && k != "seed")
+                    group += (group.empty() ? "" : ", ") + k.substr(k.rfind('.') + 1) + " " + valueText(r.values.at(k));
+            groups[group][r.values.at(x).get<double>()].push_back(&r);
+        }
+        const std::vector<std::pair<std::string, std::string>> shown
+            = classification ? std::vector<std::pair<std::string, std::string>>{{"icl_accuracy", "ICL"},
+                                                                                 {"iwl_accuracy", "IWL"}}
+                             : std::vector<std::pair<std::string, std::string>>{{"eval_loss", "eval loss"}};
+        for (const auto& [group, points] : groups)
+            for (const auto& [metric, label] : shown) {
+                Series s;
+                s.name = label + (group.empty() ? "" : " (" + group + ")");
+                s.style = metric == "iwl_accuracy" ? Series::Style::Dashed : Series::Style::Line;
+                for (const auto& [xv, rs] : points) {
+                    double sum = 0;
+                    int n = 0;
+                    for (const Row* r : rs)
+                        if (std::isfinite(r->final.at(metric)))
+                            sum += r->final.at(metric), ++n;
+                    if (n == 0)
+                        continue;
+                    s.x.push_back(xv);
+                    s.y.push_back(sum / n);
+                }
+                f.series.push_back(std::move(s));
+            }
+        for (const std::string& format : formats) {
+            const std::string out = (outDir / (f.name + "." + format)).string();
+            exportPlot(f, out, format, args.dpi);
+            files.push_back(out);
+        }
+    }
+    if (args.json) {
+        std::cout << json{{"dir", args.dir}, {"runs", rows.size()}, {"missing", missing}, {"files", files}}.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << "aggregate of " << rows.size() << " runs" << (missing ? " (" + std::to_string(missing) + " not started)" : "")
+              << " in " << args.dir << ":\n";
+    for (const auto& k : keys)
+        std::printf("%-22s", k.c_str());
+    std::printf("%8s %10s %10s %10s\n", "step", "icl_acc", "iwl_acc", "eval_loss");
+    for (const Row& r : rows) {
+        for (const auto& k : keys)
+            std::printf("%-22s", valueText(r.values.at(k)).c_str());
+        std::printf("%8lld %10.4f %10.4f %10.4f\n", static_cast<long long>(r.step), r.final.at("icl_accuracy"),
+                    r.final.at("iwl_accuracy"), r.final.at("eval_loss"));
+    }
+    for (const auto& file : files)
+        std::cout << "  " << file << "\n";
+    return 0;
+}
+
+} // namespace icl::cli
