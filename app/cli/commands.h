@@ -91,6 +91,7 @@ struct AnalyzeArgs {
     uint64_t prompt_seed = 0;       ///< attention, lens, patching: seed of the prompt (Inspector::samplePrompt)
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
     int64_t example = 0;            ///< patching: change_label's example index i (0-based)
+    std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
 };
 int runAnalyze(const AnalyzeArgs& args);
 

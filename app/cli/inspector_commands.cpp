@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/activation_capture.h"
 #include "core/analysis/inspector.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -151,10 +152,65 @@ PatchingResult runPatchingWithProgress(Inspector& inspector, const Prompt& clean
 
 } // namespace
 
+/// `analyze attention --out FILE.h5`: the attention patterns (or the --capture names) of --prompts prompts,
+/// streamed to FILE.h5 in chunks after a size estimate.
+int runAttentionCapture(const AnalyzeArgs& args)
+{
+    if (fs::exists(args.out) && !args.force)
+        throw Error("--out " + args.out + ": the file exists (add --force to replace it)");
+    configureThreads(args.threads);
+    CaptureOptions o;
+    o.n_prompts = args.prompts > 0 ? args.prompts : 1;
+    o.seed = args.prompt_seed;
+    o.checkpoint_step = args.checkpoint;
+    o.out_path = args.out;
+    o.overwrite = args.force;
+    if (!args.capture.empty()) {
+        o.names = args.capture;
+    } else {
+        const RunSummary s = readRunSummary(args.path);
+        const json cfg = json::parse(s.config_json, nullptr, false);
+        const int64_t layers = cfg.is_object() ? cfg["model"].value("n_layers", int64_t(1)) : 1;
+        for (int64_t l = 0; l < layers; ++l)
+            o.names.push_back("attn.pattern." + std::to_string(l));
+    }
+    const CaptureEstimate e = estimateCapture(args.path, o.names, o.n_prompts, o.chunk, o.checkpoint_step);
+    std::cerr << "capturing " << e.names.size() << " activation(s) of " << e.n_prompts << " prompt(s): "
+              << formatBytes(e.total_bytes) << " written, " << formatBytes(e.chunk_bytes) << " in memory per chunk of "
+              << e.chunk << "\n";
+    ProgressBar bar("capture");
+    const CaptureResult r = captureActivations(args.path, o, [&](int64_t done, int64_t total) {
+        bar.update(done, total);
+        return true;
+    });
+    bar.finish();
+    if (args.json) {
+        json shapes = json::object();
+        for (size_t i = 0; i < e.names.size(); ++i)
+            shapes[e.names[i]] = e.shapes[i];
+        std::cout << json{{"analysis", "attention"},
+                          {"out", r.file},
+                          {"checkpoint_step", r.checkpoint_step},
+                          {"n_prompts", e.n_prompts},
+                          {"prompt_seed", args.prompt_seed},
+                          {"names", e.names},
+                          {"shapes", shapes},
+                          {"bytes", e.total_bytes}}
+                         .dump(2)
+                  << "\n";
+        return 0;
+    }
+    std::cout << "wrote " << r.file << ": " << e.names.size() << " dataset(s) [" << e.n_prompts
+              << ", …] at checkpoint " << r.checkpoint_step << ", plus the prompts x and y\n";
+    return 0;
+}
+
 int runAttention(const AnalyzeArgs& args)
 {
     if (!args.out.empty())
-        requireOutExtension(args.out, {".csv"}, "attention");
+        requireOutExtension(args.out, {".csv", ".h5"}, "attention");
+    if (extensionOf(args.out) == ".h5")
+        return runAttentionCapture(args);
     configureThreads(args.threads);
     Inspector inspector(args.path, args.checkpoint);
     const Prompt prompt = inspector.samplePrompt(args.prompt_seed);

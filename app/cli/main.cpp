@@ -129,6 +129,10 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
     a->add_option("--example", analyze.example, "patching: index i (0-based) of the label change_label changes (default 0)")
         ->check(CLI::NonNegativeNumber);
+    a->add_option("--capture", analyze.capture,
+                  "attention with --out FILE.h5: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
+                  "(default: every attn.pattern.{l}); --prompts prompts are streamed to the file in chunks")
+        ->delimiter(',');
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
     a->add_option("--reference", analyze.reference,
                   "gd-alignment: reference algorithm: the run's own (eval.alignment[0], else gd; the default), gd or "
@@ -187,8 +191,8 @@ int main(int argc, char** argv)
     a->add_option("--out", analyze.out,
                   "paste: experiment file for the pasted model (default RUN.paste-l<ℓ>-<embedding>.h5); an existing "
                   "file needs --force; removed again if the run is interrupted or fails. attention, lens, patching: "
-                  "CSV of the patterns / lens / patching effect");
-    a->add_flag("--force", analyze.force, "paste: replace an existing --out file");
+                  "CSV of the patterns / lens / patching effect; attention also FILE.h5 (activations of --prompts prompts)");
+    a->add_flag("--force", analyze.force, "paste, attention --out FILE.h5: replace an existing --out file");
 
     SweepArgs sweep;
     auto* sw = app.add_subcommand("sweep", "expand a grid of --set overrides into training runs (local processes or Slurm)");

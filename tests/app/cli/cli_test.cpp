@@ -408,7 +408,18 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     EXPECT_NE(svgText.str().find("prompt_seed: 0"), std::string::npos) << "the prompt in the metadata";
     expectOneLineError(run("export " + out + " --plot attention --layer 3 --format csv --out " + temp("x.csv")),
                        "--layer 3");
-    expectOneLineError(run("analyze " + out + " attention --out " + temp("x.txt")), "writes .csv files");
+    expectOneLineError(run("analyze " + out + " attention --out " + temp("x.txt")), "writes .csv or .h5 files");
+
+    // Patterns of many prompts streamed to an HDF5 file: one dataset [prompts, H, T, N] per layer.
+    const std::string h5 = temp("cli_capture.h5");
+    const Result cap = run("analyze " + out + " attention --prompts 300 --out " + h5 + " --json");
+    ASSERT_EQ(cap.code, 0) << cap.err;
+    const auto c = nlohmann::json::parse(cap.out);
+    EXPECT_EQ(c["names"], (std::vector<std::string>{"attn.pattern.0"}));
+    EXPECT_EQ(c["shapes"]["attn.pattern.0"], (std::vector<int64_t>{1, 6, 5}));
+    EXPECT_EQ(c["bytes"].get<int64_t>() >= 300 * 1 * 6 * 5 * 4, true);
+    EXPECT_TRUE(fs::exists(h5));
+    expectOneLineError(run("analyze " + out + " attention --prompts 3 --out " + h5), "add --force");
 }
 
 // A 2 × 2 sweep (p_bursty × model) of the few-shot classification task run as local processes, then
