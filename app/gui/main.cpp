@@ -2,7 +2,7 @@
 //
 //   icl-workbench [RUN.h5] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
 //                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting|
-//                        attention|patching] [--tab NAME]
+//                        attention|patching|icl-iwl] [--tab NAME]
 //                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
 //
 // Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
@@ -70,7 +70,7 @@ int main(int argc, char** argv)
         QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
     const QCommandLineOption pageOpt(QStringLiteral("page"),
         QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve, probes, pasting, "
-                       "attention or patching."),
+                       "attention, patching or icl-iwl."),
         QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
         QStringLiteral("Tab of the gd-alignment page (%1) or of the attention page (%2).")
@@ -107,7 +107,7 @@ int main(int argc, char** argv)
         page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
             return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve, probes, "
-                                       "pasting, attention or patching, got \"%1\"")
+                                       "pasting, attention, patching or icl-iwl, got \"%1\"")
                             .arg(parser.value(pageOpt)));
     }
     const bool attentionTab = page == icl::gui::MainWindow::Page::Attention;

@@ -31,6 +31,7 @@
 #include "app/gui/experiments_page.h"
 #include "app/gui/gd_alignment_page.h"
 #include "app/gui/icl_curve_page.h"
+#include "app/gui/icl_iwl_page.h"
 #include "app/gui/kernel_view_page.h"
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
@@ -82,6 +83,7 @@ MainWindow::MainWindow(QWidget* parent)
     , m_pastingPage(new PastingPage(this))
     , m_attentionPage(new AttentionPage(this))
     , m_patchingPage(new PatchingPage(this))
+    , m_iclIwlPage(new IclIwlPage(this))
     , m_timeline(new widgets::CheckpointTimeline(this))
 {
     setWindowTitle(tr("ICL Workbench"));
@@ -115,12 +117,16 @@ MainWindow::MainWindow(QWidget* parent)
            "GD, ridge and least squares, and the regression lens"));
     addPage(tr("Patching"), m_patchingPage,
         tr("Activation patching: the clean residual stream at each (layer, position) patched into a corrupted run"));
+    addPage(tr("ICL vs IWL"), m_iclIwlPage,
+        tr("Few-shot classification: in-context (holdout classes) vs in-weights accuracy over training and at the "
+           "selected checkpoint (Chan et al.)"));
     m_navigator->item(3)->setIcon(style()->standardIcon(QStyle::SP_FileDialogDetailedView));
     m_navigator->item(4)->setIcon(style()->standardIcon(QStyle::SP_FileDialogInfoView));
     m_navigator->item(5)->setIcon(style()->standardIcon(QStyle::SP_FileDialogListView));
     m_navigator->item(6)->setIcon(style()->standardIcon(QStyle::SP_ArrowUp));
     m_navigator->item(7)->setIcon(style()->standardIcon(QStyle::SP_DesktopIcon));
     m_navigator->item(8)->setIcon(style()->standardIcon(QStyle::SP_BrowserReload));
+    m_navigator->item(9)->setIcon(style()->standardIcon(QStyle::SP_MessageBoxInformation));
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     // Analysis pages compute only while they are shown.
     connect(m_navigator, &QListWidget::currentRowChanged, this,
@@ -130,6 +136,7 @@ MainWindow::MainWindow(QWidget* parent)
             m_iclCurvePage->setActive(row == int(Page::IclCurve));
             m_probesPage->setActive(row == int(Page::Probes));
             m_attentionPage->setActive(row == int(Page::Attention));
+            m_iclIwlPage->setActive(row == int(Page::IclIwl));
         });
     m_navigator->setCurrentRow(0);
 
@@ -204,7 +211,11 @@ MainWindow::MainWindow(QWidget* parent)
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_navigator->count(); ++i) {
         QAction* a = view->addAction(m_navigator->item(i)->text(), this, [this, i] { m_navigator->setCurrentRow(i); });
-        a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+        // Ctrl+1…9 for the first nine pages, Ctrl+0 for the tenth (ICL vs IWL).
+        if (i < 9)
+            a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
+        else if (i == 9)
+            a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
     }
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -229,6 +240,7 @@ MainWindow::MainWindow(QWidget* parent)
         m_pastingPage->selectCheckpoint(step);
         m_attentionPage->selectCheckpoint(step);
         m_patchingPage->selectCheckpoint(step);
+        m_iclIwlPage->selectCheckpoint(step);
         statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
     });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
@@ -239,6 +251,10 @@ MainWindow::MainWindow(QWidget* parent)
         if (m_iclCurvePage->isBusy()) {
             m_iclCurvePage->cancel();
             statusBar()->showMessage(tr("ICL curve cancelled"), 5000);
+        }
+        if (m_iclIwlPage->isBusy()) {
+            m_iclIwlPage->cancel();
+            statusBar()->showMessage(tr("ICL vs IWL evaluation cancelled"), 5000);
         }
         if (m_probesPage->isBusy()) {
             m_probesPage->cancel();
@@ -292,6 +308,7 @@ MainWindow::MainWindow(QWidget* parent)
         try {
             const icl::RunSummary summary = icl::readRunSummary(path.toStdString());
             m_gdAlignmentPage->updateTrainingCurves(summary);
+            m_iclIwlPage->updateTrainingCurves(summary);
         } catch (const std::exception&) {
             // between the job's commits the file can be briefly absent; the next commit retries
         }
@@ -352,6 +369,7 @@ MainWindow::MainWindow(QWidget* parent)
     followAnalysisPage(m_pastingPage, tr("Pasting: done"));
     connect(m_pastingPage, &PastingPage::openRequested, this, &MainWindow::openExperiment);
     followAnalysisPage(m_patchingPage, tr("Patching: done"));
+    followAnalysisPage(m_iclIwlPage, tr("ICL vs IWL: evaluation done"));
     // Prompt edits re-run in milliseconds: they only drive Cancel and idle, not the progress bar.
     connect(m_attentionPage, &AttentionPage::busyStarted, this, &MainWindow::updateBusy);
     connect(m_attentionPage, &AttentionPage::busyFinished, this, &MainWindow::updateBusy);
@@ -400,6 +418,8 @@ std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
         return Page::Attention;
     if (n == QLatin1String("patching") || n == QLatin1String("patch"))
         return Page::Patching;
+    if (n == QLatin1String("icl-iwl") || n == QLatin1String("icl_iwl"))
+        return Page::IclIwl;
     return std::nullopt;
 }
 
@@ -447,6 +467,7 @@ bool MainWindow::openExperiment(const QString& path)
     m_pastingPage->showExperiment(summary, m_timeline->currentStep());
     m_attentionPage->showExperiment(summary, m_timeline->currentStep());
     m_patchingPage->showExperiment(summary, m_timeline->currentStep());
+    m_iclIwlPage->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
     statusBar()->showMessage(
@@ -481,6 +502,7 @@ qint64 MainWindow::selectCheckpoint(qint64 step)
         m_pastingPage->selectCheckpoint(selected);
         m_attentionPage->selectCheckpoint(selected);
         m_patchingPage->selectCheckpoint(selected);
+        m_iclIwlPage->selectCheckpoint(selected);
     }
     return selected;
 }
@@ -499,7 +521,7 @@ bool MainWindow::isBusy() const
 {
     return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy() || m_kernelViewPage->isBusy()
         || m_iclCurvePage->isBusy() || m_probesPage->isBusy() || m_pastingPage->isBusy() || m_attentionPage->isBusy()
-        || m_patchingPage->isBusy();
+        || m_patchingPage->isBusy() || m_iclIwlPage->isBusy();
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -616,6 +638,7 @@ void MainWindow::closeEvent(QCloseEvent* event)
     m_probesPage->cancel();
     m_attentionPage->cancel();
     m_patchingPage->cancel(); // stops after its running forward pass
+    m_iclIwlPage->cancel();
     m_pastingPage->cancel(); // stops at its next training step; the page joins its worker when destroyed
     if (!m_scripted) {
         QSettings settings;

@@ -29,6 +29,7 @@ class AttentionPage;
 class ExperimentsPage;
 class GdAlignmentPage;
 class IclCurvePage;
+class IclIwlPage;
 class KernelViewPage;
 class PastingPage;
 class PatchingPage;
@@ -52,13 +53,14 @@ public:
         Pasting = 6,
         Attention = 7,
         Patching = 8,
+        IclIwl = 9,
     };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
     /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel",
-    /// "icl-curve", "probes", "pasting", "attention", "patching"), if there is one.
+    /// "icl-curve", "probes", "pasting", "attention", "patching", "icl-iwl"), if there is one.
     static std::optional<Page> pageFromName(const QString& name);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
@@ -98,6 +100,7 @@ public:
     PastingPage* pastingPage() const { return m_pastingPage; }
     AttentionPage* attentionPage() const { return m_attentionPage; }
     PatchingPage* patchingPage() const { return m_patchingPage; }
+    IclIwlPage* iclIwlPage() const { return m_iclIwlPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
 
@@ -139,6 +142,7 @@ private:
     PastingPage* m_pastingPage = nullptr;
     AttentionPage* m_attentionPage = nullptr;
     PatchingPage* m_patchingPage = nullptr;
+    IclIwlPage* m_iclIwlPage = nullptr;
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -1,0 +1,227 @@
+// The ICL vs IWL page on real experiments written by icl::train: a tiny few-shot classification GPT-2 (Chan et al.
+// 2022) and a pair-layout LSA regression run. Expected values come from the file's stored metrics and from
+// independent calls of icl::computeIclIwl with the page's options, never from the page.
+
+#include "app/gui/icl_iwl_page.h"
+
+#include <cmath>
+
+#include <QAction>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenu>
+#include <QMenuBar>
+#include <QSpinBox>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include "app/gui/main_window.h"
+#include "core/analysis/icl_iwl.h"
+#include "core/io/config.h"
+#include "core/io/experiment_file.h"
+#include "core/training/trainer.h"
+#include "widgets/plot_view.h"
+
+using icl::gui::IclIwlPage;
+using icl::gui::MainWindow;
+
+namespace {
+
+/// A few-shot classification run that trains in about a second (as in classification_trainer_test.cpp):
+/// evaluations at steps 0, 5, …, 20 on 64 sequences, checkpoints at 0, 10, 20.
+nlohmann::json fewShotConfig()
+{
+    return { { "seed", 4 }, { "device", "cpu" },
+        { "task",
+            { { "kind", "fewshot_classification" }, { "layout", "interleaved" }, { "n_context", 8 },
+                { "n_classes", 30 }, { "n_holdout", 4 }, { "exemplar_dim", 8 }, { "within_class_noise", 0.1 },
+                { "p_bursty", 0.9 } } },
+        { "model", { { "kind", "gpt2" }, { "n_layers", 1 }, { "n_heads", 2 }, { "d_model", 16 } } },
+        { "training",
+            { { "optimizer", "adam" }, { "lr", 3e-3 }, { "batch_size", 16 }, { "steps", 20 }, { "grad_clip", 1.0 },
+                { "schedule", "inverse_sqrt" }, { "warmup_steps", 5 }, { "eval_every", 5 },
+                { "checkpoint_every", 10 } } },
+        { "eval", { { "n_prompts", 64 } } } };
+}
+
+class IclIwlPageTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite()
+    {
+        s_dir = new QTemporaryDir;
+        ASSERT_TRUE(s_dir->isValid());
+        s_fewshot = s_dir->filePath("fewshot.h5").toStdString();
+        icl::TrainOptions options;
+        options.out_path = s_fewshot;
+        icl::train(fewShotConfig(), options, {});
+
+        s_lsa = s_dir->filePath("lsa.h5").toStdString();
+        icl::ConfigRequest request;
+        request.preset = "vonoswald-lsa-1layer";
+        request.scale = "quick";
+        request.sets = { "task.d=3", "task.n_context=6", "training.batch_size=16", "training.eval_every=5",
+            "training.checkpoint_every=5", "eval.n_prompts=32" };
+        request.steps = 10;
+        request.device = "cpu";
+        icl::TrainOptions lsaOptions;
+        lsaOptions.out_path = s_lsa;
+        icl::train(icl::resolveConfig(request), lsaOptions, {});
+    }
+    static void TearDownTestSuite()
+    {
+        delete s_dir;
+        s_dir = nullptr;
+    }
+
+    /// "value with 4 decimals (count/n)", written here independently of the page.
+    static QString fraction(double value, int64_t n)
+    {
+        const long long count = std::llround(value * double(n));
+        return QString::number(value, 'f', 4) + QStringLiteral(" (") + QString::number(count) + QLatin1Char('/')
+            + QString::number(n) + QLatin1Char(')');
+    }
+
+    /// The panel shows exactly an independent computeIclIwl with the page's options.
+    static icl::IclIwlResult expectPanelOfFacade(const IclIwlPage* page)
+    {
+        const icl::IclIwlResult want = icl::computeIclIwl(s_fewshot, page->options());
+        EXPECT_TRUE(page->result().has_value());
+        if (!page->result())
+            return want;
+        const icl::IclIwlResult& got = *page->result();
+        EXPECT_EQ(got.checkpoint_step, want.checkpoint_step);
+        EXPECT_EQ(got.n_sequences, want.n_sequences);
+        EXPECT_DOUBLE_EQ(got.icl_accuracy, want.icl_accuracy);
+        EXPECT_DOUBLE_EQ(got.icl_accuracy_all_labels, want.icl_accuracy_all_labels);
+        EXPECT_DOUBLE_EQ(got.iwl_accuracy, want.iwl_accuracy);
+        EXPECT_DOUBLE_EQ(got.icl_in_context_rate, want.icl_in_context_rate);
+        EXPECT_DOUBLE_EQ(got.iwl_in_context_rate, want.iwl_in_context_rate);
+        const int64_t n = want.n_sequences;
+        EXPECT_EQ(page->iclAccuracyLabel()->text(), fraction(want.icl_accuracy, n));
+        EXPECT_EQ(page->iclAllLabelsLabel()->text(), fraction(want.icl_accuracy_all_labels, n));
+        EXPECT_EQ(page->iwlAccuracyLabel()->text(), fraction(want.iwl_accuracy, n));
+        EXPECT_EQ(page->iclInContextLabel()->text(), fraction(want.icl_in_context_rate, n));
+        EXPECT_EQ(page->iwlInContextLabel()->text(), fraction(want.iwl_in_context_rate, n));
+        EXPECT_EQ(page->checkpointLabel()->text(), QStringLiteral("step %1").arg(want.checkpoint_step));
+        return want;
+    }
+
+    static QTemporaryDir* s_dir;
+    static std::string s_fewshot;
+    static std::string s_lsa;
+};
+
+QTemporaryDir* IclIwlPageTest::s_dir = nullptr;
+std::string IclIwlPageTest::s_fewshot;
+std::string IclIwlPageTest::s_lsa;
+
+QAction* viewAction(const MainWindow& window, const QString& text)
+{
+    for (QAction* menu : window.menuBar()->actions())
+        if (menu->menu() && menu->text() == QLatin1String("&View"))
+            for (QAction* a : menu->menu()->actions())
+                if (a->text() == text)
+                    return a;
+    return nullptr;
+}
+
+} // namespace
+
+TEST_F(IclIwlPageTest, PageIsInTheNavigatorWithCtrl0AndACommandLineName)
+{
+    MainWindow window;
+    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
+    ASSERT_NE(navigator, nullptr);
+    ASSERT_GE(navigator->count(), 10);
+    EXPECT_EQ(navigator->item(9)->text(), "ICL vs IWL");
+    EXPECT_EQ(MainWindow::pageFromName("icl-iwl"), MainWindow::Page::IclIwl);
+    QAction* action = viewAction(window, "ICL vs IWL");
+    ASSERT_NE(action, nullptr);
+    EXPECT_EQ(action->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_0));
+    action->trigger();
+    EXPECT_EQ(window.currentPage(), MainWindow::Page::IclIwl);
+}
+
+TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSelectedCheckpoint)
+{
+    const icl::RunSummary file = icl::readRunSummary(s_fewshot);
+    ASSERT_EQ(file.metrics.at("step"), (std::vector<double> { 0, 5, 10, 15, 20 }));
+
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
+    IclIwlPage* page = window.iclIwlPage();
+    EXPECT_TRUE(page->isSupported());
+    EXPECT_FALSE(page->isBusy()) << "nothing runs while the page is hidden";
+
+    // Curves over training: exactly the stored metrics against the stored steps, and the 2-way chance level.
+    const icl::Figure& fig = page->plot()->figure();
+    EXPECT_EQ(fig.name, "icl_iwl");
+    const std::vector<std::pair<std::string, std::string>> curves = { { "ICL (holdout, labels {0, 1})", "icl_accuracy" },
+        { "ICL (holdout, all labels)", "icl_accuracy_all_labels" }, { "IWL (no support)", "iwl_accuracy" } };
+    ASSERT_EQ(fig.series.size(), curves.size() + 1);
+    for (size_t i = 0; i < curves.size(); ++i) {
+        EXPECT_EQ(fig.series[i].name, curves[i].first);
+        EXPECT_EQ(fig.series[i].x, file.metrics.at("step"));
+        EXPECT_EQ(fig.series[i].y, file.metrics.at(curves[i].second)) << curves[i].second;
+    }
+    EXPECT_EQ(fig.series.back().y, (std::vector<double> { 0.5, 0.5 }));
+
+    window.showPage(MainWindow::Page::IclIwl);
+    ASSERT_TRUE(page->isBusy()) << "showing the page starts its evaluation";
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
+    EXPECT_EQ(page->checkpointStep(), 20);
+    EXPECT_EQ(window.currentPlot(), page->plot());
+    icl::IclIwlResult shown = expectPanelOfFacade(page);
+    // On the run's own sequences the evaluation reproduces the metrics stored at that step (index 4: step 20).
+    EXPECT_EQ(shown.n_sequences, 64);
+    EXPECT_DOUBLE_EQ(shown.icl_accuracy, file.metrics.at("icl_accuracy")[4]);
+    EXPECT_DOUBLE_EQ(shown.iwl_accuracy, file.metrics.at("iwl_accuracy")[4]);
+    EXPECT_DOUBLE_EQ(shown.iwl_in_context_rate, file.metrics.at("iwl_in_context_rate")[4]);
+
+    // Following the timeline.
+    ASSERT_EQ(window.selectCheckpoint(10), 10);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    shown = expectPanelOfFacade(page);
+    EXPECT_EQ(shown.checkpoint_step, 10);
+    EXPECT_DOUBLE_EQ(shown.icl_accuracy, file.metrics.at("icl_accuracy")[2]);
+    EXPECT_DOUBLE_EQ(shown.icl_accuracy_all_labels, file.metrics.at("icl_accuracy_all_labels")[2]);
+    EXPECT_DOUBLE_EQ(shown.iwl_accuracy, file.metrics.at("iwl_accuracy")[2]);
+    EXPECT_DOUBLE_EQ(shown.icl_in_context_rate, file.metrics.at("icl_in_context_rate")[2]);
+
+    // Another number of sequences: fresh sequences, the same facade.
+    page->setSequenceCount(32);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    shown = expectPanelOfFacade(page);
+    EXPECT_EQ(shown.n_sequences, 32);
+    EXPECT_EQ(shown.checkpoint_step, 10);
+}
+
+TEST_F(IclIwlPageTest, RegressionRunShowsOneLineSayingThePageIsForFewShotClassification)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
+    window.showPage(MainWindow::Page::IclIwl);
+    IclIwlPage* page = window.iclIwlPage();
+    EXPECT_FALSE(page->isSupported());
+    EXPECT_FALSE(page->isBusy()) << "nothing to evaluate";
+    EXPECT_FALSE(page->messageLabel()->isHidden());
+    EXPECT_TRUE(page->plot()->isHidden() || !page->plot()->isVisibleTo(page));
+    EXPECT_TRUE(page->messageLabel()->text().contains("fewshot_classification"))
+        << page->messageLabel()->text().toStdString();
+    EXPECT_TRUE(page->messageLabel()->text().contains("linear_regression"))
+        << page->messageLabel()->text().toStdString();
+    EXPECT_TRUE(page->plot()->figure().series.empty());
+    EXPECT_FALSE(page->result().has_value());
+
+    // Opening a few-shot run afterwards brings the page back.
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
+    EXPECT_TRUE(page->messageLabel()->isHidden());
+    EXPECT_TRUE(page->plot()->isVisibleTo(page));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    expectPanelOfFacade(page);
+}
