@@ -139,6 +139,16 @@ PatchingOptions patchingOptions(const std::string& corruption, int64_t example, 
     return o;
 }
 
+/// The corruption in the metadata, enough to redraw the corrupted prompt: its name, the seed of its random
+/// draws and, for change_label, which label it changes.
+void addCorruptionMetadata(std::map<std::string, std::string>& metadata, const PatchingOptions& o)
+{
+    metadata["corruption"] = corruptionName(o.corruption);
+    metadata["corruption_seed"] = std::to_string(o.seed);
+    if (o.corruption == Corruption::ChangeLabel)
+        metadata["changed_label"] = "y_" + std::to_string(o.example + 1);
+}
+
 PatchingResult runPatchingWithProgress(Inspector& inspector, const Prompt& clean, const PatchingOptions& o)
 {
     ProgressBar bar("patching");
@@ -304,7 +314,7 @@ int runLens(const AnalyzeArgs& args)
               << args.prompt_seed << " (read-out of the residual stream at the query):\n";
     for (size_t l = 0; l < lens.prediction.size(); ++l)
         std::printf("  %-12s %12.5f\n", l < lens.layer_labels.size() ? lens.layer_labels[l].c_str() : "?",
-                    lens.prediction[l]);
+                    std::abs(lens.prediction[l]) < 5e-6 ? 0.0 : lens.prediction[l]);  // no "-0.00000"
     std::cout << " references on the same prompt:\n";
     printPredictions(lens.references, lens.target);
     return 0;
@@ -320,7 +330,7 @@ int runPatching(const AnalyzeArgs& args)
     const PatchingOptions o = patchingOptions(args.corruption, args.example, args.seed);
     const PatchingResult r = runPatchingWithProgress(inspector, clean, o);
     auto metadata = promptMetadata(args.path, r.checkpoint_step, args.prompt_seed);
-    metadata["corruption"] = r.corruption;
+    addCorruptionMetadata(metadata, o);
     if (!args.out.empty())
         writeMatrixCsv(r.effect, metadata, args.out);
     if (args.json) {
@@ -393,9 +403,9 @@ void exportInspectorPlot(const ExportArgs& args)
         exportHeatmap(m, metadata, args.out, args.format, args.dpi, softmax ? 1.0 : 0.0);
         return;
     }
-    const PatchingResult r = runPatchingWithProgress(inspector, prompt,
-                                                     patchingOptions(args.corruption, args.example, 0));
-    metadata["corruption"] = r.corruption;
+    const PatchingOptions o = patchingOptions(args.corruption, args.example, 0);
+    const PatchingResult r = runPatchingWithProgress(inspector, prompt, o);
+    addCorruptionMetadata(metadata, o);
     Matrix m = r.effect;
     m.name = "activation patching (" + r.corruption + "): 0 = corrupted, 1 = clean";
     exportHeatmap(m, metadata, args.out, args.format, args.dpi, 1.0);

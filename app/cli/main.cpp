@@ -28,6 +28,25 @@ CLI::Validator atLeast(long long min)
         "INT>=" + std::to_string(min));
 }
 
+/// Validator for an unsigned 64-bit integer option (seeds): CLI11 wraps "-1" and values past 2^64 − 1
+/// around silently, which would run on a different seed than the one asked for.
+CLI::Validator unsignedInteger()
+{
+    return CLI::Validator(
+        [](std::string& value) -> std::string {
+            const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+            if (digits) {
+                try {
+                    (void)std::stoull(value);
+                    return {};
+                } catch (const std::exception&) {
+                }
+            }
+            return "expected an integer from 0 to 18446744073709551615, got \"" + value + "\"";
+        },
+        "UINT");
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -80,7 +99,8 @@ int main(int argc, char** argv)
     e->add_option("--checkpoint", eval.checkpoint, "checkpoint step (default: last)");
     e->add_option("--prompts", eval.prompts, "number of prompts (default: the run's evaluation prompts)")
         ->check(atLeast(1));
-    e->add_option("--seed", eval.seed, "prompt seed (default 0: the run's own evaluation prompts)");
+    e->add_option("--seed", eval.seed, "prompt seed (default 0: the run's own evaluation prompts)")
+        ->check(unsignedInteger());
     e->add_option("--threads", eval.threads, "LibTorch intra-op threads")->check(atLeast(1));
     e->add_flag("--json", eval.json, "one JSON object on stdout");
 
@@ -97,13 +117,14 @@ int main(int argc, char** argv)
     x->add_option("--out", exp.out, "output file")->required();
     x->add_option("--dpi", exp.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
     x->add_option("--checkpoint", exp.checkpoint, "checkpoint step for icl_curve, attention, lens, patching (default: last)");
-    x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)");
-    x->add_option("--layer", exp.layer, "attention: 0-based layer of the head (default 0)")->check(CLI::NonNegativeNumber);
-    x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(CLI::NonNegativeNumber);
+    x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
+        ->check(unsignedInteger());
+    x->add_option("--layer", exp.layer, "attention: 0-based layer of the head (default 0)")->check(atLeast(0));
+    x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(atLeast(0));
     x->add_option("--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")
         ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
     x->add_option("--example", exp.example, "patching: index i (0-based) of the label change_label changes (default 0)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(atLeast(0));
 
     ReportArgs report;
     auto* r = app.add_subcommand("report", "every plot that fits the experiment, plus summary.json");
@@ -122,13 +143,14 @@ int main(int argc, char** argv)
         ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe", "paste",
                                "attention", "lens", "patching", "icl-iwl"}));
     a->add_option("--prompt-seed", analyze.prompt_seed,
-                  "attention, lens, patching: seed of the prompt drawn from the run's task (default 0)");
+                  "attention, lens, patching: seed of the prompt drawn from the run's task (default 0)")
+        ->check(unsignedInteger());
     a->add_option("--corruption", analyze.corruption,
                   "patching: how the corrupted prompt differs: change_label (one y_i), different_w (all labels from "
                   "another w) or shuffle_pairs (labels permuted) (default change_label)")
         ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
     a->add_option("--example", analyze.example, "patching: index i (0-based) of the label change_label changes (default 0)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(atLeast(0));
     a->add_option("--capture", analyze.capture,
                   "attention with --out FILE.h5: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
                   "(default: every attn.pattern.{l}); --prompts prompts are streamed to the file in chunks")
@@ -143,7 +165,8 @@ int main(int argc, char** argv)
         ->check(atLeast(1));
     a->add_option("--seed", analyze.seed,
                   "prompt seed (default 0: the run's own evaluation prompts); kernel: seed of the random features; "
-                  "patching: seed of the corruption's random draws (default 0)");
+                  "patching: seed of the corruption's random draws (default 0)")
+        ->check(unsignedInteger());
     a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(atLeast(1));
     a->add_flag("--json", analyze.json, "one JSON object on stdout");
     a->add_option("--k", analyze.k, "eta-scan: number of GD steps (default: the model's layers)")
@@ -158,8 +181,8 @@ int main(int argc, char** argv)
             [](std::string& v) { return v.rfind("gd_", 0) == 0 ? std::string() : std::string("not gd_k"); }, "gd_k"));
     a->add_option("--positions", analyze.probe_positions, "probe: x, y or query tokens (default x)")
         ->check(CLI::IsMember({"x", "y", "query"}));
-    a->add_option("--layer", analyze.layer, "kernel: 0-based softmax layer (default 0)")->check(CLI::NonNegativeNumber);
-    a->add_option("--head", analyze.head, "kernel: 0-based head (default 0)")->check(CLI::NonNegativeNumber);
+    a->add_option("--layer", analyze.layer, "kernel: 0-based softmax layer (default 0)")->check(atLeast(0));
+    a->add_option("--head", analyze.head, "kernel: 0-based head (default 0)")->check(atLeast(0));
     a->add_option("--m", analyze.m, "kernel: numbers of random features, e.g. 16,64,256,1024,4096")
         ->delimiter(',')
         ->check(CLI::Range(int64_t(1), int64_t(1) << 20));
@@ -171,11 +194,11 @@ int main(int argc, char** argv)
                   "D^(-1/4)); both leave the attention unchanged")
         ->check(CLI::IsMember({"balanced", "symmetric"}));
     a->add_option("--cut-layer", analyze.cut_layer, "paste: layer ℓ where the parent is cut (blocks ℓ..L−1 kept frozen)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(atLeast(0));
     a->add_option("--embedding", analyze.embedding, "paste: new trainable embedding: linear or transformer1 (default linear)")
         ->check(CLI::IsMember({"linear", "transformer1"}));
     a->add_option("--steps", analyze.steps, "paste: Adam steps for the pasted and the scratch model (default 1000)")
-        ->check(CLI::NonNegativeNumber);
+        ->check(atLeast(0));
     a->add_option("--lr", analyze.lr, "paste: Adam learning rate η of the new embedding and of the scratch model (default 1e-3)")
         ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 10.0));

@@ -177,6 +177,18 @@ TEST(Cli, BadInputExitsNonZeroWithOneClearLine)
     expectOneLineError(run("info " + out), "not an ICL Workbench experiment file");
     expectOneLineError(run("info " + temp("cli_missing.h5")), "no such file");
     EXPECT_NE(run("export " + out + " --plot loss --format gif --out x.gif").code, 0);
+
+    // Seeds are unsigned 64-bit: "-1" and 2^64 are refused, not wrapped around to another seed.
+    expectOneLineError(run("analyze " + out + " attention --prompt-seed -1"),
+                       "expected an integer from 0 to 18446744073709551615, got \"-1\"");
+    expectOneLineError(run("analyze " + out + " patching --seed 18446744073709551616"),
+                       "got \"18446744073709551616\"");
+    expectOneLineError(run("export " + out + " --plot lens --prompt-seed 1e3 --format csv --out " + temp("x.csv")),
+                       "got \"1e3\"");
+    // A negative index names the bound, not CLI11's 300-digit range.
+    const Result layer = run("export " + out + " --plot attention --layer -1 --format csv --out " + temp("x.csv"));
+    expectOneLineError(layer, "expected an integer >= 0, got \"-1\"");
+    EXPECT_LT(layer.err.size(), 120u) << layer.err;
 }
 
 TEST(Cli, PresetsListsTheDefaultExperiment)
@@ -378,6 +390,14 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     for (int t = 0; t < 6; ++t)
         EXPECT_NEAR(effect[0][t].get<double>(), t == 2 ? 1.0 : 0.0, 1e-4) << "position " << t;
     EXPECT_NEAR(effect[1][5].get<double>(), 1.0, 1e-4) << "the clean final residual stream at the query";
+    {
+        // The CSV header says how the corrupted prompt was drawn: --example 2 (0-based) changes y_3.
+        std::ifstream pf(csv);
+        std::stringstream header;
+        header << pf.rdbuf();
+        EXPECT_NE(header.str().find("# changed_label: y_3\n"), std::string::npos) << header.str();
+        EXPECT_NE(header.str().find("# corruption_seed: 0\n"), std::string::npos) << header.str();
+    }
     // Each context token enters a one-layer LSA's query output through its own separable term, so for any
     // corruption the effects of patching single tokens before the layer add up to the whole change (1).
     const auto shuffled = nlohmann::json::parse(
