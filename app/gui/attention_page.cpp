@@ -786,11 +786,11 @@ void AttentionPage::showInspection()
     const int T = int(in.token_labels.size());
     if (m_query < 0 || m_query >= T)
         m_query = T - 1;
-    m_headingLabel->setText(tr("%1 · checkpoint %2 · %3 layers × %4 heads · %5 tokens · prompt seed %6%7")
+    m_headingLabel->setText(tr("%1 · checkpoint %2 · %3 × %4 · %5 tokens · prompt seed %6%7")
                                 .arg(QFileInfo(QString::fromStdString(m_summary.path)).fileName())
                                 .arg(in.checkpoint_step)
-                                .arg(in.n_layers)
-                                .arg(in.n_heads)
+                                .arg(in.n_layers == 1 ? tr("1 layer") : tr("%1 layers").arg(in.n_layers))
+                                .arg(in.n_heads == 1 ? tr("1 head") : tr("%1 heads").arg(in.n_heads))
                                 .arg(T)
                                 .arg(m_prompt.seed)
                                 .arg(m_edits > 0 ? tr(", edited") : QString()));
