@@ -31,6 +31,28 @@ QString qs(const std::string& s)
     return QString::fromStdString(s);
 }
 
+/// Breaks a "key: value · key: value" caption into lines that fit `budget` pixels, at the " · "
+/// separators (as PlotView and BarChartView do: one long line is cut off at both edges of an export).
+QString wrapCaption(const QString& caption, const QFont& font, int budget)
+{
+    const QFontMetrics metrics(font);
+    const QString separator = QStringLiteral(" · ");
+    QStringList lines;
+    QString line;
+    for (const QString& part : caption.split(separator)) {
+        const QString candidate = line.isEmpty() ? part : line + separator + part;
+        if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > budget) {
+            lines << line;
+            line = part;
+        } else {
+            line = candidate;
+        }
+    }
+    if (!line.isEmpty())
+        lines << line;
+    return lines.join('\n');
+}
+
 /// Diverging blue–white–red scale (ColorBrewer RdBu, reversed so that negative is blue).
 QCPColorGradient divergingGradient()
 {
@@ -223,7 +245,7 @@ void HeatmapView::rebuild()
     for (const auto& [key, value] : m_metadata)
         caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + qs(key + ": " + value);
     m_title->setText(title);
-    m_caption->setText(caption);
+    m_caption->setText(wrapCaption(caption, m_caption->font(), kExportLogicalWidth - 40));
     if (!title.isEmpty()) {
         grid->insertRow(0);
         grid->addElement(0, 0, m_title);

@@ -109,6 +109,35 @@ TEST(HeatmapView, TickLabelsAndTitleComeFromTheMatrix)
     EXPECT_TRUE(sawTitle);
 }
 
+// A caption longer than the 640-pixel export width (the patching metadata with an absolute experiment
+// path) is broken into lines at the " · " separators, each within the width, none lost.
+TEST(HeatmapView, LongCaptionWrapsWithinTheExportWidth)
+{
+    HeatmapView view;
+    view.setMatrix(testMatrix());
+    const std::map<std::string, std::string> metadata = {
+        {"changed_label", "y_4"}, {"checkpoint_step", "1000"}, {"corruption", "change_label"},
+        {"corruption_seed", "0"}, {"experiment", "/tmp/runs/vonoswald-lsa-1layer-20261130-002751.h5"},
+        {"prompt_seed", "3"}};
+    view.setMetadata(metadata);
+    QString caption;
+    for (QCPLayoutElement* e : view.plot()->plotLayout()->elements(true))
+        if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->text().contains("prompt_seed"))
+            caption = t->text();
+    ASSERT_FALSE(caption.isEmpty());
+    const QStringList lines = caption.split('\n');
+    EXPECT_GE(lines.size(), 2) << caption.toStdString();
+    QFont font;
+    for (QCPLayoutElement* e : view.plot()->plotLayout()->elements(true))
+        if (auto* t = qobject_cast<QCPTextElement*>(e); t && t->text() == caption)
+            font = t->font();
+    const QFontMetrics metrics(font);
+    for (const QString& line : lines)
+        EXPECT_LE(metrics.horizontalAdvance(line), 640 - 40) << line.toStdString();
+    for (const auto& [key, value] : metadata)
+        EXPECT_TRUE(caption.contains(QString::fromStdString(key + ": " + value))) << key;
+}
+
 TEST(HeatmapView, HoverShowsRowColumnAndValueOfTheCell)
 {
     HeatmapView view;
