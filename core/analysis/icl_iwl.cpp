@@ -30,7 +30,7 @@ IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options
     r.checkpoint_step = options.checkpoint_step < 0 ? summary.checkpoints.back().step : options.checkpoint_step;
     const CheckpointData cp = readCheckpoint(path, r.checkpoint_step);
     const FewShotClassification task(fewShotOptions(config.task, config.seed));
-    SequenceClassifier model = makeSequenceClassifier(config, task.exemplarDim(), 0);
+    SequenceClassifier model = makeSequenceClassifier(config, task.exemplarShape(), 0);
     loadParams(*model, cp.params, path + " (checkpoint " + std::to_string(r.checkpoint_step) + ")");
     model->eval();
     r.n_sequences = options.n_sequences > 0 ? options.n_sequences : config.eval.n_prompts;

@@ -249,6 +249,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         m.tied = s.boolean("tied", m.tied);
         m.init_scale = s.number("init_scale", m.init_scale, positive, "a number > 0");
         m.init = s.choice("init", m.init, {"variance_scaling", "gd_construction", "gdpp_construction"});
+        m.encoder = s.choice("encoder", m.encoder, {"linear", "resnet"});
         m.softmax_layers = s.integer("softmax_layers", m.softmax_layers, 0, m.n_layers);
         m.layer_norm = s.boolean("layer_norm", m.layer_norm);
         m.mlp = s.boolean("mlp", m.mlp);
@@ -389,6 +390,9 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     if (!classification && (c.model.kind == "lstm" || c.model.kind == "rnn"))
         throw Error("model.kind: \"" + c.model.kind + "\" is a recurrent baseline for task.kind "
                     "\"fewshot_classification\" (Chan et al.)");
+    if (c.model.encoder == "resnet" && (!classification || c.task.exemplar_source == "synthetic"))
+        throw Error("model.encoder: \"resnet\" encodes image exemplars (task.kind \"fewshot_classification\" with "
+                    "task.exemplar_source \"image_folder\" or \"idx\"); vector exemplars use \"linear\"");
     if (classification && c.model.init != "variance_scaling")
         throw Error("model.init: \"" + c.model.init + "\" is a construction for regression tasks");
     if (c.training.schedule == "inverse_sqrt" && c.training.warmup_steps == 0)
@@ -484,6 +488,7 @@ nlohmann::json toJson(const ExperimentConfig& c)
                   {"tied", c.model.tied},
                   {"init_scale", c.model.init_scale},
                   {"init", c.model.init},
+                  {"encoder", c.model.encoder},
                   {"softmax_layers", c.model.softmax_layers},
                   {"layer_norm", c.model.layer_norm},
                   {"mlp", c.model.mlp},

@@ -87,6 +87,9 @@ struct ModelConfig {
     int64_t n_heads = 1;
     bool tied = false;         ///< one shared layer applied K times (recurrent)
     double init_scale = 0.002; ///< variance-scaling scale; divided by K (PAPERS.md §1)
+    /// fewshot_classification: exemplar encoder, "linear" (vector exemplars) or "resnet" (Chan et al.'s small
+    /// ResNet for image exemplars: 4 groups × 2 bottleneck blocks, channels 16/32/32/64 → 64-d)
+    std::string encoder = "linear";
     /// "variance_scaling" (random, init_scale), or a ready-made model: "gd_construction" (Proposition 1
     /// with the run's fitted η of GD-K) or "gdpp_construction" (GD++ with the run's fitted per-layer
     /// η, γ; K > 1). With training.steps = 0 the file holds the construction itself, so every analysis,

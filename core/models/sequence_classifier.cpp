@@ -17,6 +17,50 @@ torch::Tensor sinusoidalPositions(int64_t length, int64_t d, double max_timescal
     return torch::cat({torch::sin(angle), torch::cos(angle)}, 1).to(torch::kFloat32);
 }
 
+ResNetEncoderImpl::ResNetEncoderImpl(int64_t d_model)
+{
+    using namespace torch::nn;
+    auto conv = [](int64_t in, int64_t out, int64_t k, int64_t stride) {
+        return Conv2d(Conv2dOptions(in, out, k).stride(stride).padding(k / 2).bias(false));
+    };
+    m_stem = register_module("stem", conv(1, 16, 3, 1));
+    m_stemBn = register_module("stem_bn", BatchNorm2d(16));
+    const int64_t channels[4] = {16, 32, 32, 64}, strides[4] = {1, 2, 2, 2};
+    int64_t in = 16;
+    for (int g = 0; g < 4; ++g)
+        for (int b = 0; b < 2; ++b) {
+            const int64_t c = channels[g], mid = std::max<int64_t>(1, c / 4), stride = b == 0 ? strides[g] : 1;
+            const std::string name = "group" + std::to_string(g) + "_block" + std::to_string(b) + "_";
+            Block k;
+            k.conv1 = register_module(name + "conv1", conv(in, mid, 1, 1));
+            k.bn1 = register_module(name + "bn1", BatchNorm2d(mid));
+            k.conv2 = register_module(name + "conv2", conv(mid, mid, 3, stride));
+            k.bn2 = register_module(name + "bn2", BatchNorm2d(mid));
+            k.conv3 = register_module(name + "conv3", conv(mid, c, 1, 1));
+            k.bn3 = register_module(name + "bn3", BatchNorm2d(c));
+            if (in != c || stride != 1) {
+                k.projection = register_module(name + "projection", conv(in, c, 1, stride));
+                k.bnProjection = register_module(name + "projection_bn", BatchNorm2d(c));
+            }
+            m_blocks.push_back(k);
+            in = c;
+        }
+    m_out = register_module("out", Linear(64, d_model));
+}
+
+torch::Tensor ResNetEncoderImpl::forward(const torch::Tensor& images)
+{
+    torch::Tensor x = torch::relu(m_stemBn->forward(m_stem->forward(images)));
+    for (Block& k : m_blocks) {
+        torch::Tensor h = torch::relu(k.bn1->forward(k.conv1->forward(x)));
+        h = torch::relu(k.bn2->forward(k.conv2->forward(h)));
+        h = k.bn3->forward(k.conv3->forward(h));
+        const torch::Tensor shortcut = k.projection.is_empty() ? x : k.bnProjection->forward(k.projection->forward(x));
+        x = torch::relu(h + shortcut);
+    }
+    return m_out->forward(x.mean({2, 3}));  // global average pooling → [N, 64] → [N, d_model]
+}
+
 SequenceClassifierImpl::SequenceClassifierImpl(const SequenceClassifierOptions& o, uint64_t seed)
     : m_options(o)
 {
@@ -26,7 +70,17 @@ SequenceClassifierImpl::SequenceClassifierImpl(const SequenceClassifierOptions& 
         throw Error("sequence classifier: inconsistent sizes (n_labels " + std::to_string(o.n_labels) + ", d_model "
                     + std::to_string(o.d_model) + " (even), n_layers " + std::to_string(o.n_layers) + ")");
     const int64_t D = o.d_model, T = 2 * o.n_context + 1;
-    m_encoder = register_module("encoder", torch::nn::Linear(o.exemplar_dim, D));
+    if (o.encoder == "resnet") {
+        if (o.image_height < 1 || o.image_width < 1 || o.image_height * o.image_width != o.exemplar_dim)
+            throw Error("model.encoder: \"resnet\" needs image exemplars (height × width = exemplar width), got "
+                        + std::to_string(o.image_height) + " × " + std::to_string(o.image_width) + " for "
+                        + std::to_string(o.exemplar_dim) + " values");
+        m_resnet = register_module("encoder", ResNetEncoder(D));
+    } else if (o.encoder == "linear") {
+        m_encoder = register_module("encoder", torch::nn::Linear(o.exemplar_dim, D));
+    } else {
+        throw Error("model.encoder: unknown exemplar encoder \"" + o.encoder + "\" (expected linear or resnet)");
+    }
     m_labelEmbedding = register_module("label_embed", torch::nn::Embedding(o.n_labels, D));
     if (o.backbone == "gpt2") {
         Gpt2Options g;
@@ -48,8 +102,27 @@ SequenceClassifierImpl::SequenceClassifierImpl(const SequenceClassifierOptions& 
     torch::NoGradGuard guard;
     torch::Generator gen = at::detail::createCPUGenerator(seed);
     auto normal = [&](torch::Tensor& t) { t.copy_(at::normal(0.0, 0.02, t.sizes(), gen)); };
-    normal(m_encoder->weight);
-    m_encoder->bias.zero_();
+    if (!m_encoder.is_empty()) {
+        normal(m_encoder->weight);
+        m_encoder->bias.zero_();
+    } else {
+        // Convolutions: He-normal (fan-in) for the ReLU network; batch-norm gains 1, biases 0; the output
+        // map N(0, 0.02) like the other read-ins.
+        for (auto& item : m_resnet->named_parameters()) {
+            const std::string& name = item.key();
+            torch::Tensor& p = item.value();
+            if (p.dim() == 4) {
+                const double fanIn = double(p.size(1) * p.size(2) * p.size(3));
+                p.copy_(at::normal(0.0, std::sqrt(2.0 / fanIn), p.sizes(), gen));
+            } else if (name.rfind("out.weight", 0) == 0) {
+                normal(p);
+            } else if (name.find("bias") != std::string::npos) {
+                p.zero_();
+            } else {
+                p.fill_(1.0);
+            }
+        }
+    }
     normal(m_labelEmbedding->weight);
     normal(m_readOut->weight);
     m_readOut->bias.zero_();
@@ -70,7 +143,14 @@ torch::Tensor SequenceClassifierImpl::embed(const FewShotBatch& batch)
     if (L != m_options.n_context)
         throw Error("sequence classifier: built for " + std::to_string(m_options.n_context) + " context pairs, got "
                     + std::to_string(L));
-    const torch::Tensor x = m_encoder->forward(batch.exemplars.to(m_encoder->weight.dtype()));  // [B, L+1, D]
+    torch::Tensor x;  // [B, L+1, d_model]
+    if (!m_encoder.is_empty()) {
+        x = m_encoder->forward(batch.exemplars.to(m_encoder->weight.dtype()));
+    } else {
+        const torch::Tensor images
+            = batch.exemplars.to(torch::kFloat32).reshape({B * (L + 1), 1, m_options.image_height, m_options.image_width});
+        x = m_resnet->forward(images).view({B, L + 1, D});
+    }
     const torch::Tensor y = m_labelEmbedding->forward(batch.contextLabels());                // [B, L, D]
     // Interleave: x_1, y_1, …, x_L, y_L, then x_q.
     const torch::Tensor pairs = torch::stack({x.narrow(1, 0, L), y}, 2).reshape({B, 2 * L, D});
@@ -112,13 +192,21 @@ FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed)
     return o;
 }
 
-SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, int64_t exemplar_dim, uint64_t seed)
+SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, const std::vector<int64_t>& exemplar_shape,
+                                          uint64_t seed)
 {
     if (config.task.kind != "fewshot_classification")
         throw Error("model.kind: a sequence classifier needs task.kind \"fewshot_classification\"");
     SequenceClassifierOptions o;
     o.backbone = config.model.kind;
-    o.exemplar_dim = exemplar_dim;
+    o.exemplar_dim = 1;
+    for (int64_t n : exemplar_shape)
+        o.exemplar_dim *= n;
+    o.encoder = config.model.encoder;
+    if (exemplar_shape.size() == 2) {
+        o.image_height = exemplar_shape[0];
+        o.image_width = exemplar_shape[1];
+    }
     o.n_labels = config.task.n_labels > 0 ? config.task.n_labels : config.task.n_classes * config.task.labels_per_class;
     o.d_model = config.model.d_model;
     o.n_layers = config.model.n_layers;

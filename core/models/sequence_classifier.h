@@ -23,7 +23,10 @@ namespace icl {
 /// Sizes of a sequence classifier.
 struct SequenceClassifierOptions {
     std::string backbone = "gpt2";  ///< "gpt2" (causal pre-LN transformer), "lstm" or "rnn" (tanh)
-    int64_t exemplar_dim = 64;      ///< D, width of an exemplar vector
+    int64_t exemplar_dim = 64;      ///< D, width of an exemplar vector (images: height × width, row-major)
+    std::string encoder = "linear"; ///< "linear" (R^D → R^{d_model}) or "resnet" (images, ResNetEncoder)
+    int64_t image_height = 0;       ///< resnet: exemplars are [image_height, image_width] grayscale images
+    int64_t image_width = 0;
     int64_t n_labels = 1600;        ///< label vocabulary (logits per query)
     int64_t d_model = 64;           ///< token width (and hidden size of the recurrent backbones)
     int64_t n_layers = 2;
@@ -36,6 +39,29 @@ struct SequenceClassifierOptions {
 /// i = 0 … d/2 − 1 with ω_i = max_timescale^(−2i/d), PE[p] = [sin(p·ω_0), …, sin(p·ω_{d/2−1}),
 /// cos(p·ω_0), …, cos(p·ω_{d/2−1})]. Returns [T, d] float32; `d` must be even (throws icl::Error).
 torch::Tensor sinusoidalPositions(int64_t length, int64_t d, double max_timescale);
+
+/// Chan et al.'s exemplar encoder for images: a small ResNet of 4 groups × 2 bottleneck blocks with
+/// 16/32/32/64 output channels (the first group at stride 1, the others at stride 2), each block
+/// 1×1 → 3×3 → 1×1 convolutions with bottleneck width channels/4, batch normalisation and ReLU, and a
+/// projection shortcut where the shape changes; a 3×3 stem convolution to 16 channels (this small-image
+/// stem replaces Haiku's 7×7/stride-2 stem and max-pool), global average pooling to 64, then a linear map to
+/// d_model. Input [N, 1, H, W] pixel values in [0, 1]; output [N, d_model].
+class ResNetEncoderImpl : public torch::nn::Module {
+public:
+    explicit ResNetEncoderImpl(int64_t d_model);
+    torch::Tensor forward(const torch::Tensor& images);
+
+private:
+    struct Block {
+        torch::nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr}, projection{nullptr};
+        torch::nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr}, bnProjection{nullptr};
+    };
+    torch::nn::Conv2d m_stem{nullptr};
+    torch::nn::BatchNorm2d m_stemBn{nullptr};
+    std::vector<Block> m_blocks;
+    torch::nn::Linear m_out{nullptr};
+};
+TORCH_MODULE(ResNetEncoder);
 
 class SequenceClassifierImpl : public torch::nn::Module {
 public:
@@ -57,7 +83,8 @@ public:
 
 private:
     SequenceClassifierOptions m_options;
-    torch::nn::Linear m_encoder{nullptr};
+    torch::nn::Linear m_encoder{nullptr};  ///< linear encoder
+    ResNetEncoder m_resnet{nullptr};       ///< resnet encoder
     torch::nn::Embedding m_labelEmbedding{nullptr};
     torch::nn::Linear m_readOut{nullptr};
     Gpt2 m_transformer{nullptr};
@@ -72,9 +99,10 @@ TORCH_MODULE(SequenceClassifier);
 FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed);
 
 /// The classifier of a fewshot_classification config (model.kind gpt2 → transformer, lstm, rnn; sizes from
-/// model.d_model, n_layers, n_heads; label vocabulary from the task) for exemplars of width `exemplar_dim`
-/// (FewShotClassification::exemplarDim(): task.exemplar_dim, or the pixels of an image), initialised from
-/// `seed`. Throws icl::Error for a config of another task.
-SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, int64_t exemplar_dim, uint64_t seed);
+/// model.d_model, n_layers, n_heads; encoder model.encoder; label vocabulary from the task) for exemplars of
+/// shape `exemplar_shape` (FewShotClassification::exemplarShape(): [D] vectors or [H, W] images), initialised
+/// from `seed`. Throws icl::Error for a config of another task or a resnet encoder on vector exemplars.
+SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, const std::vector<int64_t>& exemplar_shape,
+                                          uint64_t seed);
 
 } // namespace icl

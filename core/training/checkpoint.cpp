@@ -42,6 +42,9 @@ std::vector<NamedArray> paramsToArrays(const torch::nn::Module& module)
     std::vector<NamedArray> out;
     for (const auto& item : module.named_parameters())
         out.push_back(toArray(item.key(), item.value()));
+    // Buffers (batch-norm running statistics, fixed position codes) are part of the model's state too.
+    for (const auto& item : module.named_buffers())
+        out.push_back(toArray(item.key(), item.value()));
     return out;
 }
 
@@ -61,6 +64,17 @@ void loadParams(torch::nn::Module& module, const std::vector<NamedArray>& params
             throw Error(where + ": parameter " + item.key() + " has shape " + shapeString(t.sizes())
                         + ", the model expects " + shapeString(item.value().sizes()));
         item.value().copy_(t);
+        byName.erase(it);
+    }
+    for (auto& item : module.named_buffers()) {
+        auto it = byName.find(item.key());
+        if (it == byName.end())
+            throw Error(where + ": buffer " + item.key() + " is missing");
+        torch::Tensor t = arrayToTensor(*it->second);
+        if (t.sizes() != item.value().sizes())
+            throw Error(where + ": buffer " + item.key() + " has shape " + shapeString(t.sizes())
+                        + ", the model expects " + shapeString(item.value().sizes()));
+        item.value().copy_(t.to(item.value().dtype()));
         byName.erase(it);
     }
     if (!byName.empty())

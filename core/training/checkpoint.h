@@ -7,11 +7,12 @@
 
 namespace icl {
 
-/// Parameters of `module` as float32 arrays named as in named_parameters(). Copies to the CPU.
+/// Parameters of `module` as float32 arrays named as in named_parameters(), then its buffers (batch-norm
+/// running statistics, position codes) named as in named_buffers(). Copies to the CPU.
 std::vector<NamedArray> paramsToArrays(const torch::nn::Module& module);
 
-/// Loads parameters by name. Throws icl::Error (naming parameter and shapes) when a parameter is
-/// missing, unexpected, or has another shape. `where` prefixes messages (file and step).
+/// Loads parameters and buffers by name (buffers converted to their own dtype). Throws icl::Error (naming
+/// parameter and shapes) when a parameter or buffer is missing, unexpected, or has another shape. `where` prefixes messages (file and step).
 void loadParams(torch::nn::Module& module, const std::vector<NamedArray>& params, const std::string& where);
 
 /// Adam/AdamW/SGD state (exp_avg, exp_avg_sq, step; momentum_buffer) per parameter name.

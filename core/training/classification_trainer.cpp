@@ -75,7 +75,7 @@ TrainResult trainClassification(const ExperimentConfig& cfg, const TrainOptions&
     };
 
     const FewShotClassification task(fewShotOptions(cfg.task, cfg.seed));
-    SequenceClassifier model = makeSequenceClassifier(cfg, task.exemplarDim(), seeds::init(cfg.seed));
+    SequenceClassifier model = makeSequenceClassifier(cfg, task.exemplarShape(), seeds::init(cfg.seed));
     model->to(device);
     auto optimizer = makeOptimizer(tc, model->parameters());
     if (resuming) {

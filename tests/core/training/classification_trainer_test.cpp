@@ -213,3 +213,52 @@ TEST(ClassificationTrainer, TrainsOnIdxExemplars)
     c["task"].erase("exemplar_labels_path");
     EXPECT_THROW(icl::parseConfig(c), icl::Error);
 }
+
+// Chan et al.'s ResNet exemplar encoder on 8 × 8 IDX images: it trains, its batch-norm statistics are saved
+// with the checkpoint (the on-demand evaluation of the reloaded model reproduces the stored metrics), and it
+// is refused for vector exemplars.
+TEST(ClassificationTrainer, ResNetEncoderOnImagesKeepsItsBatchNormStatistics)
+{
+    const std::string images = tempPath("fewshot_resnet_images.idx"), labels = tempPath("fewshot_resnet_labels.idx");
+    {
+        std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
+        writeBigEndian(fi, 0x00000803);
+        writeBigEndian(fi, 36);
+        writeBigEndian(fi, 8);
+        writeBigEndian(fi, 8);
+        writeBigEndian(fl, 0x00000801);
+        writeBigEndian(fl, 36);
+        for (int i = 0; i < 36; ++i) {
+            for (int p = 0; p < 64; ++p)
+                fi.put(char((i * 53 + p * 29) % 256));
+            fl.put(char(i % 12));
+        }
+    }
+    nlohmann::json c = fewShotConfig();
+    c["task"].update({{"n_classes", 10}, {"n_holdout", 2}, {"exemplar_source", "idx"}, {"exemplar_path", images},
+                      {"exemplar_labels_path", labels}});
+    c["model"]["encoder"] = "resnet";
+    c["training"]["steps"] = 4;
+    c["training"]["eval_every"] = 2;
+    c["training"]["checkpoint_every"] = 2;
+    icl::TrainOptions o;
+    o.out_path = tempPath("fewshot_resnet.h5");
+    o.threads = 1;
+    EXPECT_EQ(icl::train(c, o, {}).final_step, 4);
+    const auto cp = icl::readCheckpoint(o.out_path, 4);
+    bool runningMean = false;
+    for (const auto& a : cp.params)
+        if (a.name == "encoder.stem_bn.running_mean") {
+            runningMean = true;
+            EXPECT_NE(a.data, std::vector<float>(a.data.size(), 0.0f)) << "statistics moved during training";
+        }
+    EXPECT_TRUE(runningMean);
+    const icl::RunSummary s = icl::readRunSummary(o.out_path);
+    const icl::IclIwlResult e = icl::computeIclIwl(o.out_path, {});
+    EXPECT_DOUBLE_EQ(e.iwl_accuracy, s.metrics.at("iwl_accuracy").back());
+    EXPECT_DOUBLE_EQ(e.icl_accuracy_all_labels, s.metrics.at("icl_accuracy_all_labels").back());
+
+    nlohmann::json vectors = fewShotConfig();
+    vectors["model"]["encoder"] = "resnet";
+    EXPECT_THROW(icl::parseConfig(vectors), icl::Error);
+}
