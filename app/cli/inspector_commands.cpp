@@ -372,6 +372,9 @@ int runPatching(const AnalyzeArgs& args)
             std::printf(" %7.3f", std::abs(r.effect.at(i, j)) < 5e-4 ? 0.0 : r.effect.at(i, j));  // no "-0.000"
         std::printf("\n");
     }
+    if (r.n_skipped >= r.n_prompts)
+        std::cout << "  the clean and corrupted predictions differ by less than 1e-6: the effect is undefined (nan); "
+                     "try another --prompt-seed, --example or --seed\n";
     if (!args.out.empty())
         std::cout << "  effect written to " << args.out << "\n";
     return 0;
@@ -405,6 +408,9 @@ void exportInspectorPlot(const ExportArgs& args)
     }
     const PatchingOptions o = patchingOptions(args.corruption, args.example, 0);
     const PatchingResult r = runPatchingWithProgress(inspector, prompt, o);
+    if (r.n_skipped >= r.n_prompts)  // an empty heatmap would say nothing
+        throw Error("patching: the clean and corrupted predictions differ by less than 1e-6, the effect is undefined; "
+                    "try another --prompt-seed or --example");
     addCorruptionMetadata(metadata, o);
     Matrix m = r.effect;
     m.name = "activation patching (" + r.corruption + "): 0 = corrupted, 1 = clean";
