@@ -2,13 +2,24 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QMetaObject>
+#include <QPushButton>
+#include <QSignalBlocker>
 #include <QSpinBox>
+#include <QTabWidget>
+#include <QTextStream>
 #include <QVBoxLayout>
 
 #include <nlohmann/json.hpp>
@@ -50,18 +61,25 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     , m_runner(new AnalysisRunner(this))
 {
     setObjectName(QStringLiteral("iclIwlPage"));
-    auto* layout = new QVBoxLayout(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(4, 4, 4, 4);
+    m_tabs = new QTabWidget(this);
+    m_tabs->setObjectName(QStringLiteral("iclIwlTabs"));
+    outer->addWidget(m_tabs);
+    auto* training = new QWidget(m_tabs);
+    m_tabs->addTab(training, tr("Over training"));
+    auto* layout = new QVBoxLayout(training);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
 
-    m_message = new QLabel(this);
+    m_message = new QLabel(training);
     m_message->setObjectName(QStringLiteral("iclIwlMessage"));
     m_message->setWordWrap(true);
     m_message->setText(tr("Open a few-shot classification run (task fewshot_classification) to compare in-context "
                           "and in-weights learning."));
     layout->addWidget(m_message);
 
-    m_content = new QWidget(this);
+    m_content = new QWidget(training);
     auto* body = new QHBoxLayout(m_content);
     body->setContentsMargins(0, 0, 0, 0);
     body->setSpacing(6);
@@ -110,6 +128,37 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     layout->addWidget(m_content, 1);
     m_content->setVisible(false);
     layout->addStretch(0);
+
+    // --- sweep tab ---
+    auto* sweep = new QWidget(m_tabs);
+    m_tabs->addTab(sweep, tr("Sweep"));
+    auto* sweepLayout = new QVBoxLayout(sweep);
+    sweepLayout->setContentsMargins(4, 4, 4, 4);
+    sweepLayout->setSpacing(4);
+    auto* sweepControls = new QHBoxLayout;
+    m_openSweep = new QPushButton(tr("Open sweep…"), sweep);
+    m_openSweep->setObjectName(QStringLiteral("iclIwlOpenSweep"));
+    m_openSweep->setToolTip(tr("A directory written by icl-cli sweep and icl-cli aggregate (reads aggregate/table.csv)"));
+    sweepControls->addWidget(m_openSweep);
+    sweepControls->addWidget(new QLabel(tr("against"), sweep));
+    m_sweepColumn = new QComboBox(sweep);
+    m_sweepColumn->setObjectName(QStringLiteral("iclIwlSweepColumn"));
+    m_sweepColumn->setToolTip(tr("Grid column on the x axis; one line per combination of the other columns, averaged "
+                                 "over seeds"));
+    m_sweepColumn->setEnabled(false);
+    sweepControls->addWidget(m_sweepColumn);
+    sweepControls->addStretch(1);
+    sweepLayout->addLayout(sweepControls);
+    m_sweepStatus = new QLabel(tr("Open a directory aggregated with icl-cli aggregate."), sweep);
+    m_sweepStatus->setObjectName(QStringLiteral("iclIwlSweepStatus"));
+    m_sweepStatus->setWordWrap(true);
+    m_sweepStatus->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    sweepLayout->addWidget(m_sweepStatus);
+    m_sweepPlot = new widgets::PlotView(sweep);
+    m_sweepPlot->setObjectName(QStringLiteral("iclIwlSweepPlot"));
+    sweepLayout->addWidget(m_sweepPlot, 1);
+    connect(m_openSweep, &QPushButton::clicked, this, &IclIwlPage::openSweepWithDialog);
+    connect(m_sweepColumn, &QComboBox::currentTextChanged, this, [this] { showSweep(); });
 
     connect(m_sequences, qOverload<int>(&QSpinBox::valueChanged), this, [this] {
         m_stale = true;
@@ -283,6 +332,169 @@ void IclIwlPage::run()
             clearPanel();
             m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
         });
+}
+
+widgets::PlotView* IclIwlPage::currentPlot() const
+{
+    return m_tabs->currentIndex() == 1 ? m_sweepPlot : m_plot;
+}
+
+void IclIwlPage::openSweepWithDialog()
+{
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open sweep directory"));
+    if (!dir.isEmpty())
+        openSweep(dir);
+}
+
+bool IclIwlPage::openSweep(const QString& dir)
+{
+    m_tabs->setCurrentIndex(1);
+    QString path = dir;
+    if (QFileInfo(dir).isDir()) {
+        path = QDir(dir).filePath(QStringLiteral("aggregate/table.csv"));
+        if (!QFileInfo::exists(path) && QFileInfo::exists(QDir(dir).filePath(QStringLiteral("table.csv"))))
+            path = QDir(dir).filePath(QStringLiteral("table.csv"));
+    }
+    auto fail = [this](const QString& message) {
+        m_sweep = {};
+        {
+            const QSignalBlocker block(m_sweepColumn);
+            m_sweepColumn->clear();
+        }
+        m_sweepColumn->setEnabled(false);
+        m_sweepPlot->setFigure(icl::Figure {});
+        m_sweepStatus->setText(message);
+        return false;
+    };
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly | QIODevice::Text))
+        return fail(tr("%1: no aggregated sweep table (run icl-cli aggregate %2 first)").arg(path, dir));
+    QTextStream in(&file);
+    SweepTable table;
+    table.path = path;
+    table.columns = in.readLine().split(QLatin1Char(','));
+    table.n_grid = int(table.columns.indexOf(QStringLiteral("step")));
+    if (table.n_grid < 0 || !table.columns.contains(QStringLiteral("icl_accuracy"))
+        || !table.columns.contains(QStringLiteral("iwl_accuracy")))
+        return fail(tr("%1: not a sweep table (expected grid columns, step, icl_accuracy and iwl_accuracy in the "
+                       "header)")
+                        .arg(path));
+    int line = 1;
+    while (!in.atEnd()) {
+        const QString text = in.readLine();
+        ++line;
+        if (text.trimmed().isEmpty())
+            continue;
+        const QStringList cells = text.split(QLatin1Char(','));
+        if (cells.size() != table.columns.size())
+            return fail(tr("%1, line %2: %3 cells, the header has %4").arg(path).arg(line).arg(cells.size()).arg(
+                table.columns.size()));
+        table.rows.push_back(cells);
+    }
+    if (table.rows.empty())
+        return fail(tr("%1: no runs in the table").arg(path));
+    m_sweep = table;
+    const QStringList columns = sweepColumns();
+    {
+        const QSignalBlocker block(m_sweepColumn);
+        m_sweepColumn->clear();
+        m_sweepColumn->addItems(columns);
+    }
+    m_sweepColumn->setEnabled(!columns.isEmpty());
+    if (columns.isEmpty()) {
+        m_sweepPlot->setFigure(icl::Figure {});
+        m_sweepStatus->setText(
+            tr("%1: %2 runs, but no numeric grid column with two or more values to plot against")
+                .arg(path)
+                .arg(table.rows.size()));
+        return true;
+    }
+    showSweep();
+    return true;
+}
+
+QStringList IclIwlPage::sweepColumns() const
+{
+    QStringList out;
+    for (int c = 0; c < m_sweep.n_grid; ++c) {
+        if (m_sweep.columns[c] == QLatin1String("seed"))
+            continue;
+        std::set<double> values;
+        bool numeric = true;
+        for (const QStringList& row : m_sweep.rows) {
+            bool ok = false;
+            values.insert(row[c].toDouble(&ok));
+            numeric &= ok;
+        }
+        if (numeric && values.size() >= 2)
+            out << m_sweep.columns[c];
+    }
+    return out;
+}
+
+bool IclIwlPage::setSweepColumn(const QString& column)
+{
+    const int index = m_sweepColumn->findText(column);
+    if (index < 0)
+        return false;
+    m_sweepColumn->setCurrentIndex(index);
+    showSweep(); // also when it was already current
+    return true;
+}
+
+void IclIwlPage::showSweep()
+{
+    const int x = int(m_sweep.columns.indexOf(m_sweepColumn->currentText()));
+    if (x < 0 || x >= m_sweep.n_grid)
+        return;
+    const QString xName = m_sweep.columns[x];
+    icl::Figure f;
+    f.name = "sweep_" + xName.toStdString();
+    f.title = "ICL and IWL accuracy vs " + xName.toStdString();
+    f.x_label = xName.toStdString();
+    f.y_label = "final accuracy";
+    f.metadata = { { "sweep", m_sweep.path.toStdString() }, { "runs", std::to_string(m_sweep.rows.size()) } };
+    // Group by the other non-seed grid columns (short names: the part after the last '.').
+    std::map<QString, std::map<double, std::vector<const QStringList*>>> groups;
+    for (const QStringList& row : m_sweep.rows) {
+        QString group;
+        for (int c = 0; c < m_sweep.n_grid; ++c) {
+            if (c == x || m_sweep.columns[c] == QLatin1String("seed"))
+                continue;
+            const QString& key = m_sweep.columns[c];
+            group += (group.isEmpty() ? QString() : QStringLiteral(", ")) + key.mid(key.lastIndexOf(QLatin1Char('.')) + 1)
+                + QLatin1Char(' ') + row[c];
+        }
+        groups[group][row[x].toDouble()].push_back(&row);
+    }
+    const std::vector<std::pair<QString, QString>> shown
+        = { { QStringLiteral("icl_accuracy"), QStringLiteral("ICL") }, { QStringLiteral("iwl_accuracy"), QStringLiteral("IWL") } };
+    for (const auto& [group, points] : groups)
+        for (const auto& [metric, label] : shown) {
+            const int column = int(m_sweep.columns.indexOf(metric));
+            icl::Series s;
+            s.name = (label + (group.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(group))).toStdString();
+            s.style = metric == QLatin1String("iwl_accuracy") ? icl::Series::Style::Dashed : icl::Series::Style::Line;
+            for (const auto& [xv, rows] : points) {
+                double sum = 0.0;
+                int n = 0;
+                for (const QStringList* r : rows) {
+                    bool ok = false;
+                    const double v = (*r)[column].toDouble(&ok);
+                    if (ok && std::isfinite(v)) {
+                        sum += v;
+                        ++n;
+                    }
+                }
+                if (n == 0)
+                    continue; // a run without that metric (empty cell)
+                s.x.push_back(xv);
+                s.y.push_back(sum / n);
+            }
+            f.series.push_back(std::move(s));
+        }
+    m_sweepPlot->setFigure(f);
+    m_sweepStatus->setText(tr("%1: %2 runs; final accuracies, averaged over seeds").arg(m_sweep.path).arg(m_sweep.rows.size()));
 }
 
 } // namespace icl::gui

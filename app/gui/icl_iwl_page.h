@@ -7,15 +7,20 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include <QStringList>
 #include <QWidget>
 
 #include "core/analysis/icl_iwl.h"
 #include "core/types/icl_iwl.h"
 #include "core/types/run_summary.h"
 
+class QComboBox;
 class QLabel;
+class QPushButton;
 class QSpinBox;
+class QTabWidget;
 
 namespace icl::widgets {
 class PlotView;
@@ -33,7 +38,9 @@ class AnalysisRunner;
 /// superseded or cancelled evaluation stops at its next progress report and its result is dropped. With
 /// 0 sequences (the default) it uses the run's own evaluation sequences, so its numbers equal the metrics
 /// stored at that step. For any other task the page shows one line saying what it is for. Nothing is
-/// written to the experiment file.
+/// written to the experiment file. A second tab reads an aggregated sweep (DIR/aggregate/table.csv written by
+/// `icl-cli aggregate`) and draws the final ICL and IWL accuracy against a chosen numeric grid column, one
+/// line per combination of the other non-seed columns, averaged over seeds (as the aggregate's own plots).
 /// Thread affinity: GUI thread only.
 class IclIwlPage : public QWidget {
     Q_OBJECT
@@ -76,6 +83,23 @@ public:
     QLabel* iclInContextLabel() const { return m_iclInContextValue; }
     QLabel* iwlInContextLabel() const { return m_iwlInContextValue; }
 
+    /// Reads DIR/aggregate/table.csv (or DIR/table.csv, or the CSV file itself) and shows the sweep tab. On a
+    /// missing or malformed table shows the reason in sweepStatusLabel() and returns false.
+    bool openSweep(const QString& dir);
+    /// Numeric grid columns of the open sweep with at least two values (seed excluded), in table order.
+    QStringList sweepColumns() const;
+    /// Draws ICL and IWL accuracy against grid column `column` (one of sweepColumns()); false if it is not one.
+    bool setSweepColumn(const QString& column);
+    /// Asks for a sweep directory and opens it.
+    void openSweepWithDialog();
+    /// The plot of the tab on screen.
+    widgets::PlotView* currentPlot() const;
+    QTabWidget* tabs() const { return m_tabs; }
+    widgets::PlotView* sweepPlot() const { return m_sweepPlot; }
+    QComboBox* sweepColumnChooser() const { return m_sweepColumn; }
+    QPushButton* openSweepButton() const { return m_openSweep; }
+    QLabel* sweepStatusLabel() const { return m_sweepStatus; }
+
     /// How the panel writes a fraction of `n` sequences: the value with 4 decimals and the count ("0.8125 (52/64)").
     static QString fractionText(double value, int64_t n);
 
@@ -89,6 +113,16 @@ private:
     bool ready() const;
     void clearPanel();
     void showCurves();
+    void showSweep();
+
+    /// The open sweep table: column names and one row of cells per run (numbers parsed where they are numbers).
+    struct SweepTable {
+        QString path;
+        QStringList columns;           ///< grid columns, "step", then the metrics
+        int n_grid = 0;                ///< the grid columns come first
+        std::vector<QStringList> rows; ///< cells as written
+    };
+    SweepTable m_sweep;
 
     AnalysisRunner* m_runner = nullptr;
     icl::RunSummary m_summary;
@@ -112,6 +146,11 @@ private:
     QLabel* m_iclInContextValue = nullptr;
     QLabel* m_iwlInContextValue = nullptr;
     widgets::PlotView* m_plot = nullptr;
+    QTabWidget* m_tabs = nullptr;
+    QPushButton* m_openSweep = nullptr;
+    QComboBox* m_sweepColumn = nullptr;
+    QLabel* m_sweepStatus = nullptr;
+    widgets::PlotView* m_sweepPlot = nullptr;
 };
 
 } // namespace icl::gui

@@ -514,6 +514,8 @@ widgets::PlotView* MainWindow::currentPlot() const
         return m_gdAlignmentPage->currentPlot();
     if (page == m_pastingPage)
         return m_pastingPage->currentPlot();
+    if (page == m_iclIwlPage)
+        return m_iclIwlPage->currentPlot();
     return page ? page->findChild<widgets::PlotView*>() : nullptr;
 }
 

@@ -1,12 +1,16 @@
 // The ICL vs IWL page on real experiments written by icl::train: a tiny few-shot classification GPT-2 (Chan et al.
-// 2022) and a pair-layout LSA regression run. Expected values come from the file's stored metrics and from
-// independent calls of icl::computeIclIwl with the page's options, never from the page.
+// 2022) and a pair-layout LSA regression run, and a sweep table written by hand. Expected values come from the
+// file's stored metrics, from independent calls of icl::computeIclIwl with the page's options and from means worked
+// out by hand, never from the page.
 
 #include "app/gui/icl_iwl_page.h"
 
 #include <cmath>
 
 #include <QAction>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenu>
@@ -224,4 +228,59 @@ TEST_F(IclIwlPageTest, RegressionRunShowsOneLineSayingThePageIsForFewShotClassif
     EXPECT_TRUE(page->plot()->isVisibleTo(page));
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
     expectPanelOfFacade(page);
+}
+
+TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAveragedOverSeeds)
+{
+    // A table in the layout `icl-cli aggregate` writes: grid columns, step, final metrics (an empty cell: no value).
+    QTemporaryDir dir;
+    ASSERT_TRUE(QDir(dir.path()).mkpath("aggregate"));
+    QFile csv(dir.filePath("aggregate/table.csv"));
+    ASSERT_TRUE(csv.open(QIODevice::WriteOnly | QIODevice::Text));
+    csv.write("task.p_bursty,model.kind,seed,step,icl_accuracy,icl_accuracy_all_labels,iwl_accuracy,"
+              "icl_in_context_rate,eval_loss,train_loss\n"
+              "0,gpt2,0,100,0.5,0.1,0.9,0.5,1,1\n"
+              "0,gpt2,1,100,0.6,0.1,0.7,0.5,1,1\n"
+              "0.9,gpt2,0,100,0.9,0.4,0.2,1,1,1\n"
+              "0.9,gpt2,1,100,0.8,0.4,,1,1,1\n"
+              "0,lstm,0,100,0.5,0.1,0.8,0.5,1,1\n"
+              "0.9,lstm,0,100,0.55,0.2,0.3,0.6,1,1\n");
+    csv.close();
+
+    MainWindow window;
+    window.setScripted(true);
+    window.showPage(MainWindow::Page::IclIwl);
+    IclIwlPage* page = window.iclIwlPage();
+    ASSERT_TRUE(page->openSweep(dir.path())) << page->sweepStatusLabel()->text().toStdString();
+    EXPECT_EQ(window.currentPlot(), page->sweepPlot());
+    // model.kind is not numeric and seed is averaged over: only p_bursty can be on the x axis.
+    EXPECT_EQ(page->sweepColumns(), QStringList { "task.p_bursty" });
+    EXPECT_EQ(page->sweepColumnChooser()->currentText(), "task.p_bursty");
+
+    const icl::Figure& f = page->sweepPlot()->figure();
+    EXPECT_EQ(f.x_label, "task.p_bursty");
+    struct Want {
+        std::string name;
+        std::vector<double> y;
+    };
+    const std::vector<Want> want = { { "ICL (kind gpt2)", { (0.5 + 0.6) / 2, (0.9 + 0.8) / 2 } },
+        { "IWL (kind gpt2)", { (0.9 + 0.7) / 2, 0.2 } }, { "ICL (kind lstm)", { 0.5, 0.55 } },
+        { "IWL (kind lstm)", { 0.8, 0.3 } } };
+    ASSERT_EQ(f.series.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(f.series[i].name, want[i].name);
+        EXPECT_EQ(f.series[i].x, (std::vector<double> { 0.0, 0.9 })) << want[i].name;
+        ASSERT_EQ(f.series[i].y.size(), 2u) << want[i].name;
+        for (size_t k = 0; k < 2; ++k)
+            EXPECT_DOUBLE_EQ(f.series[i].y[k], want[i].y[k]) << want[i].name << " point " << k;
+    }
+    EXPECT_FALSE(page->setSweepColumn("model.kind"));
+
+    // A directory that was never aggregated: a clear message, nothing plotted.
+    QTemporaryDir empty;
+    EXPECT_FALSE(page->openSweep(empty.path()));
+    EXPECT_TRUE(page->sweepStatusLabel()->text().contains("icl-cli aggregate"))
+        << page->sweepStatusLabel()->text().toStdString();
+    EXPECT_TRUE(page->sweepPlot()->figure().series.empty());
+    EXPECT_TRUE(page->sweepColumns().isEmpty());
 }
