@@ -321,42 +321,69 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const s
 {
     Figure f;
     f.name = "lens";
-    f.title = "Regression lens: query prediction read out after each layer";
-    f.x_label = "residual stream (after the embedding and after each layer)";
+    f.title = "Regression lens: read-out of each layer at the query";
+    f.x_label = "residual stream after";
     f.y_label = "prediction ŷ_q";
-    f.metadata = runMetadata(summary);
+    if (!summary.path.empty())
+        f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(lens.checkpoint_step);
     for (const auto& [key, value] : metadata)
         f.metadata[key] = value;
     const size_t n = lens.prediction.size();
-    for (size_t l = 0; l < n; ++l) {
-        f.x_ticks.push_back(double(l));
-        f.x_tick_labels.push_back(l < lens.layer_labels.size() ? lens.layer_labels[l] : std::to_string(l));
-    }
     Series model;
     model.name = "model (regression lens)";
-    for (size_t l = 0; l < n; ++l) {
-        model.x.push_back(double(l));
-        model.y.push_back(lens.prediction[l]);
+    for (size_t i = 0; i < n; ++i) {
+        model.x.push_back(double(i));
+        model.y.push_back(lens.prediction[i]);
+        f.x_ticks.push_back(double(i));
+        std::string label = i < lens.layer_labels.size() ? lens.layer_labels[i] : std::to_string(i);
+        if (n > 4 && label.rfind("layer ", 0) == 0)
+            label = "L" + label.substr(6);  // deep models: "L3" keeps the ticks apart
+        f.x_tick_labels.push_back(label);
     }
     f.series.push_back(std::move(model));
+    // GD after k steps sits at x = k, next to the residual stream after k layers (von Oswald et al.: one LSA
+    // layer ≈ one GD step); k = 0 is the zero predictor at the embedding.
+    std::map<std::string, double> refs;
+    for (const PredictorValue& r : lens.references)
+        refs[r.name] = r.prediction;
+    Series gd;
+    gd.name = "GD-k (k = layers)";
+    gd.style = Series::Style::Markers;
+    if (n > 0 && refs.count("zero")) {
+        gd.x.push_back(0.0);
+        gd.y.push_back(refs["zero"]);
+    }
+    for (size_t k = 1; k < n; ++k)
+        if (refs.count("gd_" + std::to_string(k))) {
+            gd.x.push_back(double(k));
+            gd.y.push_back(refs["gd_" + std::to_string(k)]);
+        }
+    if (!gd.x.empty())
+        f.series.push_back(std::move(gd));
+    const double x1 = n > 1 ? double(n - 1) : 1.0;
     auto flat = [&](const std::string& name, double value) {
         Series s;
         s.name = name;
         s.style = Series::Style::Dashed;
-        s.x = {0.0, double(n == 0 ? 0 : n - 1)};
+        s.x = {0.0, x1};
         s.y = {value, value};
         f.series.push_back(std::move(s));
     };
     for (const PredictorValue& r : lens.references) {
+        const bool gdStep = r.name.rfind("gd_", 0) == 0;
+        if (r.name == "zero" || (gdStep && std::stoll(r.name.substr(3)) < int64_t(n)))
+            continue;  // on the GD-k markers
         std::string name = r.name;
-        if (name.rfind("gd_", 0) == 0)
-            name = "GD, " + name.substr(3) + (name.substr(3) == "1" ? " step" : " steps");
+        if (gdStep)
+            name = "GD-" + r.name.substr(3);
         else if (name == "least_squares")
             name = "least squares";
+        else if (name == "oracle_ridge_phi")
+            name = "oracle (ridge on Φ*(x))";
         flat(name, r.prediction);
     }
-    flat("target y_q", lens.target);
+    flat("true label y_q", lens.target);
     return f;
 }
 

@@ -47,9 +47,10 @@ Figure oodFigure(const OodCurve& curve, const RunSummary& summary);
 Figure probeFigure(const std::vector<ProbeCurve>& curves, const RunSummary& summary);
 
 /// Regression lens (issue 5): the read-out of the residual stream at the query after the embedding and
-/// after each layer (x = 0, 1, …, L with ticks "embed", "layer 0", …), with each reference predictor on
-/// the same prompt (GD-k, ridge, least squares, zero, oracle) and the true label y_q as horizontal dashed
-/// lines. `metadata` (prompt seed, checkpoint) is merged into the run's metadata.
+/// after each layer (x = 0, 1, …, L with ticks "embed", "layer 0", …), GD after k steps as markers at x = k
+/// (the zero predictor at the embedding), the other references on the same prompt (ridge, least squares,
+/// oracle, GD-k beyond L) and the true label y_q as horizontal dashed lines. The run's metadata (when
+/// `summary` has a path) and `metadata` (prompt, checkpoint) go into the figure.
 Figure lensFigure(const RegressionLens& lens, const RunSummary& summary,
                   const std::map<std::string, std::string>& metadata = {});
 

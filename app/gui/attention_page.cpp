@@ -1,5 +1,7 @@
 #include "app/gui/attention_page.h"
 
+#include "core/report.h"
+
 #include <algorithm>
 #include <chrono>
 #include <climits>
@@ -73,16 +75,6 @@ QTableWidgetItem* textItem(const QString& text)
     auto* item = new QTableWidgetItem(text);
     item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
     return item;
-}
-
-icl::Series constantLine(const std::string& name, double value, double x0, double x1)
-{
-    icl::Series s;
-    s.name = name;
-    s.x = { x0, x1 };
-    s.y = { value, value };
-    s.style = icl::Series::Style::Dashed;
-    return s;
 }
 
 } // namespace
@@ -704,52 +696,8 @@ std::map<std::string, std::string> AttentionPage::metadata() const
 
 icl::Figure AttentionPage::lensFigure(const icl::RegressionLens& lens, const std::map<std::string, std::string>& metadata)
 {
-    icl::Figure f;
+    icl::Figure f = icl::lensFigure(lens, icl::RunSummary {}, metadata);  // the figure icl-cli export draws
     f.name = "regression_lens";
-    f.title = "Regression lens: read-out of each layer at the query";
-    f.x_label = "residual stream after";
-    f.y_label = "prediction ŷ_q";
-    f.metadata = metadata;
-    const size_t n = lens.prediction.size();
-    icl::Series model;
-    model.name = "model (regression lens)";
-    for (size_t i = 0; i < n; ++i) {
-        model.x.push_back(double(i));
-        model.y.push_back(lens.prediction[i]);
-        f.x_ticks.push_back(double(i));
-        std::string label = i < lens.layer_labels.size() ? lens.layer_labels[i] : std::to_string(i);
-        if (n > 4 && label.rfind("layer ", 0) == 0)
-            label = "L" + label.substr(6); // deep models: "L3" keeps the ticks apart
-        f.x_tick_labels.push_back(label);
-    }
-    f.series.push_back(model);
-    // GD after k steps sits at x = k, next to the residual stream after k layers (von Oswald et al.: one
-    // LSA layer ≈ one GD step); k = 0 is the zero predictor at the embedding.
-    icl::Series gd;
-    gd.name = "GD-k (k = layers)";
-    gd.style = icl::Series::Style::Markers;
-    std::map<std::string, double> refs;
-    for (const icl::PredictorValue& r : lens.references)
-        refs[r.name] = r.prediction;
-    if (n > 0 && refs.count("zero")) {
-        gd.x.push_back(0.0);
-        gd.y.push_back(refs["zero"]);
-    }
-    for (size_t k = 1; k < n; ++k)
-        if (refs.count("gd_" + std::to_string(k))) {
-            gd.x.push_back(double(k));
-            gd.y.push_back(refs["gd_" + std::to_string(k)]);
-        }
-    if (!gd.x.empty())
-        f.series.push_back(gd);
-    const double x1 = n > 1 ? double(n - 1) : 1.0;
-    for (const icl::PredictorValue& r : lens.references) {
-        const bool gdStep = r.name.rfind("gd_", 0) == 0;
-        if (r.name == "zero" || (gdStep && std::stoll(r.name.substr(3)) < int64_t(n)))
-            continue; // on the GD-k markers
-        f.series.push_back(constantLine(predictorLabel(r.name).toStdString(), r.prediction, 0.0, x1));
-    }
-    f.series.push_back(constantLine("true label y_q", lens.target, 0.0, x1));
     return f;
 }
 

@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <chrono>
+#include <set>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -513,11 +514,28 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
         r.predictions.push_back({name, pred, 0.5 * (pred - r.target) * (pred - r.target)});
     };
     add("model", yModel);
-    for (const std::string& name : baselineNames(m.config().eval))
+    // The run's baselines, then whatever of zero, least squares, ridge and GD-1…k (k up to the number of
+    // layers, as in the lens) the run does not list, and one oracle.
+    std::set<std::string> listed;
+    for (const std::string& name : baselineNames(m.config().eval)) {
         add(name, predictBaseline(name, b64, m.config(), m.run.fitted).item<double>());
+        listed.insert(name);
+    }
+    if (!listed.count("zero"))
+        add("zero", 0.0);
+    if (!listed.count("least_squares"))
+        add("least_squares", predictLeastSquares(b64).item<double>());
+    if (!listed.count("ridge"))
+        add("ridge", predictBaseline("ridge", b64, m.config(), m.run.fitted).item<double>());
+    int64_t kMax = m.nLayers();
+    for (int64_t k : m.config().eval.gd_steps)
+        kMax = std::max(kMax, k);
+    for (int64_t k = 1; k <= kMax; ++k)
+        if (!listed.count("gd_" + std::to_string(k)))
+            add("gd_" + std::to_string(k), predictGd(b64, k, m.gdEta(k)).item<double>());
     bool hasOracle = false;
     const double yOracle = m.oracle(prompt, b64, &hasOracle);
-    if (hasOracle)
+    if (hasOracle && !listed.count("oracle_ridge_phi") && !listed.count("mixture_posterior"))
         add("oracle", yOracle);
     r.elapsed_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return r;

@@ -61,8 +61,10 @@ struct Inspection {
     std::vector<Matrix> patterns;
     std::vector<bool> softmax_head;         ///< per pattern: true when rows are a probability distribution
     std::vector<HeadSummary> heads;         ///< same order as `patterns`
-    /// The model first, then every baseline of the run (zero, least squares, ridge, GD-1…k, GD++, …) and
-    /// the oracle when the task has one. Errors use the run's loss.
+    /// The model first, then every baseline of the run (eval.baselines), then those of zero, least squares,
+    /// ridge and GD-1…k (k up to max(layers, eval.gd_steps)) the run does not list, then "oracle" when the task
+    /// has one and the run lists no oracle baseline (oracle_ridge_phi, mixture_posterior). Errors use the
+    /// run's loss.
     std::vector<PredictorValue> predictions;
     double target = 0.0;                    ///< y_q
     double elapsed_ms = 0.0;                ///< wall time of the forward pass and baselines

@@ -143,7 +143,7 @@ TEST(Inspector, BaselinesEqualPredictBaselineOnTheSamePrompt)
     const icl::LoadedRun run = icl::loadRun(gptRun(), -1);
     const icl::PromptBatch b = batchOf(p, torch::kFloat64);
     const auto names = icl::baselineNames(run.config.eval);
-    ASSERT_EQ(v.predictions.size(), names.size() + 2);  // model, baselines, oracle
+    ASSERT_GE(v.predictions.size(), names.size() + 2);  // model, the run's baselines, …, oracle
     for (size_t i = 0; i < names.size(); ++i) {
         EXPECT_EQ(v.predictions[i + 1].name, names[i]);
         EXPECT_DOUBLE_EQ(v.predictions[i + 1].prediction,
@@ -160,6 +160,15 @@ TEST(Inspector, BaselinesEqualPredictBaselineOnTheSamePrompt)
         dot += p.w[size_t(j)] * p.x.back()[size_t(j)];
     EXPECT_EQ(v.predictions.back().name, "oracle");
     EXPECT_NEAR(v.predictions.back().prediction, dot, 1e-12);
+    // GD-1 … GD-L are always shown (here L = 2; the run lists gd_1 only), with the lens's step sizes.
+    const icl::RegressionLens lens = insp.lens(p);
+    for (const auto& r : lens.references)
+        if (r.name == "gd_1" || r.name == "gd_2")
+            EXPECT_DOUBLE_EQ(prediction(v, r.name), r.prediction) << r.name;
+    int oracles = 0;
+    for (const auto& q : v.predictions)
+        oracles += q.name.find("oracle") != std::string::npos;
+    EXPECT_EQ(oracles, 1);
 }
 
 TEST(Inspector, Gpt2PatternsAreCausalDistributionsWithTokenLabels)
