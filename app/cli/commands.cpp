@@ -171,10 +171,17 @@ int runTrain(const TrainArgs& args)
               << result.device << " -> " << args.out << "\n";
     if (exitCode != 0)
         std::cout << "interrupted: continue with  icl-cli train --resume --out " << args.out << "\n";
+    const RunSummary trained = readRunSummary(args.out);
+    if (trained.metrics.count("icl_accuracy")) {
+        std::cout << "eval loss (cross-entropy of the query label) " << fmt(result.eval_loss) << "\n"
+                  << "ICL accuracy (holdout classes, labels {0, 1}; chance 0.5) " << fmt(trained.lastMetric("icl_accuracy"))
+                  << ", IWL accuracy (no support in context) " << fmt(trained.lastMetric("iwl_accuracy")) << "\n";
+        return exitCode;
+    }
     std::cout << "eval loss 0.5·(ŷ − y)² on the fixed evaluation prompts:\n  model           " << fmt(result.eval_loss)
               << "\n";
     printBaselines(result.baselines, result.eval_loss,
-                   layersOf(json::parse(readRunSummary(args.out).config_json, nullptr, false)));
+                   layersOf(json::parse(trained.config_json, nullptr, false)));
     return exitCode;
 }
 

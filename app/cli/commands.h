@@ -46,7 +46,8 @@ struct ExportArgs {
     int64_t layer = 0;                   ///< attention: 0-based layer of the head drawn
     int64_t head = 0;                    ///< attention: 0-based head
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
-    int64_t example = 0;                 ///< patching: change_label's example index i (0-based)
+    int64_t example = 1;                 ///< patching: change_label's example i of y_i (1-based)
+    uint64_t seed = 0;                   ///< patching: seed of the corruption's random draws
 };
 int runExport(const ExportArgs& args);
 
@@ -90,7 +91,7 @@ struct AnalyzeArgs {
     std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name); attention, lens, patching: CSV of the result
     uint64_t prompt_seed = 0;       ///< attention, lens, patching: seed of the prompt (Inspector::samplePrompt)
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
-    int64_t example = 0;            ///< patching: change_label's example index i (0-based)
+    int64_t example = 1;            ///< patching: change_label's example i of y_i (1-based, as the token labels)
     std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
 };
 int runAnalyze(const AnalyzeArgs& args);

@@ -130,11 +130,14 @@ Matrix headPattern(const Inspection& view, int64_t layer, int64_t head)
     return m;
 }
 
+/// `example` is the 1-based i of y_i, as in the token labels and the GUI; PatchingOptions counts from 0.
 PatchingOptions patchingOptions(const std::string& corruption, int64_t example, uint64_t seed)
 {
+    if (example < 1)
+        throw Error("--example " + std::to_string(example) + ": expected the index i >= 1 of the label y_i to change");
     PatchingOptions o;
     o.corruption = corruptionFromName(corruption);
-    o.example = example;
+    o.example = example - 1;
     o.seed = seed;
     return o;
 }
@@ -345,7 +348,7 @@ int runPatching(const AnalyzeArgs& args)
                           {"checkpoint_step", r.checkpoint_step},
                           {"prompt_seed", args.prompt_seed},
                           {"corruption", r.corruption},
-                          {"example", o.example},
+                          {"example", o.example + 1},
                           {"seed", o.seed},
                           {"clean_prediction", number(r.clean_prediction)},
                           {"corrupted_prediction", number(r.corrupted_prediction)},
@@ -406,7 +409,7 @@ void exportInspectorPlot(const ExportArgs& args)
         exportHeatmap(m, metadata, args.out, args.format, args.dpi, softmax ? 1.0 : 0.0);
         return;
     }
-    const PatchingOptions o = patchingOptions(args.corruption, args.example, 0);
+    const PatchingOptions o = patchingOptions(args.corruption, args.example, args.seed);
     const PatchingResult r = runPatchingWithProgress(inspector, prompt, o);
     if (r.n_skipped >= r.n_prompts)  // an empty heatmap would say nothing
         throw Error("patching: the clean and corrupted predictions differ by less than 1e-6, the effect is undefined; "

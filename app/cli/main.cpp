@@ -123,8 +123,9 @@ int main(int argc, char** argv)
     x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(atLeast(0));
     x->add_option("--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")
         ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
-    x->add_option("--example", exp.example, "patching: index i (0-based) of the label change_label changes (default 0)")
-        ->check(atLeast(0));
+    x->add_option("--example", exp.example, "patching: the label y_i that change_label changes, i = 1 … N (default 1)")
+        ->check(atLeast(1));
+    x->add_option("--seed", exp.seed, "patching: seed of the corruption's random draws (default 0)")->check(unsignedInteger());
 
     ReportArgs report;
     auto* r = app.add_subcommand("report", "every plot that fits the experiment, plus summary.json");
@@ -149,8 +150,8 @@ int main(int argc, char** argv)
                   "patching: how the corrupted prompt differs: change_label (one y_i), different_w (all labels from "
                   "another w) or shuffle_pairs (labels permuted) (default change_label)")
         ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
-    a->add_option("--example", analyze.example, "patching: index i (0-based) of the label change_label changes (default 0)")
-        ->check(atLeast(0));
+    a->add_option("--example", analyze.example, "patching: the label y_i that change_label changes, i = 1 … N (default 1)")
+        ->check(atLeast(1));
     a->add_option("--capture", analyze.capture,
                   "attention with --out FILE.h5: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
                   "(default: every attn.pattern.{l}); --prompts prompts are streamed to the file in chunks")

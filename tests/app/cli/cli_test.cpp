@@ -377,10 +377,10 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     ASSERT_EQ(lens["prediction"].size(), 2u);  // embed, layer 0
     EXPECT_DOUBLE_EQ(lens["prediction"][1].get<double>(), p["model"]["prediction"].get<double>());
 
-    // A linear layer is linear in each context token: with only y_2 changed, patching the clean e_2 before
-    // the layer restores the clean prediction exactly and every other position does nothing.
+    // A linear layer is linear in each context token: with only y_3 changed, patching the clean e_3 (position 2)
+    // before the layer restores the clean prediction exactly and every other position does nothing.
     const std::string csv = temp("cli_patching.csv");
-    const Result pa = run("analyze " + out + " patching --prompt-seed 3 --corruption change_label --example 2 --json --out "
+    const Result pa = run("analyze " + out + " patching --prompt-seed 3 --corruption change_label --example 3 --json --out "
                           + csv);
     ASSERT_EQ(pa.code, 0) << pa.err;
     const auto patch = nlohmann::json::parse(pa.out);
@@ -391,7 +391,7 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
         EXPECT_NEAR(effect[0][t].get<double>(), t == 2 ? 1.0 : 0.0, 1e-4) << "position " << t;
     EXPECT_NEAR(effect[1][5].get<double>(), 1.0, 1e-4) << "the clean final residual stream at the query";
     {
-        // The CSV header says how the corrupted prompt was drawn: --example 2 (0-based) changes y_3.
+        // The CSV header says how the corrupted prompt was drawn: --example 3 changes y_3.
         std::ifstream pf(csv);
         std::stringstream header;
         header << pf.rdbuf();
