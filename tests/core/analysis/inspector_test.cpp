@@ -380,6 +380,9 @@ TEST(Inspector, AblationsThatMatchNothingAreErrors)
     expectError([&] { gpt.lens(p, {{K::Zero, "embed", -1, -1}}); }, "no such activation");
     expectError([&] { lsa.inspect(q, {{K::Zero, "mlp.out.0", -1, -1}}); }, "has no MLP");
     expectError([&] { lsa.inspect(q, {{K::Zero, "attn.out.1", -1, -1}}); }, "has 1 layer(s)");
+    // Ablations of what the models do have run.
+    EXPECT_NO_THROW(gpt.inspect(p, {{K::Zero, "attn.out.1", 1, -1}}));
+    EXPECT_NO_THROW(lsa.inspect(q, {{K::Mean, "attn.out.0", -1, -1}}));
 }
 
 TEST(Inspector, ZeroAblatingAHeadEqualsZeroingItsOutputWeights)

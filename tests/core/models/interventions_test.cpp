@@ -176,6 +176,9 @@ TEST(Interventions, InterventionsThatMatchNothingAreErrors)
     };
     expectError([&] { runLsa({K::Zero, "mlp.out.0", -1, -1, {}}); }, "lsa model has no MLP");
     expectError([&] { runLsa({K::Mean, "resid_pre.2", -1, -1, {}}); }, "lsa model has 2 layer(s)");
+    // The same kinds of intervention on what the models do have run.
+    EXPECT_NO_THROW(run({K::Zero, "attn.out.1", 1, -1, {}}));
+    EXPECT_NO_THROW(runLsa({K::Zero, "resid_pre.1", -1, 0, {}}));
 }
 
 } // namespace
