@@ -23,7 +23,9 @@ LoadedClassificationRun loadClassificationRun(const std::string& path, int64_t s
         throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
     r.step = step < 0 ? r.summary.checkpoints.back().step : step;
     const CheckpointData cp = readCheckpoint(path, r.step);
-    r.task = std::make_shared<const FewShotClassification>(fewShotOptions(r.config.task, r.config.seed));
+    const FewShotOptions options = fewShotOptions(r.config.task, r.config.seed);
+    r.source = makeExemplarSource(options);
+    r.task = std::make_shared<const FewShotClassification>(options, r.source);
     r.model = makeSequenceClassifier(r.config, r.task->exemplarShape(), 0);
     loadParams(*r.model, cp.params, path + " (checkpoint " + std::to_string(r.step) + ")");
     r.model->eval();

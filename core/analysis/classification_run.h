@@ -15,11 +15,13 @@ namespace icl {
 
 /// A few-shot classification checkpoint ready for evaluation: the run's config and summary, its task
 /// (class split, labels and exemplar source rebuilt from the config and experiment seed, as in training) and
-/// the classifier with the checkpoint's parameters (eval mode, CPU, float32).
+/// the classifier with the checkpoint's parameters (eval mode, CPU, float32). `source` is the task's loaded
+/// exemplar source, to share with variants of the task (FewShotClassification's second argument).
 struct LoadedClassificationRun {
     RunSummary summary;
     ExperimentConfig config;
     int64_t step = 0;
+    std::shared_ptr<const ExemplarSource> source;
     std::shared_ptr<const FewShotClassification> task;
     SequenceClassifier model{nullptr};
 };
