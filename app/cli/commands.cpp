@@ -127,6 +127,25 @@ int runTrain(const TrainArgs& args)
         if (!s.checkpoints.empty() && s.checkpoints.back().step >= options.steps)
             throw Error(args.out + ": already at step " + std::to_string(s.checkpoints.back().step)
                         + "; --steps is the new total and must be larger");
+    } else if (args.resume && fs::exists(args.out)) {
+        // A finished run (last checkpoint at the config's training.steps) has nothing to continue: say so and
+        // succeed, so a re-queued sweep task (icl-cli sweep --emit-slurm) leaves it as it is.
+        const RunSummary s = readRunSummary(args.out);
+        const json stored = json::parse(s.config_json, nullptr, false);
+        const int64_t total = stored.is_object() && stored.contains("training") && stored["training"].is_object()
+                                  ? stored["training"].value("steps", int64_t(-1))
+                                  : int64_t(-1);
+        if (!s.checkpoints.empty() && total >= 0 && s.checkpoints.back().step >= total) {
+            const int64_t last = s.checkpoints.back().step;
+            if (args.json)
+                std::cout << json{{"out", args.out}, {"final_step", last}, {"stopped", false}, {"already_finished", true}}
+                                 .dump(2)
+                          << "\n";
+            else
+                std::cout << args.out << ": already finished at step " << last << " (training.steps " << total
+                          << "); nothing to train (give --steps to continue beyond it)\n";
+            return 0;
+        }
     }
 
     g_interrupted = false;

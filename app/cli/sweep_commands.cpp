@@ -41,6 +41,9 @@ struct SweepRun {
     std::vector<std::pair<std::string, json>> values;  ///< (key path, value) per grid key, then "seed"
     std::string file;                                   ///< file name inside the sweep directory
     std::vector<std::string> args;                      ///< arguments of `icl-cli train` after the program name
+    /// Arguments that continue an existing file from its last checkpoint (`train --resume` takes the file's own
+    /// config, so no --preset/--config/--set); a finished run makes `train --resume` a no-op that exits 0.
+    std::vector<std::string> resumeArgs;
 };
 
 std::string valueText(const json& v)
@@ -141,6 +144,7 @@ std::vector<SweepRun> expandSweep(const std::string& path, const std::string& ou
                 r.args.insert(r.args.end(), {"--set", axes[a].first + "=" + (v.is_string() ? v.get<std::string>() : v.dump())});
         }
         r.args.insert(r.args.end(), {"--threads", std::to_string(threads), "--out", (fs::path(outDir) / r.file).string()});
+        r.resumeArgs = {"train", "--resume", "--threads", std::to_string(threads), "--out", (fs::path(outDir) / r.file).string()};
         runs.push_back(std::move(r));
         size_t a = 0;
         while (a < axes.size() && ++index[a] == axes[a].second.size())
@@ -223,9 +227,19 @@ int runSweep(const SweepArgs& args)
           << "set -euo pipefail\n"
           << "ICL_CLI=${ICL_CLI:-" << shellQuote(exe) << "}\n"
           << "THREADS=${SLURM_CPUS_PER_TASK:-1}\n"
+          << "# A re-queued task continues its run file from the last checkpoint (train --resume, which does\n"
+          << "# nothing for a finished run); a task without a file starts the run.\n"
+          << "run_point() {\n"
+          << "  local file=$1\n"
+          << "  shift\n"
+          << "  if [ -e \"$file\" ]; then\n"
+          << "    exec \"$ICL_CLI\" train --resume --threads \"$THREADS\" --out \"$file\"\n"
+          << "  fi\n"
+          << "  exec \"$ICL_CLI\" \"$@\"\n"
+          << "}\n"
           << "case \"$SLURM_ARRAY_TASK_ID\" in\n";
         for (size_t i = 0; i < runs.size(); ++i) {
-            s << "  " << i << ") \"$ICL_CLI\"";
+            s << "  " << i << ") run_point " << shellQuote((fs::path(outDir) / runs[i].file).string());
             const std::vector<std::string>& a = runs[i].args;
             for (size_t k = 0; k < a.size(); ++k) {
                 if (a[k] == "--threads" && k + 1 < a.size()) {
@@ -251,10 +265,8 @@ int runSweep(const SweepArgs& args)
     std::vector<int> status(runs.size(), -1);
     size_t next = 0, done = 0, failed = 0;
     auto launch = [&](size_t i) {
-        std::vector<std::string> args = runs[i].args;
         const std::string file = (fs::path(outDir) / runs[i].file).string();
-        if (fs::exists(file))
-            args.push_back("--resume");
+        std::vector<std::string> args = fs::exists(file) ? runs[i].resumeArgs : runs[i].args;
         args.insert(args.begin(), exe);
         const std::string log = (fs::path(outDir) / (runs[i].file + ".log")).string();
         posix_spawn_file_actions_t actions;

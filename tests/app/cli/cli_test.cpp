@@ -485,6 +485,64 @@ TEST(Cli, SweepAggregateAndSlurmScript)
     EXPECT_NE(text.str().find("#SBATCH --array=0-3"), std::string::npos) << text.str();
     EXPECT_EQ(std::system(("bash -n " + script).c_str()), 0) << "the script parses";
 
+    // The array tasks themselves, run with bash as Slurm would. ICL_CLI is a wrapper that logs its arguments;
+    // for a resume it asks for 3 more steps (--steps 9), so the continuation of a finished 6-step run trains.
+    const std::string wrapper = dir + "/icl_cli_wrapper.sh", calls = dir + "/calls.txt";
+    std::ofstream(wrapper) << "#!/bin/bash\necho \"$*\" >> '" << calls << "'\n"
+                           << "if [ \"$1 $2\" = 'train --resume' ]; then exec '" << ICL_CLI_PATH << "' \"$@\" --steps 9; fi\n"
+                           << "exec '" << ICL_CLI_PATH << "' \"$@\"\n";
+    fs::permissions(wrapper, fs::perms::owner_all);
+    auto task = [&](int id, const std::string& cli, const std::string& jobScript) {
+        Result r;
+        const std::string log = dir + "/task.log";
+        const std::string cmd = "SLURM_ARRAY_TASK_ID=" + std::to_string(id) + " SLURM_CPUS_PER_TASK=1 ICL_CLI=" + cli
+                                + " bash " + jobScript + " >" + log + " 2>&1";
+        const int status = std::system(cmd.c_str());
+        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        std::ifstream f(log);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        r.out = ss.str();
+        return r;
+    };
+    auto lastLine = [&] {
+        std::ifstream f(calls);
+        std::string l, last;
+        while (std::getline(f, l))
+            last = l;
+        return last;
+    };
+    auto checkpoints = [&](const std::string& file) {
+        std::vector<int64_t> steps;
+        const auto info = nlohmann::json::parse(run("info " + file + " --json").out);
+        for (const auto& c : info["checkpoints"])
+            steps.push_back(c["step"]);
+        return steps;
+    };
+    // Re-queued task 1 finds its file: `train --resume --threads 1 --out FILE` (no --preset/--set, which
+    // --resume refuses), and the run continues from its checkpoint at step 6.
+    const Result resumed = task(1, wrapper, script);
+    ASSERT_EQ(resumed.code, 0) << resumed.out;
+    EXPECT_EQ(lastLine(), "train --resume --threads 1 --out " + out + "/run_0001.h5");
+    EXPECT_EQ(checkpoints(out + "/run_0001.h5"), (std::vector<int64_t>{0, 3, 6, 9}));
+    // A task whose run has no file yet starts it with the grid point's arguments; run again (re-queued after
+    // it finished), it leaves the finished run as it is and succeeds.
+    const std::string fresh = dir + "/fresh", freshScript = dir + "/fresh_job.sh";
+    ASSERT_EQ(run("sweep " + spec + " --out " + fresh + " --emit-slurm " + freshScript).code, 0);
+    const Result first = task(2, wrapper, freshScript);
+    ASSERT_EQ(first.code, 0) << first.out;
+    EXPECT_EQ(lastLine().rfind("train --preset chan-bursty --scale quick --steps 6 ", 0), 0u) << lastLine();
+    EXPECT_NE(lastLine().find("--set model.kind=gpt2 --set task.p_bursty=0.9 --seed 0 --threads 1 --out " + fresh
+                              + "/run_0002.h5"),
+              std::string::npos)
+        << lastLine();
+    EXPECT_EQ(checkpoints(fresh + "/run_0002.h5"), (std::vector<int64_t>{0, 3, 6}));
+    const Result requeued = task(2, ICL_CLI_PATH, freshScript);
+    ASSERT_EQ(requeued.code, 0) << requeued.out;
+    EXPECT_NE(requeued.out.find("already finished at step 6"), std::string::npos) << requeued.out;
+    EXPECT_EQ(checkpoints(fresh + "/run_0002.h5"), (std::vector<int64_t>{0, 3, 6}));
+    EXPECT_EQ(task(4, ICL_CLI_PATH, freshScript).code, 1) << "no grid point 4";
+
     std::ofstream(dir + "/bad.json") << R"({"preset": "chan-bursty", "grid": {"task.p_bursty": 0.5}})";
     expectOneLineError(run("sweep " + dir + "/bad.json --out " + out), "grid.task.p_bursty");
 }
