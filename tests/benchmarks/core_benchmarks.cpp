@@ -66,13 +66,11 @@ void BM_BaselineGdOneStep(benchmark::State& state)
 }
 BENCHMARK(BM_BaselineGdOneStep)->Arg(2048);
 
-// GPT-2 training step of Garg et al. (PAPERS.md §0): batch 64, d = 20, N = 40 (81 tokens), loss over
-// all positions, Adam step included. Args: layers, heads, d_model (tiny 3/2/64, standard 12/8/256).
-// Reference (issue 4, PyTorch eager on this 2-core machine): tiny ≈ 10.7 steps/s, standard ≈ 0.27.
-// Counters: steps_per_s, vs_pytorch (steps_per_s / reference), gflops (≈ 6·params·tokens + attention).
-void BM_Gpt2TrainStep(benchmark::State& state)
+// GPT-2 training step of Garg et al. (PAPERS.md §0): batch B (64 unless given), d = 20, N = 40 (81 tokens),
+// loss over all positions, Adam step included, on `device`. Counters: steps_per_s, gflops (≈ 6·params·tokens +
+// attention) and, where `reference` > 0, vs_pytorch (steps_per_s / reference).
+void gpt2TrainStep(benchmark::State& state, const torch::Device& device, int64_t batchSize, double reference)
 {
-    icl::configureThreads(0);  // all cores, as training with the default --threads does
     icl::Gpt2Options o;
     o.input_dim = 20;
     o.n_layers = state.range(0);
@@ -80,30 +78,38 @@ void BM_Gpt2TrainStep(benchmark::State& state)
     o.d_model = state.range(2);
     o.n_positions = 81;
     icl::Gpt2 model(o, 0);
+    model->to(device);
     icl::TaskConfig t;
     t.d = 20;
     t.n_context = 40;
     t.x_distribution = "normal";
-    const auto batch = icl::sampleLinearRegression(t, 64, 1);
+    const auto batch = icl::sampleLinearRegression(t, batchSize, 1, torch::kFloat32, device);
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-4));
     for (auto _ : state) {
         opt.zero_grad();
         auto loss = icl::halfMse(model->predictAll(batch).flatten(), batch.y.flatten());
         loss.backward();
         opt.step();
-        benchmark::DoNotOptimize(loss.item<float>());
+        benchmark::DoNotOptimize(loss.item<float>());  // copies to the host: waits for the device
     }
     int64_t params = 0;
     for (const auto& p : model->parameters())
         params += p.numel();
-    const double tokens = 64.0 * 81.0, D = double(o.d_model), L = double(o.n_layers);
-    const double flops = 6.0 * double(params) * tokens + 3.0 * 2.0 * 2.0 * L * 64.0 * 81.0 * 81.0 * D;
-    const double reference = o.n_layers == 3 ? 10.7 : o.n_layers == 12 ? 0.27 : 0.0;
+    const double B = double(batchSize), tokens = B * 81.0, D = double(o.d_model), L = double(o.n_layers);
+    const double flops = 6.0 * double(params) * tokens + 3.0 * 2.0 * 2.0 * L * B * 81.0 * 81.0 * D;
     state.counters["steps_per_s"] = benchmark::Counter(double(state.iterations()), benchmark::Counter::kIsRate);
     state.counters["gflops"] = benchmark::Counter(flops * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
     if (reference > 0)
         state.counters["vs_pytorch"]
             = benchmark::Counter(double(state.iterations()) / reference, benchmark::Counter::kIsRate);
+}
+
+// On the CPU. Args: layers, heads, d_model (tiny 3/2/64, standard 12/8/256).
+// Reference (issue 4, PyTorch eager on this 2-core machine): tiny ≈ 10.7 steps/s, standard ≈ 0.27.
+void BM_Gpt2TrainStep(benchmark::State& state)
+{
+    icl::configureThreads(0);  // all cores, as training with the default --threads does
+    gpt2TrainStep(state, torch::kCPU, 64, state.range(0) == 3 ? 10.7 : state.range(0) == 12 ? 0.27 : 0.0);
 }
 // Arguments: layers, heads, d_model. Each size warms up for at least a second first (the first steps
 // also pay for growing the heap).
@@ -113,6 +119,45 @@ BENCHMARK(BM_Gpt2TrainStep)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinWarmUpTime(1.0);
+
+// On CUDA device 0 (an error instead of a time where there is none). Args: layers, heads, d_model, batch.
+// Its same-run baseline is BM_BaselineGemmCuda; scripts/check-cuda.sh also times PyTorch eager on the same step.
+void BM_Gpt2TrainStepCuda(benchmark::State& state)
+{
+    if (!torch::cuda::is_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    gpt2TrainStep(state, torch::Device(torch::kCUDA, 0), state.range(3), 0.0);
+}
+BENCHMARK(BM_Gpt2TrainStepCuda)
+    ->Args({3, 2, 64, 64})
+    ->Args({12, 8, 256, 64})
+    ->Args({12, 8, 256, 1024})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->MinWarmUpTime(1.0);
+
+// Same-run baseline on the GPU: the float32 GEMM [B·81, 256] × [256, 1024] of the MLP's W_in at batch B.
+void BM_BaselineGemmCuda(benchmark::State& state)
+{
+    if (!torch::cuda::is_available()) {
+        state.SkipWithError("no CUDA device");
+        return;
+    }
+    const torch::Device cuda(torch::kCUDA, 0);
+    const torch::Tensor a = torch::randn({state.range(0) * 81, 256}, torch::TensorOptions().device(cuda));
+    const torch::Tensor b = torch::randn({256, 1024}, torch::TensorOptions().device(cuda));
+    for (auto _ : state) {
+        const torch::Tensor c = torch::matmul(a, b);
+        torch::cuda::synchronize();
+        benchmark::DoNotOptimize(c.data_ptr());
+    }
+    state.counters["gflops"] = benchmark::Counter(2.0 * double(state.range(0)) * 81 * 256 * 1024
+                                                      * double(state.iterations()) / 1e9,
+                                                  benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_BaselineGemmCuda)->Arg(64)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Same-run baseline for the GPT-2 step: a float32 GEMM [5184, 256] × [256, 1024] (the MLP's W_in on a
 // batch of 64 × 81 tokens at d_model = 256); its gflops counter is the machine's practical peak.
