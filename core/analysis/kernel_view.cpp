@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include <nlohmann/json.hpp>
+#include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/analysis/kernel_attention.h"
 #include "core/analysis/run_loader.h"

@@ -6,6 +6,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
+#include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/error.h"
 #include "core/tasks/representation.h"

@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/error.h"
 

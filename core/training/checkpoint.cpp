@@ -1,6 +1,8 @@
 #include "core/training/checkpoint.h"
 
 #include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 
@@ -25,9 +27,25 @@ std::string shapeString(c10::IntArrayRef s)
     return o.str();
 }
 
-std::string stateKey(const torch::Tensor& p)
+// The key of a parameter's entry in Optimizer::state(): LibTorch 1.x keys it by the TensorImpl address
+// printed as a string, 2.x by the address itself.
+using StateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+template <class Key>
+Key stateKeyOf(const torch::Tensor& p)
 {
-    return c10::guts::to_string(p.unsafeGetTensorImpl());
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream o;
+        o << p.unsafeGetTensorImpl();
+        return o.str();
+    } else {
+        return p.unsafeGetTensorImpl();
+    }
+}
+
+StateKey stateKey(const torch::Tensor& p)
+{
+    return stateKeyOf<StateKey>(p);
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/analysis/inspector.h"
 #include "core/analysis/probe.h"

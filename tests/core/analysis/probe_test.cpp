@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/analysis/probe.h"
 #include "core/error.h"
