@@ -26,6 +26,8 @@ status=0
 "$build/tests/core/cuda_tests" || status=$?
 if [[ -x "$build/tests/benchmarks/core_benchmarks" ]]; then
     "$build/tests/benchmarks/core_benchmarks" --benchmark_filter='Cuda' || status=$?
+    # The same step in PyTorch eager on the same GPU, in the same run: divide the steps_per_s above by these.
+    python3 "$root/tests/benchmarks/reference/pytorch_gpt2_step.py" cuda || status=$?
 else
     echo "check-cuda: Google Benchmark not found, CUDA benchmarks not built" >&2
 fi
