@@ -17,7 +17,7 @@ constexpr int kMargin = 6;
 constexpr int kGap = 12;        ///< between tiles
 constexpr int kExtraGap = 18;   ///< added before a highlighted tile
 const QColor kBadgeColor(0xD5, 0x5E, 0x00);
-const QColor kHighlightColor(0x20, 0x20, 0x20);
+const QColor kHighlightColor(0x00, 0x72, 0xB2);
 
 QFont smallFont(const QFont& base)
 {

@@ -25,7 +25,7 @@ struct ExemplarTile {
 /// 1 white). Vectors ({D}) are wrapped row-major into a block ⌈√D⌉ cells wide, each cell on the diverging
 /// blue–white–red scale (color_scales.h) over ±vectorLimit(), the largest |value| of all vector tiles, so the
 /// colours of different tiles compare; cells past D are light grey. A tile is scaled to tileSide() pixels,
-/// nearest-neighbour when enlarged; badged tiles get an orange frame, highlighted ones a thick dark frame.
+/// nearest-neighbour when enlarged; badged tiles get an orange frame, highlighted ones a thick blue frame.
 /// Hovering a tile shows its tool tip. Thread affinity: GUI thread only (renderExemplar: any thread).
 class ExemplarStrip : public QWidget {
     Q_OBJECT

@@ -13,16 +13,21 @@
 #include <QWidget>
 
 #include "core/analysis/icl_iwl.h"
+#include "core/types/fewshot_sequence.h"
 #include "core/types/icl_iwl.h"
 #include "core/types/run_summary.h"
 
 class QComboBox;
+class QFormLayout;
 class QLabel;
 class QPushButton;
+class QScrollArea;
 class QSpinBox;
 class QTabWidget;
 
 namespace icl::widgets {
+class BarChartView;
+class ExemplarStrip;
 class PlotView;
 } // namespace icl::widgets
 
@@ -41,6 +46,12 @@ class AnalysisRunner;
 /// written to the experiment file. A second tab reads an aggregated sweep (DIR/aggregate/table.csv written by
 /// `icl-cli aggregate`) and draws the final ICL and IWL accuracy against a chosen numeric grid column, one
 /// line per combination of the other non-seed columns, averaged over seeds (as the aggregate's own plots).
+/// A third tab, the sequence viewer, shows one sequence drawn by icl::sampleFewShotSequence (a training
+/// sequence as drawn, bursty or i.i.d., an ICL or an IWL evaluation sequence; seed chosen or resampled with
+/// Ctrl+R) as a row of exemplar tiles with their classes and labels (holdout classes marked, the query
+/// highlighted), and the selected checkpoint's prediction at the query: true and predicted label, the
+/// prediction over {0, 1} for ICL sequences, whether the prediction is a label of the context, and the five
+/// most probable labels as a bar chart. It runs on the same worker thread when its tab is on screen.
 /// Thread affinity: GUI thread only.
 class IclIwlPage : public QWidget {
     Q_OBJECT
@@ -92,8 +103,34 @@ public:
     bool setSweepColumn(const QString& column);
     /// Asks for a sweep directory and opens it.
     void openSweepWithDialog();
-    /// The plot of the tab on screen.
+    /// The plot of the tab on screen (none on the sequence tab; see exportCurrentPlot).
     widgets::PlotView* currentPlot() const;
+    /// Opens the export dialog of the plot or chart of the tab on screen; false when it has none.
+    bool exportCurrentPlot();
+    /// Tab names for `icl-workbench --page icl-iwl --tab NAME`: "training", "sweep", "sequence".
+    static QStringList tabNames();
+    /// Shows the tab called `name` (one of tabNames()); false for another name.
+    bool showTab(const QString& name);
+
+    /// Sequence viewer: the kind and seed of the sequence to show (redraws when the tab is on screen).
+    void setSequence(icl::FewShotSequenceKind kind, uint64_t seed);
+    icl::FewShotSequenceKind sequenceKind() const;
+    uint64_t sequenceSeed() const;
+    /// Draws the next seed (the Resample button, Ctrl+R).
+    void resampleSequence();
+    /// The sequence shown (empty before the first one, after an error and for another run).
+    const std::optional<icl::FewShotSequence>& sequence() const { return m_sequence; }
+    QComboBox* sequenceKindChooser() const { return m_sequenceKind; }
+    QSpinBox* sequenceSeedChooser() const { return m_sequenceSeed; }
+    QPushButton* resampleButton() const { return m_resample; }
+    widgets::ExemplarStrip* sequenceStrip() const { return m_strip; }
+    widgets::BarChartView* probabilityChart() const { return m_probabilities; }
+    QLabel* sequenceStatusLabel() const { return m_sequenceStatus; }
+    QLabel* sequenceInfoLabel() const { return m_sequenceInfo; }
+    QLabel* trueLabelLabel() const { return m_trueLabel; }
+    QLabel* predictedLabelLabel() const { return m_predictedLabel; }
+    QLabel* predicted01Label() const { return m_predicted01; }
+    QLabel* inContextLabel() const { return m_inContext; }
     QTabWidget* tabs() const { return m_tabs; }
     widgets::PlotView* sweepPlot() const { return m_sweepPlot; }
     QComboBox* sweepColumnChooser() const { return m_sweepColumn; }
@@ -114,6 +151,10 @@ private:
     void clearPanel();
     void showCurves();
     void showSweep();
+    bool sequenceReady() const;
+    void runSequence();
+    void showSequence(const icl::FewShotSequence& s);
+    void clearSequence();
 
     /// The open sweep table: column names and one row of cells per run (numbers parsed where they are numbers).
     struct SweepTable {
@@ -151,6 +192,26 @@ private:
     QComboBox* m_sweepColumn = nullptr;
     QLabel* m_sweepStatus = nullptr;
     widgets::PlotView* m_sweepPlot = nullptr;
+
+    // Sequence viewer tab.
+    QWidget* m_sequenceTab = nullptr;
+    bool m_sequenceStale = false;
+    bool m_sequencePending = false;
+    quint64 m_sequenceGeneration = 0;
+    std::optional<icl::FewShotSequence> m_sequence;
+    QComboBox* m_sequenceKind = nullptr;
+    QSpinBox* m_sequenceSeed = nullptr;
+    QPushButton* m_resample = nullptr;
+    QLabel* m_sequenceStatus = nullptr;
+    widgets::ExemplarStrip* m_strip = nullptr;
+    QScrollArea* m_stripScroll = nullptr;
+    QLabel* m_sequenceInfo = nullptr;
+    QLabel* m_trueLabel = nullptr;
+    QLabel* m_predictedLabel = nullptr;
+    QLabel* m_predicted01 = nullptr;
+    QLabel* m_inContext = nullptr;
+    QFormLayout* m_sequenceForm = nullptr;
+    widgets::BarChartView* m_probabilities = nullptr;
 };
 
 } // namespace icl::gui

@@ -10,7 +10,7 @@
 // window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen. `--page pasting --run` first
 // runs a pasting with the page's default options (the output file must not exist yet); `--page patching
 // --run` runs activation patching with the page's default options. `--page attention` waits for the
-// first inspection of the sampled prompt.
+// first inspection of the sampled prompt; `--page icl-iwl --tab sequence` for the sequence viewer's first draw.
 
 #include "app/openmp_env.h"
 
@@ -27,6 +27,7 @@
 
 #include "app/gui/attention_page.h"
 #include "app/gui/gd_alignment_page.h"
+#include "app/gui/icl_iwl_page.h"
 #include "app/gui/main_window.h"
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
@@ -73,9 +74,10 @@ int main(int argc, char** argv)
                        "attention, patching or icl-iwl."),
         QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
-        QStringLiteral("Tab of the gd-alignment page (%1) or of the attention page (%2).")
+        QStringLiteral("Tab of the gd-alignment page (%1), of the attention page (%2) or of the icl-iwl page (%3).")
             .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", ")),
-                icl::gui::AttentionPage::tabNames().join(QStringLiteral(", "))),
+                icl::gui::AttentionPage::tabNames().join(QStringLiteral(", ")),
+                icl::gui::IclIwlPage::tabNames().join(QStringLiteral(", "))),
         QStringLiteral("NAME"));
     const QCommandLineOption checkpointOpt(QStringLiteral("checkpoint"),
         QStringLiteral("Select the saved checkpoint nearest to STEP."), QStringLiteral("STEP"));
@@ -111,8 +113,10 @@ int main(int argc, char** argv)
                             .arg(parser.value(pageOpt)));
     }
     const bool attentionTab = page == icl::gui::MainWindow::Page::Attention;
-    const QStringList tabNames
-        = attentionTab ? icl::gui::AttentionPage::tabNames() : icl::gui::GdAlignmentPage::tabNames();
+    const bool iclIwlTab = page == icl::gui::MainWindow::Page::IclIwl;
+    const QStringList tabNames = attentionTab ? icl::gui::AttentionPage::tabNames()
+        : iclIwlTab                            ? icl::gui::IclIwlPage::tabNames()
+                                               : icl::gui::GdAlignmentPage::tabNames();
     if (parser.isSet(tabOpt) && !tabNames.contains(parser.value(tabOpt)))
         return fail(QStringLiteral("--tab: expected one of %1, got \"%2\"")
                         .arg(tabNames.join(QStringLiteral(", ")), parser.value(tabOpt)));
@@ -163,6 +167,8 @@ int main(int argc, char** argv)
             parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset)));
     if (parser.isSet(tabOpt) && attentionTab)
         window.attentionPage()->showTab(parser.value(tabOpt));
+    else if (parser.isSet(tabOpt) && iclIwlTab)
+        window.iclIwlPage()->showTab(parser.value(tabOpt));
     else if (parser.isSet(tabOpt))
         window.gdAlignmentPage()->showTab(parser.value(tabOpt));
     if (page)

@@ -554,6 +554,11 @@ void MainWindow::exportCurrentPlot()
             statusBar()->showMessage(tr("This tab has no plot to export"), 5000);
         return;
     }
+    if (m_pages->currentWidget() == m_iclIwlPage) {
+        if (!m_iclIwlPage->exportCurrentPlot())
+            statusBar()->showMessage(tr("This tab has no plot to export yet"), 5000);
+        return;
+    }
     if (m_pages->currentWidget() == m_attentionPage || m_pages->currentWidget() == m_patchingPage) {
         const bool exported = m_pages->currentWidget() == m_attentionPage ? m_attentionPage->exportCurrentPlot()
                                                                           : m_patchingPage->exportCurrentPlot();

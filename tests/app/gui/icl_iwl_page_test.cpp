@@ -5,6 +5,7 @@
 
 #include "app/gui/icl_iwl_page.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <QAction>
@@ -15,17 +16,22 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QPushButton>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
 #include <gtest/gtest.h>
 
 #include "app/gui/main_window.h"
+#include "core/analysis/fewshot_sequence.h"
 #include "core/analysis/icl_iwl.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/trainer.h"
+#include "widgets/bar_chart_view.h"
+#include "widgets/exemplar_strip.h"
 #include "widgets/plot_view.h"
 
 using icl::gui::IclIwlPage;
@@ -283,4 +289,141 @@ TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAver
         << page->sweepStatusLabel()->text().toStdString();
     EXPECT_TRUE(page->sweepPlot()->figure().series.empty());
     EXPECT_TRUE(page->sweepColumns().isEmpty());
+}
+
+namespace {
+
+/// The caption the sequence viewer should write under item `i` of `s`, written here from the facade's values.
+QString expectedCaption(const icl::FewShotSequence& s, size_t i)
+{
+    const icl::FewShotItem& item = s.items[i];
+    if (i + 1 == s.items.size())
+        return QStringLiteral("query\nclass %1\ntrue label %2").arg(item.class_id).arg(item.label);
+    return QStringLiteral("class %1\nlabel %2").arg(item.class_id).arg(item.label);
+}
+
+/// The sequence tab shows exactly an independent sampleFewShotSequence of the run at `step` with the tab's
+/// kind and seed: the tiles (exemplar values, classes, labels, holdout marks, the query last and highlighted),
+/// the true and predicted labels, the in-context flag and the five most probable labels.
+icl::FewShotSequence expectSequenceOfFacade(const IclIwlPage* page, const std::string& path, int64_t step)
+{
+    const icl::FewShotSequence want = icl::sampleFewShotSequence(path, step, page->sequenceKind(), page->sequenceSeed());
+    EXPECT_TRUE(page->sequence().has_value()) << page->sequenceStatusLabel()->text().toStdString();
+    if (!page->sequence())
+        return want;
+    const icl::FewShotSequence& got = *page->sequence();
+    EXPECT_EQ(got.checkpoint_step, step);
+    EXPECT_EQ(got.predicted_label, want.predicted_label);
+    EXPECT_EQ(got.probabilities, want.probabilities);
+
+    const std::vector<icl::widgets::ExemplarTile>& tiles = page->sequenceStrip()->tiles();
+    EXPECT_EQ(tiles.size(), want.items.size());
+    for (size_t i = 0; i < std::min(tiles.size(), want.items.size()); ++i) {
+        EXPECT_EQ(tiles[i].caption, expectedCaption(want, i)) << "tile " << i;
+        EXPECT_EQ(tiles[i].values, want.items[i].exemplar) << "tile " << i;
+        EXPECT_EQ(tiles[i].shape, want.exemplar_shape);
+        EXPECT_EQ(tiles[i].highlighted, i + 1 == want.items.size()) << "only the query is highlighted";
+        EXPECT_EQ(tiles[i].badge, want.items[i].holdout ? QStringLiteral("holdout") : QString()) << "tile " << i;
+    }
+    EXPECT_EQ(page->trueLabelLabel()->text(), QStringLiteral("%1 (p = %2)")
+                                                  .arg(want.query().label)
+                                                  .arg(want.probabilities[size_t(want.query().label)], 0, 'f', 3));
+    const bool correct = want.predicted_label == want.query().label;
+    const QString predicted = page->predictedLabelLabel()->text();
+    EXPECT_TRUE(predicted.startsWith(QString::number(want.predicted_label) + QLatin1Char(' ')))
+        << predicted.toStdString();
+    EXPECT_TRUE(predicted.endsWith(correct ? QStringLiteral("correct") : QStringLiteral("wrong")))
+        << predicted.toStdString();
+    EXPECT_TRUE(page->predictedLabelLabel()->styleSheet().contains(correct ? "#1a7f37" : "#c62828"))
+        << "green when right, red when wrong";
+    bool inContext = false;
+    for (size_t i = 0; i + 1 < want.items.size(); ++i)
+        inContext |= want.items[i].label == want.predicted_label;
+    EXPECT_EQ(page->inContextLabel()->text(), inContext ? QStringLiteral("yes") : QStringLiteral("no"));
+
+    // Top 5 of the vocabulary, sorted here.
+    std::vector<std::pair<double, int64_t>> ranked;
+    for (size_t l = 0; l < want.probabilities.size(); ++l)
+        ranked.emplace_back(-want.probabilities[l], int64_t(l));
+    std::sort(ranked.begin(), ranked.end());
+    const icl::widgets::BarChart& chart = page->probabilityChart()->chart();
+    EXPECT_EQ(chart.labels.size(), 5u);
+    for (size_t k = 0; k < std::min<size_t>(5, chart.labels.size()); ++k) {
+        EXPECT_EQ(chart.labels[k], std::to_string(ranked[k].second)) << "bar " << k;
+        EXPECT_DOUBLE_EQ(chart.values[k], -ranked[k].first) << "bar " << k;
+    }
+    return want;
+}
+
+} // namespace
+
+TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSelectedCheckpoint)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
+    IclIwlPage* page = window.iclIwlPage();
+    EXPECT_EQ(IclIwlPage::tabNames(), (QStringList { "training", "sweep", "sequence" }));
+    ASSERT_TRUE(page->showTab("sequence"));
+    EXPECT_FALSE(page->showTab("attention"));
+    EXPECT_EQ(page->tabs()->tabText(page->tabs()->currentIndex()), "Sequence");
+    EXPECT_FALSE(page->isBusy()) << "nothing runs while the page is hidden";
+
+    window.showPage(MainWindow::Page::IclIwl);
+    ASSERT_TRUE(page->isBusy());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    EXPECT_EQ(window.currentPlot(), nullptr) << "the sequence tab has a bar chart, not a PlotView";
+    EXPECT_EQ(page->sequenceKind(), icl::FewShotSequenceKind::Training);
+    EXPECT_EQ(page->sequenceSeed(), 0u);
+    icl::FewShotSequence shown = expectSequenceOfFacade(page, s_fewshot, 20);
+    EXPECT_TRUE(page->predicted01Label()->isHidden()) << "the {0, 1} read-out is for ICL sequences";
+
+    // An ICL sequence: holdout classes, labels {0, 1}, and the {0, 1} read-out.
+    page->setSequence(icl::FewShotSequenceKind::Icl, 3);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    EXPECT_EQ(page->sequenceKindChooser()->currentData().toString(), "icl");
+    shown = expectSequenceOfFacade(page, s_fewshot, 20);
+    for (const auto& tile : page->sequenceStrip()->tiles())
+        EXPECT_EQ(tile.badge, "holdout");
+    EXPECT_FALSE(page->predicted01Label()->isHidden());
+    EXPECT_TRUE(page->predicted01Label()->text().startsWith(QString::number(shown.predicted_label_01)));
+
+    // Resample (Ctrl+R): the next seed.
+    EXPECT_EQ(page->resampleButton()->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_R));
+    page->resampleButton()->click();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    EXPECT_EQ(page->sequenceSeed(), 4u);
+    expectSequenceOfFacade(page, s_fewshot, 20);
+
+    // Following the timeline.
+    ASSERT_EQ(window.selectCheckpoint(10), 10);
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    expectSequenceOfFacade(page, s_fewshot, 10);
+
+    // The IWL kind from the combo box, as a user picks it.
+    page->sequenceKindChooser()->setCurrentIndex(page->sequenceKindChooser()->findData("iwl"));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    EXPECT_EQ(page->sequenceKind(), icl::FewShotSequenceKind::Iwl);
+    shown = expectSequenceOfFacade(page, s_fewshot, 10);
+    EXPECT_EQ(page->inContextLabel()->text() == "yes", shown.prediction_in_context);
+
+    // Another tab: a new seed waits until the sequence tab is back.
+    page->showTab("training");
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    page->setSequence(icl::FewShotSequenceKind::TrainingBursty, 9);
+    EXPECT_FALSE(page->isBusy());
+    page->showTab("sequence");
+    ASSERT_TRUE(page->isBusy());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    shown = expectSequenceOfFacade(page, s_fewshot, 10);
+    EXPECT_TRUE(shown.bursty);
+    EXPECT_TRUE(page->sequenceInfoLabel()->text().contains("bursty")) << page->sequenceInfoLabel()->text().toStdString();
+
+    // A regression run: no sequence, one line saying what the viewer is for.
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
+    EXPECT_FALSE(page->isBusy());
+    EXPECT_FALSE(page->sequence().has_value());
+    EXPECT_TRUE(page->sequenceStrip()->tiles().empty());
+    EXPECT_TRUE(page->sequenceStatusLabel()->text().contains("fewshot_classification"))
+        << page->sequenceStatusLabel()->text().toStdString();
 }
