@@ -401,13 +401,20 @@ Figure iclIwlFigure(const RunSummary& summary)
     const std::vector<std::pair<std::string, std::string>> series = {
         {"icl_accuracy", "ICL (holdout, labels {0, 1})"},
         {"icl_accuracy_all_labels", "ICL (holdout, all labels)"},
-        {"iwl_accuracy", "IWL (no support)"}};
+        {"iwl_accuracy", "IWL (no support)"},
+        // A run with a common / rare split (task.n_common_classes > 0) also has these.
+        {"icl_accuracy_common", "ICL (common, labels {0, 1})"},
+        {"icl_accuracy_rare", "ICL (rare, labels {0, 1})"},
+        {"iwl_accuracy_common", "IWL (common, no support)"},
+        {"iwl_accuracy_rare", "IWL (rare, no support)"}};
     for (const auto& [key, name] : series) {
         auto it = summary.metrics.find(key);
         if (it == summary.metrics.end())
             continue;
         Series s;
         s.name = name;
+        if (key == "iwl_accuracy_common" || key == "iwl_accuracy_rare")
+            s.style = Series::Style::Dashed;
         s.x = steps->second;
         s.y = it->second;
         s.x.resize(std::min(s.x.size(), s.y.size()));

@@ -195,6 +195,11 @@ int runTrain(const TrainArgs& args)
         std::cout << "eval loss (cross-entropy of the query label) " << fmt(result.eval_loss) << "\n"
                   << "ICL accuracy (holdout classes, labels {0, 1}; chance 0.5) " << fmt(trained.lastMetric("icl_accuracy"))
                   << ", IWL accuracy (no support in context) " << fmt(trained.lastMetric("iwl_accuracy")) << "\n";
+        if (trained.metrics.count("icl_accuracy_common"))
+            std::cout << "common classes: ICL accuracy " << fmt(trained.lastMetric("icl_accuracy_common"))
+                      << ", IWL accuracy " << fmt(trained.lastMetric("iwl_accuracy_common"))
+                      << "; rare classes: ICL accuracy " << fmt(trained.lastMetric("icl_accuracy_rare"))
+                      << ", IWL accuracy " << fmt(trained.lastMetric("iwl_accuracy_rare")) << "\n";
         return exitCode;
     }
     std::cout << "eval loss 0.5·(ŷ − y)² on the fixed evaluation prompts:\n  model           " << fmt(result.eval_loss)
@@ -257,6 +262,11 @@ int runInfo(const std::string& path, bool asJson)
                   << ", over all labels " << fmt(s.lastMetric("icl_accuracy_all_labels")) << "\n"
                   << "  IWL accuracy (training classes, no support in context) " << fmt(s.lastMetric("iwl_accuracy"))
                   << "\n";
+        if (s.metrics.count("icl_accuracy_common"))
+            std::cout << "  common classes: ICL accuracy " << fmt(s.lastMetric("icl_accuracy_common"))
+                      << ", IWL accuracy " << fmt(s.lastMetric("iwl_accuracy_common")) << "\n"
+                      << "  rare classes:   ICL accuracy " << fmt(s.lastMetric("icl_accuracy_rare"))
+                      << ", IWL accuracy " << fmt(s.lastMetric("iwl_accuracy_rare")) << "\n";
         return 0;
     }
     std::map<std::string, double> baselines;
@@ -771,16 +781,21 @@ int runIclIwl(const AnalyzeArgs& args)
     });
     bar.finish();
     if (args.json) {
-        std::cout << json{{"analysis", "icl_iwl"},
-                          {"checkpoint_step", r.checkpoint_step},
-                          {"n_sequences", r.n_sequences},
-                          {"icl_accuracy", r.icl_accuracy},
-                          {"icl_accuracy_all_labels", r.icl_accuracy_all_labels},
-                          {"icl_in_context_rate", r.icl_in_context_rate},
-                          {"iwl_accuracy", r.iwl_accuracy},
-                          {"iwl_in_context_rate", r.iwl_in_context_rate}}
-                         .dump(2)
-                  << "\n";
+        json out{{"analysis", "icl_iwl"},
+                 {"checkpoint_step", r.checkpoint_step},
+                 {"n_sequences", r.n_sequences},
+                 {"icl_accuracy", r.icl_accuracy},
+                 {"icl_accuracy_all_labels", r.icl_accuracy_all_labels},
+                 {"icl_in_context_rate", r.icl_in_context_rate},
+                 {"iwl_accuracy", r.iwl_accuracy},
+                 {"iwl_in_context_rate", r.iwl_in_context_rate}};
+        if (r.common_rare_split) {
+            out["icl_accuracy_common"] = r.icl_accuracy_common;
+            out["icl_accuracy_rare"] = r.icl_accuracy_rare;
+            out["iwl_accuracy_common"] = r.iwl_accuracy_common;
+            out["iwl_accuracy_rare"] = r.iwl_accuracy_rare;
+        }
+        std::cout << out.dump(2) << "\n";
         return 0;
     }
     std::cout << "ICL vs IWL of " << args.path << " at checkpoint " << r.checkpoint_step << " (" << r.n_sequences
@@ -790,6 +805,11 @@ int runIclIwl(const AnalyzeArgs& args)
               << "  IWL, training classes, no support in context       " << fmt(r.iwl_accuracy) << "\n"
               << "  output is a label of the context: ICL " << fmt(r.icl_in_context_rate) << ", IWL "
               << fmt(r.iwl_in_context_rate) << "\n";
+    if (r.common_rare_split)
+        std::cout << "  ICL, common classes, labels {0, 1}                 " << fmt(r.icl_accuracy_common) << "\n"
+                  << "  ICL, rare classes, labels {0, 1}                   " << fmt(r.icl_accuracy_rare) << "\n"
+                  << "  IWL, common classes, no support in context         " << fmt(r.iwl_accuracy_common) << "\n"
+                  << "  IWL, rare classes, no support in context           " << fmt(r.iwl_accuracy_rare) << "\n";
     return 0;
 }
 

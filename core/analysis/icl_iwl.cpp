@@ -19,8 +19,10 @@ IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options
     IclIwlResult r;
     r.checkpoint_step = run.step;
     r.n_sequences = options.n_sequences > 0 ? options.n_sequences : run.config.eval.n_prompts;
+    r.common_rare_split = task.hasCommonRareSplit();
+    const int64_t total = r.common_rare_split ? 6 : 2;
     auto step = [&](int64_t done) {
-        if (progress && !progress(done, 2))
+        if (progress && !progress(done, total))
             throw Error("cancelled");
     };
     step(0);
@@ -33,6 +35,20 @@ IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options
     r.icl_in_context_rate = icl.in_context_rate;
     r.iwl_accuracy = iwl.accuracy;
     r.iwl_in_context_rate = iwl.in_context_rate;
+    if (r.common_rare_split) {
+        const int64_t n = r.n_sequences;
+        const uint64_t seed = options.seed;
+        r.icl_accuracy_common
+            = evaluateClassifier(model, task.sampleIclEval(FewShotClassSet::Common, n, seed)).accuracy_01;
+        step(3);
+        r.icl_accuracy_rare = evaluateClassifier(model, task.sampleIclEval(FewShotClassSet::Rare, n, seed)).accuracy_01;
+        step(4);
+        r.iwl_accuracy_common
+            = evaluateClassifier(model, task.sampleIwlEval(FewShotClassSet::Common, n, seed)).accuracy;
+        step(5);
+        r.iwl_accuracy_rare = evaluateClassifier(model, task.sampleIwlEval(FewShotClassSet::Rare, n, seed)).accuracy;
+        step(6);
+    }
     return r;
 }
 

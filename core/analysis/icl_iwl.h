@@ -20,9 +20,11 @@ struct IclIwlOptions {
 };
 
 /// Evaluates checkpoint `options.checkpoint_step` of the few-shot classification run at `path` on ICL
-/// sequences (2 holdout classes, labels {0, 1}) and IWL sequences (training classes, no support). The progress
-/// callback gets (done, total) and returns false to cancel (icl::Error("cancelled")). Throws icl::Error for a
-/// file that is not a few-shot classification run or an absent checkpoint. Thread affinity: worker thread.
+/// sequences (2 holdout classes, labels {0, 1}) and IWL sequences (training classes, no support), and with a
+/// common / rare split (task.n_common_classes > 0) on ICL and IWL sequences of the common and of the rare classes.
+/// The progress callback gets (done, total) and returns false to cancel (icl::Error("cancelled")). Throws
+/// icl::Error for a file that is not a few-shot classification run or an absent checkpoint. Thread affinity:
+/// worker thread.
 IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options,
                            const std::function<bool(int64_t, int64_t)>& progress = {});
 

@@ -211,6 +211,12 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         t.exemplar_labels_path = s.string("exemplar_labels_path", t.exemplar_labels_path);
         t.image_size = s.integer("image_size", t.image_size, 0, 4096);
         t.exemplars_per_class = s.integer("exemplars_per_class", t.exemplars_per_class, 0, 1 << 30);
+        t.n_common_classes = s.integer("n_common_classes", t.n_common_classes, 0, 10000000);
+        auto probability = [](double v) { return v >= 0 && v <= 1; };
+        t.p_bursty_common = s.number("p_bursty_common", t.p_bursty_common, probability, "a number in [0, 1]");
+        t.p_bursty_zipfian = s.number("p_bursty_zipfian", t.p_bursty_zipfian, probability, "a number in [0, 1]");
+        t.non_bursty_type = s.choice("non_bursty_type", t.non_bursty_type, {"zipfian", "common", "common_no_support"});
+        t.zipf_within_common_rare = s.boolean("zipf_within_common_rare", t.zipf_within_common_rare);
         if (t.kind == "fewshot_classification" && t.exemplar_source != "synthetic" && t.exemplar_path.empty())
             throw Error("task.exemplar_path: exemplar_source \"" + t.exemplar_source
                         + "\" reads its images from a path; none given");
@@ -230,6 +236,24 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
             if (t.n_classes < t.n_context + 1)
                 throw Error("task.n_classes: a non-bursty sequence draws n_context + 1 = "
                             + std::to_string(t.n_context + 1) + " classes, got " + std::to_string(t.n_classes));
+            if (t.n_common_classes == 0) {
+                const char* needsSplit = t.p_bursty_common != 0 ? "p_bursty_common"
+                    : t.p_bursty_zipfian != 1                   ? "p_bursty_zipfian"
+                    : t.non_bursty_type != "zipfian"            ? "non_bursty_type"
+                    : t.zipf_within_common_rare                 ? "zipf_within_common_rare"
+                                                                : nullptr;
+                if (needsSplit)
+                    throw Error(std::string("task.") + needsSplit
+                                + ": common and rare classes need a split, set task.n_common_classes > 0");
+            } else if (t.n_common_classes < 2 || t.n_classes - t.n_common_classes < 2) {
+                throw Error("task.n_common_classes: a few-shot problem draws 2 classes of a set, so expected at "
+                            "least 2 common and 2 rare classes (2 <= n_common_classes <= task.n_classes - 2 = "
+                            + std::to_string(t.n_classes - 2) + "), got " + std::to_string(t.n_common_classes));
+            }
+            if (t.p_bursty_common + t.p_bursty_zipfian > 1 + 1e-12)
+                throw Error("task.p_bursty_common: p_bursty_common + task.p_bursty_zipfian must be <= 1 (the rest "
+                            "of the bursty sequences are few-shot problems on rare classes), got "
+                            + shortJson(t.p_bursty_common) + " + " + shortJson(t.p_bursty_zipfian));
             if (t.n_labels != 0 && t.n_labels < 2)
                 throw Error("task.n_labels: the ICL evaluation uses labels {0, 1}, expected 0 (one per class and "
                             "label) or >= 2, got " + std::to_string(t.n_labels));
@@ -480,7 +504,12 @@ nlohmann::json toJson(const ExperimentConfig& c)
                  {"exemplar_path", c.task.exemplar_path},
                  {"exemplar_labels_path", c.task.exemplar_labels_path},
                  {"image_size", c.task.image_size},
-                 {"exemplars_per_class", c.task.exemplars_per_class}};
+                 {"exemplars_per_class", c.task.exemplars_per_class},
+                 {"n_common_classes", c.task.n_common_classes},
+                 {"p_bursty_common", c.task.p_bursty_common},
+                 {"p_bursty_zipfian", c.task.p_bursty_zipfian},
+                 {"non_bursty_type", c.task.non_bursty_type},
+                 {"zipf_within_common_rare", c.task.zipf_within_common_rare}};
     j["model"] = {{"kind", c.model.kind},
                   {"d_model", c.model.d_model},
                   {"n_layers", c.model.n_layers},

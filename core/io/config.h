@@ -68,6 +68,14 @@ struct TaskConfig {
     std::string exemplar_labels_path;
     int64_t image_size = 0;           ///< image sources: resize to image_size × image_size (area averaging); 0 = keep
     int64_t exemplars_per_class = 0;  ///< image sources: use the first k images of each class (1 = single exemplar); 0 = all
+    /// Common / rare split of the training classes (the authors' SeqGenerator; FewShotOptions documents each):
+    /// the first n_common_classes training classes in permuted (Zipf rank) order are common, the rest rare; 0 =
+    /// no split, and then the four keys after it must keep their defaults.
+    int64_t n_common_classes = 0;
+    double p_bursty_common = 0.0;           ///< fraction of bursty sequences that are few-shot on common classes
+    double p_bursty_zipfian = 1.0;          ///< fraction drawn from Zipf over all training classes (rest: rare)
+    std::string non_bursty_type = "zipfian"; ///< "zipfian", "common" or "common_no_support"
+    bool zipf_within_common_rare = false;   ///< draws within common / rare follow their Zipf weights (else uniform)
     /// Curriculum (Garg et al. 2022; not a key of the task section, set by trainingTask()): only the
     /// first active_dims coordinates of every x_i and x_q are drawn, the rest are exactly 0; for
     /// sparse_linear_regression the support of w lies among them. 0 = all d coordinates.

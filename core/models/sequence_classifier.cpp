@@ -188,6 +188,11 @@ FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed)
     o.exemplar_labels_path = task.exemplar_labels_path;
     o.image_size = task.image_size;
     o.exemplars_per_class = task.exemplars_per_class;
+    o.n_common_classes = task.n_common_classes;
+    o.p_bursty_common = task.p_bursty_common;
+    o.p_bursty_zipfian = task.p_bursty_zipfian;
+    o.non_bursty_type = task.non_bursty_type;
+    o.zipf_within_common_rare = task.zipf_within_common_rare;
     o.seed = seed;
     return o;
 }

@@ -26,6 +26,12 @@ enum Stream : uint64_t {
     kIclStream = 0x1C1,
     kIwlStream = 0x1F1,
     kNoiseStream = 0x4015E,
+    // Evaluations on the other class sets (the holdout ICL and training IWL sets keep kIclStream / kIwlStream).
+    kIclCommonStream = 0x1C1C0,
+    kIclRareStream = 0x1C1AE,
+    kIclTrainingStream = 0x1C17A,
+    kIwlCommonStream = 0x1F1C0,
+    kIwlRareStream = 0x1F1AE,
 };
 
 // Portable draws: std::mt19937_64 is fully specified, the distributions on top of it are ours
@@ -71,6 +77,28 @@ FewShotClassification::FewShotClassification(const FewShotOptions& options,
             "within_class_noise must be >= 0, got " + std::to_string(o.within_class_noise));
     require(o.exemplars_per_class >= 0, "exemplars_per_class must be >= 0 (0 = all), got "
                                             + std::to_string(o.exemplars_per_class));
+    require(o.n_common_classes >= 0, "n_common_classes must be >= 0 (0 = no common / rare split), got "
+                                          + std::to_string(o.n_common_classes));
+    require(o.p_bursty_common >= 0 && o.p_bursty_common <= 1,
+            "p_bursty_common must be in [0, 1], got " + std::to_string(o.p_bursty_common));
+    require(o.p_bursty_zipfian >= 0 && o.p_bursty_zipfian <= 1,
+            "p_bursty_zipfian must be in [0, 1], got " + std::to_string(o.p_bursty_zipfian));
+    require(o.p_bursty_common + o.p_bursty_zipfian <= 1 + 1e-12,
+            "p_bursty_common + p_bursty_zipfian must be <= 1 (the rest are bursty sequences on rare classes), got "
+                + std::to_string(o.p_bursty_common + o.p_bursty_zipfian));
+    require(o.non_bursty_type == "zipfian" || o.non_bursty_type == "common" || o.non_bursty_type == "common_no_support",
+            "non_bursty_type must be \"zipfian\", \"common\" or \"common_no_support\", got \"" + o.non_bursty_type
+                + "\"");
+    if (o.n_common_classes == 0) {
+        require(o.p_bursty_zipfian == 1 && o.p_bursty_common == 0 && o.non_bursty_type == "zipfian"
+                    && !o.zipf_within_common_rare,
+                "p_bursty_common, p_bursty_zipfian, non_bursty_type and zipf_within_common_rare need a common / rare "
+                "split (n_common_classes > 0)");
+    } else {
+        require(o.n_common_classes >= 2 && o.n_classes - o.n_common_classes >= 2,
+                "n_common_classes must leave at least 2 common and 2 rare classes (2 classes per few-shot problem), "
+                "got " + std::to_string(o.n_common_classes) + " of n_classes = " + std::to_string(o.n_classes));
+    }
     m_nLabels = o.n_labels > 0 ? o.n_labels : o.n_classes * o.labels_per_class;
     require(m_nLabels >= std::max<int64_t>(2, o.labels_per_class),
             "n_labels must be >= max(2, labels_per_class), got " + std::to_string(m_nLabels));
@@ -113,6 +141,18 @@ std::vector<double> FewShotClassification::classProbabilities() const
     for (size_t r = 0; r < p.size(); ++r)
         p[r] = (m_zipfCumulative[r] - (r ? m_zipfCumulative[r - 1] : 0.0)) / total;
     return p;
+}
+
+std::vector<int64_t> FewShotClassification::commonClasses() const
+{
+    return {m_training.begin(), m_training.begin() + m_options.n_common_classes};
+}
+
+std::vector<int64_t> FewShotClassification::rareClasses() const
+{
+    if (!hasCommonRareSplit())
+        return {};
+    return {m_training.begin() + m_options.n_common_classes, m_training.end()};
 }
 
 std::vector<int64_t> FewShotClassification::labelsOf(int64_t classId) const
@@ -178,25 +218,75 @@ FewShotBatch FewShotClassification::assemble(const std::vector<int64_t>& classes
     return b;
 }
 
-namespace {
+const char* fewShotClassSetName(FewShotClassSet set)
+{
+    switch (set) {
+    case FewShotClassSet::Training:
+        return "training";
+    case FewShotClassSet::Common:
+        return "common";
+    case FewShotClassSet::Rare:
+        return "rare";
+    case FewShotClassSet::Holdout:
+        return "holdout";
+    }
+    return "?";
+}
 
-// Draws Zipf ranks from unnormalised cumulative weights, optionally excluding up to two ranks
-// (exact rejection: the result follows the distribution restricted to the other ranks).
-struct RankSampler {
-    const std::vector<double>& cumulative;
-    int64_t draw(Rng& rng, int64_t exclude1 = -1, int64_t exclude2 = -1) const
+/// Draws an index in [lo, hi) — a Zipf rank of a training class, or an index into the holdout classes — either
+/// uniformly or from the unnormalised cumulative Zipf weights restricted to [lo, hi), optionally excluding up to
+/// two indices (uniform: by counting past them; Zipf: exact rejection, so the result follows the distribution
+/// restricted to the other indices).
+struct FewShotClassification::SetSampler {
+    const std::vector<double>* cumulative = nullptr; ///< nullptr = uniform
+    int64_t lo = 0, hi = 0;
+    bool holdout = false; ///< indices into the holdout classes rather than ranks
+
+    int64_t size() const { return hi - lo; }
+    template <typename R> int64_t draw(R& rng, int64_t exclude1 = -1, int64_t exclude2 = -1) const
     {
+        if (!cumulative) {
+            int64_t e[2] = {exclude1, exclude2};
+            if (e[0] > e[1])
+                std::swap(e[0], e[1]);
+            const int64_t k = (e[0] >= 0) + (e[1] >= 0);
+            int64_t r = lo + rng.below(size() - k);
+            for (int64_t x : e)
+                if (x >= 0 && r >= x)
+                    ++r;
+            return r;
+        }
+        const std::vector<double>& c = *cumulative;
+        const double base = lo > 0 ? c[size_t(lo - 1)] : 0.0, top = c[size_t(hi - 1)];
         for (;;) {
-            const double u = rng.uniform() * cumulative.back();
-            int64_t r = int64_t(std::upper_bound(cumulative.begin(), cumulative.end(), u) - cumulative.begin());
-            r = std::min<int64_t>(r, int64_t(cumulative.size()) - 1);
+            const double u = lo > 0 ? base + rng.uniform() * (top - base) : rng.uniform() * top;
+            int64_t r = int64_t(std::upper_bound(c.begin() + lo, c.begin() + hi, u) - c.begin());
+            r = std::min<int64_t>(r, hi - 1);
             if (r != exclude1 && r != exclude2)
                 return r;
         }
     }
 };
 
-} // namespace
+FewShotClassification::SetSampler FewShotClassification::samplerOf(FewShotClassSet set) const
+{
+    const int64_t nc = m_options.n_common_classes;
+    require(set == FewShotClassSet::Training || set == FewShotClassSet::Holdout || nc > 0,
+            std::string("the ") + fewShotClassSetName(set)
+                + " classes need a common / rare split (n_common_classes > 0)");
+    const std::vector<double>* withinSet = m_options.zipf_within_common_rare ? &m_zipfCumulative : nullptr;
+    switch (set) {
+    case FewShotClassSet::Training:
+        return {&m_zipfCumulative, 0, m_options.n_classes, false};
+    case FewShotClassSet::Common:
+        return {withinSet, 0, nc, false};
+    case FewShotClassSet::Rare:
+        return {withinSet, nc, m_options.n_classes, false};
+    case FewShotClassSet::Holdout:
+        break;
+    }
+    return {nullptr, 0, m_options.n_holdout, true};
+}
 
 FewShotBatch FewShotClassification::sampleTraining(int64_t batch, uint64_t index, torch::Dtype dtype,
                                                    const torch::Device& device) const
@@ -204,30 +294,55 @@ FewShotBatch FewShotClassification::sampleTraining(int64_t batch, uint64_t index
     require(batch >= 0, "batch size must be >= 0, got " + std::to_string(batch));
     const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, kTrainingStream), index);
     Rng rng(streamSeed);
-    const RankSampler zipf{m_zipfCumulative};
-    const int64_t L = m_options.context_len, n = L + 1, m = m_options.labels_per_class;
+    const FewShotOptions& o = m_options;
+    const bool split = hasCommonRareSplit();
+    const SetSampler zipf = samplerOf(FewShotClassSet::Training);
+    const SetSampler common = split ? samplerOf(FewShotClassSet::Common) : zipf;
+    const SetSampler rare = split ? samplerOf(FewShotClassSet::Rare) : zipf;
+    const int64_t L = o.context_len, n = L + 1, m = o.labels_per_class;
     std::vector<int64_t> classes(static_cast<size_t>(batch * n)), labels(static_cast<size_t>(batch * n));
     std::vector<uint8_t> bursty(static_cast<size_t>(batch));
     std::vector<std::pair<int64_t, int64_t>> items(static_cast<size_t>(n)); // (rank, label)
     auto fixedLabel = [&](int64_t rank) { return labelOfRank(rank, rng.below(m)); };
     for (int64_t b = 0; b < batch; ++b) {
-        bursty[size_t(b)] = rng.uniform() < m_options.p_bursty;
+        bursty[size_t(b)] = rng.uniform() < o.p_bursty;
         if (bursty[size_t(b)]) {
-            const int64_t q = zipf.draw(rng), s = zipf.draw(rng, q);
+            // Which few-shot problem: without a split (p_bursty_zipfian = 1) no draw, so the sequences stay the
+            // same as before the split existed.
+            const SetSampler* fewShot = &zipf;
+            const SetSampler* others = &zipf;
+            if (o.p_bursty_zipfian < 1) {
+                const double u = rng.uniform();
+                if (u >= o.p_bursty_zipfian) {
+                    const bool onCommon = u < o.p_bursty_zipfian + o.p_bursty_common;
+                    fewShot = onCommon ? &common : &rare;
+                    others = onCommon ? &rare : &common;
+                }
+            }
+            const int64_t q = fewShot->draw(rng), s = fewShot->draw(rng, q);
             const int64_t labelQ = fixedLabel(q), labelS = fixedLabel(s);
             for (int64_t i = 0; i < 3; ++i) {
                 items[size_t(i)] = {q, labelQ};
                 items[size_t(3 + i)] = {s, labelS};
             }
             for (int64_t i = 6; i < L; ++i) {
-                const int64_t r = zipf.draw(rng, q, s);
+                // Zipf kind: the others exclude q and s; otherwise they come from the other (disjoint) set.
+                const int64_t r = others == fewShot ? others->draw(rng, q, s) : others->draw(rng);
                 items[size_t(i)] = {r, fixedLabel(r)};
             }
             rng.shuffle(items.begin(), items.begin() + L);
             items[size_t(L)] = {q, labelQ};
+        } else if (o.non_bursty_type == "common_no_support") {
+            const int64_t q = common.draw(rng);
+            for (int64_t i = 0; i < L; ++i) {
+                const int64_t r = common.draw(rng, q);
+                items[size_t(i)] = {r, fixedLabel(r)};
+            }
+            items[size_t(L)] = {q, fixedLabel(q)};
         } else {
+            const SetSampler& from = o.non_bursty_type == "common" ? common : zipf;
             for (int64_t i = 0; i < n; ++i) {
-                const int64_t r = zipf.draw(rng);
+                const int64_t r = from.draw(rng);
                 items[size_t(i)] = {r, fixedLabel(r)};
             }
         }
@@ -242,20 +357,31 @@ FewShotBatch FewShotClassification::sampleTraining(int64_t batch, uint64_t index
 FewShotBatch FewShotClassification::sampleIclEval(int64_t batch, uint64_t index, torch::Dtype dtype,
                                                   const torch::Device& device) const
 {
+    return sampleIclEval(FewShotClassSet::Holdout, batch, index, dtype, device);
+}
+
+FewShotBatch FewShotClassification::sampleIclEval(FewShotClassSet set, int64_t batch, uint64_t index,
+                                                  torch::Dtype dtype, const torch::Device& device) const
+{
     require(batch >= 0, "batch size must be >= 0, got " + std::to_string(batch));
-    require(m_options.n_holdout >= 2, "ICL evaluation needs n_holdout >= 2, got "
-                                          + std::to_string(m_options.n_holdout));
-    const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, kIclStream), index);
+    const SetSampler from = samplerOf(set);
+    if (set == FewShotClassSet::Holdout)
+        require(m_options.n_holdout >= 2, "ICL evaluation needs n_holdout >= 2, got "
+                                              + std::to_string(m_options.n_holdout));
+    const uint64_t stream = set == FewShotClassSet::Holdout ? kIclStream
+        : set == FewShotClassSet::Common                    ? kIclCommonStream
+        : set == FewShotClassSet::Rare                      ? kIclRareStream
+                                                            : kIclTrainingStream;
+    const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, stream), index);
     Rng rng(streamSeed);
-    const int64_t L = m_options.context_len, n = L + 1, shots = L / 2, h = m_options.n_holdout;
+    const int64_t L = m_options.context_len, n = L + 1, shots = L / 2;
+    auto classOf = [&](int64_t i) { return from.holdout ? m_holdout[size_t(i)] : m_training[size_t(i)]; };
     std::vector<int64_t> classes(static_cast<size_t>(batch * n)), labels(static_cast<size_t>(batch * n));
     std::vector<uint8_t> bursty(static_cast<size_t>(batch), 1);
     std::vector<std::pair<int64_t, int64_t>> items(static_cast<size_t>(n)); // (class id, label)
     for (int64_t b = 0; b < batch; ++b) {
-        const int64_t i0 = rng.below(h);
-        int64_t i1 = rng.below(h - 1);
-        i1 += i1 >= i0;
-        const int64_t c[2] = {m_holdout[size_t(i0)], m_holdout[size_t(i1)]};
+        const int64_t i0 = from.draw(rng), i1 = from.draw(rng, i0);
+        const int64_t c[2] = {classOf(i0), classOf(i1)};
         const int64_t label0 = rng.below(2); // labels {0, 1} assigned at random per sequence
         const int64_t label[2] = {label0, 1 - label0};
         for (int64_t i = 0; i < shots; ++i) {
@@ -276,19 +402,29 @@ FewShotBatch FewShotClassification::sampleIclEval(int64_t batch, uint64_t index,
 FewShotBatch FewShotClassification::sampleIwlEval(int64_t batch, uint64_t index, torch::Dtype dtype,
                                                   const torch::Device& device) const
 {
+    return sampleIwlEval(FewShotClassSet::Training, batch, index, dtype, device);
+}
+
+FewShotBatch FewShotClassification::sampleIwlEval(FewShotClassSet set, int64_t batch, uint64_t index,
+                                                  torch::Dtype dtype, const torch::Device& device) const
+{
     require(batch >= 0, "batch size must be >= 0, got " + std::to_string(batch));
-    const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, kIwlStream), index);
+    require(set != FewShotClassSet::Holdout,
+            "IWL evaluation draws training classes (their fixed labels); holdout classes have none");
+    const SetSampler from = samplerOf(set);
+    const uint64_t stream = set == FewShotClassSet::Training ? kIwlStream
+        : set == FewShotClassSet::Common                     ? kIwlCommonStream
+                                                             : kIwlRareStream;
+    const uint64_t streamSeed = mixSeed(mixSeed(m_options.seed, stream), index);
     Rng rng(streamSeed);
-    const RankSampler zipf{m_zipfCumulative};
     const int64_t L = m_options.context_len, n = L + 1, m = m_options.labels_per_class;
     std::vector<int64_t> classes(static_cast<size_t>(batch * n)), labels(static_cast<size_t>(batch * n));
     std::vector<uint8_t> bursty(static_cast<size_t>(batch), 0);
     for (int64_t b = 0; b < batch; ++b) {
-        const int64_t q = zipf.draw(rng);
+        const int64_t q = from.draw(rng);
         for (int64_t i = 0; i < n; ++i) {
-            const int64_t r = i < L ? zipf.draw(rng, q) : q;
-            const int64_t c = m_training[size_t(r)];
-            classes[size_t(b * n + i)] = c;
+            const int64_t r = i < L ? from.draw(rng, q) : q;
+            classes[size_t(b * n + i)] = m_training[size_t(r)];
             labels[size_t(b * n + i)] = labelOfRank(r, rng.below(m));
         }
     }

@@ -51,7 +51,38 @@ struct FewShotOptions {
     /// Image sources: draw only from the first k stored images of each class (1 = the paper's "single
     /// exemplar + pixel noise" condition); 0 = all of them.
     int64_t exemplars_per_class = 0;
+
+    /// Common / rare split of the training classes (the authors' SeqGenerator, Chan et al. 2022 code): the first
+    /// n_common_classes training classes in permuted order (Zipf ranks 1 … n_common_classes, the most frequent
+    /// under α > 0) are "common", the other n_classes − n_common_classes "rare". 0 = no split: training sequences
+    /// are bit-identical to those without these options, and the five options below must keep their defaults.
+    int64_t n_common_classes = 0;
+    /// Fraction of the bursty sequences that are few-shot problems on common classes (query class and second
+    /// class common, the L − 6 other items rare); the authors' p_bursty_common.
+    double p_bursty_common = 0.0;
+    /// Fraction of the bursty sequences drawn from the Zipf distribution over all training classes (the bursty
+    /// sequences without a split); the authors' p_bursty_zipfian. The remaining 1 − p_bursty_zipfian −
+    /// p_bursty_common are few-shot problems on rare classes with the other items common.
+    double p_bursty_zipfian = 1.0;
+    /// Non-bursty training sequences: "zipfian" (L+1 classes i.i.d. from the Zipf distribution over all training
+    /// classes), "common" (i.i.d. from the common classes; the authors' common_uniform) or "common_no_support"
+    /// (query class common, the context from the other common classes).
+    std::string non_bursty_type = "zipfian";
+    /// Draws restricted to the common (or rare) classes follow their Zipf weights renormalised over the set;
+    /// false: uniform over the set (the authors' use_zipf_for_common_rare).
+    bool zipf_within_common_rare = false;
 };
+
+/// A set of classes that sequences are drawn from (Chan et al. 2022; the authors' class_type).
+enum class FewShotClassSet {
+    Training, ///< all training classes, Zipf weights p(rank r) ∝ 1/r^α (the authors' "zipfian")
+    Common,   ///< common training classes (needs n_common_classes > 0)
+    Rare,     ///< rare training classes (needs n_common_classes > 0)
+    Holdout,  ///< holdout classes, uniform; never in training sequences
+};
+
+/// "training", "common", "rare" or "holdout".
+const char* fewShotClassSetName(FewShotClassSet set);
 
 /// A batch of sequences (x_1, y_1, …, x_L, y_L, x_q). Position L of every tensor is the query.
 struct FewShotBatch {
@@ -76,11 +107,12 @@ struct FewShotBatch {
 /// stored image of its class uniformly at random (with replacement, among the first exemplars_per_class
 /// when set), intensities in [0, 1], pixel noise not clipped. Construction fixes the seeded class
 /// permutation (first n_classes ids in permuted order = training classes by Zipf rank 1, 2, …; the next
-/// n_holdout = holdout) and the fixed labels: the training class of rank r (0-based) owns labels π[(r·m + j) mod n_labels], j < m,
-/// for a seeded permutation π of the vocabulary, so with the default vocabulary no two classes share a
-/// label (the authors' "ordered_polysemy" labelling). Sampling: the same (options, kind, index) gives the
-/// same batch; batches are drawn on the CPU and moved to `device` in `dtype` (labels/classes stay int64).
-/// Const methods may be called from any thread.
+/// n_holdout = holdout; with n_common_classes > 0 the training classes split into common, the first
+/// n_common_classes of them, and rare, the rest) and the fixed labels: the training class of rank r
+/// (0-based) owns labels π[(r·m + j) mod n_labels], j < m, for a seeded permutation π of the vocabulary, so
+/// with the default vocabulary no two classes share a label (the authors' "ordered_polysemy" labelling).
+/// Sampling: the same (options, kind, index) gives the same batch; batches are drawn on the CPU and moved to
+/// `device` in `dtype` (labels/classes stay int64). Const methods may be called from any thread.
 class FewShotClassification {
 public:
     /// `source` = nullptr: makeExemplarSource(options) (which loads files for image sources); otherwise the
@@ -97,6 +129,12 @@ public:
     const std::vector<int64_t>& trainingClasses() const { return m_training; }
     /// Holdout class ids, n_holdout of them.
     const std::vector<int64_t>& holdoutClasses() const { return m_holdout; }
+    /// True when n_common_classes > 0 splits the training classes into common and rare.
+    bool hasCommonRareSplit() const { return m_options.n_common_classes > 0; }
+    /// Common class ids: the first n_common_classes of trainingClasses() (empty without a split).
+    std::vector<int64_t> commonClasses() const;
+    /// Rare class ids: the rest of trainingClasses() (empty without a split).
+    std::vector<int64_t> rareClasses() const;
     /// p(rank r) = r^−α / Σ_k k^−α for r = 1 … n_classes, in trainingClasses() order.
     std::vector<double> classProbabilities() const;
     /// The labels_per_class fixed labels of a training class. Throws icl::Error for a holdout or unknown id.
@@ -118,24 +156,39 @@ public:
     /// its fixed labels chosen per sequence (the query shares q's), plus L − 6 items of other classes drawn
     /// from the Zipf distribution restricted to classes ∉ {q, s}, context shuffled, query from q. Otherwise
     /// non-bursty: L+1 classes i.i.d. from the Zipf distribution, the last is the query, each exemplar's
-    /// label uniform among its class's fixed labels. Returns exemplars [B, L+1, D], labels/classes
-    /// [B, L+1], bursty [B].
+    /// label uniform among its class's fixed labels. With a common / rare split (n_common_classes > 0) a
+    /// bursty sequence is of that Zipf kind with probability p_bursty_zipfian, else (one more uniform draw)
+    /// q and s are common and the L − 6 others rare (probability p_bursty_common), or q and s rare and the
+    /// others common; non-bursty sequences follow non_bursty_type. Returns exemplars [B, L+1, D],
+    /// labels/classes [B, L+1], bursty [B].
     FewShotBatch sampleTraining(int64_t batch, uint64_t index, torch::Dtype dtype = torch::kFloat32,
                                 const torch::Device& device = torch::kCPU) const;
 
-    /// ICL evaluation: 2 distinct holdout classes (uniform), L/2 shots each, labels {0, 1} assigned to them
-    /// at random per sequence, context shuffled, query from one of the two (uniform). Throws icl::Error
-    /// when n_holdout < 2.
+    /// ICL evaluation on holdout classes: sampleIclEval(FewShotClassSet::Holdout, …).
     FewShotBatch sampleIclEval(int64_t batch, uint64_t index, torch::Dtype dtype = torch::kFloat32,
                                const torch::Device& device = torch::kCPU) const;
+    /// ICL (few-shot) evaluation on a class set (the authors' fewshot_holdout / _common / _rare / _zipfian): 2
+    /// distinct classes of the set (holdout: uniform; training: Zipf; common, rare: uniform or Zipf within the
+    /// set per zipf_within_common_rare), L/2 shots each, labels {0, 1} assigned to them at random per sequence,
+    /// context shuffled, query from one of the two (uniform). Throws icl::Error when the set has fewer than 2
+    /// classes or is common / rare without a split.
+    FewShotBatch sampleIclEval(FewShotClassSet set, int64_t batch, uint64_t index,
+                               torch::Dtype dtype = torch::kFloat32, const torch::Device& device = torch::kCPU) const;
 
-    /// IWL evaluation (no support): query class from the Zipf distribution over training classes, L
-    /// context items i.i.d. from the same distribution restricted to other classes, fixed labels.
+    /// IWL evaluation on all training classes: sampleIwlEval(FewShotClassSet::Training, …).
     FewShotBatch sampleIwlEval(int64_t batch, uint64_t index, torch::Dtype dtype = torch::kFloat32,
                                const torch::Device& device = torch::kCPU) const;
+    /// IWL evaluation (no support; the authors' no_support_zipfian / _common / _rare): query class from the
+    /// set's distribution, L context items i.i.d. from the same distribution restricted to the set's other
+    /// classes, fixed labels. Throws icl::Error for the holdout set (no fixed labels) and for common / rare
+    /// without a split.
+    FewShotBatch sampleIwlEval(FewShotClassSet set, int64_t batch, uint64_t index,
+                               torch::Dtype dtype = torch::kFloat32, const torch::Device& device = torch::kCPU) const;
 
 private:
     int64_t labelOfRank(int64_t rank, int64_t j) const; ///< j-th fixed label of the training class of rank
+    struct SetSampler;
+    SetSampler samplerOf(FewShotClassSet set) const;
     FewShotBatch assemble(const std::vector<int64_t>& classes, const std::vector<int64_t>& labels,
                           const std::vector<uint8_t>& bursty, int64_t batch, uint64_t streamSeed,
                           torch::Dtype dtype, const torch::Device& device) const;

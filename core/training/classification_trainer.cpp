@@ -96,6 +96,16 @@ TrainResult trainClassification(const ExperimentConfig& cfg, const TrainOptions&
     const FewShotBatch evalSet = task.sampleTraining(nEval, kEvalBatchIndex, torch::kFloat32, device);
     const FewShotBatch iclSet = task.sampleIclEval(nEval, 0, torch::kFloat32, device);
     const FewShotBatch iwlSet = task.sampleIwlEval(nEval, 0, torch::kFloat32, device);
+    // With a common / rare split: ICL and IWL on each set as well (the authors' fewshot_common / _rare and
+    // no_support_common / _rare evaluations).
+    const bool split = task.hasCommonRareSplit();
+    std::vector<std::pair<std::string, FewShotBatch>> splitSets;
+    if (split)
+        for (FewShotClassSet set : {FewShotClassSet::Common, FewShotClassSet::Rare}) {
+            const std::string name = fewShotClassSetName(set);
+            splitSets.push_back({"icl_accuracy_" + name, task.sampleIclEval(set, nEval, 0, torch::kFloat32, device)});
+            splitSets.push_back({"iwl_accuracy_" + name, task.sampleIwlEval(set, nEval, 0, torch::kFloat32, device)});
+        }
 
     std::vector<MetricsRow> pending;
     double lossSum = 0.0, lastGradNorm = 0.0, lastLr = learningRate(tc, step);
@@ -121,6 +131,10 @@ TrainResult trainClassification(const ExperimentConfig& cfg, const TrainOptions&
         row["icl_in_context_rate"] = icl.in_context_rate;
         row["iwl_accuracy"] = iwl.accuracy;
         row["iwl_in_context_rate"] = iwl.in_context_rate;
+        for (const auto& [key, set] : splitSets) {
+            const ClassificationMetrics m = evaluateClassifier(*model, set);
+            row[key] = key.rfind("icl_", 0) == 0 ? m.accuracy_01 : m.accuracy;
+        }
         row["lr"] = lastLr;
         row["grad_norm"] = lastGradNorm;
         row["wall_time_s"] = wallOffset + elapsed();

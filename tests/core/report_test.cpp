@@ -53,4 +53,38 @@ TEST(Report, LossFigureHoldsEveryMetricSeriesAgainstStep)
     EXPECT_THROW(icl::alignmentFigure(s), std::runtime_error);  // no alignment metrics recorded
 }
 
+// The ICL vs IWL figure: holdout ICL and IWL always, the common / rare curves only for a run with that split.
+TEST(Report, IclIwlFigureDrawsCommonAndRareCurvesWhenRecorded)
+{
+    icl::RunSummary s;
+    s.path = "chan.h5";
+    s.config_json = "{}";
+    s.metrics["step"] = {0, 500, 1000};
+    s.metrics["icl_accuracy"] = {0.5, 0.6, 0.9};
+    s.metrics["icl_accuracy_all_labels"] = {0.4, 0.6, 0.9};
+    s.metrics["iwl_accuracy"] = {0.0, 0.1, 0.2};
+    auto names = [](const icl::Figure& f) {
+        std::vector<std::string> n;
+        for (const auto& series : f.series)
+            n.push_back(series.name);
+        return n;
+    };
+    EXPECT_EQ(names(icl::iclIwlFigure(s)), (std::vector<std::string>{"ICL (holdout, labels {0, 1})",
+                                                                      "ICL (holdout, all labels)", "IWL (no support)",
+                                                                      "chance (2-way)"}));
+    s.metrics["icl_accuracy_common"] = {0.5, 0.5, 0.55};
+    s.metrics["icl_accuracy_rare"] = {0.5, 0.7, 0.95};
+    s.metrics["iwl_accuracy_common"] = {0.0, 0.8, 1.0};
+    s.metrics["iwl_accuracy_rare"] = {0.0, 0.0, 0.05};
+    const icl::Figure f = icl::iclIwlFigure(s);
+    ASSERT_EQ(names(f), (std::vector<std::string>{"ICL (holdout, labels {0, 1})", "ICL (holdout, all labels)",
+                                                   "IWL (no support)", "ICL (common, labels {0, 1})",
+                                                   "ICL (rare, labels {0, 1})", "IWL (common, no support)",
+                                                   "IWL (rare, no support)", "chance (2-way)"}));
+    EXPECT_EQ(f.series[4].y, s.metrics["icl_accuracy_rare"]);
+    EXPECT_EQ(f.series[5].x, s.metrics["step"]);
+    EXPECT_EQ(f.series[5].y, s.metrics["iwl_accuracy_common"]);
+    EXPECT_EQ(f.series[5].style, icl::Series::Style::Dashed);
+}
+
 } // namespace

@@ -442,6 +442,50 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     expectOneLineError(run("analyze " + out + " attention --prompts 3 --out " + h5), "add --force");
 }
 
+// A few-shot run with a common / rare split (task.n_common_classes): train, info, analyze icl-iwl and the icl_iwl
+// export all report ICL and IWL accuracy on common and on rare classes, and the on-demand evaluation of the run's
+// own sequences reproduces what training stored; the split's options without a split are one line naming the key.
+TEST(Cli, CommonRareSplitInTrainInfoAnalyzeAndExport)
+{
+    const std::string out = temp("cli_common_rare.h5");
+    const std::string sets = " --set task.n_classes=100 --set task.n_common_classes=10 --set task.p_bursty_zipfian=0"
+                             " --set task.non_bursty_type=common --set training.eval_every=2"
+                             " --set training.checkpoint_every=2 --set eval.n_prompts=32";
+    const Result t = run("train --preset chan-bursty --steps 4 --threads 1 --out " + out + sets);
+    ASSERT_EQ(t.code, 0) << t.err;
+    EXPECT_NE(t.out.find("common classes: ICL accuracy"), std::string::npos) << t.out;
+
+    const Result infoText = run("info " + out);
+    ASSERT_EQ(infoText.code, 0) << infoText.err;
+    EXPECT_NE(infoText.out.find("common classes: ICL accuracy"), std::string::npos) << infoText.out;
+    EXPECT_NE(infoText.out.find("rare classes:   ICL accuracy"), std::string::npos) << infoText.out;
+    const auto info = nlohmann::json::parse(run("info " + out + " --json").out);
+    EXPECT_EQ(info["config"]["task"]["n_common_classes"], 10);
+    EXPECT_EQ(info["config"]["task"]["non_bursty_type"], "common");
+
+    const Result a = run("analyze " + out + " icl-iwl --json");
+    ASSERT_EQ(a.code, 0) << a.err;
+    const auto analysis = nlohmann::json::parse(a.out);
+    for (const char* key : {"icl_accuracy_common", "icl_accuracy_rare", "iwl_accuracy_common", "iwl_accuracy_rare"}) {
+        ASSERT_TRUE(analysis.contains(key)) << key;
+        EXPECT_DOUBLE_EQ(analysis[key].get<double>(), info["final"][key].get<double>()) << key;
+    }
+    const Result aText = run("analyze " + out + " icl-iwl");
+    EXPECT_NE(aText.out.find("IWL, rare classes, no support in context"), std::string::npos) << aText.out;
+
+    const std::string csv = temp("cli_common_rare.csv");
+    ASSERT_EQ(run("export " + out + " --plot icl_iwl --format csv --out " + csv).code, 0);
+    std::ifstream f(csv);
+    std::stringstream text;
+    text << f.rdbuf();
+    EXPECT_NE(text.str().find("ICL (common, labels {0, 1})"), std::string::npos) << text.str();
+    EXPECT_NE(text.str().find("IWL (rare, no support)"), std::string::npos) << text.str();
+
+    expectOneLineError(run("train --preset chan-bursty --steps 1 --set task.p_bursty_zipfian=0.5 --out "
+                           + temp("cli_no_split.h5")),
+                       "task.p_bursty_zipfian");
+}
+
 // A 2 × 2 sweep (p_bursty × model) of the few-shot classification task run as local processes, then
 // aggregated: one table row per run with its grid values, plots per numeric key; a second sweep call finds
 // every run finished; --emit-slurm writes a valid array script; a malformed grid is one line naming the key.

@@ -410,3 +410,366 @@ TEST(FewShotClassification, InvalidOptionsThrow)
     EXPECT_THROW(noHoldout.sampleIclEval(4, 0), icl::Error);
     EXPECT_NO_THROW(noHoldout.sampleTraining(4, 0));
 }
+
+namespace {
+
+// FNV-1a over the int64 values of a tensor (classes, labels, bursty flags): our own portable draws decide
+// them, so the hash is the same on every platform.
+uint64_t fingerprint(const torch::Tensor& t)
+{
+    const torch::Tensor v = t.to(torch::kInt64).contiguous().flatten();
+    const auto a = v.accessor<int64_t, 1>();
+    uint64_t h = 1469598103934665603ull;
+    for (int64_t i = 0; i < v.numel(); ++i)
+        for (int byte = 0; byte < 8; ++byte) {
+            h ^= (uint64_t(a[i]) >> (8 * byte)) & 0xFF;
+            h *= 1099511628211ull;
+        }
+    return h;
+}
+
+} // namespace
+
+// n_common_classes = 0 (the default) is the generator before the common / rare split existed: the classes, labels
+// and bursty flags hash to the values that the code before the split produced for these options and indices
+// (recorded from it), and exemplars are bitwise those of a default-constructed option set. A split with the
+// default mix (p_bursty_zipfian = 1, non_bursty_type "zipfian") draws the same training sequences too, and the
+// holdout ICL and training IWL evaluations do not depend on it.
+TEST(FewShotClassification, NoCommonRareSplitGivesTheSequencesOfTheCodeBeforeIt)
+{
+    auto o = smallOptions();
+    o.zipf_alpha = 1.0;
+    o.labels_per_class = 2;
+    auto explicitZero = o;
+    explicitZero.n_common_classes = 0;
+    const icl::FewShotClassification task(o), zero(explicitZero);
+    EXPECT_FALSE(task.hasCommonRareSplit());
+    EXPECT_TRUE(task.commonClasses().empty());
+    EXPECT_TRUE(task.rareClasses().empty());
+    const std::vector<icl::FewShotBatch> batches
+        = {task.sampleTraining(256, 5), task.sampleIclEval(256, 5), task.sampleIwlEval(256, 5)};
+    const std::vector<icl::FewShotBatch> again
+        = {zero.sampleTraining(256, 5), zero.sampleIclEval(256, 5), zero.sampleIwlEval(256, 5)};
+    const uint64_t before[3][3] = {{0xfea3a80c3e4fd100ull, 0x1564f1ba0cccb44eull, 0xb4741c60e2a957c2ull},
+                                   {0xce5cedadcfda301full, 0xcf4fb8ea8c98c7a2ull, 0xe481099e69605383ull},
+                                   {0x9f1789d2b2c58678ull, 0x08d3eedf31fee46aull, 0x19dbc3365ea56383ull}};
+    for (size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(fingerprint(batches[k].classes), before[k][0]) << "batch kind " << k;
+        EXPECT_EQ(fingerprint(batches[k].labels), before[k][1]) << "batch kind " << k;
+        EXPECT_EQ(fingerprint(batches[k].bursty), before[k][2]) << "batch kind " << k;
+        EXPECT_TRUE(torch::equal(batches[k].exemplars, again[k].exemplars)) << "batch kind " << k;
+        EXPECT_TRUE(torch::equal(batches[k].classes, again[k].classes)) << "batch kind " << k;
+        EXPECT_TRUE(torch::equal(batches[k].labels, again[k].labels)) << "batch kind " << k;
+    }
+
+    auto split = o;
+    split.n_common_classes = 5;
+    const icl::FewShotClassification withSplit(split);
+    const std::vector<icl::FewShotBatch> splitBatches
+        = {withSplit.sampleTraining(256, 5), withSplit.sampleIclEval(256, 5), withSplit.sampleIwlEval(256, 5)};
+    for (size_t k = 0; k < 3; ++k) {
+        EXPECT_TRUE(torch::equal(batches[k].exemplars, splitBatches[k].exemplars)) << "batch kind " << k;
+        EXPECT_TRUE(torch::equal(batches[k].classes, splitBatches[k].classes)) << "batch kind " << k;
+        EXPECT_TRUE(torch::equal(batches[k].labels, splitBatches[k].labels)) << "batch kind " << k;
+    }
+}
+
+TEST(FewShotClassification, CommonRareAndHoldoutClassesPartitionTheClassesInSeededOrder)
+{
+    auto o = smallOptions(); // 20 training + 10 holdout classes
+    o.n_common_classes = 6;
+    const icl::FewShotClassification task(o);
+    ASSERT_TRUE(task.hasCommonRareSplit());
+    const auto common = task.commonClasses(), rare = task.rareClasses();
+    ASSERT_EQ(common.size(), 6u);
+    ASSERT_EQ(rare.size(), 14u);
+    std::set<int64_t> all(common.begin(), common.end());
+    all.insert(rare.begin(), rare.end());
+    all.insert(task.holdoutClasses().begin(), task.holdoutClasses().end());
+    EXPECT_EQ(all.size(), 30u); // disjoint …
+    EXPECT_EQ(*all.begin(), 0); // … and covering the ids 0 … 29
+    EXPECT_EQ(*all.rbegin(), 29);
+    // Common = the first n_common_classes training classes in permuted (Zipf rank) order, rare = the rest.
+    EXPECT_EQ(common, std::vector<int64_t>(task.trainingClasses().begin(), task.trainingClasses().begin() + 6));
+    EXPECT_EQ(rare, std::vector<int64_t>(task.trainingClasses().begin() + 6, task.trainingClasses().end()));
+
+    // The permutation is fixed by the seed: the same seed gives the same sets, and the split does not move
+    // the training / holdout partition (a smaller common set is a prefix of a larger one).
+    EXPECT_EQ(icl::FewShotClassification(o).commonClasses(), common);
+    EXPECT_EQ(icl::FewShotClassification(o).rareClasses(), rare);
+    auto fewer = o;
+    fewer.n_common_classes = 3;
+    const icl::FewShotClassification f(fewer);
+    EXPECT_EQ(f.commonClasses(), std::vector<int64_t>(common.begin(), common.begin() + 3));
+    EXPECT_EQ(f.trainingClasses(), task.trainingClasses());
+    EXPECT_EQ(f.holdoutClasses(), task.holdoutClasses());
+    auto noSplit = o;
+    noSplit.n_common_classes = 0;
+    EXPECT_EQ(icl::FewShotClassification(noSplit).trainingClasses(), task.trainingClasses());
+    // Another seed, another permutation: over 5 other seeds the common set changes every time (P(same 6 of 20
+    // in the same order) is negligible).
+    for (uint64_t seed = 100; seed < 105; ++seed) {
+        auto other = o;
+        other.seed = seed;
+        EXPECT_NE(icl::FewShotClassification(other).commonClasses(), common) << "seed " << seed;
+    }
+}
+
+namespace {
+
+// H_n(α) = Σ_{r=1}^{n} r^−α over ranks first … last (1-based, inclusive).
+double zipfMass(int first, int last, double alpha)
+{
+    double h = 0;
+    for (int r = first; r <= last; ++r)
+        h += std::pow(r, -alpha);
+    return h;
+}
+
+// χ² of observed counts against probabilities p (same order); counts sum to n.
+double chiSquare(const std::vector<double>& counts, const std::vector<double>& p)
+{
+    double n = 0, chi2 = 0;
+    for (double c : counts)
+        n += c;
+    for (size_t i = 0; i < counts.size(); ++i)
+        chi2 += (counts[i] - n * p[i]) * (counts[i] - n * p[i]) / (n * p[i]);
+    return chi2;
+}
+
+} // namespace
+
+// Bursty sequences on common / rare classes (p_bursty_zipfian = 0): the query class and the second class (3 each)
+// come from one set, the L − 6 others from the other set, and a fraction p_bursty_common of them are on common
+// classes; uniform within each set; non-bursty "common" sequences hold common classes only.
+TEST(FewShotClassification, CommonAndRareBurstySequencesFollowTheConfiguredMix)
+{
+    auto o = smallOptions();
+    o.n_classes = 30;
+    o.n_common_classes = 6;
+    o.zipf_alpha = 1.0; // irrelevant within the sets (uniform), only for the Zipf kind
+    o.p_bursty = 0.75;
+    o.p_bursty_zipfian = 0.0;
+    o.p_bursty_common = 0.3;
+    o.non_bursty_type = "common";
+    const icl::FewShotClassification task(o);
+    const auto commonV = task.commonClasses(), rareV = task.rareClasses();
+    const std::set<int64_t> common(commonV.begin(), commonV.end()), rare(rareV.begin(), rareV.end());
+    const int64_t n = 20000;
+    const auto b = task.sampleTraining(n, 4);
+    const auto cls = b.classes.accessor<int64_t, 2>();
+    const auto bursty = b.bursty.accessor<bool, 1>();
+    int64_t nBursty = 0, burstyCommon = 0;
+    std::map<int64_t, double> commonQueries, rareQueries;
+    for (int64_t s = 0; s < n; ++s) {
+        const int64_t q = cls[s][8];
+        if (!bursty[s]) {
+            for (int64_t i = 0; i < 9; ++i)
+                ASSERT_EQ(common.count(cls[s][i]), 1u) << "non-bursty \"common\" sequence " << s;
+            continue;
+        }
+        ++nBursty;
+        const bool onCommon = common.count(q) == 1;
+        const std::set<int64_t>& own = onCommon ? common : rare;
+        const std::set<int64_t>& other = onCommon ? rare : common;
+        ASSERT_EQ(own.count(q), 1u);
+        std::map<int64_t, int> count;
+        for (int64_t i = 0; i < 8; ++i)
+            ++count[cls[s][i]];
+        int fromOwn = 0, fromOther = 0;
+        for (const auto& [c, k] : count) {
+            if (own.count(c)) {
+                EXPECT_EQ(k, 3) << "a class of the few-shot problem shows 3 times, sequence " << s;
+                fromOwn += k;
+            } else {
+                EXPECT_EQ(other.count(c), 1u) << "class " << c << " is neither common nor rare";
+                fromOther += k;
+            }
+        }
+        EXPECT_EQ(count[q], 3) << "sequence " << s;
+        EXPECT_EQ(fromOwn, 6) << "query class and second class of the same set, sequence " << s;
+        EXPECT_EQ(fromOther, 2) << "L − 6 = 2 items of the other set, sequence " << s;
+        burstyCommon += onCommon;
+        ++(onCommon ? commonQueries : rareQueries)[q];
+    }
+    EXPECT_NEAR(nBursty / double(n), 0.75, binomialTolerance(0.75, n));
+    EXPECT_NEAR(burstyCommon / double(nBursty), 0.3, binomialTolerance(0.3, nBursty));
+    // Uniform within the sets: χ² with 5 (common) and 23 (rare) degrees of freedom,
+    // P(χ² > 20.5) = P(χ² > 49.7) = 0.001.
+    ASSERT_EQ(commonQueries.size(), 6u);
+    ASSERT_EQ(rareQueries.size(), 24u);
+    std::vector<double> cc, rc;
+    for (const auto& [c, k] : commonQueries)
+        cc.push_back(k);
+    for (const auto& [c, k] : rareQueries)
+        rc.push_back(k);
+    EXPECT_LT(chiSquare(cc, std::vector<double>(6, 1.0 / 6)), 20.5);
+    EXPECT_LT(chiSquare(rc, std::vector<double>(24, 1.0 / 24)), 49.7);
+}
+
+// A mix of Zipf, common and rare bursty sequences: P(query common) = p_zipf·Z_c + p_common, with Z_c the Zipf mass of
+// the common ranks; with zipf_within_common_rare the common queries of common few-shot problems follow the Zipf
+// weights renormalised over the common ranks.
+TEST(FewShotClassification, QueryFrequenciesOfZipfCommonAndRareMixMatchClosedForm)
+{
+    for (bool zipfWithin : {false, true}) {
+        auto o = smallOptions();
+        o.n_classes = 30;
+        o.n_common_classes = 5;
+        o.zipf_alpha = 1.0;
+        o.p_bursty = 1.0;
+        o.p_bursty_zipfian = 0.4;
+        o.p_bursty_common = 0.2;
+        o.zipf_within_common_rare = zipfWithin;
+        const icl::FewShotClassification task(o);
+        const auto commonV = task.commonClasses();
+        const std::set<int64_t> common(commonV.begin(), commonV.end());
+        const int64_t n = 40000;
+        const auto q = task.sampleTraining(n, 8).queryClasses();
+        const auto qa = q.accessor<int64_t, 1>();
+        int64_t queryCommon = 0;
+        for (int64_t s = 0; s < n; ++s)
+            queryCommon += common.count(qa[s]);
+        const double zc = zipfMass(1, 5, 1.0) / zipfMass(1, 30, 1.0);
+        const double expected = 0.4 * zc + 0.2;
+        EXPECT_NEAR(queryCommon / double(n), expected, binomialTolerance(expected, n)) << zipfWithin;
+        // Each common class as a query: p = 0.4·r^−1/H_30 + 0.2·w_r, w_r = 1/5 (uniform) or r^−1/H_5 (Zipf
+        // within).
+        std::vector<double> counts, p;
+        double pSum = 0;
+        for (int r = 1; r <= 5; ++r) {
+            const double w = zipfWithin ? std::pow(r, -1.0) / zipfMass(1, 5, 1.0) : 0.2;
+            p.push_back(0.4 * std::pow(r, -1.0) / zipfMass(1, 30, 1.0) + 0.2 * w);
+            pSum += p.back();
+            counts.push_back(q.eq(commonV[size_t(r - 1)]).sum().item<int64_t>());
+            EXPECT_NEAR(counts.back() / double(n), p.back(), binomialTolerance(p.back(), n))
+                << "rank " << r << ", zipf within " << zipfWithin;
+        }
+        for (double& x : p)
+            x /= pSum;
+        // χ² with 4 degrees of freedom: P(χ² > 18.47) = 0.001.
+        EXPECT_LT(chiSquare(counts, p), 18.47) << zipfWithin;
+    }
+}
+
+// No-support sequences (training "common_no_support", IWL evaluation on common and on rare classes): the query
+// class is never in the context, every class belongs to the set, labels are the classes' fixed labels.
+TEST(FewShotClassification, NoSupportSequencesNeverContainTheQueryClass)
+{
+    auto o = smallOptions();
+    o.n_classes = 24;
+    o.n_common_classes = 4;
+    o.labels_per_class = 2;
+    o.p_bursty = 0.0;
+    o.non_bursty_type = "common_no_support";
+    const icl::FewShotClassification task(o);
+    const auto commonV = task.commonClasses(), rareV = task.rareClasses();
+    const std::set<int64_t> common(commonV.begin(), commonV.end()), rare(rareV.begin(), rareV.end());
+    struct Case {
+        icl::FewShotBatch batch;
+        const std::set<int64_t>* set;
+        const char* what;
+    };
+    const std::vector<Case> cases = {
+        {task.sampleTraining(3000, 1), &common, "training common_no_support"},
+        {task.sampleIwlEval(icl::FewShotClassSet::Common, 3000, 1), &common, "IWL common"},
+        {task.sampleIwlEval(icl::FewShotClassSet::Rare, 3000, 1), &rare, "IWL rare"}};
+    for (const auto& [b, set, what] : cases) {
+        EXPECT_FALSE(b.bursty.any().item<bool>()) << what;
+        const auto cls = b.classes.accessor<int64_t, 2>();
+        const auto lab = b.labels.accessor<int64_t, 2>();
+        std::set<int64_t> queries;
+        for (int64_t s = 0; s < b.batchSize(); ++s) {
+            queries.insert(cls[s][8]);
+            for (int64_t i = 0; i < 9; ++i) {
+                ASSERT_EQ(set->count(cls[s][i]), 1u) << what << ", sequence " << s << ", position " << i;
+                if (i < 8)
+                    ASSERT_NE(cls[s][i], cls[s][8]) << what << ", sequence " << s << ", position " << i;
+                const auto fixed = task.labelsOf(cls[s][i]);
+                EXPECT_NE(std::find(fixed.begin(), fixed.end(), lab[s][i]), fixed.end()) << what;
+            }
+        }
+        EXPECT_EQ(queries, *set) << what << ": every class of the set is a query";
+    }
+}
+
+// Few-shot (ICL) evaluation on common and on rare classes: 2 distinct classes of the set, 4 shots each, labels
+// {0, 1} per sequence; uniform over the set, so each class is in a sequence with probability 2/|set|.
+TEST(FewShotClassification, FewShotCommonAndRareSequencesUseOnlyClassesOfThatSet)
+{
+    auto o = smallOptions();
+    o.n_classes = 20;
+    o.n_common_classes = 5;
+    const icl::FewShotClassification task(o);
+    for (const auto set : {icl::FewShotClassSet::Common, icl::FewShotClassSet::Rare}) {
+        const auto members = set == icl::FewShotClassSet::Common ? task.commonClasses() : task.rareClasses();
+        const std::set<int64_t> allowed(members.begin(), members.end());
+        const int64_t n = 4000;
+        const auto b = task.sampleIclEval(set, n, 2);
+        EXPECT_TRUE(b.bursty.all().item<bool>());
+        const auto cls = b.classes.accessor<int64_t, 2>();
+        const auto lab = b.labels.accessor<int64_t, 2>();
+        std::map<int64_t, int64_t> sequencesWithClass;
+        for (int64_t s = 0; s < n; ++s) {
+            std::map<int64_t, int> count;
+            std::map<int64_t, std::set<int64_t>> labelsOfClass;
+            for (int64_t i = 0; i < 8; ++i) {
+                ++count[cls[s][i]];
+                labelsOfClass[cls[s][i]].insert(lab[s][i]);
+                ASSERT_TRUE(lab[s][i] == 0 || lab[s][i] == 1);
+            }
+            ASSERT_EQ(count.size(), 2u) << fewShotClassSetName(set) << ", sequence " << s;
+            for (const auto& [c, k] : count) {
+                ASSERT_EQ(allowed.count(c), 1u) << "class " << c << " not " << fewShotClassSetName(set);
+                EXPECT_EQ(k, 4);
+                ASSERT_EQ(labelsOfClass[c].size(), 1u);
+                ++sequencesWithClass[c];
+            }
+            EXPECT_NE(*labelsOfClass.begin()->second.begin(), *labelsOfClass.rbegin()->second.begin());
+            ASSERT_EQ(count.count(cls[s][8]), 1u);
+            EXPECT_EQ(lab[s][8], *labelsOfClass[cls[s][8]].begin());
+        }
+        ASSERT_EQ(sequencesWithClass.size(), allowed.size());
+        const double p = 2.0 / double(allowed.size());
+        for (const auto& [c, k] : sequencesWithClass)
+            EXPECT_NEAR(k / double(n), p, binomialTolerance(p, n)) << fewShotClassSetName(set) << " class " << c;
+    }
+    // Each set has its own stream of draws: the label layouts (labels {0, 1} of context and query) differ.
+    const torch::Tensor holdoutLabels = task.sampleIclEval(icl::FewShotClassSet::Holdout, 64, 0).labels;
+    const torch::Tensor commonLabels = task.sampleIclEval(icl::FewShotClassSet::Common, 64, 0).labels;
+    const torch::Tensor rareLabels = task.sampleIclEval(icl::FewShotClassSet::Rare, 64, 0).labels;
+    EXPECT_FALSE(torch::equal(holdoutLabels, commonLabels));
+    EXPECT_FALSE(torch::equal(commonLabels, rareLabels));
+}
+
+TEST(FewShotClassification, InvalidCommonRareOptionsThrow)
+{
+    auto with = [](auto edit) {
+        auto o = smallOptions();
+        o.n_common_classes = 5;
+        edit(o);
+        return o;
+    };
+    using icl::FewShotClassification;
+    EXPECT_THROW(FewShotClassification(with([](auto& o) { o.n_common_classes = 1; })), icl::Error);
+    EXPECT_THROW(FewShotClassification(with([](auto& o) { o.n_common_classes = 19; })), icl::Error); // 1 rare
+    EXPECT_THROW(FewShotClassification(with([](auto& o) { o.n_common_classes = -1; })), icl::Error);
+    EXPECT_THROW(FewShotClassification(with([](auto& o) { o.p_bursty_common = 0.5; })), icl::Error); // sum 1.5
+    EXPECT_THROW(FewShotClassification(with([](auto& o) { o.p_bursty_zipfian = -0.1; })), icl::Error);
+    EXPECT_THROW(FewShotClassification(with([](auto& o) { o.non_bursty_type = "rare"; })), icl::Error);
+    EXPECT_NO_THROW(FewShotClassification(with([](auto& o) {
+        o.p_bursty_zipfian = 0.5;
+        o.p_bursty_common = 0.5;
+    })));
+    // Without a split the common / rare options must keep their defaults, and there are no such sets.
+    auto none = [&](auto edit) { return with([&](auto& o) { o.n_common_classes = 0; edit(o); }); };
+    EXPECT_THROW(FewShotClassification(none([](auto& o) { o.p_bursty_zipfian = 0.5; })), icl::Error);
+    EXPECT_THROW(FewShotClassification(none([](auto& o) { o.p_bursty_common = 0.0001; o.p_bursty_zipfian = 0.5; })),
+                 icl::Error);
+    EXPECT_THROW(FewShotClassification(none([](auto& o) { o.non_bursty_type = "common"; })), icl::Error);
+    EXPECT_THROW(FewShotClassification(none([](auto& o) { o.zipf_within_common_rare = true; })), icl::Error);
+    const FewShotClassification noSplit(smallOptions());
+    EXPECT_THROW(noSplit.sampleIclEval(icl::FewShotClassSet::Common, 4, 0), icl::Error);
+    EXPECT_THROW(noSplit.sampleIwlEval(icl::FewShotClassSet::Rare, 4, 0), icl::Error);
+    EXPECT_THROW(noSplit.sampleIwlEval(icl::FewShotClassSet::Holdout, 4, 0), icl::Error);
+}

@@ -160,6 +160,95 @@ TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
     expectError(c, "task.p_bursty");
     nlohmann::json regression = {{"model", {{"kind", "lstm"}}}};
     expectError(regression, "model.kind");
+    // The common / rare split (task.n_common_classes) and the options that need it.
+    c = fewShotConfig();
+    c["task"]["n_common_classes"] = 1;
+    expectError(c, "task.n_common_classes");
+    c["task"]["n_common_classes"] = 29;  // of 30: one rare class
+    expectError(c, "task.n_common_classes");
+    c = fewShotConfig();
+    c["task"]["p_bursty_zipfian"] = 0.5;
+    expectError(c, "task.p_bursty_zipfian");
+    c = fewShotConfig();
+    c["task"]["non_bursty_type"] = "common";
+    expectError(c, "task.non_bursty_type");
+    c["task"]["non_bursty_type"] = "rare";
+    c["task"]["n_common_classes"] = 5;
+    expectError(c, "task.non_bursty_type");
+    c = fewShotConfig();
+    c["task"]["zipf_within_common_rare"] = true;
+    expectError(c, "task.zipf_within_common_rare");
+    c["task"]["zipf_within_common_rare"] = "yes";
+    c["task"]["n_common_classes"] = 5;
+    expectError(c, "task.zipf_within_common_rare");
+    c = fewShotConfig();
+    c["task"]["n_common_classes"] = 5;
+    c["task"]["p_bursty_zipfian"] = 0.7;
+    c["task"]["p_bursty_common"] = 0.5;
+    expectError(c, "task.p_bursty_common");
+    c["task"]["p_bursty_common"] = 1.5;
+    expectError(c, "task.p_bursty_common");
+    // Absent keys: no split; the stored config round-trips them.
+    const icl::ExperimentConfig plain = icl::parseConfig(fewShotConfig());
+    EXPECT_EQ(plain.task.n_common_classes, 0);
+    EXPECT_EQ(plain.task.p_bursty_zipfian, 1.0);
+    EXPECT_EQ(plain.task.non_bursty_type, "zipfian");
+    c["task"]["p_bursty_common"] = 0.25;
+    c["task"]["non_bursty_type"] = "common_no_support";
+    c["task"]["zipf_within_common_rare"] = true;
+    const icl::ExperimentConfig parsed = icl::parseConfig(c);
+    const icl::ExperimentConfig back = icl::parseConfig(icl::toJson(parsed));
+    EXPECT_EQ(back.task.n_common_classes, 5);
+    EXPECT_EQ(back.task.p_bursty_common, 0.25);
+    EXPECT_EQ(back.task.p_bursty_zipfian, 0.7);
+    EXPECT_EQ(back.task.non_bursty_type, "common_no_support");
+    EXPECT_TRUE(back.task.zipf_within_common_rare);
+}
+
+// With a common / rare split the run also records ICL and IWL accuracy on the common and on the rare classes at
+// every evaluation, and the on-demand evaluation on the run's own sequences reproduces them; without a split
+// these metrics are absent.
+TEST(ClassificationTrainer, CommonRareSplitRecordsAccuraciesPerClassSet)
+{
+    const std::string path = tempPath("fewshot_common_rare.h5");
+    icl::TrainOptions o;
+    o.out_path = path;
+    o.threads = 1;
+    nlohmann::json c = fewShotConfig();
+    c["task"]["n_common_classes"] = 6;
+    c["task"]["p_bursty_zipfian"] = 0.5;
+    c["task"]["p_bursty_common"] = 0.2;
+    c["training"]["steps"] = 10;
+    EXPECT_EQ(icl::train(c, o, {}).final_step, 10);
+    const icl::RunSummary s = icl::readRunSummary(path);
+    const std::vector<std::string> keys
+        = {"icl_accuracy_common", "icl_accuracy_rare", "iwl_accuracy_common", "iwl_accuracy_rare"};
+    for (const std::string& key : keys) {
+        ASSERT_EQ(s.metrics.count(key), 1u) << key;
+        EXPECT_EQ(s.metrics.at(key).size(), s.metrics.at("step").size()) << key;
+        for (double v : s.metrics.at(key)) {
+            EXPECT_GE(v, 0.0) << key;
+            EXPECT_LE(v, 1.0) << key;
+            EXPECT_DOUBLE_EQ(v * 64.0, std::round(v * 64.0)) << key << ": a fraction of 64 sequences";
+        }
+    }
+    const icl::IclIwlResult e = icl::computeIclIwl(path, {});
+    EXPECT_TRUE(e.common_rare_split);
+    EXPECT_DOUBLE_EQ(e.icl_accuracy_common, s.metrics.at("icl_accuracy_common").back());
+    EXPECT_DOUBLE_EQ(e.icl_accuracy_rare, s.metrics.at("icl_accuracy_rare").back());
+    EXPECT_DOUBLE_EQ(e.iwl_accuracy_common, s.metrics.at("iwl_accuracy_common").back());
+    EXPECT_DOUBLE_EQ(e.iwl_accuracy_rare, s.metrics.at("iwl_accuracy_rare").back());
+    EXPECT_DOUBLE_EQ(e.icl_accuracy, s.metrics.at("icl_accuracy").back());
+
+    const std::string plain = tempPath("fewshot_no_split.h5");
+    o.out_path = plain;
+    c = fewShotConfig();
+    c["training"]["steps"] = 5;
+    icl::train(c, o, {});
+    const icl::RunSummary p = icl::readRunSummary(plain);
+    for (const std::string& key : keys)
+        EXPECT_EQ(p.metrics.count(key), 0u) << key;
+    EXPECT_FALSE(icl::computeIclIwl(plain, {}).common_rare_split);
 }
 
 namespace {
