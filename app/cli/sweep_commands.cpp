@@ -394,8 +394,9 @@ int runAggregate(const AggregateArgs& args)
             throw Error(csvPath + ": failed writing");
     }
 
-    // One figure per numeric grid key with ≥ 2 values: ICL and IWL accuracy (or eval loss) against it, one line
-    // per combination of the other keys (seeds averaged).
+    // One figure per grid key with ≥ 2 values: ICL and IWL accuracy (or eval loss) against it, one line per
+    // combination of the other keys (seeds averaged). A numeric key is the x axis itself; a key with other values
+    // (model.kind: gpt2, lstm, rnn) gets one named tick per value, in the order of the grid, and markers.
     const bool classification = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
         return std::isfinite(r.final.at("icl_accuracy"));
     });
@@ -405,21 +406,39 @@ int runAggregate(const AggregateArgs& args)
     for (const std::string& x : keys) {
         if (x == "seed")
             continue;
+        const bool numeric
+            = std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return r.values.at(x).is_number(); });
+        std::vector<std::string> categories;  // !numeric: distinct values in grid order
         std::set<double> xs;
-        bool numeric = true;
         for (const Row& r : rows) {
-            numeric &= r.values.at(x).is_number();
-            if (numeric)
+            if (numeric) {
                 xs.insert(r.values.at(x).get<double>());
+            } else if (std::find(categories.begin(), categories.end(), valueText(r.values.at(x))) == categories.end()) {
+                categories.push_back(valueText(r.values.at(x)));
+            }
         }
-        if (!numeric || xs.size() < 2)
+        if ((numeric ? xs.size() : categories.size()) < 2)
             continue;
+        auto position = [&](const Row& r) {
+            if (numeric)
+                return r.values.at(x).get<double>();
+            const std::string v = valueText(r.values.at(x));
+            return double(std::find(categories.begin(), categories.end(), v) - categories.begin());
+        };
         Figure f;
         f.name = "sweep_" + x;
         f.title = classification ? "ICL and IWL accuracy vs " + x : "eval loss vs " + x;
         f.x_label = x;
         f.y_label = classification ? "accuracy" : "eval loss";
         f.metadata = {{"sweep", (dir / "sweep.json").string()}, {"runs", std::to_string(rows.size())}};
+        std::string legend;  // the CSV's x column holds the tick positions; this line names them
+        for (size_t i = 0; i < categories.size(); ++i) {
+            f.x_ticks.push_back(double(i));
+            f.x_tick_labels.push_back(categories[i]);
+            legend += (i ? ", " : "") + std::to_string(i) + " = " + categories[i];
+        }
+        if (!numeric)
+            f.metadata["x_values"] = legend;
         // Group by the other non-seed keys.
         std::map<std::string, std::map<double, std::vector<const Row*>>> groups;
         for (const Row& r : rows) {
@@ -427,7 +446,7 @@ int runAggregate(const AggregateArgs& args)
             for (const auto& k : keys)
                 if (k != x && k != "seed")
                     group += (group.empty() ? "" : ", ") + k.substr(k.rfind('.') + 1) + " " + valueText(r.values.at(k));
-            groups[group][r.values.at(x).get<double>()].push_back(&r);
+            groups[group][position(r)].push_back(&r);
         }
         const std::vector<std::pair<std::string, std::string>> shown
             = classification ? std::vector<std::pair<std::string, std::string>>{{"icl_accuracy", "ICL"},
@@ -437,7 +456,9 @@ int runAggregate(const AggregateArgs& args)
             for (const auto& [metric, label] : shown) {
                 Series s;
                 s.name = label + (group.empty() ? "" : " (" + group + ")");
-                s.style = metric == "iwl_accuracy" ? Series::Style::Dashed : Series::Style::Line;
+                s.style = !numeric                    ? Series::Style::Markers
+                          : metric == "iwl_accuracy" ? Series::Style::Dashed
+                                                      : Series::Style::Line;
                 for (const auto& [xv, rs] : points) {
                     double sum = 0;
                     int n = 0;
