@@ -818,7 +818,7 @@ int runIclIwl(const AnalyzeArgs& args)
 int runAnalyze(const AnalyzeArgs& args)
 {
     if (args.kind == "icl-iwl")
-        return runIclIwl(args);
+        return args.show_sequence.empty() ? runIclIwl(args) : runShowSequence(args);
     if (args.kind == "attention")
         return runAttention(args);
     if (args.kind == "lens")

@@ -93,8 +93,14 @@ struct AnalyzeArgs {
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
     int64_t example = 1;            ///< patching: change_label's example i of y_i (1-based, as the token labels)
     std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
+    std::string show_sequence;         ///< icl-iwl: print one sequence of this kind (FewShotSequenceKind names) instead
 };
 int runAnalyze(const AnalyzeArgs& args);
+
+/// `icl-cli analyze RUN.h5 icl-iwl --show-sequence KIND [--seed S] [--checkpoint STEP] [--json]`
+/// (sequence_commands.cpp): one sequence of a few-shot classification run (sampleFewShotSequence) with the
+/// checkpoint's prediction at its query, as text or one JSON object.
+int runShowSequence(const AnalyzeArgs& args);
 
 /// The inspector's analyses (inspector_commands.cpp): one prompt drawn from --prompt-seed.
 int runAttention(const AnalyzeArgs& args);

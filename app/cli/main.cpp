@@ -157,6 +157,10 @@ int main(int argc, char** argv)
                   "(default: every attn.pattern.{l}); --prompts prompts are streamed to the file in chunks")
         ->delimiter(',');
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
+    a->add_option("--show-sequence", analyze.show_sequence,
+                  "icl-iwl: instead of the accuracies, print one sequence of this kind (training, training_bursty, "
+                  "training_iid, icl or iwl; index --seed) with the checkpoint's prediction at its query")
+        ->check(CLI::IsMember({"training", "training_bursty", "training_iid", "icl", "iwl"}));
     a->add_option("--reference", analyze.reference,
                   "gd-alignment: reference algorithm: the run's own (eval.alignment[0], else gd; the default), gd or "
                   "gdpp (K steps / layers for K linear layers), gd_k, gdpp_k, or features_gd_k (GD on meta-learned "

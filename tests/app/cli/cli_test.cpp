@@ -1,10 +1,13 @@
 // End-to-end tests of icl-cli as a user runs it: real processes, real files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <unistd.h>
@@ -589,4 +592,63 @@ TEST(Cli, SweepAggregateAndSlurmScript)
 
     std::ofstream(dir + "/bad.json") << R"({"preset": "chan-bursty", "grid": {"task.p_bursty": 0.5}})";
     expectOneLineError(run("sweep " + dir + "/bad.json --out " + out), "grid.task.p_bursty");
+}
+
+// The sequence viewer from the command line: `analyze icl-iwl --show-sequence KIND` prints one sequence of a
+// few-shot run and the checkpoint's prediction; its JSON obeys the sequence rules of Chan et al. (ICL: 2 holdout
+// classes × 4 shots with labels {0, 1}; IWL: no item of the query's class) and is self-consistent (the prediction
+// is the argmax of the probabilities, the in-context flag matches the labels); a regression run is one line.
+TEST(Cli, ShowSequenceOfAFewShotRun)
+{
+    const std::string out = temp("cli_show_sequence.h5");
+    const std::string sets = " --set task.n_classes=100 --set training.eval_every=2 --set training.checkpoint_every=2"
+                             " --set eval.n_prompts=32";
+    ASSERT_EQ(run("train --preset chan-bursty --steps 4 --threads 1 --out " + out + sets).code, 0);
+
+    const Result icl = run("analyze " + out + " icl-iwl --show-sequence icl --seed 3 --checkpoint 2 --json --threads 1");
+    ASSERT_EQ(icl.code, 0) << icl.err;
+    const auto s = nlohmann::json::parse(icl.out);
+    EXPECT_EQ(s["kind"], "icl");
+    EXPECT_EQ(s["seed"], 3);
+    EXPECT_EQ(s["checkpoint_step"], 2);
+    ASSERT_EQ(s["items"].size(), 9u);
+    std::map<int64_t, int> counts;
+    std::map<int64_t, std::set<int64_t>> labels;
+    for (size_t i = 0; i < 9; ++i) {
+        const auto& item = s["items"][i];
+        EXPECT_TRUE(item["holdout"].get<bool>());
+        const int64_t label = item["label"];
+        EXPECT_TRUE(label == 0 || label == 1);
+        labels[item["class"]].insert(label);
+        if (i < 8)
+            ++counts[item["class"]];
+    }
+    ASSERT_EQ(counts.size(), 2u);
+    for (const auto& [c, n] : counts) {
+        EXPECT_EQ(n, 4);
+        EXPECT_EQ(labels[c].size(), 1u);
+    }
+    const std::vector<double> p = s["probabilities"];
+    const int64_t argmax = std::max_element(p.begin(), p.end()) - p.begin();
+    EXPECT_EQ(s["predicted_label"], argmax);
+    EXPECT_EQ(s["predicted_label_01"], p[1] > p[0] ? 1 : 0);
+    EXPECT_EQ(s["top_labels"][0]["label"], argmax);
+    EXPECT_EQ(s["true_label"], s["items"][8]["label"]);
+    EXPECT_EQ(s["prediction_in_context"].get<bool>(), argmax == 0 || argmax == 1);
+    EXPECT_EQ(s["items"][0]["exemplar"].size(), s["exemplar_shape"][0].get<size_t>());
+
+    const auto iwl = nlohmann::json::parse(run("analyze " + out + " icl-iwl --show-sequence iwl --json").out);
+    for (size_t i = 0; i < 8; ++i)
+        EXPECT_NE(iwl["items"][i]["class"], iwl["items"][8]["class"]) << "no support for the query's class";
+
+    const Result text = run("analyze " + out + " icl-iwl --show-sequence training_bursty --seed 1");
+    ASSERT_EQ(text.code, 0) << text.err;
+    EXPECT_NE(text.out.find("training sequence (bursty), seed 1"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("predicted label "), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("most probable labels:"), std::string::npos) << text.out;
+
+    const std::string lsa = temp("cli_show_sequence_lsa.h5");
+    ASSERT_EQ(run(std::string("train") + kTiny + " --steps 1 --out " + lsa).code, 0);
+    expectOneLineError(run("analyze " + lsa + " icl-iwl --show-sequence icl"), "fewshot_classification");
+    EXPECT_NE(run("analyze " + out + " icl-iwl --show-sequence bursty").code, 0);
 }
