@@ -16,7 +16,8 @@ namespace icl {
 /// A few-shot classification checkpoint ready for evaluation: the run's config and summary, its task
 /// (class split, labels and exemplar source rebuilt from the config and experiment seed, as in training) and
 /// the classifier with the checkpoint's parameters (eval mode, CPU, float32). `source` is the task's loaded
-/// exemplar source, to share with variants of the task (FewShotClassification's second argument).
+/// exemplar source, to share with variants of the task (FewShotClassification's second argument); the last image
+/// source loaded is kept and reused while its options and files (paths, sizes, modification times) are unchanged.
 struct LoadedClassificationRun {
     RunSummary summary;
     ExperimentConfig config;

@@ -6,12 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "core/analysis/classification_run.h"
 #include "core/analysis/fewshot_sequence.h"
 #include "core/error.h"
 #include "core/io/config.h"
@@ -351,4 +353,29 @@ TEST_F(FewShotSequenceTest, ErrorsNameTheFileAndTheProblem)
         EXPECT_NE(what.find("fewshot_classification"), std::string::npos) << what;
         EXPECT_NE(what.find("sequence viewer"), std::string::npos) << what;
     }
+}
+
+// The loader keeps the last image source: a second load of the run reuses it, a rewritten image file is read
+// again (and the sequences drawn from it are unchanged when its content is).
+TEST_F(FewShotSequenceTest, ImageSourceIsReadOnceUntilItsFilesChange)
+{
+    const icl::LoadedClassificationRun a = icl::loadClassificationRun(s_imageRun, -1, "test");
+    const icl::LoadedClassificationRun b = icl::loadClassificationRun(s_imageRun, 3, "test");
+    EXPECT_EQ(a.source.get(), b.source.get());
+    const FewShotSequence before = icl::sampleFewShotSequence(s_imageRun, -1, FewShotSequenceKind::Icl, 1);
+
+    // The same bytes written again, one second later as far as the file system knows.
+    std::ifstream in(s_images, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    const auto then = fs::last_write_time(s_images);
+    std::ofstream(s_images, std::ios::binary | std::ios::trunc) << bytes;
+    fs::last_write_time(s_images, then + std::chrono::seconds(1));
+    const icl::LoadedClassificationRun c = icl::loadClassificationRun(s_imageRun, -1, "test");
+    EXPECT_NE(c.source.get(), a.source.get()) << "a changed file is read again";
+    const FewShotSequence after = icl::sampleFewShotSequence(s_imageRun, -1, FewShotSequenceKind::Icl, 1);
+    ASSERT_EQ(after.items.size(), before.items.size());
+    for (size_t i = 0; i < after.items.size(); ++i)
+        EXPECT_EQ(after.items[i].exemplar, before.items[i].exemplar);
+    EXPECT_EQ(after.probabilities, before.probabilities);
 }
