@@ -65,7 +65,7 @@ int runShowSequence(const AnalyzeArgs& args)
         json items = json::array();
         for (const FewShotItem& item : s.items)
             items.push_back({{"class", item.class_id}, {"label", item.label}, {"holdout", item.holdout},
-                             {"exemplar", item.exemplar}});
+                             {"rare", item.rare}, {"exemplar", item.exemplar}});
         json topLabels = json::array();
         for (const auto& [label, p] : top)
             topLabels.push_back({{"label", label}, {"probability", p}});
@@ -107,7 +107,7 @@ int runShowSequence(const AnalyzeArgs& args)
         const bool query = i + 1 == s.items.size();
         const std::string name = query ? "query" : "x" + std::to_string(i + 1);
         std::snprintf(line, sizeof line, "  %-6s %8lld %6lld  %-8s ", name.c_str(), static_cast<long long>(item.class_id),
-                      static_cast<long long>(item.label), item.holdout ? "holdout" : "");
+                      static_cast<long long>(item.label), item.holdout ? "holdout" : item.rare ? "rare" : "");
         std::cout << line << exemplarText(item, s.exemplar_shape) << (query ? "   (true label, not shown)" : "") << "\n";
     }
     const double pPredicted = s.probabilities[size_t(s.predicted_label)];

@@ -597,13 +597,13 @@ void IclIwlPage::showSequence(const icl::FewShotSequence& s)
         t.shape = s.exemplar_shape;
         const bool query = i == L;
         t.highlighted = query;
-        t.badge = item.holdout ? tr("holdout") : QString();
+        t.badge = item.holdout ? tr("holdout") : item.rare ? tr("rare") : QString();
         t.caption = query ? tr("query\nclass %1\ntrue label %2").arg(item.class_id).arg(item.label)
                           : tr("class %1\nlabel %2").arg(item.class_id).arg(item.label);
         t.toolTip = (query ? tr("query x_q: class %1%2, true label %3 (not shown to the model)")
                            : tr("x_%4: class %1%2, label y_%4 = %3").arg(i + 1))
                         .arg(item.class_id)
-                        .arg(item.holdout ? tr(" (holdout)") : QString())
+                        .arg(item.holdout ? tr(" (holdout)") : item.rare ? tr(" (rare)") : QString())
                         .arg(item.label);
         tiles.push_back(std::move(t));
     }

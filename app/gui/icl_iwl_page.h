@@ -48,7 +48,7 @@ class AnalysisRunner;
 /// line per combination of the other non-seed columns, averaged over seeds (as the aggregate's own plots).
 /// A third tab, the sequence viewer, shows one sequence drawn by icl::sampleFewShotSequence (a training
 /// sequence as drawn, bursty or i.i.d., an ICL or an IWL evaluation sequence; seed chosen or resampled with
-/// Ctrl+R) as a row of exemplar tiles with their classes and labels (holdout classes marked, the query
+/// Ctrl+R) as a row of exemplar tiles with their classes and labels (holdout and rare classes marked, the query
 /// highlighted), and the selected checkpoint's prediction at the query: true and predicted label, the
 /// prediction over {0, 1} for ICL sequences, whether the prediction is a label of the context, and the five
 /// most probable labels as a bar chart. It runs on the same worker thread when its tab is on screen.

@@ -46,6 +46,7 @@ FewShotSequence sampleFewShotSequence(const std::string& path, int64_t step, Few
     const torch::Tensor x = batch.exemplars.select(0, 0).to(torch::kFloat32).contiguous(); // [L+1, D]
     const torch::Tensor classes = batch.classes.select(0, 0).contiguous(), labels = batch.labels.select(0, 0).contiguous();
     const std::vector<int64_t>& holdout = task.holdoutClasses();
+    const std::vector<int64_t> rare = task.rareClasses(); // empty without a common / rare split
     for (int64_t i = 0; i < n; ++i) {
         FewShotItem item;
         const float* row = x.data_ptr<float>() + i * d;
@@ -53,6 +54,7 @@ FewShotSequence sampleFewShotSequence(const std::string& path, int64_t step, Few
         item.class_id = classes[i].item<int64_t>();
         item.label = labels[i].item<int64_t>();
         item.holdout = std::find(holdout.begin(), holdout.end(), item.class_id) != holdout.end();
+        item.rare = std::find(rare.begin(), rare.end(), item.class_id) != rare.end();
         s.items.push_back(std::move(item));
     }
     s.true_label = s.items.back().label;

@@ -55,6 +55,9 @@ struct FewShotItem {
     int64_t class_id = 0;        ///< class of the exemplar (ids of the task's exemplar source)
     int64_t label = 0;           ///< the label shown to the model; for the query, the true label (never shown)
     bool holdout = false;        ///< the class is a holdout class (never in training sequences)
+    /// A rare training class of a run with a common / rare split (task.n_common_classes > 0); false for common,
+    /// holdout and every class of a run without a split.
+    bool rare = false;
 };
 
 /// A sampled sequence (x_1, y_1, …, x_L, y_L, x_q) of a few-shot classification run and the prediction of

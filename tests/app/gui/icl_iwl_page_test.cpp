@@ -323,7 +323,9 @@ icl::FewShotSequence expectSequenceOfFacade(const IclIwlPage* page, const std::s
         EXPECT_EQ(tiles[i].values, want.items[i].exemplar) << "tile " << i;
         EXPECT_EQ(tiles[i].shape, want.exemplar_shape);
         EXPECT_EQ(tiles[i].highlighted, i + 1 == want.items.size()) << "only the query is highlighted";
-        EXPECT_EQ(tiles[i].badge, want.items[i].holdout ? QStringLiteral("holdout") : QString()) << "tile " << i;
+        EXPECT_EQ(tiles[i].badge,
+            want.items[i].holdout ? QStringLiteral("holdout") : want.items[i].rare ? QStringLiteral("rare") : QString())
+            << "tile " << i;
     }
     EXPECT_EQ(page->trueLabelLabel()->text(), QStringLiteral("%1 (p = %2)")
                                                   .arg(want.query().label)

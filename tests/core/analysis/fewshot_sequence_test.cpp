@@ -379,3 +379,37 @@ TEST_F(FewShotSequenceTest, ImageSourceIsReadOnceUntilItsFilesChange)
         EXPECT_EQ(after.items[i].exemplar, before.items[i].exemplar);
     EXPECT_EQ(after.probabilities, before.probabilities);
 }
+
+// With a common / rare split (task.n_common_classes) the items of rare classes are flagged: exactly the classes
+// past the first n_common_classes of the run's training classes (task built here); without a split none is.
+TEST_F(FewShotSequenceTest, RareClassesOfACommonRareSplitAreFlagged)
+{
+    nlohmann::json c = vectorConfig();
+    c["task"].update({{"n_common_classes", 10}, {"p_bursty_zipfian", 0.0}, {"non_bursty_type", "common"}});
+    c["training"]["steps"] = 2;
+    c["training"]["eval_every"] = 2;
+    c["training"]["checkpoint_every"] = 2;
+    const std::string path = ::testing::TempDir() + "fewshot_sequence_split.h5";
+    fs::remove(path);
+    icl::TrainOptions o;
+    o.out_path = path;
+    o.threads = 1;
+    icl::train(c, o, {});
+    const icl::FewShotClassification task = taskOf(path);
+    const std::vector<int64_t>& training = task.trainingClasses();
+    const std::set<int64_t> rare(training.begin() + 10, training.end());
+    ASSERT_EQ(rare.size(), 20u);
+    int nRare = 0, nCommon = 0;
+    for (uint64_t seed = 0; seed < 20; ++seed)
+        for (FewShotSequenceKind kind : {FewShotSequenceKind::Training, FewShotSequenceKind::Iwl})
+            for (const icl::FewShotItem& item : icl::sampleFewShotSequence(path, -1, kind, seed).items) {
+                EXPECT_EQ(item.rare, rare.count(item.class_id) == 1) << "class " << item.class_id;
+                (item.rare ? nRare : nCommon) += 1;
+            }
+    EXPECT_GT(nRare, 0);
+    EXPECT_GT(nCommon, 0);
+    for (const icl::FewShotItem& item : icl::sampleFewShotSequence(path, -1, FewShotSequenceKind::Icl, 0).items)
+        EXPECT_FALSE(item.rare) << "holdout classes are neither common nor rare";
+    for (const icl::FewShotItem& item : icl::sampleFewShotSequence(s_vectors, -1, FewShotSequenceKind::Training, 0).items)
+        EXPECT_FALSE(item.rare) << "no split, no rare classes";
+}
