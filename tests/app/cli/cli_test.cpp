@@ -519,6 +519,37 @@ TEST(Cli, SweepAggregateAndSlurmScript)
     ASSERT_EQ(rows.size(), 4u);
     EXPECT_EQ(rows[3].rfind("lstm,0,0.9,6,", 0), 0u) << rows[3];  // the last grid point, trained to step 6
     EXPECT_TRUE(fs::exists(out + "/aggregate/sweep_task.p_bursty.csv"));
+    // model.kind is not numeric: one named position per value in grid order, one line per p_bursty; each point is
+    // that run's final ICL accuracy, read here from the table's row (icl_accuracy is its 5th column).
+    std::ifstream kf(out + "/aggregate/sweep_model.kind.csv");
+    std::stringstream kinds;
+    kinds << kf.rdbuf();
+    EXPECT_NE(kinds.str().find("# x_values: 0 = gpt2, 1 = lstm"), std::string::npos) << kinds.str();
+    auto column = [](const std::string& row, int k) {
+        std::stringstream ss(row);
+        std::string cell;
+        for (int i = 0; i <= k; ++i)
+            std::getline(ss, cell, ',');
+        return std::stod(cell);
+    };
+    auto tableIcl = [&](const std::string& prefix) {
+        for (const std::string& r : rows)
+            if (r.rfind(prefix, 0) == 0)
+                return column(r, 4);
+        ADD_FAILURE() << "no table row " << prefix;
+        return -1.0;
+    };
+    std::stringstream kindLines(kinds.str());
+    std::vector<std::string> points;
+    for (std::string l; std::getline(kindLines, l);)
+        if (!l.empty() && l[0] != '#')
+            points.push_back(l);
+    ASSERT_EQ(points.size(), 3u) << kinds.str();  // header, x = 0 (gpt2), x = 1 (lstm)
+    EXPECT_EQ(points[0], "model.kind,ICL (p_bursty 0),IWL (p_bursty 0),ICL (p_bursty 0.9),IWL (p_bursty 0.9)");
+    EXPECT_NEAR(column(points[1], 1), tableIcl("gpt2,0,0,"), 1e-5);
+    EXPECT_NEAR(column(points[2], 1), tableIcl("lstm,0,0,"), 1e-5);
+    EXPECT_NEAR(column(points[1], 3), tableIcl("gpt2,0,0.9,"), 1e-5);
+    EXPECT_NEAR(column(points[2], 3), tableIcl("lstm,0,0.9,"), 1e-5);
 
     const Result again = run("sweep " + spec + " --out " + out);
     ASSERT_EQ(again.code, 0) << again.err;
