@@ -82,7 +82,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
 
     ExperimentConfig cfg;
     CheckpointData resumeFrom;
-    bool resuming = false;
+    bool resuming = false, restartEmpty = false;
     if (options.resume) {
         if (!fs::exists(out))
             throw Error(out + ": cannot resume: no such file");
@@ -96,10 +96,13 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         cfg = parseConfig(stored);
         if (options.steps > 0)
             cfg.training.steps = options.steps;
-        if (summary.checkpoints.empty())
-            throw Error(out + ": cannot resume: the file holds no checkpoint");
-        resumeFrom = readCheckpoint(out, summary.checkpoints.back().step);
-        resuming = true;
+        // A run stopped before its step-0 checkpoint (e.g. a Slurm task preempted while preparing) holds only its
+        // config: nothing to lose, so it starts again from that config.
+        restartEmpty = summary.checkpoints.empty();
+        if (!restartEmpty) {
+            resumeFrom = readCheckpoint(out, summary.checkpoints.back().step);
+            resuming = true;
+        }
     } else {
         cfg = parseConfig(configJson);
     }
@@ -107,7 +110,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     const torch::Device device = resolveDevice(cfg.device);  // before touching the file
     configureThreads(options.threads);
     if (!resuming) {
-        createExperimentFile(out, toJson(cfg).dump(2), options.force);
+        createExperimentFile(out, toJson(cfg).dump(2), options.force || restartEmpty);
         if (cfg.task.kind == "representation" || cfg.task.kind == "representation_mixture") {
             // Φ* goes into the file (/task/phi/<k>/B_<l>) so other tools can recompute Φ*(x).
             std::vector<NamedArray> arrays;

@@ -19,7 +19,8 @@ namespace icl {
 /// How to run train(): output file, resume, threads.
 struct TrainOptions {
     std::string out_path;    ///< experiment file to create (or to continue with `resume`)
-    bool resume = false;     ///< continue from the last checkpoint of out_path (config taken from the file)
+    bool resume = false;     ///< continue from the last checkpoint of out_path (config taken from the file; a file
+                             ///< stopped before its first checkpoint starts again from that config)
     bool force = false;      ///< overwrite an existing out_path
     int threads = 0;         ///< LibTorch intra-op threads; 0 = hardware concurrency
     int64_t steps = 0;       ///< with resume: new total number of steps (0 = keep the file's)

@@ -236,6 +236,27 @@ TEST(Trainer, CurriculumIsRecordedAndEvaluationStaysAtFullSize)
     EXPECT_TRUE(anyDifferent);
 }
 
+// A run stopped before its step-0 checkpoint (a Slurm task preempted while preparing) holds only its config;
+// resuming it starts again from that config and ends exactly where an uninterrupted run ends.
+TEST(Trainer, ResumeOfAFileStoppedBeforeItsFirstCheckpointStartsAgain)
+{
+    const std::string straight = tempPath("trainer_empty_straight.h5");
+    icl::train(tinyConfig({"training.steps=100"}), optionsFor(straight), {});
+
+    const std::string empty = tempPath("trainer_empty.h5");
+    const auto first = icl::train(tinyConfig({"training.steps=100"}), optionsFor(empty), [](const icl::TrainProgress& p) {
+        return p.phase != icl::TrainProgress::Phase::Preparing;
+    });
+    EXPECT_TRUE(first.stopped);
+    ASSERT_TRUE(icl::readRunSummary(empty).checkpoints.empty());
+    icl::TrainOptions resume = optionsFor(empty);
+    resume.resume = true;
+    EXPECT_EQ(icl::train({}, resume, {}).final_step, 100);
+    const auto a = icl::readRunSummary(straight), b = icl::readRunSummary(empty);
+    EXPECT_EQ(b.metrics.at("step"), a.metrics.at("step"));
+    EXPECT_EQ(b.metrics.at("eval_loss"), a.metrics.at("eval_loss"));
+}
+
 TEST(Trainer, ResumeWithCurriculumMatchesAnUninterruptedRunBitwise)
 {
     const std::string straight = tempPath("trainer_curriculum_straight.h5");
