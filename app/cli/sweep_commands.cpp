@@ -337,8 +337,11 @@ int runAggregate(const AggregateArgs& args)
     std::vector<std::string> keys;
     for (auto it = sweep["runs"][0]["values"].begin(); it != sweep["runs"][0]["values"].end(); ++it)
         keys.push_back(it.key());
-    const std::vector<std::string> metrics = {"icl_accuracy", "icl_accuracy_all_labels", "iwl_accuracy",
-                                              "icl_in_context_rate", "eval_loss", "train_loss"};
+    // The common / rare accuracies (task.n_common_classes > 0) get columns when some run recorded them.
+    std::vector<std::string> metrics = {"icl_accuracy", "icl_accuracy_all_labels", "iwl_accuracy",
+                                        "icl_in_context_rate", "eval_loss", "train_loss"};
+    const std::vector<std::string> splitMetrics
+        = {"icl_accuracy_common", "icl_accuracy_rare", "iwl_accuracy_common", "iwl_accuracy_rare"};
     struct Row {
         std::map<std::string, json> values;
         std::map<std::string, double> final;
@@ -358,11 +361,16 @@ int runAggregate(const AggregateArgs& args)
             row.values[it.key()] = it.value();
         for (const std::string& m : metrics)
             row.final[m] = s.lastMetric(m);
+        for (const std::string& m : splitMetrics)
+            row.final[m] = s.lastMetric(m);
         row.step = s.checkpoints.empty() ? 0 : s.checkpoints.back().step;
         rows.push_back(std::move(row));
     }
     if (rows.empty())
         throw Error(args.dir + ": none of the " + std::to_string(sweep["runs"].size()) + " runs has a file yet");
+    for (const std::string& m : splitMetrics)
+        if (std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return std::isfinite(r.final.at(m)); }))
+            metrics.push_back(m);
 
     const fs::path outDir = dir / "aggregate";
     fs::create_directories(outDir);
