@@ -1,13 +1,12 @@
 #include "core/training/classification_trainer.h"
 
-#include <chrono>
 #include <cmath>
-#include <limits>
 
 #include "core/error.h"
 #include "core/training/checkpoint.h"
 #include "core/training/optim.h"
 #include "core/training/seeds.h"
+#include "core/training/training_loop.h"
 
 namespace icl {
 
@@ -56,75 +55,45 @@ TrainResult trainClassification(const ExperimentConfig& cfg, const TrainOptions&
 {
     const std::string& out = options.out_path;
     const TrainingConfig& tc = cfg.training;
-    const int64_t totalSteps = tc.steps;
-    const bool resuming = resumeFrom != nullptr;
-    int64_t step = resuming ? resumeFrom->step : 0;
-    const double wallOffset = resuming ? resumeFrom->wall_time_s : 0.0;
-    const auto started = std::chrono::steady_clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-
-    TrainProgress progress;
-    progress.start_step = step;
-    progress.step = step;
-    progress.total_steps = totalSteps;
-    auto report = [&](TrainProgress::Phase phase, const std::string& message) {
-        progress.phase = phase;
-        progress.message = message;
-        progress.elapsed_s = elapsed();
-        return callback ? callback(progress) : true;
-    };
-
+    TrainingLoop loop(tc, options, resumeFrom, callback);
     const FewShotClassification task(fewShotOptions(cfg.task, cfg.seed));
     SequenceClassifier model = makeSequenceClassifier(cfg, task.exemplarShape(), seeds::init(cfg.seed));
     model->to(device);
     auto optimizer = makeOptimizer(tc, model->parameters());
-    if (resuming) {
-        const std::string where = out + " (checkpoint " + std::to_string(step) + ")";
+    if (resumeFrom) {
+        const std::string where = out + " (checkpoint " + std::to_string(loop.step()) + ")";
         loadParams(*model, resumeFrom->params, where);
         loadOptimizerState(*optimizer, *model, *resumeFrom, where);
     }
 
-    TrainResult result;
-    result.device = device.str();
-    if (!report(TrainProgress::Phase::Preparing,
-                "drawing " + std::to_string(cfg.eval.n_prompts) + " evaluation sequences of each kind")) {
-        result.final_step = step;
-        result.stopped = true;
-        return result;
-    }
+    if (!loop.report(TrainProgress::Phase::Preparing,
+                     "drawing " + std::to_string(cfg.eval.n_prompts) + " evaluation sequences of each kind"))
+        return loop.stoppedBeforeTraining(device.str());
     const int64_t nEval = cfg.eval.n_prompts;
     const FewShotBatch evalSet = task.sampleTraining(nEval, kEvalBatchIndex, torch::kFloat32, device);
     const FewShotBatch iclSet = task.sampleIclEval(nEval, 0, torch::kFloat32, device);
     const FewShotBatch iwlSet = task.sampleIwlEval(nEval, 0, torch::kFloat32, device);
     // With a common / rare split: ICL and IWL on each set as well (the authors' fewshot_common / _rare and
     // no_support_common / _rare evaluations).
-    const bool split = task.hasCommonRareSplit();
     std::vector<std::pair<std::string, FewShotBatch>> splitSets;
-    if (split)
+    if (task.hasCommonRareSplit())
         for (FewShotClassSet set : {FewShotClassSet::Common, FewShotClassSet::Rare}) {
             const std::string name = fewShotClassSetName(set);
             splitSets.push_back({"icl_accuracy_" + name, task.sampleIclEval(set, nEval, 0, torch::kFloat32, device)});
             splitSets.push_back({"iwl_accuracy_" + name, task.sampleIwlEval(set, nEval, 0, torch::kFloat32, device)});
         }
 
-    std::vector<MetricsRow> pending;
-    double lossSum = 0.0, lastGradNorm = 0.0, lastLr = learningRate(tc, step);
-    int64_t lossCount = 0;
-    bool truncatePending = resuming;
-    int64_t lastCheckpoint = step;
-
-    auto evaluateAndCommit = [&](bool withCheckpoint, double batchLoss) {
+    TrainingLoop::Hooks hooks;
+    hooks.loss = [&](int64_t step) {
+        const FewShotBatch b = task.sampleTraining(tc.batch_size, uint64_t(step), torch::kFloat32, device);
+        return torch::nn::functional::cross_entropy(model->forward(b), b.queryLabels());
+    };
+    hooks.evaluate = [&](MetricsRow& row) {
         const ClassificationMetrics e = evaluateClassifier(*model, evalSet);
         if (!std::isfinite(e.loss))
-            throw Error("training diverged at step " + std::to_string(step) + ": eval loss is " + std::to_string(e.loss)
-                        + "; the last checkpoint (step " + std::to_string(lastCheckpoint) + ") in " + out
-                        + " is intact and resumable; lower training.lr or set training.grad_clip");
+            return e.loss;  // diverged: the loop stops with a message
         const ClassificationMetrics icl = evaluateClassifier(*model, iclSet);
         const ClassificationMetrics iwl = evaluateClassifier(*model, iwlSet);
-        MetricsRow row;
-        row["step"] = double(step);
-        row["train_loss"] = lossCount ? lossSum / double(lossCount) : batchLoss;
-        row["eval_loss"] = e.loss;
         row["eval_accuracy"] = e.accuracy;
         row["icl_accuracy"] = icl.accuracy_01;
         row["icl_accuracy_all_labels"] = icl.accuracy;
@@ -135,96 +104,9 @@ TrainResult trainClassification(const ExperimentConfig& cfg, const TrainOptions&
             const ClassificationMetrics m = evaluateClassifier(*model, set);
             row[key] = key.rfind("icl_", 0) == 0 ? m.accuracy_01 : m.accuracy;
         }
-        row["lr"] = lastLr;
-        row["grad_norm"] = lastGradNorm;
-        row["wall_time_s"] = wallOffset + elapsed();
-        pending.push_back(row);
-        CheckpointData cp;
-        if (withCheckpoint) {
-            cp.step = step;
-            cp.train_loss = row["train_loss"];
-            cp.wall_time_s = row["wall_time_s"];
-            cp.params = paramsToArrays(*model);
-            saveOptimizerState(*optimizer, *model, cp);
-        }
-        commitToExperimentFile(out, pending, withCheckpoint ? &cp : nullptr, truncatePending ? resumeFrom->step : -1);
-        truncatePending = false;
-        pending.clear();
-        if (withCheckpoint)
-            lastCheckpoint = step;
-        progress.evaluated = true;
-        progress.eval_loss = e.loss;
-        progress.checkpointed = withCheckpoint;
-        progress.checkpoint_train_loss = row["train_loss"];
-        progress.wall_time_s = row["wall_time_s"];
-        result.eval_loss = e.loss;
-        lossSum = 0.0;
-        lossCount = 0;
+        return e.loss;
     };
-
-    auto batchLoss = [&](int64_t s) {
-        const FewShotBatch b = task.sampleTraining(tc.batch_size, uint64_t(s), torch::kFloat32, device);
-        return torch::nn::functional::cross_entropy(model->forward(b), b.queryLabels());
-    };
-
-    if (!resuming) {
-        // Step 0: the untrained model, so curves and the checkpoint timeline start at initialisation.
-        double initialLoss;
-        {
-            torch::NoGradGuard guard;
-            initialLoss = batchLoss(0).item<double>();
-        }
-        progress.train_loss = initialLoss;
-        evaluateAndCommit(true, initialLoss);
-    }
-
-    model->train();
-    bool stopped = !report(TrainProgress::Phase::Training, "training");
-    const auto params = model->parameters();
-    while (!stopped && step < totalSteps) {
-        const double lr = learningRate(tc, step);
-        setLearningRate(*optimizer, lr);
-        torch::Tensor loss = batchLoss(step);
-        optimizer->zero_grad();
-        loss.backward();
-        const double maxNorm = tc.grad_clip > 0 ? tc.grad_clip : std::numeric_limits<double>::infinity();
-        const double gradNorm = torch::nn::utils::clip_grad_norm_(params, maxNorm);
-        const double lossValue = loss.item<double>();
-        if (!std::isfinite(lossValue) || !std::isfinite(gradNorm))
-            throw Error("training diverged at step " + std::to_string(step + 1) + ": loss = " + std::to_string(lossValue)
-                        + ", gradient norm = " + std::to_string(gradNorm) + "; the last checkpoint (step "
-                        + std::to_string(lastCheckpoint) + ") in " + out
-                        + " is intact and resumable; lower training.lr or set training.grad_clip");
-        optimizer->step();
-        ++step;
-        lossSum += lossValue;
-        ++lossCount;
-        lastGradNorm = gradNorm;
-        lastLr = lr;
-
-        progress.step = step;
-        progress.train_loss = lossValue;
-        progress.lr = lr;
-        progress.grad_norm = gradNorm;
-        progress.evaluated = false;
-        progress.checkpointed = false;
-        const bool last = step == totalSteps;
-        const bool checkpointNow = last || step % tc.checkpoint_every == 0;
-        if (checkpointNow || step % tc.eval_every == 0)
-            evaluateAndCommit(checkpointNow, lossValue);
-        stopped = !report(TrainProgress::Phase::Training, "training");
-        if (stopped && lastCheckpoint != step)
-            evaluateAndCommit(true, lossValue);  // stop: keep everything up to this step
-    }
-
-    result.final_step = step;
-    result.stopped = stopped && step < totalSteps;
-    if (result.eval_loss == 0.0 && !progress.evaluated)
-        result.eval_loss = evaluateClassifier(*model, evalSet).loss;
-    progress.evaluated = false;
-    progress.checkpointed = false;
-    report(TrainProgress::Phase::Finished, result.stopped ? "stopped" : "finished");
-    return result;
+    return loop.run(*model, *optimizer, hooks, device.str());
 }
 
 } // namespace icl

@@ -1,9 +1,7 @@
 #include "core/training/trainer.h"
 
-#include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <limits>
 
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/analysis/lsa_construction.h"
@@ -20,6 +18,7 @@
 #include "core/training/device.h"
 #include "core/training/optim.h"
 #include "core/training/seeds.h"
+#include "core/training/training_loop.h"
 
 namespace icl {
 
@@ -132,43 +131,20 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         return trainClassification(cfg, options, resuming ? &resumeFrom : nullptr, device, callback);
 
     const TrainingConfig& tc = cfg.training;
-    const int64_t totalSteps = tc.steps;
-    int64_t step = resuming ? resumeFrom.step : 0;
-    const double wallOffset = resuming ? resumeFrom.wall_time_s : 0.0;
-    const auto started = std::chrono::steady_clock::now();
-    auto elapsed = [&] {
-        return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    };
-
-    TrainProgress progress;
-    progress.start_step = step;
-    progress.step = step;
-    progress.total_steps = totalSteps;
-    auto report = [&](TrainProgress::Phase phase, const std::string& message) {
-        progress.phase = phase;
-        progress.message = message;
-        progress.elapsed_s = elapsed();
-        return callback ? callback(progress) : true;
-    };
-
+    TrainingLoop loop(tc, options, resuming ? &resumeFrom : nullptr, callback);
     ModelHandle model = makeModel(cfg, seeds::init(cfg.seed));
     model.module->to(device);
     auto optimizer = makeOptimizer(tc, model.module->parameters());
-    const std::string where = out + " (checkpoint " + std::to_string(step) + ")";
     if (resuming) {
+        const std::string where = out + " (checkpoint " + std::to_string(loop.step()) + ")";
         loadParams(*model.module, resumeFrom.params, where);
         loadOptimizerState(*optimizer, *model.module, resumeFrom, where);
     }
 
     // Fixed evaluation prompts, and separate prompts on which GD's step size η is fitted.
-    TrainResult result;
-    result.device = device.str();
-    if (!report(TrainProgress::Phase::Preparing,
-                "drawing " + std::to_string(cfg.eval.n_prompts) + " evaluation prompts and fitting baselines")) {
-        result.final_step = step;
-        result.stopped = true;
-        return result;
-    }
+    if (!loop.report(TrainProgress::Phase::Preparing,
+                     "drawing " + std::to_string(cfg.eval.n_prompts) + " evaluation prompts and fitting baselines"))
+        return loop.stoppedBeforeTraining(device.str());
     const PromptBatch evalCpu = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
     const PromptBatch tuning = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
     const FittedBaselines fitted = fitBaselines(cfg, tuning, seeds::tuning(cfg.seed));
@@ -180,34 +156,26 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     if (!resuming && cfg.model.init != "variance_scaling")
         applyConstruction(cfg, fitted, tuning, *model.module);
     const PromptBatch evalSet = evalCpu.to(device);
-    progress.baselines = baselineLoss;
+    loop.setBaselines(baselineLoss);
 
-    std::vector<MetricsRow> pending;
-    double lossSum = 0.0, lastGradNorm = 0.0, lastLr = learningRate(tc, step);
-    int64_t lossCount = 0;
-    bool truncatePending = resuming;
-    int64_t lastCheckpoint = step;
-
-    auto evaluateAndCommit = [&](bool withCheckpoint, double batchLoss) {
+    TrainingLoop::Hooks hooks;
+    hooks.loss = [&](int64_t step) {
+        // The curriculum stage is a function of the step alone, so a resumed run draws the same prompts.
+        const PromptBatch batch = samplePrompts(trainingTask(cfg, step), tc.batch_size, seeds::train(cfg.seed, step),
+                                                torch::kFloat32, device);
+        // Models that predict at every prefix learn from all of them (Garg et al.: MSE over all positions).
+        return model.predict_all ? halfMse(model.predict_all(batch).flatten(), batch.y.flatten())
+                                 : halfMse(model.predict(batch), batch.queryY());
+    };
+    hooks.evaluate = [&](MetricsRow& row) {
         const double eval = evalLoss(model, evalSet);
-        if (!std::isfinite(eval))
-            throw Error("training diverged at step " + std::to_string(step) + ": eval loss is "
-                        + std::to_string(eval) + "; the last checkpoint (step " + std::to_string(lastCheckpoint)
-                        + ") in " + out + " is intact and resumable; lower training.lr or set training.grad_clip");
-        MetricsRow row;
-        row["step"] = double(step);
-        row["train_loss"] = lossCount ? lossSum / double(lossCount) : batchLoss;
-        row["eval_loss"] = eval;
-        row["lr"] = lastLr;
-        row["grad_norm"] = lastGradNorm;
-        row["wall_time_s"] = wallOffset + elapsed();
         for (const auto& [name, value] : baselineLoss)
             row["baseline/" + name] = value;
         for (const auto& [name, value] : fittedToMetrics(fitted))
             row[name] = value;
         if (tc.curriculum.enabled) {
             // Size of the latest training batch (step 0: of the first one).
-            const CurriculumStage stage = curriculumStage(cfg, std::max<int64_t>(step - 1, 0));
+            const CurriculumStage stage = curriculumStage(cfg, std::max<int64_t>(loop.step() - 1, 0));
             row["curriculum/dims"] = double(stage.dims);
             row["curriculum/points"] = double(stage.n_context + 1);
         }
@@ -221,96 +189,10 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
             row[prefix + "model_difference"] = a.model_difference;
             row[prefix + "relative_model_difference"] = a.relative_model_difference;
         }
-        pending.push_back(row);
-        CheckpointData cp;
-        if (withCheckpoint) {
-            cp.step = step;
-            cp.train_loss = row["train_loss"];
-            cp.wall_time_s = row["wall_time_s"];
-            cp.params = paramsToArrays(*model.module);
-            saveOptimizerState(*optimizer, *model.module, cp);
-        }
-        commitToExperimentFile(out, pending, withCheckpoint ? &cp : nullptr,
-                               truncatePending ? resumeFrom.step : -1);
-        truncatePending = false;
-        pending.clear();
-        if (withCheckpoint)
-            lastCheckpoint = step;
-        progress.evaluated = true;
-        progress.eval_loss = eval;
-        progress.checkpointed = withCheckpoint;
-        progress.checkpoint_train_loss = row["train_loss"];
-        progress.wall_time_s = row["wall_time_s"];
-        result.eval_loss = eval;
-        lossSum = 0.0;
-        lossCount = 0;
+        return eval;
     };
-
-    if (!resuming) {
-        // Step 0: the untrained model, so curves and the checkpoint timeline start at initialisation.
-        double initialLoss;
-        {
-            torch::NoGradGuard guard;
-            PromptBatch b = samplePrompts(trainingTask(cfg, 0), tc.batch_size, seeds::train(cfg.seed, 0),
-                                          torch::kFloat32, device);
-            initialLoss = halfMse(model.predict(b), b.queryY()).item<double>();
-        }
-        progress.train_loss = initialLoss;
-        evaluateAndCommit(true, initialLoss);
-    }
-
-    model.module->train();
-    bool stopped = !report(TrainProgress::Phase::Training, "training");
-    const auto params = model.module->parameters();
-    while (!stopped && step < totalSteps) {
-        const double lr = learningRate(tc, step);
-        setLearningRate(*optimizer, lr);
-        // The curriculum stage is a function of the step alone, so a resumed run draws the same prompts.
-        PromptBatch batch = samplePrompts(trainingTask(cfg, step), tc.batch_size, seeds::train(cfg.seed, step),
-                                          torch::kFloat32, device);
-        // Models that predict at every prefix learn from all of them (Garg et al.: MSE over all positions).
-        torch::Tensor loss = model.predict_all ? halfMse(model.predict_all(batch).flatten(), batch.y.flatten())
-                                               : halfMse(model.predict(batch), batch.queryY());
-        optimizer->zero_grad();
-        loss.backward();
-        const double maxNorm = tc.grad_clip > 0 ? tc.grad_clip : std::numeric_limits<double>::infinity();
-        const double gradNorm = torch::nn::utils::clip_grad_norm_(params, maxNorm);
-        const double lossValue = loss.item<double>();
-        if (!std::isfinite(lossValue) || !std::isfinite(gradNorm))
-            throw Error("training diverged at step " + std::to_string(step + 1) + ": loss = "
-                        + std::to_string(lossValue) + ", gradient norm = " + std::to_string(gradNorm)
-                        + "; the last checkpoint (step " + std::to_string(lastCheckpoint) + ") in " + out
-                        + " is intact and resumable; lower training.lr or set training.grad_clip");
-        optimizer->step();
-        ++step;
-        lossSum += lossValue;
-        ++lossCount;
-        lastGradNorm = gradNorm;
-        lastLr = lr;
-
-        progress.step = step;
-        progress.train_loss = lossValue;
-        progress.lr = lr;
-        progress.grad_norm = gradNorm;
-        progress.evaluated = false;
-        progress.checkpointed = false;
-        const bool last = step == totalSteps;
-        const bool checkpointNow = last || step % tc.checkpoint_every == 0;
-        if (checkpointNow || step % tc.eval_every == 0)
-            evaluateAndCommit(checkpointNow, lossValue);
-        stopped = !report(TrainProgress::Phase::Training, "training");
-        if (stopped && lastCheckpoint != step)
-            evaluateAndCommit(true, lossValue);  // stop: keep everything up to this step
-    }
-
-    result.final_step = step;
-    result.stopped = stopped && step < totalSteps;
+    TrainResult result = loop.run(*model.module, *optimizer, hooks, device.str());
     result.baselines = baselineLoss;
-    if (result.eval_loss == 0.0 && !progress.evaluated)
-        result.eval_loss = evalLoss(model, evalSet);
-    progress.evaluated = false;
-    progress.checkpointed = false;
-    report(TrainProgress::Phase::Finished, result.stopped ? "stopped" : "finished");
     return result;
 }
 
