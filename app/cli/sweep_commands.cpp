@@ -439,6 +439,8 @@ int runAggregate(const AggregateArgs& args)
         f.x_label = x;
         f.y_label = classification ? "accuracy" : "eval loss";
         f.metadata = {{"sweep", (dir / "sweep.json").string()}, {"runs", std::to_string(rows.size())}};
+        // Values spanning two decades or more (number of classes 100 … 12,800) on a log axis, as in the paper.
+        f.log_x = numeric && *xs.begin() > 0 && *xs.rbegin() >= 100 * *xs.begin();
         std::string legend;  // the CSV's x column holds the tick positions; this line names them
         for (size_t i = 0; i < categories.size(); ++i) {
             f.x_ticks.push_back(double(i));
