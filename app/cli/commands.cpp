@@ -282,6 +282,12 @@ namespace {
 IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64_t prompts, uint64_t seed,
                               int threads, bool store = false)
 {
+    // The curve runs the regression model on regression prompts; a few-shot classification run has neither.
+    const json cfg = json::parse(readRunSummary(path).config_json, nullptr, false);
+    if (cfg.is_object() && cfg.contains("task") && cfg["task"].is_object()
+        && cfg["task"].value("kind", std::string()) == "fewshot_classification")
+        throw Error(path + ": a few-shot classification run (Chan et al.); the ICL curve (error vs number of "
+                    "in-context examples) is for the regression tasks, use: icl-cli analyze " + path + " icl-iwl");
     IclCurveOptions o;
     o.store = store;
     o.checkpoint_step = checkpoint;

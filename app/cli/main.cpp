@@ -108,8 +108,9 @@ int main(int argc, char** argv)
     auto* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
     x->add_option("file", exp.path, "experiment file")->required();
     x->add_option("--plot", exp.plot,
-                  "plot name: loss, icl_curve, alignment, eta_scan, attention (one head: --layer, --head), lens, "
-                  "patching (--corruption, --example); the last three on the prompt of --prompt-seed")
+                  "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), attention (one head: "
+                  "--layer, --head), lens, patching (--corruption, --example); the last three on the prompt of "
+                  "--prompt-seed")
         ->required();
     x->add_option("--format", exp.format, "png, svg, pdf or csv")
         ->required()

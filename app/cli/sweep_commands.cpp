@@ -349,6 +349,7 @@ int runAggregate(const AggregateArgs& args)
     };
     std::vector<Row> rows;
     int64_t missing = 0;
+    int64_t unfinished = 0;  // runs stopped before their training.steps (interrupted or still training)
     for (const json& r : sweep["runs"]) {
         const std::string file = (dir / r["file"].get<std::string>()).string();
         if (!fs::exists(file)) {
@@ -364,6 +365,10 @@ int runAggregate(const AggregateArgs& args)
         for (const std::string& m : splitMetrics)
             row.final[m] = s.lastMetric(m);
         row.step = s.checkpoints.empty() ? 0 : s.checkpoints.back().step;
+        const json cfg = json::parse(s.config_json, nullptr, false);
+        if (cfg.is_object() && cfg.contains("training") && cfg["training"].is_object()
+            && row.step < cfg["training"].value("steps", int64_t(0)))
+            ++unfinished;
         rows.push_back(std::move(row));
     }
     if (rows.empty())
@@ -489,11 +494,23 @@ int runAggregate(const AggregateArgs& args)
         }
     }
     if (args.json) {
-        std::cout << json{{"dir", args.dir}, {"runs", rows.size()}, {"missing", missing}, {"files", files}}.dump(2) << "\n";
+        std::cout << json{{"dir", args.dir},
+                          {"runs", rows.size()},
+                          {"missing", missing},
+                          {"unfinished", unfinished},
+                          {"files", files}}
+                         .dump(2)
+                  << "\n";
         return 0;
     }
-    std::cout << "aggregate of " << rows.size() << " runs" << (missing ? " (" + std::to_string(missing) + " not started)" : "")
-              << " in " << args.dir << ":\n";
+    std::string notes;
+    if (missing)
+        notes += std::to_string(missing) + " not started";
+    if (unfinished)
+        notes += (notes.empty() ? "" : ", ") + std::to_string(unfinished)
+                 + " unfinished: their last step, in the step column, is below training.steps; run the sweep again";
+    std::cout << "aggregate of " << rows.size() << " runs" << (notes.empty() ? "" : " (" + notes + ")") << " in "
+              << args.dir << ":\n";
     for (const auto& k : keys)
         std::printf("%-22s", k.c_str());
     std::printf("%8s %10s %10s %10s\n", "step", "icl_acc", "iwl_acc", "eval_loss");

@@ -508,6 +508,7 @@ TEST(Cli, SweepAggregateAndSlurmScript)
     const Result a = run("aggregate " + out + " --json");
     ASSERT_EQ(a.code, 0) << a.err;
     EXPECT_EQ(nlohmann::json::parse(a.out)["runs"], 4);
+    EXPECT_EQ(nlohmann::json::parse(a.out)["unfinished"], 0);
     std::ifstream t(out + "/aggregate/table.csv");
     std::string header, line;
     std::getline(t, header);
@@ -682,4 +683,8 @@ TEST(Cli, ShowSequenceOfAFewShotRun)
     ASSERT_EQ(run(std::string("train") + kTiny + " --steps 1 --out " + lsa).code, 0);
     expectOneLineError(run("analyze " + lsa + " icl-iwl --show-sequence icl"), "fewshot_classification");
     EXPECT_NE(run("analyze " + out + " icl-iwl --show-sequence bursty").code, 0);
+    // The regression ICL curve on a few-shot run points to icl-iwl (it used to fail on a missing GPT-2 parameter).
+    expectOneLineError(run("eval " + out), "icl-iwl");
+    expectOneLineError(run("export " + out + " --plot icl_curve --format csv --out " + temp("cli_fewshot_curve.csv")),
+                       "icl-iwl");
 }
