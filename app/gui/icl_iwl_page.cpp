@@ -720,7 +720,7 @@ bool IclIwlPage::openSweep(const QString& dir)
     if (columns.isEmpty()) {
         m_sweepPlot->setFigure(icl::Figure {});
         m_sweepStatus->setText(
-            tr("%1: %2 runs, but no numeric grid column with two or more values to plot against")
+            tr("%1: %2 runs, but no grid column with two or more values to plot against")
                 .arg(path)
                 .arg(table.rows.size()));
         return true;
@@ -735,14 +735,17 @@ QStringList IclIwlPage::sweepColumns() const
     for (int c = 0; c < m_sweep.n_grid; ++c) {
         if (m_sweep.columns[c] == QLatin1String("seed"))
             continue;
-        std::set<double> values;
+        // A numeric column counts its distinct numbers (0.9 and 0.90 are one value), any other its distinct texts.
+        std::set<double> numbers;
+        std::set<QString> texts;
         bool numeric = true;
         for (const QStringList& row : m_sweep.rows) {
             bool ok = false;
-            values.insert(row[c].toDouble(&ok));
+            numbers.insert(row[c].toDouble(&ok));
             numeric &= ok;
+            texts.insert(row[c]);
         }
-        if (numeric && values.size() >= 2)
+        if ((numeric ? numbers.size() : texts.size()) >= 2)
             out << m_sweep.columns[c];
     }
     return out;
@@ -764,12 +767,35 @@ void IclIwlPage::showSweep()
     if (x < 0 || x >= m_sweep.n_grid)
         return;
     const QString xName = m_sweep.columns[x];
+    // A numeric column is the x axis itself; any other (model.kind: gpt2, lstm, rnn) gets one named tick per value
+    // at 0, 1, … in the order of the table (the grid's order, as icl-cli aggregate draws it) and markers.
+    bool numeric = true;
+    std::vector<QString> categories;
+    std::set<double> numbers;
+    for (const QStringList& row : m_sweep.rows) {
+        bool ok = false;
+        numbers.insert(row[x].toDouble(&ok));
+        numeric &= ok;
+        if (std::find(categories.begin(), categories.end(), row[x]) == categories.end())
+            categories.push_back(row[x]);
+    }
+    auto position = [&](const QStringList& row) {
+        return numeric ? row[x].toDouble()
+                       : double(std::find(categories.begin(), categories.end(), row[x]) - categories.begin());
+    };
     icl::Figure f;
     f.name = "sweep_" + xName.toStdString();
     f.title = "ICL and IWL accuracy vs " + xName.toStdString();
     f.x_label = xName.toStdString();
     f.y_label = "final accuracy";
     f.metadata = { { "sweep", m_sweep.path.toStdString() }, { "runs", std::to_string(m_sweep.rows.size()) } };
+    // Values spanning two decades or more (number of classes 100 … 12,800) on a log axis, as icl-cli aggregate.
+    f.log_x = numeric && *numbers.begin() > 0 && *numbers.rbegin() >= 100 * *numbers.begin();
+    if (!numeric)
+        for (size_t i = 0; i < categories.size(); ++i) {
+            f.x_ticks.push_back(double(i));
+            f.x_tick_labels.push_back(categories[i].toStdString());
+        }
     // Group by the other non-seed grid columns (short names: the part after the last '.').
     std::map<QString, std::map<double, std::vector<const QStringList*>>> groups;
     for (const QStringList& row : m_sweep.rows) {
@@ -781,7 +807,7 @@ void IclIwlPage::showSweep()
             group += (group.isEmpty() ? QString() : QStringLiteral(", ")) + key.mid(key.lastIndexOf(QLatin1Char('.')) + 1)
                 + QLatin1Char(' ') + row[c];
         }
-        groups[group][row[x].toDouble()].push_back(&row);
+        groups[group][position(row)].push_back(&row);
     }
     const std::vector<std::pair<QString, QString>> shown
         = { { QStringLiteral("icl_accuracy"), QStringLiteral("ICL") }, { QStringLiteral("iwl_accuracy"), QStringLiteral("IWL") } };
@@ -790,7 +816,9 @@ void IclIwlPage::showSweep()
             const int column = int(m_sweep.columns.indexOf(metric));
             icl::Series s;
             s.name = (label + (group.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(group))).toStdString();
-            s.style = metric == QLatin1String("iwl_accuracy") ? icl::Series::Style::Dashed : icl::Series::Style::Line;
+            s.style = !numeric                                ? icl::Series::Style::Markers
+                : metric == QLatin1String("iwl_accuracy") ? icl::Series::Style::Dashed
+                                                          : icl::Series::Style::Line;
             for (const auto& [xv, rows] : points) {
                 double sum = 0.0;
                 int n = 0;

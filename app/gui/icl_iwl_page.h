@@ -44,8 +44,9 @@ class AnalysisRunner;
 /// 0 sequences (the default) it uses the run's own evaluation sequences, so its numbers equal the metrics
 /// stored at that step. For any other task the page shows one line saying what it is for. Nothing is
 /// written to the experiment file. A second tab reads an aggregated sweep (DIR/aggregate/table.csv written by
-/// `icl-cli aggregate`) and draws the final ICL and IWL accuracy against a chosen numeric grid column, one
-/// line per combination of the other non-seed columns, averaged over seeds (as the aggregate's own plots).
+/// `icl-cli aggregate`) and draws the final ICL and IWL accuracy against a chosen grid column, one line per
+/// combination of the other non-seed columns, averaged over seeds (as the aggregate's own plots: a numeric column
+/// spanning two decades or more on a log axis, a non-numeric one such as model.kind as named ticks with markers).
 /// A third tab, the sequence viewer, shows one sequence drawn by icl::sampleFewShotSequence (a training
 /// sequence as drawn, bursty or i.i.d., an ICL or an IWL evaluation sequence; seed chosen or resampled with
 /// Ctrl+R) as a row of exemplar tiles with their classes and labels (holdout and rare classes marked, the query
@@ -97,7 +98,8 @@ public:
     /// Reads DIR/aggregate/table.csv (or DIR/table.csv, or the CSV file itself) and shows the sweep tab. On a
     /// missing or malformed table shows the reason in sweepStatusLabel() and returns false.
     bool openSweep(const QString& dir);
-    /// Numeric grid columns of the open sweep with at least two values (seed excluded), in table order.
+    /// Grid columns of the open sweep with at least two values (seed excluded), in table order: numeric ones
+    /// (p_bursty, number of classes, Zipf α) and others such as model.kind (gpt2, lstm, rnn).
     QStringList sweepColumns() const;
     /// Draws ICL and IWL accuracy against grid column `column` (one of sweepColumns()); false if it is not one.
     bool setSweepColumn(const QString& column);

@@ -1,6 +1,6 @@
 // icl-workbench: the ICL Workbench GUI.
 //
-//   icl-workbench [RUN.h5] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
+//   icl-workbench [RUN.h5 | SWEEP_DIR] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
 //                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting|
 //                        attention|patching|icl-iwl] [--tab NAME]
 //                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
@@ -60,7 +60,10 @@ int main(int argc, char** argv)
     parser.setApplicationDescription(QStringLiteral("In-context learning workbench: train, inspect and plot."));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addPositionalArgument(QStringLiteral("RUN.h5"), QStringLiteral("Experiment file to open."), "[RUN.h5]");
+    parser.addPositionalArgument(QStringLiteral("RUN.h5"),
+        QStringLiteral("Experiment file to open, or a sweep directory aggregated by icl-cli aggregate (or its "
+                       "table.csv), shown on the ICL vs IWL page's Sweep tab."),
+        "[RUN.h5|SWEEP_DIR]");
     const QCommandLineOption presetOpt(
         QStringLiteral("preset"), QStringLiteral("Preset to train."), QStringLiteral("NAME"));
     const QCommandLineOption scaleOpt(QStringLiteral("scale"), QStringLiteral("Preset scale: quick or paper."),
@@ -104,7 +107,12 @@ int main(int argc, char** argv)
     const QString scale = parser.value(scaleOpt);
     if (scale != QLatin1String("quick") && scale != QLatin1String("paper"))
         return fail(QStringLiteral("--scale: expected quick or paper, got \"%1\"").arg(scale));
+    // A directory (or a .csv table) is a sweep for the ICL vs IWL page's Sweep tab, not an experiment file.
+    const bool sweepArg = !positional.isEmpty()
+        && (QFileInfo(positional.front()).isDir() || positional.front().endsWith(QLatin1String(".csv")));
     std::optional<icl::gui::MainWindow::Page> page;
+    if (sweepArg && !parser.isSet(pageOpt))
+        page = icl::gui::MainWindow::Page::IclIwl;
     if (parser.isSet(pageOpt)) {
         page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
@@ -153,8 +161,16 @@ int main(int argc, char** argv)
     window.show();
 
     int exitCode = 0;
-    if (!positional.isEmpty() && !window.openExperiment(positional.front()))
+    if (sweepArg) {
+        if (!window.iclIwlPage()->openSweep(positional.front())) {
+            std::fprintf(stderr, "icl-workbench: %s\n", qUtf8Printable(window.iclIwlPage()->sweepStatusLabel()->text()));
+            exitCode = 1;
+        }
+        if (!parser.isSet(tabOpt))
+            window.iclIwlPage()->showTab(QStringLiteral("sweep"));
+    } else if (!positional.isEmpty() && !window.openExperiment(positional.front())) {
         exitCode = 1;
+    }
     if (parser.isSet(presetOpt) || train) {
         const QString preset
             = parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset);

@@ -259,8 +259,8 @@ TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAver
     IclIwlPage* page = window.iclIwlPage();
     ASSERT_TRUE(page->openSweep(dir.path())) << page->sweepStatusLabel()->text().toStdString();
     EXPECT_EQ(window.currentPlot(), page->sweepPlot());
-    // model.kind is not numeric and seed is averaged over: only p_bursty can be on the x axis.
-    EXPECT_EQ(page->sweepColumns(), QStringList { "task.p_bursty" });
+    // seed is averaged over; p_bursty and model.kind (named ticks) can be on the x axis.
+    EXPECT_EQ(page->sweepColumns(), (QStringList { "task.p_bursty", "model.kind" }));
     EXPECT_EQ(page->sweepColumnChooser()->currentText(), "task.p_bursty");
 
     const icl::Figure& f = page->sweepPlot()->figure();
@@ -280,7 +280,40 @@ TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAver
         for (size_t k = 0; k < 2; ++k)
             EXPECT_DOUBLE_EQ(f.series[i].y[k], want[i].y[k]) << want[i].name << " point " << k;
     }
-    EXPECT_FALSE(page->setSweepColumn("model.kind"));
+    EXPECT_FALSE(f.log_x);
+    EXPECT_TRUE(f.x_ticks.empty());
+
+    // model.kind on the x axis: one named tick per kind in table order (gpt2 at 0, lstm at 1), markers, one series
+    // per p_bursty; the means worked out by hand from the table above (the empty IWL cell left out).
+    ASSERT_TRUE(page->setSweepColumn("model.kind"));
+    const icl::Figure& g = page->sweepPlot()->figure();
+    EXPECT_EQ(g.x_label, "model.kind");
+    EXPECT_EQ(g.x_ticks, (std::vector<double> { 0.0, 1.0 }));
+    EXPECT_EQ(g.x_tick_labels, (std::vector<std::string> { "gpt2", "lstm" }));
+    const std::vector<Want> byKind = { { "ICL (p_bursty 0)", { (0.5 + 0.6) / 2, 0.5 } },
+        { "IWL (p_bursty 0)", { (0.9 + 0.7) / 2, 0.8 } }, { "ICL (p_bursty 0.9)", { (0.9 + 0.8) / 2, 0.55 } },
+        { "IWL (p_bursty 0.9)", { 0.2, 0.3 } } };
+    ASSERT_EQ(g.series.size(), byKind.size());
+    for (size_t i = 0; i < byKind.size(); ++i) {
+        EXPECT_EQ(g.series[i].name, byKind[i].name);
+        EXPECT_EQ(g.series[i].style, icl::Series::Style::Markers) << byKind[i].name;
+        EXPECT_EQ(g.series[i].x, (std::vector<double> { 0.0, 1.0 })) << byKind[i].name;
+        ASSERT_EQ(g.series[i].y.size(), 2u) << byKind[i].name;
+        for (size_t k = 0; k < 2; ++k)
+            EXPECT_DOUBLE_EQ(g.series[i].y[k], byKind[i].y[k]) << byKind[i].name << " point " << k;
+    }
+    EXPECT_FALSE(page->setSweepColumn("seed"));
+
+    // The number of classes over two decades (100 … 12,800) is drawn on a log axis, as icl-cli aggregate does.
+    QTemporaryDir classes;
+    QFile classesCsv(classes.filePath("table.csv"));
+    ASSERT_TRUE(classesCsv.open(QIODevice::WriteOnly | QIODevice::Text));
+    classesCsv.write("task.n_classes,seed,step,icl_accuracy,iwl_accuracy\n"
+                     "100,0,10,0.5,0.9\n1600,0,10,0.7,0.5\n12800,0,10,0.9,0.1\n");
+    classesCsv.close();
+    ASSERT_TRUE(page->openSweep(classes.path())) << page->sweepStatusLabel()->text().toStdString();
+    EXPECT_EQ(page->sweepColumns(), QStringList { "task.n_classes" });
+    EXPECT_TRUE(page->sweepPlot()->figure().log_x);
 
     // A directory that was never aggregated: a clear message, nothing plotted.
     QTemporaryDir empty;
