@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <QComboBox>
 #include <QDir>
@@ -64,6 +65,18 @@ std::string taskKind(const icl::RunSummary& summary)
     } catch (const nlohmann::json::exception&) {
     }
     return {};
+}
+
+/// True when the run splits its training classes into common and rare ones (task.n_common_classes > 0).
+bool hasCommonRareSplit(const icl::RunSummary& summary)
+{
+    try {
+        const nlohmann::json config = nlohmann::json::parse(summary.config_json);
+        return config.contains("task") && config["task"].is_object()
+            && config["task"].value("n_common_classes", int64_t(0)) > 0;
+    } catch (const nlohmann::json::exception&) {
+    }
+    return false;
 }
 
 QLabel* valueLabel(QWidget* parent, const char* name)
@@ -139,6 +152,21 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     m_iwlInContextValue->setToolTip(tr("How often the output is a label present in the context, on the IWL "
                                        "sequences (where the right label never is)"));
     form->addRow(tr("IWL: output in context"), m_iwlInContextValue);
+    // With a common / rare split of the training classes (task.n_common_classes > 0) only.
+    const std::vector<std::tuple<QLabel**, const char*, QString, QString>> split = {
+        { &m_iclCommonValue, "iclIwlIclCommon", tr("ICL, common classes"),
+            tr("2 common classes, 4 shots each, labels {0, 1} drawn per sequence, argmax over {0, 1}") },
+        { &m_iclRareValue, "iclIwlIclRare", tr("ICL, rare classes"), tr("The same on 2 rare classes") },
+        { &m_iwlCommonValue, "iclIwlIwlCommon", tr("IWL, common classes"),
+            tr("Query and context from common classes, no support, argmax over every label") },
+        { &m_iwlRareValue, "iclIwlIwlRare", tr("IWL, rare classes"), tr("The same on rare classes") } };
+    for (const auto& [value, name, text, tip] : split) {
+        *value = valueLabel(panel, name);
+        (*value)->setToolTip(tip);
+        form->addRow(text, *value);
+        form->setRowVisible(*value, false);
+    }
+    m_panelForm = form;
     m_status = new QLabel(panel);
     m_status->setObjectName(QStringLiteral("iclIwlStatus"));
     m_status->setWordWrap(true);
@@ -310,6 +338,8 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     clearSequence();
     const std::string kind = taskKind(summary);
     m_supported = kind == "fewshot_classification";
+    for (QLabel* label : { m_iclCommonValue, m_iclRareValue, m_iwlCommonValue, m_iwlRareValue })
+        m_panelForm->setRowVisible(label, m_supported && hasCommonRareSplit(summary));
     m_content->setVisible(m_supported);
     m_message->setVisible(!m_supported);
     if (!m_supported) {
@@ -353,8 +383,8 @@ void IclIwlPage::showCurves()
 
 void IclIwlPage::clearPanel()
 {
-    for (QLabel* label :
-        { m_checkpointValue, m_iclValue, m_iclAllValue, m_iwlValue, m_iclInContextValue, m_iwlInContextValue })
+    for (QLabel* label : { m_checkpointValue, m_iclValue, m_iclAllValue, m_iwlValue, m_iclInContextValue,
+             m_iwlInContextValue, m_iclCommonValue, m_iclRareValue, m_iwlCommonValue, m_iwlRareValue })
         label->setText(QStringLiteral("—"));
 }
 
@@ -454,6 +484,13 @@ void IclIwlPage::run()
                 m_iwlValue->setText(fractionText(r.iwl_accuracy, r.n_sequences));
                 m_iclInContextValue->setText(fractionText(r.icl_in_context_rate, r.n_sequences));
                 m_iwlInContextValue->setText(fractionText(r.iwl_in_context_rate, r.n_sequences));
+                const std::vector<std::pair<QLabel*, double>> split = { { m_iclCommonValue, r.icl_accuracy_common },
+                    { m_iclRareValue, r.icl_accuracy_rare }, { m_iwlCommonValue, r.iwl_accuracy_common },
+                    { m_iwlRareValue, r.iwl_accuracy_rare } };
+                for (const auto& [label, value] : split) {
+                    label->setText(fractionText(value, r.n_sequences));
+                    m_panelForm->setRowVisible(label, r.common_rare_split);
+                }
                 m_status->clear();
             };
         },

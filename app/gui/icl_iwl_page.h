@@ -39,14 +39,15 @@ class AnalysisRunner;
 /// classes over labels {0, 1} and over all labels, IWL accuracy on no-support sequences, against training
 /// step; redrawn while the run trains), and a panel with icl::computeIclIwl of the checkpoint selected on
 /// the timeline (ICL and IWL accuracies and the rates at which the output is a label present in the
-/// context). The evaluation runs on a worker thread (AnalysisRunner) while the page is active; a
-/// superseded or cancelled evaluation stops at its next progress report and its result is dropped. With
-/// 0 sequences (the default) it uses the run's own evaluation sequences, so its numbers equal the metrics
-/// stored at that step. For any other task the page shows one line saying what it is for. Nothing is
-/// written to the experiment file. A second tab reads an aggregated sweep (DIR/aggregate/table.csv written by
-/// `icl-cli aggregate`) and draws the final ICL and IWL accuracy against a chosen grid column, one line per
-/// combination of the other non-seed columns, averaged over seeds (as the aggregate's own plots: a numeric column
-/// spanning two decades or more on a log axis, a non-numeric one such as model.kind as named ticks with markers).
+/// context; with a common / rare split also ICL and IWL accuracy on common and on rare classes). The
+/// evaluation runs on a worker thread (AnalysisRunner) while the page is active; a superseded or cancelled
+/// evaluation stops at its next progress report and its result is dropped. With 0 sequences (the default)
+/// it uses the run's own evaluation sequences, so its numbers equal the metrics stored at that step. For any
+/// other task the page shows one line saying what it is for. Nothing is written to the experiment file. A
+/// second tab reads an aggregated sweep (DIR/aggregate/table.csv written by `icl-cli aggregate`) and draws
+/// the final ICL and IWL accuracy against a chosen grid column, one line per combination of the other
+/// non-seed columns, averaged over seeds (as the aggregate's own plots: a numeric column spanning two decades
+/// or more on a log axis, a non-numeric one such as model.kind as named ticks with markers).
 /// A third tab, the sequence viewer, shows one sequence drawn by icl::sampleFewShotSequence (a training
 /// sequence as drawn, bursty or i.i.d., an ICL or an IWL evaluation sequence; seed chosen or resampled with
 /// Ctrl+R) as a row of exemplar tiles with their classes and labels (holdout and rare classes marked, the query
@@ -94,6 +95,11 @@ public:
     QLabel* iwlAccuracyLabel() const { return m_iwlValue; }
     QLabel* iclInContextLabel() const { return m_iclInContextValue; }
     QLabel* iwlInContextLabel() const { return m_iwlInContextValue; }
+    /// ICL and IWL accuracy on common and on rare classes: rows shown only for a run with a common / rare split.
+    QLabel* iclCommonLabel() const { return m_iclCommonValue; }
+    QLabel* iclRareLabel() const { return m_iclRareValue; }
+    QLabel* iwlCommonLabel() const { return m_iwlCommonValue; }
+    QLabel* iwlRareLabel() const { return m_iwlRareValue; }
 
     /// Reads DIR/aggregate/table.csv (or DIR/table.csv, or the CSV file itself) and shows the sweep tab. On a
     /// missing or malformed table shows the reason in sweepStatusLabel() and returns false.
@@ -188,6 +194,11 @@ private:
     QLabel* m_iwlValue = nullptr;
     QLabel* m_iclInContextValue = nullptr;
     QLabel* m_iwlInContextValue = nullptr;
+    QLabel* m_iclCommonValue = nullptr;
+    QLabel* m_iclRareValue = nullptr;
+    QLabel* m_iwlCommonValue = nullptr;
+    QLabel* m_iwlRareValue = nullptr;
+    QFormLayout* m_panelForm = nullptr;
     widgets::PlotView* m_plot = nullptr;
     QTabWidget* m_tabs = nullptr;
     QPushButton* m_openSweep = nullptr;

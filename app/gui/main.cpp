@@ -163,7 +163,8 @@ int main(int argc, char** argv)
     int exitCode = 0;
     if (sweepArg) {
         if (!window.iclIwlPage()->openSweep(positional.front())) {
-            std::fprintf(stderr, "icl-workbench: %s\n", qUtf8Printable(window.iclIwlPage()->sweepStatusLabel()->text()));
+            std::fprintf(
+                stderr, "icl-workbench: %s\n", qUtf8Printable(window.iclIwlPage()->sweepStatusLabel()->text()));
             exitCode = 1;
         }
         if (!parser.isSet(tabOpt))

@@ -208,6 +208,50 @@ TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSel
     shown = expectPanelOfFacade(page);
     EXPECT_EQ(shown.n_sequences, 32);
     EXPECT_EQ(shown.checkpoint_step, 10);
+    // No common / rare split in this run: its rows stay hidden.
+    for (const QLabel* row :
+        { page->iclCommonLabel(), page->iclRareLabel(), page->iwlCommonLabel(), page->iwlRareLabel() })
+        EXPECT_TRUE(row->isHidden()) << row->objectName().toStdString();
+}
+
+TEST_F(IclIwlPageTest, PanelShowsCommonAndRareAccuraciesOfASplitRun)
+{
+    // The paper's rare-bursty / common-supervised mix on the tiny run: 10 of the 30 training classes common.
+    nlohmann::json config = fewShotConfig();
+    config["task"]["n_common_classes"] = 10;
+    config["task"]["p_bursty_zipfian"] = 0.0;
+    config["task"]["non_bursty_type"] = "common";
+    const std::string split = s_dir->filePath("split.h5").toStdString();
+    icl::TrainOptions options;
+    options.out_path = split;
+    icl::train(config, options, {});
+
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(split)));
+    window.showPage(MainWindow::Page::IclIwl);
+    IclIwlPage* page = window.iclIwlPage();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
+    const icl::IclIwlResult want = icl::computeIclIwl(split, page->options());
+    ASSERT_TRUE(want.common_rare_split);
+    const int64_t n = want.n_sequences;
+    const std::vector<std::pair<const QLabel*, double>> rows = { { page->iclCommonLabel(), want.icl_accuracy_common },
+        { page->iclRareLabel(), want.icl_accuracy_rare }, { page->iwlCommonLabel(), want.iwl_accuracy_common },
+        { page->iwlRareLabel(), want.iwl_accuracy_rare } };
+    for (const auto& [row, value] : rows) {
+        EXPECT_FALSE(row->isHidden()) << row->objectName().toStdString();
+        EXPECT_EQ(row->text(), fraction(value, n)) << row->objectName().toStdString();
+    }
+
+    // A run without the split afterwards hides the rows again (as soon as it is open).
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
+    for (const auto& [row, value] : rows)
+        EXPECT_TRUE(row->isHidden()) << row->objectName().toStdString();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(page->result().has_value());
+    for (const auto& [row, value] : rows)
+        EXPECT_TRUE(row->isHidden()) << row->objectName().toStdString();
 }
 
 TEST_F(IclIwlPageTest, RegressionRunShowsOneLineSayingThePageIsForFewShotClassification)
