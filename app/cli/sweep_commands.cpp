@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/types/figure.h"
 #include "plot_export.h"
@@ -152,6 +153,38 @@ std::vector<SweepRun> expandSweep(const std::string& path, const std::string& ou
         if (a == axes.size())
             break;
     }
+    // Every grid point's config is resolved and validated here, so that a bad value or an unknown key is one line
+    // now, not a failed process per run (or a Slurm array of failing tasks).
+    for (const SweepRun& r : runs) {
+        ConfigRequest request;
+        for (size_t i = 1; i + 1 < r.args.size(); ++i) {
+            const std::string& flag = r.args[i];
+            const std::string& value = r.args[i + 1];
+            if (flag == "--preset")
+                request.preset = value;
+            else if (flag == "--config")
+                request.config_file = value;
+            else if (flag == "--scale")
+                request.scale = value;
+            else if (flag == "--set")
+                request.sets.push_back(value);
+            else if (flag == "--steps")
+                request.steps = std::stoll(value);
+            else if (flag == "--seed")
+                request.seed = std::stoull(value);
+            else
+                continue;
+            ++i;
+        }
+        try {
+            resolveConfig(request);
+        } catch (const Error& e) {
+            std::string point;
+            for (const auto& [key, v] : r.values)
+                point += (point.empty() ? "" : ", ") + key + "=" + valueText(v);
+            throw Error(path + ": grid point " + point + ": " + e.what());
+        }
+    }
     return runs;
 }
 
@@ -190,12 +223,12 @@ int runSweep(const SweepArgs& args)
 {
     const int jobs = std::max(1, args.jobs);
     const int threads = std::max(1, int(std::thread::hardware_concurrency()) / jobs);
+    const std::string outDir = fs::absolute(args.out_dir).string();
+    const std::vector<SweepRun> runs = expandSweep(args.path, outDir, threads);  // validated before anything is written
     std::error_code ec;
     fs::create_directories(args.out_dir, ec);
     if (ec)
         throw Error(args.out_dir + ": cannot create directory (" + ec.message() + ")");
-    const std::string outDir = fs::absolute(args.out_dir).string();
-    const std::vector<SweepRun> runs = expandSweep(args.path, outDir, threads);
     const std::string exe = selfExecutable();
 
     // The index that aggregate reads: every run's file and grid values.

@@ -624,6 +624,16 @@ TEST(Cli, SweepAggregateAndSlurmScript)
 
     std::ofstream(dir + "/bad.json") << R"({"preset": "chan-bursty", "grid": {"task.p_bursty": 0.5}})";
     expectOneLineError(run("sweep " + dir + "/bad.json --out " + out), "grid.task.p_bursty");
+    // A grid value or key the config refuses is one line naming the grid point and the key, before any run starts
+    // or any script or directory is written.
+    std::ofstream(dir + "/bad_value.json") << R"({"preset": "chan-bursty", "grid": {"task.p_bursty": [0.5, 2]}})";
+    expectOneLineError(run("sweep " + dir + "/bad_value.json --out " + dir + "/bad_runs"),
+                       "grid point task.p_bursty=2, seed=0: task.p_bursty: expected a number in [0, 1], got 2");
+    EXPECT_FALSE(fs::exists(dir + "/bad_runs"));
+    std::ofstream(dir + "/bad_key.json") << R"({"preset": "chan-bursty", "grid": {"task.p_burst": [0, 1]}})";
+    expectOneLineError(run("sweep " + dir + "/bad_key.json --out " + dir + "/bad_runs --emit-slurm " + dir + "/bad.sh"),
+                       "task.p_burst: unknown key");
+    EXPECT_FALSE(fs::exists(dir + "/bad.sh"));
 }
 
 // The sequence viewer from the command line: `analyze icl-iwl --show-sequence KIND` prints one sequence of a
