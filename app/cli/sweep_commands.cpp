@@ -379,6 +379,7 @@ int runAggregate(const AggregateArgs& args)
         std::map<std::string, json> values;
         std::map<std::string, double> final;
         int64_t step = 0;
+        std::string file;  ///< the run's file inside the sweep directory (last column of table.csv)
     };
     std::vector<Row> rows;
     int64_t missing = 0;
@@ -391,6 +392,7 @@ int runAggregate(const AggregateArgs& args)
         }
         const RunSummary s = readRunSummary(file);
         Row row;
+        row.file = r["file"].get<std::string>();
         for (auto it = r["values"].begin(); it != r["values"].end(); ++it)
             row.values[it.key()] = it.value();
         for (const std::string& m : metrics)
@@ -420,7 +422,7 @@ int runAggregate(const AggregateArgs& args)
         csv << "step";
         for (const auto& m : metrics)
             csv << "," << m;
-        csv << "\n";
+        csv << ",file\n";
         for (const Row& r : rows) {
             for (const auto& k : keys)
                 csv << valueText(r.values.at(k)) << ",";
@@ -434,7 +436,7 @@ int runAggregate(const AggregateArgs& args)
                     csv << buf;
                 }
             }
-            csv << "\n";
+            csv << "," << r.file << "\n";
         }
         if (!csv)
             throw Error(csvPath + ": failed writing");

@@ -519,6 +519,8 @@ TEST(Cli, SweepAggregateAndSlurmScript)
         rows.push_back(line);
     ASSERT_EQ(rows.size(), 4u);
     EXPECT_EQ(rows[3].rfind("lstm,0,0.9,6,", 0), 0u) << rows[3];  // the last grid point, trained to step 6
+    EXPECT_EQ(header.substr(header.size() - 5), ",file") << header;  // each row names its run file, last
+    EXPECT_EQ(rows[3].substr(rows[3].size() - 12), ",run_0003.h5") << rows[3];
     EXPECT_TRUE(fs::exists(out + "/aggregate/sweep_task.p_bursty.csv"));
     // model.kind is not numeric: one named position per value in grid order, one line per p_bursty; each point is
     // that run's final ICL accuracy, read here from the table's row (icl_accuracy is its 5th column).
