@@ -233,9 +233,16 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
             if (t.n_holdout < 2)
                 throw Error("task.n_holdout: the ICL evaluation draws 2 holdout classes, expected >= 2, got "
                             + std::to_string(t.n_holdout));
-            if (t.n_classes < t.n_context + 1)
-                throw Error("task.n_classes: a non-bursty sequence draws n_context + 1 = "
-                            + std::to_string(t.n_context + 1) + " classes, got " + std::to_string(t.n_classes));
+            // A bursty sequence needs the query's class, a second class and others; non-bursty sequences draw
+            // their classes independently (with replacement), so a 10-class dataset such as Fashion-MNIST fits.
+            if (t.n_classes < 3)
+                throw Error("task.n_classes: a bursty sequence holds the query's class, a second class and items of "
+                            "other classes, expected >= 3, got " + std::to_string(t.n_classes));
+            const int64_t labels = t.n_labels > 0 ? t.n_labels : t.n_classes * t.labels_per_class;
+            if (labels < std::max<int64_t>(2, t.labels_per_class))
+                throw Error("task.n_labels: the label vocabulary must hold at least max(2, task.labels_per_class) = "
+                            + std::to_string(std::max<int64_t>(2, t.labels_per_class)) + " labels, got "
+                            + std::to_string(labels));
             if (t.n_common_classes == 0) {
                 const char* needsSplit = t.p_bursty_common != 0 ? "p_bursty_common"
                     : t.p_bursty_zipfian != 1                   ? "p_bursty_zipfian"
@@ -417,6 +424,9 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     if (c.model.encoder == "resnet" && (!classification || c.task.exemplar_source == "synthetic"))
         throw Error("model.encoder: \"resnet\" encodes image exemplars (task.kind \"fewshot_classification\" with "
                     "task.exemplar_source \"image_folder\" or \"idx\"); vector exemplars use \"linear\"");
+    if (classification && c.model.d_model % 2)
+        throw Error("model.d_model: the sinusoidal position code of the few-shot classifier needs an even width, got "
+                    + std::to_string(c.model.d_model));
     if (classification && c.model.init != "variance_scaling")
         throw Error("model.init: \"" + c.model.init + "\" is a construction for regression tasks");
     if (c.training.schedule == "inverse_sqrt" && c.training.warmup_steps == 0)

@@ -192,7 +192,7 @@ ImageDataset loadImageFolder(const std::string& root, const ImageFolderOptions& 
                 } else if (image.rows != out.rows || image.cols != out.cols) {
                     throw Error("image_folder: " + path + ": image of " + std::to_string(image.rows) + "×"
                         + std::to_string(image.cols) + " pixels, earlier images have " + std::to_string(out.rows) + "×"
-                        + std::to_string(out.cols) + " (set a resize size to load mixed sizes)");
+                        + std::to_string(out.cols) + " (set task.image_size to resize images of mixed sizes)");
                 }
                 for (float v : image.pixels)
                     out.pixels.push_back(uint8_t(std::clamp(std::lround(255.0 * v), 0L, 255L)));

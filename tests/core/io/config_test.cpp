@@ -179,6 +179,25 @@ TEST(Config, SparseAndNoisyTasksAreValidatedWithKeyPaths)
     EXPECT_EQ(errorOf({{"task", {{"kind", "lasso_regression"}}}}).rfind("task.kind: expected one of", 0), 0u);
 }
 
+// Few-shot classification sizes: a 10-class dataset (Fashion-MNIST: 8 training + 2 holdout classes) fits, since
+// non-bursty sequences draw their classes with replacement; the limits that remain name their key.
+TEST(Config, FewShotSizesAreValidatedWithKeyPaths)
+{
+    auto fewShot = [](nlohmann::json task, nlohmann::json model = nlohmann::json::object()) {
+        task["kind"] = "fewshot_classification";
+        task["layout"] = "interleaved";
+        task["n_context"] = 8;
+        model["kind"] = model.value("kind", "gpt2");
+        return nlohmann::json{{"task", task}, {"model", model}};
+    };
+    EXPECT_EQ(errorOf(fewShot({{"n_classes", 8}, {"n_holdout", 2}})), "");
+    EXPECT_EQ(errorOf(fewShot({{"n_classes", 3}})), "");
+    EXPECT_EQ(errorOf(fewShot({{"n_classes", 2}})).rfind("task.n_classes: ", 0), 0u);
+    EXPECT_EQ(errorOf(fewShot({{"n_classes", 50}, {"labels_per_class", 100}, {"n_labels", 32}})).rfind("task.n_labels: ", 0),
+              0u);
+    EXPECT_EQ(errorOf(fewShot({{"n_classes", 50}}, {{"d_model", 63}, {"n_heads", 1}})).rfind("model.d_model: ", 0), 0u);
+}
+
 TEST(Config, CurriculumErrorsNameTheKeyPath)
 {
     const nlohmann::json gpt2 = {{"kind", "gpt2"}, {"n_layers", 1}, {"n_heads", 1}, {"d_model", 8}};

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/analysis/icl_curve.h"
 #include "core/analysis/icl_iwl.h"
 #include "core/error.h"
 #include "core/io/config.h"
@@ -131,6 +132,23 @@ TEST(ClassificationTrainer, RecurrentBaselinesTrain)
         c["training"]["steps"] = 5;
         EXPECT_EQ(icl::train(c, o, {}).final_step, 5) << kind;
         EXPECT_EQ(icl::readRunSummary(o.out_path).metrics.at("iwl_accuracy").size(), 2u) << kind;
+    }
+}
+
+// The regression analyses refuse a few-shot run with a message that says what it is (not a missing parameter).
+TEST(ClassificationTrainer, RegressionIclCurveRefusesAFewShotRun)
+{
+    icl::TrainOptions o;
+    o.out_path = tempPath("fewshot_icl_curve.h5");
+    o.threads = 1;
+    nlohmann::json c = fewShotConfig();
+    c["training"]["steps"] = 2;
+    icl::train(c, o, {});
+    try {
+        icl::computeIclCurve(o.out_path, icl::IclCurveOptions{});
+        FAIL() << "the ICL curve of a few-shot run was computed";
+    } catch (const icl::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("few-shot classification run"), std::string::npos) << e.what();
     }
 }
 
