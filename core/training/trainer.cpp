@@ -17,6 +17,7 @@
 #include "core/training/classification_trainer.h"
 #include "core/training/device.h"
 #include "core/training/optim.h"
+#include "core/training/run_file_lock.h"
 #include "core/training/seeds.h"
 #include "core/training/training_loop.h"
 
@@ -78,6 +79,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     if (options.out_path.empty())
         throw Error("no output file given (--out RUN.h5)");
     const std::string& out = options.out_path;
+    const RunFileLock claim(out);  // one trainer per file at a time
 
     ExperimentConfig cfg;
     CheckpointData resumeFrom;

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
 
 #include "core/error.h"
 #include "core/io/config.h"
@@ -255,6 +258,49 @@ TEST(Trainer, ResumeOfAFileStoppedBeforeItsFirstCheckpointStartsAgain)
     const auto a = icl::readRunSummary(straight), b = icl::readRunSummary(empty);
     EXPECT_EQ(b.metrics.at("step"), a.metrics.at("step"));
     EXPECT_EQ(b.metrics.at("eval_loss"), a.metrics.at("eval_loss"));
+}
+
+// While one trainer writes a run file, a second one (here a resume from another thread, which the OFD lock treats
+// like another process) is refused with a message and changes nothing; the claim goes with the first trainer, and
+// a sidecar left behind by a crashed trainer (present but not held) does not block anyone.
+TEST(Trainer, ASecondTrainerOfTheSameFileIsRefused)
+{
+    const std::string path = tempPath("trainer_claimed.h5");
+    std::promise<void> started, release;
+    std::shared_future<void> released = release.get_future().share();
+    std::thread first([&] {
+        bool signalled = false;
+        icl::train(tinyConfig({"training.steps=100"}), optionsFor(path), [&](const icl::TrainProgress& p) {
+            if (!signalled && p.step >= 50) {
+                signalled = true;
+                started.set_value();
+                released.wait();
+            }
+            return true;
+        });
+    });
+    started.get_future().wait();
+    EXPECT_TRUE(fs::exists(path + ".lock"));
+    icl::TrainOptions resume = optionsFor(path);
+    resume.resume = true;
+    try {
+        icl::train({}, resume, {});
+        ADD_FAILURE() << "a second trainer ran on a claimed file";
+    } catch (const icl::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("another process is training into this file"), std::string::npos)
+            << e.what();
+    }
+    icl::TrainOptions force = optionsFor(path);
+    force.force = true;
+    EXPECT_THROW(icl::train(tinyConfig(), force, {}), icl::Error);
+    release.set_value();
+    first.join();
+    EXPECT_FALSE(fs::exists(path + ".lock"));
+    EXPECT_EQ(icl::readRunSummary(path).checkpoints.back().step, 100);
+
+    std::ofstream(path + ".lock") << "left by a crashed trainer";
+    resume.steps = 120;
+    EXPECT_EQ(icl::train({}, resume, {}).final_step, 120);
 }
 
 TEST(Trainer, ResumeWithCurriculumMatchesAnUninterruptedRunBitwise)
