@@ -384,13 +384,21 @@ int runAggregate(const AggregateArgs& args)
     std::vector<Row> rows;
     int64_t missing = 0;
     int64_t unfinished = 0;  // runs stopped before their training.steps (interrupted or still training)
+    std::vector<std::string> damaged;  // run files that cannot be read
     for (const json& r : sweep["runs"]) {
         const std::string file = (dir / r["file"].get<std::string>()).string();
         if (!fs::exists(file)) {
             ++missing;
             continue;
         }
-        const RunSummary s = readRunSummary(file);
+        RunSummary s;
+        try {
+            s = readRunSummary(file);
+        } catch (const Error& e) {  // one damaged run does not hide the others: skipped, named on stderr
+            std::cerr << "aggregate: skipping " << e.what() << "\n";
+            damaged.push_back(r["file"].get<std::string>());
+            continue;
+        }
         Row row;
         row.file = r["file"].get<std::string>();
         for (auto it = r["values"].begin(); it != r["values"].end(); ++it)
@@ -407,7 +415,8 @@ int runAggregate(const AggregateArgs& args)
         rows.push_back(std::move(row));
     }
     if (rows.empty())
-        throw Error(args.dir + ": none of the " + std::to_string(sweep["runs"].size()) + " runs has a file yet");
+        throw Error(args.dir + ": none of the " + std::to_string(sweep["runs"].size()) + " runs has a "
+                    + (damaged.empty() ? "file yet" : "readable file (" + std::to_string(damaged.size()) + " damaged)"));
     for (const std::string& m : splitMetrics)
         if (std::any_of(rows.begin(), rows.end(), [&](const Row& r) { return std::isfinite(r.final.at(m)); }))
             metrics.push_back(m);
@@ -533,6 +542,7 @@ int runAggregate(const AggregateArgs& args)
                           {"runs", rows.size()},
                           {"missing", missing},
                           {"unfinished", unfinished},
+                          {"damaged", damaged},
                           {"files", files}}
                          .dump(2)
                   << "\n";
@@ -544,6 +554,8 @@ int runAggregate(const AggregateArgs& args)
     if (unfinished)
         notes += (notes.empty() ? "" : ", ") + std::to_string(unfinished)
                  + " unfinished: their last step, in the step column, is below training.steps; run the sweep again";
+    if (!damaged.empty())
+        notes += (notes.empty() ? "" : ", ") + std::to_string(damaged.size()) + " damaged and skipped";
     std::cout << "aggregate of " << rows.size() << " runs" << (notes.empty() ? "" : " (" + notes + ")") << " in "
               << args.dir << ":\n";
     for (const auto& k : keys)

@@ -636,6 +636,17 @@ TEST(Cli, SweepAggregateAndSlurmScript)
     expectOneLineError(run("sweep " + dir + "/bad_key.json --out " + dir + "/bad_runs --emit-slurm " + dir + "/bad.sh"),
                        "task.p_burst: unknown key");
     EXPECT_FALSE(fs::exists(dir + "/bad.sh"));
+
+    // A damaged run file is skipped and named; the other runs are still aggregated.
+    const std::string damagedDir = dir + "/damaged";
+    fs::copy(out, damagedDir, fs::copy_options::recursive);
+    fs::resize_file(damagedDir + "/run_0001.h5", 2000);
+    const Result d = run("aggregate " + damagedDir + " --json");
+    ASSERT_EQ(d.code, 0) << d.err;
+    const auto dj = nlohmann::json::parse(d.out);
+    EXPECT_EQ(dj["runs"], 3);
+    EXPECT_EQ(dj["damaged"], nlohmann::json::array({"run_0001.h5"}));
+    EXPECT_NE(d.err.find("skipping"), std::string::npos) << d.err;
 }
 
 // The sequence viewer from the command line: `analyze icl-iwl --show-sequence KIND` prints one sequence of a
