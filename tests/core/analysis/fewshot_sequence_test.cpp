@@ -13,6 +13,8 @@
 #include <map>
 #include <set>
 
+#include <unistd.h>
+
 #include "core/analysis/classification_run.h"
 #include "core/analysis/fewshot_sequence.h"
 #include "core/error.h"
@@ -60,9 +62,25 @@ int pixel(int i, int p)
 
 class FewShotSequenceTest : public ::testing::Test {
 protected:
+    // A fixture that cannot be built fails every test of the suite (GoogleTest would otherwise report them as
+    // skipped, which ctest counts as not run rather than failed).
     static void SetUpTestSuite()
     {
-        const std::string dir = ::testing::TempDir();
+        try {
+            buildFixtures();
+        } catch (const std::exception& e) {
+            s_fixtureError = e.what();
+        }
+    }
+
+    void SetUp() override { ASSERT_TRUE(s_fixtureError.empty()) << "fixture: " << s_fixtureError; }
+
+    static void buildFixtures()
+    {
+        // One folder per process: ctest runs every test of this suite as its own process, in parallel, and each
+        // builds these fixtures; shared paths would race (one process replacing a file another one reads).
+        const std::string dir = ::testing::TempDir() + "fewshot_sequence_" + std::to_string(::getpid()) + "/";
+        fs::create_directories(dir);
         s_vectors = dir + "fewshot_sequence_vectors.h5";
         fs::remove(s_vectors);
         icl::TrainOptions o;
@@ -116,11 +134,13 @@ protected:
     static std::string s_vectors;
     static std::string s_images;
     static std::string s_imageRun;
+    static std::string s_fixtureError;
 };
 
 std::string FewShotSequenceTest::s_vectors;
 std::string FewShotSequenceTest::s_images;
 std::string FewShotSequenceTest::s_imageRun;
+std::string FewShotSequenceTest::s_fixtureError;
 
 } // namespace
 
