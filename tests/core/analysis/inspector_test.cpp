@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
+#include <unistd.h>
 
 #include "core/analysis/inspector.h"
 #include "core/analysis/run_loader.h"
@@ -27,7 +28,8 @@ namespace {
 /// parameters moved by N(0, 0.3²) noise.
 std::string writeRun(const std::string& name, const std::string& preset, const std::vector<std::string>& sets)
 {
-    const std::string path = ::testing::TempDir() + name;
+    // Per process: ctest runs each test as its own process, in parallel, and the fixtures below are shared by many.
+    const std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "_" + name;
     std::filesystem::remove(path);
     icl::ConfigRequest r;
     r.preset = preset;
