@@ -227,6 +227,8 @@ int runInfo(const std::string& path, bool asJson)
         out["checkpoints"] = cps;
         out["final"] = finalMetrics(s);
         out["analyses"] = s.analyses;
+        if (!s.import_json.empty())
+            out["import"] = json::parse(s.import_json, nullptr, false);
         std::cout << out.dump(2) << "\n";
         return 0;
     }
@@ -240,6 +242,20 @@ int runInfo(const std::string& path, bool asJson)
                   << "model       " << config["model"].dump() << "\n"
                   << "training    " << config["training"].dump() << "\n"
                   << "seed        " << config["seed"].dump() << ", device " << config["device"].dump() << "\n";
+    }
+    if (!s.import_json.empty()) {
+        const json imp = json::parse(s.import_json, nullptr, false);
+        if (imp.is_object()) {
+            std::cout << "imported    " << imp.value("imported", "") << ", not trained here (" << imp.value("layout", "")
+                      << " layout)\n";
+            for (const auto& src : imp.value("sources", json::array()))
+                std::cout << "  source    " << src.value("path", "") << "  (" << src.value("format", "") << ", step "
+                          << src.value("step", int64_t(0)) << ", sha256 " << src.value("sha256", "") << ")\n";
+            for (const auto& w : imp.value("warnings", json::array()))
+                std::cout << "  warning   " << w.get<std::string>() << "\n";
+        } else {
+            std::cout << "imported    (damaged /import provenance)\n";
+        }
     }
     std::cout << "checkpoints " << s.checkpoints.size() << ":";
     for (const auto& c : s.checkpoints)

@@ -25,6 +25,29 @@ int runTrain(const TrainArgs& args);
 
 int runInfo(const std::string& path, bool json);
 
+/// icl-cli import SRC --out RUN.h5: a foreign checkpoint (file or Garg et al.'s run folder) → an experiment file.
+struct ImportArgs {
+    std::string source;
+    std::string out;
+    std::string config_file;        ///< Garg's config.yaml or a workbench JSON config ("" = SRC/config.yaml if present)
+    std::vector<std::string> sets;  ///< key.path=value
+    bool force = false;
+    bool dry_run = false;           ///< print the plan (format, mapping, inferred model, missing keys), write nothing
+    int threads = 0;
+    bool json = false;
+};
+int runImport(const ImportArgs& args);
+
+/// icl-cli export-weights RUN.h5 --out FILE(.safetensors|.pt) [--checkpoint STEP] [--layout workbench|garg].
+struct ExportWeightsArgs {
+    std::string path;
+    std::string out;
+    int64_t checkpoint = -1;
+    std::string layout = "workbench";
+    bool json = false;
+};
+int runExportWeights(const ExportWeightsArgs& args);
+
 struct EvalArgs {
     std::string path;
     int64_t checkpoint = -1;
@@ -90,6 +113,7 @@ struct AnalyzeArgs {
     bool force = false;             ///< paste: replace an existing output file
     std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name); attention, lens, patching: CSV of the result
     uint64_t prompt_seed = 0;       ///< attention, lens, patching: seed of the prompt (Inspector::samplePrompt)
+    std::string prompt_file;        ///< attention, lens, patching: the prompt read from this file instead (readPromptFile)
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
     int64_t example = 1;            ///< patching: change_label's example i of y_i (1-based, as the token labels)
     std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
@@ -102,7 +126,8 @@ int runAnalyze(const AnalyzeArgs& args);
 /// checkpoint's prediction at its query, as text or one JSON object.
 int runShowSequence(const AnalyzeArgs& args);
 
-/// The inspector's analyses (inspector_commands.cpp): one prompt drawn from --prompt-seed.
+/// The inspector's analyses (inspector_commands.cpp): one prompt drawn from --prompt-seed, or read from
+/// --prompt FILE (checked against the run's d and the model's largest N).
 int runAttention(const AnalyzeArgs& args);
 int runLens(const AnalyzeArgs& args);
 int runPatching(const AnalyzeArgs& args);

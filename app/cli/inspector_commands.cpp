@@ -1,5 +1,6 @@
 // icl-cli analyze RUN.h5 attention|patching|lens, and the export of their plots: the interactive
-// inspector (core/analysis/inspector.h) run headless on one prompt drawn from --prompt-seed.
+// inspector (core/analysis/inspector.h) run headless on one prompt drawn from --prompt-seed or read
+// from --prompt FILE (core/io/prompt_file.h).
 #include "commands.h"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "core/analysis/inspector.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
+#include "core/io/prompt_file.h"
 #include "core/report.h"
 #include "core/training/trainer.h"
 #include "core/types/matrix_csv.h"
@@ -46,6 +48,17 @@ std::map<std::string, std::string> promptMetadata(const std::string& path, int64
     return {{"experiment", path}, {"checkpoint_step", std::to_string(step)}, {"prompt_seed", std::to_string(promptSeed)}};
 }
 
+/// promptMetadata for the analyze commands: the prompt seed, or the prompt file it was read from.
+std::map<std::string, std::string> promptMetadata(const AnalyzeArgs& args, int64_t step)
+{
+    auto m = promptMetadata(args.path, step, args.prompt_seed);
+    if (!args.prompt_file.empty()) {
+        m.erase("prompt_seed");
+        m["prompt_file"] = args.prompt_file;
+    }
+    return m;
+}
+
 json predictionsJson(const std::vector<PredictorValue>& values)
 {
     json out = json::object();
@@ -54,9 +67,43 @@ json predictionsJson(const std::vector<PredictorValue>& values)
     return out;
 }
 
+/// The prompt as the commands print it; an unknown query label (a prompt file without it) is null.
 json promptJson(const Prompt& p)
 {
-    return {{"x", p.x}, {"y", p.y}, {"noise_std", p.noise_std}, {"seed", p.seed}};
+    json y = json::array();
+    for (double v : p.y)
+        y.push_back(number(v));
+    json out = {{"x", p.x}, {"y", y}, {"noise_std", p.noise_std}, {"seed", p.seed}};
+    if (!p.w.empty())
+        out["w"] = p.w;
+    return out;
+}
+
+/// The prompt of attention, lens and patching: read from --prompt FILE (checked against the run's d and the
+/// model's largest N), else drawn from --prompt-seed.
+Prompt commandPrompt(const AnalyzeArgs& args, const Inspector& inspector)
+{
+    if (args.prompt_file.empty())
+        return inspector.samplePrompt(args.prompt_seed);
+    PromptFileLimits limits;
+    limits.d = inspector.inputDim();
+    limits.max_points = inspector.maxContext() > 0 ? inspector.maxContext() + 1 : 0;
+    return readPromptFile(args.prompt_file, limits);
+}
+
+/// Where the prompt came from, for the text output: "prompt seed 3" or "prompt FILE".
+std::string promptSource(const AnalyzeArgs& args)
+{
+    return args.prompt_file.empty() ? "prompt seed " + std::to_string(args.prompt_seed) : "prompt " + args.prompt_file;
+}
+
+/// The prompt's origin in the JSON output: "prompt_seed" for a drawn prompt, "prompt_file" for a file's.
+void addPromptSource(json& out, const AnalyzeArgs& args)
+{
+    if (args.prompt_file.empty())
+        out["prompt_seed"] = args.prompt_seed;
+    else
+        out["prompt_file"] = args.prompt_file;
 }
 
 /// `text` right-aligned in `width` terminal columns (counts UTF-8 code points, so "e₁₀" is 3 wide).
@@ -71,9 +118,16 @@ std::string padLeft(const std::string& text, size_t width)
 void printPredictions(const std::vector<PredictorValue>& values, double target)
 {
     std::printf("  %-22s %12s %12s\n", "predictor", "ŷ_q", "error");
-    for (const PredictorValue& p : values)
-        std::printf("  %-22s %12.5f %12.5f\n", p.name.c_str(), p.prediction, p.error);
-    std::printf("  %-22s %12.5f\n", "target y_q", target);
+    for (const PredictorValue& p : values) {
+        if (std::isfinite(p.error))
+            std::printf("  %-22s %12.5f %12.5f\n", p.name.c_str(), p.prediction, p.error);
+        else
+            std::printf("  %-22s %12.5f %12s\n", p.name.c_str(), p.prediction, "—");
+    }
+    if (std::isfinite(target))
+        std::printf("  %-22s %12.5f\n", "target y_q", target);
+    else
+        std::printf("  %-22s %12s\n", "target y_q", "unknown (not in the prompt)");
 }
 
 void requireOutExtension(const std::string& out, std::initializer_list<const char*> allowed, const std::string& what)
@@ -222,13 +276,17 @@ int runAttention(const AnalyzeArgs& args)
 {
     if (!args.out.empty())
         requireOutExtension(args.out, {".csv", ".h5"}, "attention");
-    if (extensionOf(args.out) == ".h5")
+    if (extensionOf(args.out) == ".h5") {
+        if (!args.prompt_file.empty())
+            throw Error("--prompt: attention --out FILE.h5 captures --prompts prompts drawn from the run's task; "
+                        "give --out FILE.csv (or no --out) to inspect the prompt of a file");
         return runAttentionCapture(args);
+    }
     configureThreads(args.threads);
     Inspector inspector(args.path, args.checkpoint);
-    const Prompt prompt = inspector.samplePrompt(args.prompt_seed);
+    const Prompt prompt = commandPrompt(args, inspector);
     const Inspection view = inspector.inspect(prompt);
-    const auto metadata = promptMetadata(args.path, view.checkpoint_step, args.prompt_seed);
+    const auto metadata = promptMetadata(args, view.checkpoint_step);
     if (!args.out.empty())
         writeAttentionCsv(view, metadata, args.out);
     if (args.json) {
@@ -248,24 +306,24 @@ int runAttention(const AnalyzeArgs& args)
         }
         json out = {{"analysis", "attention"},
                     {"checkpoint_step", view.checkpoint_step},
-                    {"prompt_seed", args.prompt_seed},
                     {"n_layers", view.n_layers},
                     {"n_heads", view.n_heads},
                     {"token_labels", view.token_labels},
                     {"key_labels", view.key_labels},
                     {"softmax_head", view.softmax_head},
-                    {"target", view.target},
+                    {"target", number(view.target)},
                     {"predictions", predictionsJson(view.predictions)},
                     {"heads", heads},
                     {"patterns", patterns},
                     {"prompt", promptJson(prompt)}};
+        addPromptSource(out, args);
         if (!args.out.empty())
             out["out"] = args.out;
         std::cout << out.dump(2) << "\n";
         return 0;
     }
-    std::cout << "attention of " << args.path << " at checkpoint " << view.checkpoint_step << " on prompt seed "
-              << args.prompt_seed << " (" << view.n_layers << (view.n_layers == 1 ? " layer × " : " layers × ")
+    std::cout << "attention of " << args.path << " at checkpoint " << view.checkpoint_step << " on "
+              << promptSource(args) << " (" << view.n_layers << (view.n_layers == 1 ? " layer × " : " layers × ")
               << view.n_heads << (view.n_heads == 1 ? " head, " : " heads, ")
               << view.token_labels.size() << " tokens, " << view.key_labels.size() << " keys):\n";
     printPredictions(view.predictions, view.target);
@@ -295,26 +353,29 @@ int runLens(const AnalyzeArgs& args)
         requireOutExtension(args.out, {".csv"}, "lens");
     configureThreads(args.threads);
     Inspector inspector(args.path, args.checkpoint);
-    const Prompt prompt = inspector.samplePrompt(args.prompt_seed);
+    const Prompt prompt = commandPrompt(args, inspector);
     const RegressionLens lens = inspector.lens(prompt);
     if (!args.out.empty()) {
-        const Figure f = lensFigure(lens, inspector.summary(), {{"prompt_seed", std::to_string(args.prompt_seed)}});
+        auto meta = promptMetadata(args, lens.checkpoint_step);
+        meta.erase("experiment");  // lensFigure names the run itself
+        meta.erase("checkpoint_step");
+        const Figure f = lensFigure(lens, inspector.summary(), meta);
         exportPlot(f, args.out, "csv", 0);
     }
     if (args.json) {
         json out = {{"analysis", "lens"},
                     {"checkpoint_step", lens.checkpoint_step},
-                    {"prompt_seed", args.prompt_seed},
                     {"layer_labels", lens.layer_labels},
                     {"prediction", lens.prediction},
-                    {"target", lens.target},
+                    {"target", number(lens.target)},
                     {"references", predictionsJson(lens.references)},
                     {"prompt", promptJson(prompt)}};
+        addPromptSource(out, args);
         std::cout << out.dump(2) << "\n";
         return 0;
     }
-    std::cout << "regression lens of " << args.path << " at checkpoint " << lens.checkpoint_step << " on prompt seed "
-              << args.prompt_seed << " (read-out of the residual stream at the query):\n";
+    std::cout << "regression lens of " << args.path << " at checkpoint " << lens.checkpoint_step << " on "
+              << promptSource(args) << " (read-out of the residual stream at the query):\n";
     for (size_t l = 0; l < lens.prediction.size(); ++l)
         std::printf("  %-12s %12.5f\n", l < lens.layer_labels.size() ? lens.layer_labels[l].c_str() : "?",
                     std::abs(lens.prediction[l]) < 5e-6 ? 0.0 : lens.prediction[l]);  // no "-0.00000"
@@ -329,10 +390,10 @@ int runPatching(const AnalyzeArgs& args)
         requireOutExtension(args.out, {".csv"}, "patching");
     configureThreads(args.threads);
     Inspector inspector(args.path, args.checkpoint);
-    const Prompt clean = inspector.samplePrompt(args.prompt_seed);
+    const Prompt clean = commandPrompt(args, inspector);
     const PatchingOptions o = patchingOptions(args.corruption, args.example, args.seed);
     const PatchingResult r = runPatchingWithProgress(inspector, clean, o);
-    auto metadata = promptMetadata(args.path, r.checkpoint_step, args.prompt_seed);
+    auto metadata = promptMetadata(args, r.checkpoint_step);
     addCorruptionMetadata(metadata, o);
     if (!args.out.empty())
         writeMatrixCsv(r.effect, metadata, args.out);
@@ -344,25 +405,26 @@ int runPatching(const AnalyzeArgs& args)
                 row.push_back(number(r.effect.at(i, j)));
             effect.push_back(row);
         }
-        std::cout << json{{"analysis", "patching"},
-                          {"checkpoint_step", r.checkpoint_step},
-                          {"prompt_seed", args.prompt_seed},
-                          {"corruption", r.corruption},
-                          {"example", o.example + 1},
-                          {"seed", o.seed},
-                          {"clean_prediction", number(r.clean_prediction)},
-                          {"corrupted_prediction", number(r.corrupted_prediction)},
-                          {"n_prompts", r.n_prompts},
-                          {"n_skipped", r.n_skipped},
-                          {"layer_labels", r.effect.row_labels},
-                          {"token_labels", r.effect.col_labels},
-                          {"patching_effect", effect}}
-                         .dump(2)
-                  << "\n";
+        json out = {{"analysis", "patching"},
+                    {"checkpoint_step", r.checkpoint_step},
+                    {"corruption", r.corruption},
+                    {"example", o.example + 1},
+                    {"seed", o.seed},
+                    {"clean_prediction", number(r.clean_prediction)},
+                    {"corrupted_prediction", number(r.corrupted_prediction)},
+                    {"n_prompts", r.n_prompts},
+                    {"n_skipped", r.n_skipped},
+                    {"layer_labels", r.effect.row_labels},
+                    {"token_labels", r.effect.col_labels},
+                    {"patching_effect", effect},
+                    {"prompt", promptJson(clean)},
+                    {"corrupted_prompt", promptJson(inspector.corrupt(clean, o))}};
+        addPromptSource(out, args);
+        std::cout << out.dump(2) << "\n";
         return 0;
     }
-    std::cout << "activation patching of " << args.path << " at checkpoint " << r.checkpoint_step << " on prompt seed "
-              << args.prompt_seed << " (" << r.corruption << "): clean ŷ_q " << r.clean_prediction << ", corrupted "
+    std::cout << "activation patching of " << args.path << " at checkpoint " << r.checkpoint_step << " on "
+              << promptSource(args) << " (" << r.corruption << "): clean ŷ_q " << r.clean_prediction << ", corrupted "
               << r.corrupted_prediction << "\n"
               << "  effect of patching the clean residual stream (0 = corrupted, 1 = clean):\n";
     std::printf("  %-24s", "");
@@ -377,7 +439,8 @@ int runPatching(const AnalyzeArgs& args)
     }
     if (r.n_skipped >= r.n_prompts)
         std::cout << "  the clean and corrupted predictions differ by less than 1e-6: the effect is undefined (nan); "
-                     "try another --prompt-seed, --example or --seed\n";
+                  << (args.prompt_file.empty() ? "try another --prompt-seed, --example or --seed\n"
+                                               : "try another --example or --seed\n");
     if (!args.out.empty())
         std::cout << "  effect written to " << args.out << "\n";
     return 0;

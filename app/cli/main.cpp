@@ -144,9 +144,16 @@ int main(int argc, char** argv)
         ->required()
         ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe", "paste",
                                "attention", "lens", "patching", "icl-iwl"}));
-    a->add_option("--prompt-seed", analyze.prompt_seed,
-                  "attention, lens, patching: seed of the prompt drawn from the run's task (default 0)")
-        ->check(unsignedInteger());
+    auto* promptSeedOpt = a->add_option("--prompt-seed", analyze.prompt_seed,
+                                        "attention, lens, patching: seed of the prompt drawn from the run's task (default 0)")
+                              ->check(unsignedInteger());
+    a->add_option("--prompt", analyze.prompt_file,
+                  "attention, lens, patching: your own prompt from FILE instead of a drawn one: JSON {\"x\": [[...], ...], "
+                  "\"y\": [...]} or CSV with header x_1,...,x_d,y, N+1 points with the query last (its label may be left "
+                  "out); checked against the run's d and the model's largest N; excludes --prompt-seed (patching: the "
+                  "corruption acts on this prompt, --seed still seeds it)")
+        ->type_name("FILE")
+        ->excludes(promptSeedOpt);
     a->add_option("--corruption", analyze.corruption,
                   "patching: how the corrupted prompt differs: change_label (one y_i), different_w (all labels from "
                   "another w) or shuffle_pairs (labels permuted) (default change_label)")
@@ -223,6 +230,33 @@ int main(int argc, char** argv)
                   "CSV of the patterns / lens / patching effect; attention also FILE.h5 (activations of --prompts prompts)");
     a->add_flag("--force", analyze.force, "paste, attention --out FILE.h5: replace an existing --out file");
 
+    ImportArgs importArgs;
+    auto* im = app.add_subcommand("import", "write an experiment file from a foreign checkpoint: a PyTorch .pt, .safetensors "
+                                            "or .npz file, or a Garg et al. run folder (model_<step>.pt, state.pt)");
+    im->add_option("source", importArgs.source, "weights file or run folder")->required();
+    im->add_option("--out", importArgs.out, "experiment file to write (RUN.h5)");
+    im->add_option("--config", importArgs.config_file, "Garg et al.'s config.yaml or a workbench JSON config "
+                                                       "(default: config.yaml in / beside the source)")
+        ->check(CLI::ExistingFile);
+    im->add_option("--set", importArgs.sets, "fill or override a config value: key.path=value (repeatable), e.g. "
+                                             "model.n_heads=8, task.n_context=40");
+    im->add_flag("--force", importArgs.force, "replace an existing output file");
+    im->add_flag("--dry-run", importArgs.dry_run, "show the detected format, key mapping and inferred model; write nothing");
+    im->add_option("--threads", importArgs.threads, "LibTorch intra-op threads")->check(atLeast(1));
+    im->add_flag("--json", importArgs.json, "one JSON object on stdout");
+
+    ExportWeightsArgs exportWeightsArgs;
+    auto* ew = app.add_subcommand("export-weights", "write a checkpoint's weights as .safetensors or a PyTorch .pt that "
+                                                    "Python reads without the workbench");
+    ew->add_option("file", exportWeightsArgs.path, "experiment file")->required();
+    ew->add_option("--out", exportWeightsArgs.out, "FILE.safetensors or FILE.pt")->required();
+    ew->add_option("--checkpoint", exportWeightsArgs.checkpoint, "checkpoint step (default: last)");
+    ew->add_option("--layout", exportWeightsArgs.layout,
+                   "workbench (the workbench's names, config in the metadata) or garg (a state dict for Garg et al.'s "
+                   "TransformerModel, load_state_dict(strict=True))")
+        ->check(CLI::IsMember({"workbench", "garg"}));
+    ew->add_flag("--json", exportWeightsArgs.json, "one JSON object on stdout");
+
     SweepArgs sweep;
     auto* sw = app.add_subcommand("sweep", "expand a grid of --set overrides into training runs (local processes or Slurm)");
     sw->add_option("file", sweep.path, "SWEEP.json: {\"preset\" or \"config\", \"scale\", \"set\", \"grid\", \"seeds\", \"steps\"}")
@@ -268,6 +302,13 @@ int main(int argc, char** argv)
             return runReport(report);
         if (*a)
             return runAnalyze(analyze);
+        if (*im) {
+            if (importArgs.out.empty() && !importArgs.dry_run)
+                throw icl::Error("import: give --out RUN.h5 (or --dry-run to see what would be imported)");
+            return runImport(importArgs);
+        }
+        if (*ew)
+            return runExportWeights(exportWeightsArgs);
         if (*sw)
             return runSweep(sweep);
         if (*ag)

@@ -1,15 +1,14 @@
 #include "app/gui/attention_page.h"
 
+#include "core/error.h"
+#include "core/io/prompt_file.h"
 #include "core/report.h"
 
 #include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include <QComboBox>
 #include <QDoubleSpinBox>
@@ -20,6 +19,7 @@
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QImage>
+#include <QKeySequence>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
@@ -231,9 +231,15 @@ AttentionPage::AttentionPage(QWidget* parent)
     promptRow->addWidget(seedLabel);
     promptRow->addWidget(m_seed);
     promptRow->addWidget(m_resamplePrompt, 1);
-    m_exportPrompt = button(tr("Export…"), "attentionExportPrompt",
-        tr("Save the prompt (every x and y, exactly) as CSV, to reproduce an edited prompt"));
-    titleRow->addWidget(m_exportPrompt, 0, Qt::AlignTop);
+    m_openPrompt = button(tr("Open…"), "attentionOpenPrompt",
+        tr("Open a prompt of your own (Ctrl+Shift+O): JSON {\"x\": [[…], …], \"y\": […]} or CSV with the header "
+           "x_1,…,x_d,y, one row per point, the query last (its y may be left empty)"));
+    m_openPrompt->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    m_savePrompt = button(tr("Save…"), "attentionSavePrompt",
+        tr("Save the prompt (every x and y, exactly) as JSON or CSV, to reproduce an edited prompt (Ctrl+Shift+S)"));
+    m_savePrompt->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    titleRow->addWidget(m_openPrompt, 0, Qt::AlignTop);
+    titleRow->addWidget(m_savePrompt, 0, Qt::AlignTop);
     rightLayout->addLayout(promptRow);
     auto* noiseRow = new QHBoxLayout;
     noiseRow->setSpacing(4);
@@ -321,14 +327,23 @@ AttentionPage::AttentionPage(QWidget* parent)
         if (r < 0 || size_t(r) >= m_prompt.y.size() || c < 0 || c > d)
             return;
         double& slot = c < d ? m_prompt.x[size_t(r)][size_t(c)] : m_prompt.y[size_t(r)];
+        const QString text = item->text().trimmed();
         bool ok = false;
-        const double v = item->text().trimmed().toDouble(&ok);
-        if (!ok || !std::isfinite(v)) {
+        double v = text.toDouble(&ok);
+        if (r == m_prompt.nContext() && c == d && text.isEmpty()) {
+            ok = true; // the query's label may be unknown: no errors are shown then
+            v = NAN;
+        } else if (!std::isfinite(v)) {
+            ok = false;
+        }
+        if (!ok) {
             const QSignalBlocker block(m_promptTable);
-            item->setText(number(slot));
-            m_status->setText(tr("“%1” is not a number").arg(item->text()));
+            item->setText(std::isfinite(slot) ? number(slot) : QString());
+            m_status->setText(tr("“%1” is not a number").arg(text));
             return;
         }
+        if (std::isnan(v) && std::isnan(slot))
+            return; // still unknown: nothing to re-run
         slot = v;
         item->setData(Qt::UserRole, v);
         promptEdited();
@@ -371,6 +386,10 @@ AttentionPage::AttentionPage(QWidget* parent)
         const int at = int(std::min<int64_t>(r + 1, m_prompt.nContext())); // a copy of the query becomes the last example
         const std::vector<double> x = m_prompt.x[size_t(r)];
         const double y = m_prompt.y[size_t(r)];
+        if (!std::isfinite(y)) {
+            m_status->setText(tr("The query has no label: type one in its y cell before duplicating it as an example."));
+            return;
+        }
         m_prompt.x.insert(m_prompt.x.begin() + at, x);
         m_prompt.y.insert(m_prompt.y.begin() + at, y);
         fillPromptTable();
@@ -403,14 +422,30 @@ AttentionPage::AttentionPage(QWidget* parent)
         request(m);
     });
     connect(m_ablation, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] { request(); });
-    connect(m_exportPrompt, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(
-            this, tr("Export prompt"), QStringLiteral("prompt-seed%1.csv").arg(m_prompt.seed), tr("CSV data (*.csv)"));
+    connect(m_openPrompt, &QPushButton::clicked, this, [this] {
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open prompt"), QString(),
+            tr("Prompt files (*.json *.csv);;JSON (*.json);;CSV data (*.csv);;All files (*)"));
+        if (!path.isEmpty())
+            openPrompt(path);
+    });
+    connect(m_savePrompt, &QPushButton::clicked, this, [this] {
+        const QString json = tr("JSON (*.json)"), csv = tr("CSV data (*.csv)");
+        QString filter = csv;
+        const QString base = m_promptFile.isEmpty() ? QStringLiteral("prompt-seed%1").arg(m_prompt.seed)
+                                                    : QFileInfo(m_promptFile).completeBaseName();
+        QString path = QFileDialog::getSaveFileName(
+            this, tr("Save prompt"), base + QStringLiteral(".csv"), csv + QStringLiteral(";;") + json, &filter);
         if (path.isEmpty())
             return;
+        // The chosen filter decides the format when the name has neither extension.
+        const QString suffix = QFileInfo(path).suffix().toLower();
+        if (suffix != QLatin1String("json") && suffix != QLatin1String("csv"))
+            path += filter == json ? QStringLiteral(".json") : QStringLiteral(".csv");
         std::string error;
         if (!exportPrompt(path.toStdString(), &error))
-            QMessageBox::warning(this, tr("Export failed"), QString::fromStdString(error));
+            QMessageBox::warning(this, tr("Save failed"), QString::fromStdString(error));
+        else
+            m_status->setText(tr("Saved the prompt to %1.").arg(QFileInfo(path).fileName()));
     });
     connect(m_runner, &AnalysisRunner::started, this, &AttentionPage::busyStarted);
     connect(m_runner, &AnalysisRunner::finished, this, [this] {
@@ -463,6 +498,7 @@ void AttentionPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_step = step;
     m_prompt = icl::Prompt {};
     m_hasPrompt = false;
+    m_promptFile.clear();
     m_edits = 0;
     m_pendingMutation.reset();
     m_inspection.reset();
@@ -531,10 +567,23 @@ void AttentionPage::setPrompt(const icl::Prompt& prompt)
 {
     m_prompt = prompt;
     m_hasPrompt = true;
+    m_promptFile.clear();
     m_pendingMutation.reset();
     fillPromptTable();
     Q_EMIT promptChanged(m_prompt);
     request();
+}
+
+void AttentionPage::openPrompt(const QString& path)
+{
+    if (m_summary.path.empty() || m_step < 0) {
+        m_status->setText(tr("Open an experiment first: a prompt is checked against its model."));
+        return;
+    }
+    Mutation m;
+    m.kind = Mutation::Kind::Open;
+    m.path = path.toStdString();
+    request(m);
 }
 
 uint64_t AttentionPage::nextSeed()
@@ -622,6 +671,13 @@ void AttentionPage::request(std::optional<Mutation> mutation)
                 case Mutation::Kind::Relabel:
                     insp.relabel(p, mutation_->noise, mutation_->seed);
                     break;
+                case Mutation::Kind::Open: {
+                    icl::PromptFileLimits limits;
+                    limits.d = insp.inputDim();
+                    limits.max_points = insp.maxContext() > 0 ? insp.maxContext() + 1 : 0;
+                    p = icl::readPromptFile(mutation_->path, limits);
+                    break;
+                }
                 }
             }
             result->inspection = insp.inspect(result->prompt, ablation);
@@ -654,11 +710,16 @@ void AttentionPage::request(std::optional<Mutation> mutation)
 void AttentionPage::showResult(const Result& result)
 {
     const bool sampled = m_pendingMutation && m_pendingMutation->kind == Mutation::Kind::Sample;
+    const bool opened = m_pendingMutation && m_pendingMutation->kind == Mutation::Kind::Open;
+    if (sampled)
+        m_promptFile.clear();
+    else if (opened)
+        m_promptFile = QString::fromStdString(m_pendingMutation->path);
     m_pendingMutation.reset();
     if (result.promptChanged) {
         m_prompt = result.prompt;
         m_hasPrompt = true;
-        if (sampled) {
+        if (sampled || opened) {
             m_edits = 0;
             const QSignalBlocker block(m_noise);
             m_noise->setValue(m_prompt.noise_std);
@@ -674,7 +735,19 @@ void AttentionPage::showResult(const Result& result)
     m_grid->setThumbnails(result.inspection.n_layers, result.inspection.n_heads, result.thumbnails,
         result.inspection.softmax_head, result.largest);
     showInspection();
-    m_status->setText(tr("Model and baselines re-run in %1 ms.").arg(result.inspection.elapsed_ms, 0, 'f', 1));
+    QString status = tr("Model and baselines re-run in %1 ms.").arg(result.inspection.elapsed_ms, 0, 'f', 1);
+    if (opened) {
+        QString what = tr("Opened %1 (N = %2, d = %3).")
+                           .arg(QFileInfo(m_promptFile).fileName())
+                           .arg(m_prompt.nContext())
+                           .arg(m_prompt.dim());
+        if (m_prompt.w.empty())
+            what += tr(" It has no task vector w: Resample row and Relabel are off.");
+        if (!std::isfinite(m_prompt.y.back()))
+            what += tr(" The query's label is unknown: no errors are shown.");
+        status = what + QLatin1Char(' ') + status;
+    }
+    m_status->setText(status);
     updateControls();
 }
 
@@ -684,6 +757,8 @@ std::map<std::string, std::string> AttentionPage::metadata() const
     m["experiment"] = std::filesystem::path(m_summary.path).filename().string();
     m["checkpoint_step"] = std::to_string(m_inspection ? m_inspection->checkpoint_step : m_step);
     m["seed"] = std::to_string(m_prompt.seed);
+    if (!m_promptFile.isEmpty())
+        m["prompt_file"] = QFileInfo(m_promptFile).fileName().toStdString();
     std::string prompt = "N = " + std::to_string(m_prompt.nContext()) + ", d = " + std::to_string(m_prompt.dim());
     if (m_edits > 0)
         prompt += ", edited (" + std::to_string(m_edits) + (m_edits == 1 ? " edit)" : " edits)");
@@ -698,6 +773,10 @@ icl::Figure AttentionPage::lensFigure(const icl::RegressionLens& lens, const std
 {
     icl::Figure f = icl::lensFigure(lens, icl::RunSummary {}, metadata);  // the figure icl-cli export draws
     f.name = "regression_lens";
+    if (!std::isfinite(lens.target)) // the query's label is unknown (an opened prompt without it): no line
+        f.series.erase(std::remove_if(f.series.begin(), f.series.end(),
+                           [](const icl::Series& s) { return s.name == "true label y_q"; }),
+            f.series.end());
     return f;
 }
 
@@ -734,13 +813,14 @@ void AttentionPage::showInspection()
     const int T = int(in.token_labels.size());
     if (m_query < 0 || m_query >= T)
         m_query = T - 1;
-    m_headingLabel->setText(tr("%1 · checkpoint %2 · %3 × %4 · %5 tokens · prompt seed %6%7")
+    m_headingLabel->setText(tr("%1 · checkpoint %2 · %3 × %4 · %5 tokens · %6%7")
                                 .arg(QFileInfo(QString::fromStdString(m_summary.path)).fileName())
                                 .arg(in.checkpoint_step)
                                 .arg(in.n_layers == 1 ? tr("1 layer") : tr("%1 layers").arg(in.n_layers))
                                 .arg(in.n_heads == 1 ? tr("1 head") : tr("%1 heads").arg(in.n_heads))
                                 .arg(T)
-                                .arg(m_prompt.seed)
+                                .arg(m_promptFile.isEmpty() ? tr("prompt seed %1").arg(m_prompt.seed)
+                                                            : tr("prompt %1").arg(QFileInfo(m_promptFile).fileName()))
                                 .arg(m_edits > 0 ? tr(", edited") : QString()));
     showSelectedHead();
     fillHeadTable();
@@ -843,8 +923,9 @@ void AttentionPage::fillPredictions()
         m_predictionTable->setItem(int(i), 1, numberItem(p.prediction));
         m_predictionTable->setItem(int(i), 2, numberItem(p.error));
     }
-    m_target->setText(tr("True label of the query y = <b>%1</b>%2")
-                          .arg(number(in.target))
+    m_target->setText((std::isfinite(in.target) ? tr("True label of the query y = <b>%1</b>%2").arg(number(in.target))
+                                                : tr("True label of the query: <b>unknown</b> (type it in the query's y "
+                                                     "cell to see the errors)%1"))
                           .arg(m_ablation->currentIndex() > 0
                                   ? tr(" · layer %1 head %2 %3-ablated")
                                         .arg(m_layer)
@@ -874,16 +955,19 @@ void AttentionPage::fillPromptTable()
         for (int64_t r = 0; r <= N; ++r)
             for (int64_t c = 0; c <= d; ++c) {
                 const double v = c < d ? m_prompt.x[size_t(r)][size_t(c)] : m_prompt.y[size_t(r)];
-                // 4 significant digits keep d = 20 columns readable; the exact value stays in the prompt.
-                auto* item = new QTableWidgetItem(QString::number(v, 'g', 4));
+                // 4 significant digits keep d = 20 columns readable; the exact value stays in the prompt. An
+                // unknown query label (NaN) is an empty cell.
+                auto* item = new QTableWidgetItem(std::isfinite(v) ? QString::number(v, 'g', 4) : QString());
                 item->setData(Qt::UserRole, v);
                 item->setToolTip(QString::number(v, 'g', 17));
                 item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
                 if (r == N)
                     item->setBackground(QColor(0xFF, 0xF4, 0xE0));
                 if (r == N && c == d)
-                    item->setToolTip(tr("%1 — the query's true label y_q (the errors are measured against it)")
-                                         .arg(QString::number(v, 'g', 17)));
+                    item->setToolTip(std::isfinite(v)
+                            ? tr("%1 — the query's true label y_q (the errors are measured against it)")
+                                  .arg(QString::number(v, 'g', 17))
+                            : tr("The query's true label y_q is unknown; type it to see the errors"));
                 m_promptTable->setItem(int(r), int(c), item);
             }
     }
@@ -941,51 +1025,24 @@ void AttentionPage::updateControls()
     m_resampleRow->setEnabled(editable && hasTask && r >= 0 && r <= N);
     m_relabel->setEnabled(editable && hasTask);
     m_noise->setEnabled(editable && hasTask);
+    // A prompt without its task instance (an opened file without "w") has no label function to draw from.
+    const QString noTask = tr(" — off: the prompt has no task vector w (e.g. opened from a file without one)");
+    m_resampleRow->setToolTip(tr("Draw a new x for the selected row and its label from the prompt's task instance w")
+        + (m_hasPrompt && !hasTask ? noTask : QString()));
+    m_relabel->setToolTip(tr("Recompute every label from w with noise σ") + (m_hasPrompt && !hasTask ? noTask : QString()));
     m_resamplePrompt->setEnabled(!m_summary.path.empty() && m_step >= 0 && !m_pendingMutation);
-    m_exportPrompt->setEnabled(m_hasPrompt);
+    m_openPrompt->setEnabled(!m_summary.path.empty() && m_step >= 0 && !m_pendingMutation);
+    m_savePrompt->setEnabled(m_hasPrompt);
     m_ablation->setEnabled(m_inspection.has_value());
-}
-
-std::string AttentionPage::promptCsv(const icl::Prompt& prompt, const std::map<std::string, std::string>& metadata)
-{
-    auto num = [](double v) {
-        char buf[40];
-        std::snprintf(buf, sizeof buf, "%.17g", v);
-        return std::string(buf);
-    };
-    std::ostringstream out;
-    for (const auto& [key, value] : metadata)
-        out << "# " << key << ": " << value << "\n";
-    out << "# noise_std: " << num(prompt.noise_std) << "\n";
-    if (!prompt.w.empty()) {
-        out << "# w:";
-        for (double v : prompt.w)
-            out << " " << num(v);
-        out << "\n";
-    }
-    if (prompt.component >= 0)
-        out << "# component: " << prompt.component << "\n";
-    out << "token";
-    for (int64_t c = 0; c < prompt.dim(); ++c)
-        out << ",x[" << c + 1 << "]";
-    out << ",y\n";
-    for (size_t r = 0; r < prompt.y.size(); ++r) {
-        out << (int64_t(r) < prompt.nContext() ? std::to_string(r + 1) : std::string("query"));
-        for (double v : prompt.x[r])
-            out << "," << num(v);
-        out << "," << num(prompt.y[r]) << "\n";
-    }
-    return out.str();
 }
 
 bool AttentionPage::exportPrompt(const std::string& path, std::string* error) const
 {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    if (f)
-        f << promptCsv(m_prompt, metadata());
-    if (!f) {
+    try {
+        icl::writePromptFile(path, m_prompt, metadata());
+    } catch (const icl::Error& e) {
         if (error)
-            *error = "cannot write " + path;
+            *error = e.what();
         return false;
     }
     return true;

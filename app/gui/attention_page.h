@@ -46,8 +46,10 @@ class AnalysisRunner;
 /// selected head large (token labels, legend, hover "query → key: weight", click a row to select a
 /// query token), that row as a bar chart, the head summaries (entropy, copy mass; sortable), the
 /// regression lens with GD-k / ridge / least-squares lines, the prompt editor (edit, add, delete, move,
-/// duplicate, resample a row or the whole prompt, label noise σ) and the predictions of the model and
-/// every baseline with their errors against the true label. Computes only while shown (setActive).
+/// duplicate, resample a row or the whole prompt, label noise σ, Open…/Save… a prompt file as JSON or CSV:
+/// core/io/prompt_file.h) and the predictions of the model and every baseline with their errors against
+/// the true label (none when the query's label is unknown, e.g. left out of an opened file). Computes
+/// only while shown (setActive).
 /// Thread affinity: GUI thread only.
 class AttentionPage : public QWidget {
     Q_OBJECT
@@ -71,6 +73,13 @@ public:
     bool hasPrompt() const { return m_hasPrompt; }
     /// Replaces the prompt (e.g. from a test or another page) and re-runs the model.
     void setPrompt(const icl::Prompt& prompt);
+    /// Opens a prompt file (the Open… button): read on the worker with icl::readPromptFile, checked against
+    /// the run's d and the model's largest N, then inspected exactly as an edit. A bad file shows its one-line
+    /// error in the status line and keeps the current prompt. A prompt without a task vector w cannot
+    /// resample a row or relabel (those buttons are off, their tooltips say why).
+    void openPrompt(const QString& path);
+    /// The file the prompt was opened from (empty for a sampled prompt).
+    const QString& promptFile() const { return m_promptFile; }
     /// The inspection shown (empty before the first result and after an error).
     const std::optional<icl::Inspection>& inspection() const { return m_inspection; }
     const std::optional<icl::RegressionLens>& lens() const { return m_lens; }
@@ -92,11 +101,10 @@ public:
     /// Readable predictor names: "least_squares" → "least squares", "gd_3" → "GD-3", …
     static QString predictorLabel(const std::string& name);
 
-    /// The prompt as CSV: "# key: value" metadata lines (experiment, checkpoint, seed, noise σ, w), a header
-    /// "token,x[1],…,x[d],y" and one line per in-context example and the query, values with 17
-    /// significant digits (exact round trip). Makes an edited prompt of an export reproducible.
-    static std::string promptCsv(const icl::Prompt& prompt, const std::map<std::string, std::string>& metadata);
-    /// Writes promptCsv to `path`; false and `*error` when the file cannot be written.
+    /// Writes the prompt with icl::writePromptFile (the Save… button): JSON when `path` ends in ".json", else
+    /// CSV ("# key: value" lines of metadata(), header x_1,…,x_d,y, one row per point, the query last);
+    /// numbers read back exactly, so an edited prompt stays reproducible. False and `*error` (one line)
+    /// when the file cannot be written.
     bool exportPrompt(const std::string& path, std::string* error) const;
 
     /// Names of the tabs under the large pattern, for `--page attention --tab NAME`: "query-row", "lens".
@@ -125,7 +133,8 @@ public:
     QPushButton* resampleRowButton() const { return m_resampleRow; }
     QPushButton* resamplePromptButton() const { return m_resamplePrompt; }
     QPushButton* relabelButton() const { return m_relabel; }
-    QPushButton* exportPromptButton() const { return m_exportPrompt; }
+    QPushButton* openPromptButton() const { return m_openPrompt; }
+    QPushButton* savePromptButton() const { return m_savePrompt; }
     QLabel* statusLabel() const { return m_status; }
     QLabel* targetLabel() const { return m_target; }
     QLabel* messageLabel() const { return m_message; }
@@ -143,11 +152,12 @@ protected:
 private:
     /// A change of the prompt that needs the Inspector (the task instance), applied on the worker.
     struct Mutation {
-        enum class Kind { Sample, ResampleRow, AddRow, Relabel };
+        enum class Kind { Sample, ResampleRow, AddRow, Relabel, Open };
         Kind kind = Kind::Sample;
         int64_t index = 0;
         uint64_t seed = 0;
         double noise = 0.0;
+        std::string path;  ///< Open: the prompt file
     };
     struct Result;
     struct WorkerState;
@@ -179,6 +189,7 @@ private:
 
     icl::Prompt m_prompt;
     bool m_hasPrompt = false;
+    QString m_promptFile; ///< the file the prompt was opened from; empty for a sampled one
     int m_edits = 0;
     uint64_t m_editCounter = 0;
     std::optional<icl::Inspection> m_inspection;
@@ -209,7 +220,8 @@ private:
     QPushButton* m_resampleRow = nullptr;
     QPushButton* m_resamplePrompt = nullptr;
     QPushButton* m_relabel = nullptr;
-    QPushButton* m_exportPrompt = nullptr;
+    QPushButton* m_openPrompt = nullptr;
+    QPushButton* m_savePrompt = nullptr;
     QLabel* m_status = nullptr;
     QLabel* m_target = nullptr;
     QLabel* m_headingLabel = nullptr;

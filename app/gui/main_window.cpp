@@ -32,6 +32,7 @@
 #include "app/gui/gd_alignment_page.h"
 #include "app/gui/icl_curve_page.h"
 #include "app/gui/icl_iwl_page.h"
+#include "app/gui/import_dialog.h"
 #include "app/gui/kernel_view_page.h"
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
@@ -67,6 +68,18 @@ QStringList localH5Files(const QMimeData* mime)
         if (url.isLocalFile() && url.toLocalFile().endsWith(QStringLiteral(".h5"), Qt::CaseInsensitive))
             files << url.toLocalFile();
     return files;
+}
+
+/// Dropped weights files (.pt, .pth, .bin, .safetensors, .npz, .npy) and folders: sources to import.
+QStringList localImportSources(const QMimeData* mime)
+{
+    QStringList sources;
+    if (!mime || !mime->hasUrls())
+        return sources;
+    for (const QUrl& url : mime->urls())
+        if (url.isLocalFile() && ImportDialog::isImportSource(url.toLocalFile()))
+            sources << url.toLocalFile();
+    return sources;
 }
 } // namespace
 
@@ -186,6 +199,12 @@ MainWindow::MainWindow(QWidget* parent)
     QAction* open = file->addAction(tr("&Open experiment…"), this, &MainWindow::openWithDialog);
     open->setShortcut(QKeySequence::Open);
     m_recentMenu = file->addMenu(tr("Open &recent"));
+    file->addSeparator();
+    QAction* importFile = file->addAction(tr("&Import checkpoint…"), this, &MainWindow::importCheckpoint);
+    importFile->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
+    importFile->setToolTip(tr("Import a PyTorch .pt, .safetensors or .npz checkpoint into an experiment file"));
+    QAction* importFolder = file->addAction(tr("Import run &folder…"), this, &MainWindow::importRunFolder);
+    importFolder->setToolTip(tr("Import a run folder in Garg et al.'s layout (model_<step>.pt, state.pt, config.yaml)"));
     file->addSeparator();
     QAction* exportPlot = file->addAction(tr("&Export current plot…"), this, &MainWindow::exportCurrentPlot);
     exportPlot->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -480,6 +499,50 @@ void MainWindow::openWithDialog()
     m_experimentsPage->browseForExperiment();
 }
 
+void MainWindow::importCheckpoint()
+{
+    const QString path = ImportDialog::browseForSource(this, false);
+    if (!path.isEmpty())
+        importSource(path);
+}
+
+void MainWindow::importRunFolder()
+{
+    const QString path = ImportDialog::browseForSource(this, true);
+    if (!path.isEmpty())
+        importSource(path);
+}
+
+ImportDialog* MainWindow::importDialog() const
+{
+    return static_cast<ImportDialog*>(m_importDialog.data());
+}
+
+ImportDialog* MainWindow::importSource(const QString& source)
+{
+    ImportDialog* dialog = importDialog();
+    if (dialog && dialog->isImporting()) {
+        statusBar()->showMessage(tr("An import is running; wait for it or cancel it first"), 5000);
+        dialog->raise();
+        dialog->activateWindow();
+        return nullptr;
+    }
+    if (!dialog) {
+        dialog = new ImportDialog(this);
+        dialog->setAttribute(Qt::WA_DeleteOnClose);
+        connect(dialog, &ImportDialog::imported, this, [this](const QString& path) {
+            if (openExperiment(path))
+                showPage(Page::Attention);
+        });
+        m_importDialog = dialog;
+    }
+    dialog->setSource(source);
+    dialog->show();
+    dialog->raise();
+    dialog->activateWindow();
+    return dialog;
+}
+
 void MainWindow::showPage(Page page)
 {
     m_navigator->setCurrentRow(int(page));
@@ -647,6 +710,8 @@ void MainWindow::closeEvent(QCloseEvent* event)
     m_patchingPage->cancel(); // stops after its running forward pass
     m_iclIwlPage->cancel();
     m_pastingPage->cancel(); // stops at its next training step; the page joins its worker when destroyed
+    if (ImportDialog* dialog = importDialog())
+        dialog->cancelImport(); // stops at its next checkpoint; the dialog joins its worker when destroyed
     if (!m_scripted) {
         QSettings settings;
         settings.setValue(kGeometryKey, saveGeometry());
@@ -657,20 +722,26 @@ void MainWindow::closeEvent(QCloseEvent* event)
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event)
 {
-    if (!localH5Files(event->mimeData()).isEmpty())
+    if (!localH5Files(event->mimeData()).isEmpty() || !localImportSources(event->mimeData()).isEmpty())
         event->acceptProposedAction();
 }
 
 void MainWindow::dropEvent(QDropEvent* event)
 {
     const QStringList files = localH5Files(event->mimeData());
-    if (files.isEmpty())
+    const QStringList sources = localImportSources(event->mimeData());
+    if (files.isEmpty() && sources.isEmpty())
         return;
     event->acceptProposedAction();
-    // Later files go to the recent list; the first one is opened.
-    for (int i = int(files.size()) - 1; i >= 1; --i)
-        addRecentFile(QFileInfo(files[i]).absoluteFilePath());
-    openExperiment(files.front());
+    if (!files.isEmpty()) {
+        // Later files go to the recent list; the first one is opened.
+        for (int i = int(files.size()) - 1; i >= 1; --i)
+            addRecentFile(QFileInfo(files[i]).absoluteFilePath());
+        openExperiment(files.front());
+    }
+    // Weights files and run folders go to the import dialog (the first one; one import at a time).
+    if (!sources.isEmpty())
+        importSource(sources.front());
 }
 
 } // namespace icl::gui

@@ -6,6 +6,7 @@
 
 #include <QElapsedTimer>
 #include <QMainWindow>
+#include <QPointer>
 #include <QStringList>
 
 #include "core/types/run_summary.h"
@@ -30,6 +31,7 @@ class ExperimentsPage;
 class GdAlignmentPage;
 class IclCurvePage;
 class IclIwlPage;
+class ImportDialog;
 class KernelViewPage;
 class PastingPage;
 class PatchingPage;
@@ -103,9 +105,20 @@ public:
     IclIwlPage* iclIwlPage() const { return m_iclIwlPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
+    /// The open import dialog (File ▸ Import checkpoint…, or a dropped weights file / folder), or nullptr.
+    ImportDialog* importDialog() const;
+
+    /// Opens the import dialog on `source` (a weights file or a Garg run folder) and starts planning it;
+    /// reuses an open dialog unless it is importing. When the import is written, the new experiment is
+    /// opened on the Attention page. Returns the dialog (nullptr when an import is running).
+    ImportDialog* importSource(const QString& source);
 
 public Q_SLOTS:
     void openWithDialog();
+    /// Asks for a weights file (File ▸ Import checkpoint…, Ctrl+I) and opens the import dialog on it.
+    void importCheckpoint();
+    /// Asks for a run folder (File ▸ Import run folder…) and opens the import dialog on it.
+    void importRunFolder();
     void exportCurrentPlot();
     void about();
 
@@ -148,6 +161,7 @@ private:
     QProgressBar* m_progress = nullptr;
     QPushButton* m_cancel = nullptr;
     QMenu* m_recentMenu = nullptr;
+    QPointer<QObject> m_importDialog; ///< an ImportDialog (QPointer of the complete type lives in the .cpp)
     QAction* m_startAction = nullptr;
     QAction* m_stopAction = nullptr;
 };

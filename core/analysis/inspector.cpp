@@ -149,8 +149,10 @@ struct Inspector::Impl {
                 if (!std::isfinite(v))
                     throw Error("prompt: x row " + std::to_string(i) + " holds a value that is not finite");
         }
+        // The query's label may be unknown (NaN, e.g. a prompt read from a file): the model and the
+        // baselines never read it, only the errors do (they become NaN).
         for (size_t i = 0; i < p.y.size(); ++i)
-            if (!std::isfinite(p.y[i]))
+            if (!std::isfinite(p.y[i]) && !(i + 1 == p.y.size() && std::isnan(p.y[i])))
                 throw Error("prompt: label " + std::to_string(i) + " is not finite");
         if (p.nContext() > maxContext())
             throw Error("prompt: " + std::to_string(p.nContext()) + " in-context examples, the model takes at most "
@@ -168,7 +170,10 @@ struct Inspector::Impl {
             flat.insert(flat.end(), row.begin(), row.end());
         PromptBatch b;
         b.x = rowTensor(flat).view({1, n, d}).to(dtype);
-        b.y = rowTensor(p.y).view({1, n}).to(dtype);
+        std::vector<double> y = p.y;
+        if (std::isnan(y.back()))
+            y.back() = 0.0;  // unknown query label: never read, kept out of NaN arithmetic
+        b.y = rowTensor(y).view({1, n}).to(dtype);
         b.w = p.w.empty() ? torch::zeros({1, 0}, torch::TensorOptions().dtype(dtype))
                           : rowTensor(p.w).view({1, -1}).to(dtype);
         return b;
@@ -364,6 +369,7 @@ int64_t Inspector::nLayers() const { return m_impl->nLayers(); }
 int64_t Inspector::nHeads() const { return m_impl->nHeads(); }
 int64_t Inspector::nContext() const { return m_impl->task().n_context; }
 int64_t Inspector::inputDim() const { return m_impl->task().d; }
+int64_t Inspector::maxContext() const { return m_impl->gpt ? m_impl->maxContext() : 0; }
 
 void Inspector::setCheckpoint(int64_t step)
 {

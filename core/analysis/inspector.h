@@ -64,6 +64,8 @@ public:
     int64_t nHeads() const;
     int64_t nContext() const;  ///< N of the run's task
     int64_t inputDim() const;  ///< d
+    /// Largest N the model accepts: gpt2 (n_positions − 1)/2 (its learned positions); 0 = no limit (lsa).
+    int64_t maxContext() const;
 
     /// A prompt of the run's task drawn from `seed` (same distribution as training prompts).
     Prompt samplePrompt(uint64_t seed) const;
@@ -78,7 +80,9 @@ public:
     double trueLabel(const Prompt& prompt, const std::vector<double>& x) const;
 
     /// Runs the model on `prompt` (any N ≥ 1 up to the model's maximum; d must match) with the given
-    /// ablations, and every baseline on the same prompt. Throws icl::Error for a prompt of the wrong
+    /// ablations, and every baseline on the same prompt. The query's label y_q may be NaN (unknown, e.g.
+    /// a prompt read from a file): the predictions do not read it, the errors and `target` are then NaN
+    /// (the same holds for lens() and the patching functions). Throws icl::Error for a prompt of the wrong
     /// shape or an ablation that matches nothing (e.g. a layer the model does not have).
     /// Predictions: "model", the run's baselines (baselineNames order, predictBaseline in float64),
     /// then "oracle" when the task has one: the noise-free label f_w(x_q) for linear and sine tasks

@@ -274,6 +274,7 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
         m.n_layers = s.integer("n_layers", m.n_layers, 1, 1000);
         m.n_heads = s.integer("n_heads", m.n_heads, 1, 1024);
         m.d_model = s.integer("d_model", m.d_model, 1, 65536);
+        m.n_positions = s.integer("n_positions", m.n_positions, 0, 1 << 20);
         if (m.kind == "gpt2" && m.d_model % m.n_heads != 0)
             throw Error("model.d_model: must be divisible by model.n_heads (" + std::to_string(m.n_heads) + "), got "
                         + std::to_string(m.d_model));
@@ -438,6 +439,11 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     if (c.model.kind == "gpt2" && c.task.layout != "interleaved")
         throw Error("task.layout: the gpt2 model reads the interleaved layout (x and y tokens), got \""
                     + c.task.layout + "\"");
+    if (c.model.kind == "gpt2" && c.task.layout == "interleaved" && c.model.n_positions > 0
+        && c.model.n_positions < 2 * c.task.n_context + 1)
+        throw Error("model.n_positions: a prompt of task.n_context = " + std::to_string(c.task.n_context) + " examples is "
+                    + std::to_string(2 * c.task.n_context + 1) + " tokens, more than the model's "
+                    + std::to_string(c.model.n_positions) + " positions");
     if (c.model.kind == "gpt2" && c.task.kind == "sine_regression")
         throw Error("task.kind: sine_regression is for the lsa model with a feature MLP");
     if (c.model.init != "variance_scaling") {
@@ -524,6 +530,7 @@ nlohmann::json toJson(const ExperimentConfig& c)
                   {"d_model", c.model.d_model},
                   {"n_layers", c.model.n_layers},
                   {"n_heads", c.model.n_heads},
+                  {"n_positions", c.model.n_positions},
                   {"tied", c.model.tied},
                   {"init_scale", c.model.init_scale},
                   {"init", c.model.init},

@@ -93,6 +93,9 @@ struct ModelConfig {
     int64_t n_layers = 1;      ///< K (lsa) or L (gpt2)
     int64_t d_model = 64;      ///< gpt2: residual stream width (divisible by n_heads)
     int64_t n_heads = 1;
+    /// gpt2: rows of the learned position embedding (longest token sequence); 0 = 2·task.n_context + 1. An imported
+    /// Garg et al. model keeps its own (2·n_positions of its GPT2Config).
+    int64_t n_positions = 0;
     bool tied = false;         ///< one shared layer applied K times (recurrent)
     double init_scale = 0.002; ///< variance-scaling scale; divided by K (PAPERS.md §1)
     /// fewshot_classification: exemplar encoder, "linear" (vector exemplars) or "resnet" (Chan et al.'s small

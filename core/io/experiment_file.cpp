@@ -441,6 +441,10 @@ RunSummary readRunSummary(const std::string& path)
         Hid m = check(H5Gopen2(f.get(), "metrics", H5P_DEFAULT), H5Gclose, path + ": cannot open /metrics");
         readSeries(m.get(), "", s.metrics, path);
     }
+    if (linkExists(f.get(), "import")) {
+        Hid g = check(H5Gopen2(f.get(), "import", H5P_DEFAULT), H5Gclose, path + ": cannot open /import");
+        s.import_json = readStringAttr(g.get(), "json", path + ":/import");
+    }
     if (linkExists(f.get(), "analysis")) {
         Hid a = check(H5Gopen2(f.get(), "analysis", H5P_DEFAULT), H5Gclose, path + ": cannot open /analysis");
         for (const auto& kind : childNames(a.get()))
@@ -619,6 +623,17 @@ std::string storeAnalysis(const std::string& path, const std::string& kind, int6
         writeStringAttr(g.get(), "json", result_json);
     });
     return id;
+}
+
+void storeImportProvenance(const std::string& path, const std::string& provenance_json)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    { Hid probe = openFile(path, H5F_ACC_RDONLY); }
+    commitCopy(path, [&](hid_t f) {
+        Hid g = openOrCreateGroup(f, "import");
+        writeStringAttr(g.get(), "json", provenance_json);
+    });
 }
 
 } // namespace icl

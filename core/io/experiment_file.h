@@ -66,4 +66,8 @@ std::vector<NamedArray> readTaskArrays(const std::string& path);
 std::string storeAnalysis(const std::string& path, const std::string& kind, int64_t checkpoint_step,
                           uint64_t seed, const std::string& options_json, const std::string& result_json);
 
+/// Records where an imported run came from under /import (attr json: source paths, formats, SHA-256 of each source
+/// file, key mapping, "trained_here": false); one crash-safe commit. Files of runs trained here have no /import.
+void storeImportProvenance(const std::string& path, const std::string& provenance_json);
+
 } // namespace icl

@@ -1,1 +1,538 @@
-// placeholder: implementation in progress
+#include "core/io/prompt_file.h"
+
+#include <algorithm>
+#include <charconv>
+#include <clocale>
+#include <cstdlib>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include <locale.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace icl {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string trim(const std::string& s)
+{
+    const size_t a = s.find_first_not_of(" \t\r\n");
+    if (a == std::string::npos)
+        return {};
+    const size_t b = s.find_last_not_of(" \t\r\n");
+    return s.substr(a, b - a + 1);
+}
+
+/// Parses all of `text` as a double, independent of the C locale (Qt sets LC_NUMERIC from the
+/// environment, where strtod would want a decimal comma). False when `text` is not one number;
+/// `*finite` tells NaN, ±inf and values that overflow a double apart from ordinary numbers.
+bool parseNumber(const std::string& text, double* value, bool* finite)
+{
+    std::string t = text;
+    if (!t.empty() && t.front() == '+')  // from_chars refuses a leading '+'
+        t.erase(0, 1);
+    if (t.empty() || t.front() == '+')
+        return false;
+    const char* end = t.data() + t.size();
+    const auto [ptr, ec] = std::from_chars(t.data(), end, *value);
+    if (ptr != end)
+        return false;
+    if (ec == std::errc::result_out_of_range) {
+        // from_chars leaves the value unset: overflow (±inf, not finite) or underflow to zero.
+        static const locale_t c = newlocale(LC_ALL_MASK, "C", locale_t(0));
+        *value = strtod_l(t.c_str(), nullptr, c);
+        *finite = std::isfinite(*value);
+        return true;
+    }
+    if (ec != std::errc())
+        return false;
+    *finite = std::isfinite(*value);
+    return true;
+}
+
+/// Shortest decimal form that reads back as the same double (locale independent).
+std::string formatNumber(double v)
+{
+    char buf[64];
+    const auto [ptr, ec] = std::to_chars(buf, buf + sizeof buf, v);
+    return ec == std::errc() ? std::string(buf, ptr) : std::string("nan");
+}
+
+std::string plural(size_t n, const char* one, const char* many)
+{
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+std::string headerHint(int64_t d)
+{
+    if (d <= 0)
+        return "x_1,…,x_d,y";
+    if (d == 1)
+        return "x_1,y";
+    if (d == 2)
+        return "x_1,x_2,y";
+    return "x_1,…,x_" + std::to_string(d) + ",y";
+}
+
+/// The checks shared by both formats once the numbers are read: point count, limits, label count.
+/// `y` holds N or N+1 labels; the result has N+1 (NaN for an unknown query label).
+void checkCounts(const std::string& path, const PromptFileLimits& limits, Prompt& p)
+{
+    const size_t points = p.x.size();
+    if (points < 2)
+        throw Error(path + ": " + plural(points, "point", "points")
+                    + ", expected at least 2 (an in-context example and the query)");
+    if (limits.max_points > 0 && int64_t(points) > limits.max_points)
+        throw Error(path + ": " + std::to_string(points) + " points, the model takes at most "
+                    + std::to_string(limits.max_points) + " (N+1)");
+    if (p.y.size() + 1 == points)
+        p.y.push_back(kNaN);
+    else if (p.y.size() != points)
+        throw Error(path + ": " + plural(p.y.size(), "label", "labels") + " for " + std::to_string(points)
+                    + " points, expected " + std::to_string(points - 1) + " (N, the query's label unknown) or "
+                    + std::to_string(points) + " (N+1, the query's label last)");
+}
+
+// --- JSON ---
+
+std::string jsonKind(const nlohmann::json& j)
+{
+    return std::string(j.type_name());
+}
+
+std::string jsonValueText(const nlohmann::json& j)
+{
+    std::string s = j.dump();
+    if (s.size() > 40)
+        s = s.substr(0, 37) + "...";
+    return s;
+}
+
+/// A finite number from `j`; `what` names it in the message ("point 3, x_2").
+double jsonNumber(const std::string& path, const nlohmann::json& j, const std::string& what)
+{
+    if (!j.is_number())
+        throw Error(path + ": " + what + " is " + jsonValueText(j) + ", expected a number");
+    const double v = j.get<double>();
+    if (!std::isfinite(v))
+        throw Error(path + ": " + what + " is not a finite number");
+    return v;
+}
+
+Prompt readJson(const std::string& path, const std::string& text, const PromptFileLimits& limits)
+{
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        std::string what = e.what();
+        const std::string marker = "parse error at ";
+        const size_t at = what.find(marker);
+        if (at != std::string::npos)
+            what = what.substr(at + marker.size());
+        std::replace(what.begin(), what.end(), '\n', ' ');
+        const size_t last = what.find("last read: '");
+        if (last != std::string::npos) {
+            const std::string token = what.substr(last + 12);
+            for (const char* bad : { "NaN", "nan", "Inf", "inf", "-Inf", "-inf" })
+                if (token.rfind(bad, 0) == 0)
+                    throw Error(path + ": not valid JSON (" + what
+                                + "): NaN and Infinity are not JSON numbers, every value must be finite");
+        }
+        throw Error(path + ": not valid JSON (" + what + ")");
+    }
+    if (!j.is_object())
+        throw Error(path + ": expected a JSON object {\"x\": [[…], …], \"y\": […]}, got " + jsonKind(j));
+    if (!j.contains("x"))
+        throw Error(path + ": no \"x\", expected the N+1 input rows x_1 … x_N, x_q (the query last)");
+    if (!j.contains("y"))
+        throw Error(path + ": no \"y\", expected the labels y_1 … y_N (and optionally the query's y_q last)");
+    const nlohmann::json& xs = j["x"];
+    const nlohmann::json& ys = j["y"];
+    if (!xs.is_array())
+        throw Error(path + ": \"x\" is " + jsonKind(xs) + ", expected an array of rows (one per point)");
+    if (!ys.is_array())
+        throw Error(path + ": \"y\" is " + jsonKind(ys) + ", expected an array of numbers");
+
+    Prompt p;
+    const int64_t want = limits.d;
+    for (size_t i = 0; i < xs.size(); ++i) {
+        const std::string point = "point " + std::to_string(i + 1);
+        const nlohmann::json& row = xs[i];
+        std::vector<double> x;
+        if (row.is_number()) {  // d = 1: a plain number is a row of one value
+            x.push_back(jsonNumber(path, row, point + ", x_1"));
+        } else if (row.is_array()) {
+            for (size_t c = 0; c < row.size(); ++c)
+                x.push_back(jsonNumber(path, row[c], point + ", x_" + std::to_string(c + 1)));
+        } else {
+            throw Error(path + ": " + point + " is " + jsonKind(row) + ", expected an array of d numbers");
+        }
+        if (want > 0 && int64_t(x.size()) != want)
+            throw Error(path + ": " + point + " has " + plural(x.size(), "value", "values") + ", expected d = "
+                        + std::to_string(want));
+        if (x.empty())
+            throw Error(path + ": " + point + " has no values, expected d ≥ 1 numbers");
+        if (!p.x.empty() && x.size() != p.x.front().size())
+            throw Error(path + ": " + point + " has " + plural(x.size(), "value", "values") + ", expected "
+                        + std::to_string(p.x.front().size()) + " like point 1");
+        p.x.push_back(std::move(x));
+    }
+    for (size_t i = 0; i < ys.size(); ++i) {
+        const std::string label = "y_" + std::to_string(i + 1);
+        // The query's label may be null (unknown) when "y" has N+1 entries.
+        if (ys[i].is_null() && i + 1 == ys.size() && ys.size() == xs.size()) {
+            p.y.push_back(kNaN);
+            continue;
+        }
+        p.y.push_back(jsonNumber(path, ys[i], label));
+    }
+    checkCounts(path, limits, p);
+
+    if (j.contains("w") && !j["w"].is_null()) {
+        const nlohmann::json& w = j["w"];
+        if (!w.is_array())
+            throw Error(path + ": \"w\" is " + jsonKind(w) + ", expected the task vector as an array of numbers");
+        for (size_t i = 0; i < w.size(); ++i)
+            p.w.push_back(jsonNumber(path, w[i], "w_" + std::to_string(i + 1)));
+    }
+    if (j.contains("noise_std") && !j["noise_std"].is_null()) {
+        p.noise_std = jsonNumber(path, j["noise_std"], "\"noise_std\"");
+        if (p.noise_std < 0.0)
+            throw Error(path + ": \"noise_std\" is " + formatNumber(p.noise_std) + ", expected σ ≥ 0");
+    }
+    if (j.contains("seed") && !j["seed"].is_null()) {
+        const nlohmann::json& s = j["seed"];
+        if (!s.is_number_unsigned())
+            throw Error(path + ": \"seed\" is " + jsonValueText(s) + ", expected an integer ≥ 0");
+        p.seed = s.get<uint64_t>();
+    }
+    if (j.contains("component") && !j["component"].is_null()) {
+        const nlohmann::json& c = j["component"];
+        if (!c.is_number_integer() || c.get<int64_t>() < -1)
+            throw Error(path + ": \"component\" is " + jsonValueText(c)
+                        + ", expected the mixture component index ≥ 0 (or −1 for none)");
+        p.component = c.get<int64_t>();
+    }
+    return p;
+}
+
+// --- CSV ---
+
+std::vector<std::string> splitCells(const std::string& line)
+{
+    std::vector<std::string> cells;
+    std::string cell;
+    std::istringstream in(line);
+    while (std::getline(in, cell, ','))
+        cells.push_back(trim(cell));
+    if (!line.empty() && line.back() == ',')
+        cells.emplace_back();
+    return cells;
+}
+
+/// True when `name` names input column `c` (1-based) of `d`: "x_c", the GUI's older "x[c]", or "x" for d = 1.
+bool isXColumn(const std::string& name, int64_t c, int64_t d)
+{
+    const std::string n = std::to_string(c);
+    return name == "x_" + n || name == "x[" + n + "]" || (d == 1 && name == "x");
+}
+
+/// "# key: value" metadata the prompt keeps (seed, noise_std, w, component); other keys are ignored.
+void readCsvMetadata(const std::string& path, int64_t lineNo, const std::string& line, Prompt& p)
+{
+    const std::string body = trim(line.substr(1));
+    const size_t colon = body.find(':');
+    if (colon == std::string::npos)
+        return;
+    const std::string key = trim(body.substr(0, colon));
+    const std::string value = trim(body.substr(colon + 1));
+    const std::string where = path + " line " + std::to_string(lineNo) + ", \"# " + key + "\": ";
+    auto number = [&](const std::string& text, const std::string& expected) {
+        double v = 0.0;
+        bool finite = false;
+        if (!parseNumber(text, &v, &finite) || !finite)
+            throw Error(where + "\"" + text + "\" is not " + expected);
+        return v;
+    };
+    if (key == "noise_std") {
+        p.noise_std = number(value, "a finite number");
+        if (p.noise_std < 0.0)
+            throw Error(where + value + ", expected σ ≥ 0");
+    } else if (key == "w") {
+        p.w.clear();
+        std::string list = value;
+        std::replace(list.begin(), list.end(), ',', ' ');
+        std::istringstream in(list);
+        std::string token;
+        while (in >> token)
+            p.w.push_back(number(token, "a finite number"));
+    } else if (key == "seed") {
+        uint64_t v = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+        if (value.empty() || ptr != end || ec != std::errc())
+            throw Error(where + "\"" + value + "\" is not an integer ≥ 0");
+        p.seed = v;
+    } else if (key == "component") {
+        int64_t v = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, v);
+        if (value.empty() || ptr != end || ec != std::errc() || v < -1)
+            throw Error(where + "\"" + value + "\" is not a component index ≥ −1");
+        p.component = v;
+    }
+}
+
+Prompt readCsv(const std::string& path, const std::string& text, const PromptFileLimits& limits)
+{
+    Prompt p;
+    std::istringstream in(text);
+    std::string line;
+    int64_t lineNo = 0;
+    bool haveHeader = false;
+    bool tokenColumn = false;
+    int64_t d = 0;
+    std::vector<std::string> names;  // column names of the x's and y, for messages
+    struct Row {
+        int64_t line;
+        std::vector<std::string> cells;
+    };
+    std::vector<Row> rows;
+    while (std::getline(in, line)) {
+        ++lineNo;
+        if (!line.empty() && line.back() == '\r')
+            line.pop_back();
+        const std::string t = trim(line);
+        if (t.empty())
+            continue;
+        if (t.front() == '#') {
+            readCsvMetadata(path, lineNo, t, p);
+            continue;
+        }
+        std::vector<std::string> cells = splitCells(t);
+        if (!haveHeader) {
+            haveHeader = true;
+            tokenColumn = !cells.empty() && cells.front() == "token";  // the GUI's older exports
+            const size_t first = tokenColumn ? 1 : 0;
+            const std::string where = path + " line " + std::to_string(lineNo) + ": ";
+            if (cells.size() <= first || cells.back() != "y")
+                throw Error(where + "header \"" + t + "\", expected x_1,…,x_d,y (the last column y)");
+            d = int64_t(cells.size() - first) - 1;
+            if (d == 0)
+                throw Error(where + "header \"" + t + "\" has no x columns, expected x_1,…,x_d,y");
+            for (int64_t c = 1; c <= d; ++c)
+                if (!isXColumn(cells[first + size_t(c - 1)], c, d))
+                    throw Error(where + "header column " + std::to_string(first + size_t(c)) + " is \""
+                                + cells[first + size_t(c - 1)] + "\", expected \"x_" + std::to_string(c)
+                                + "\" (header " + headerHint(d) + ")");
+            if (limits.d > 0 && d != limits.d)
+                throw Error(where + "the header has " + plural(size_t(d), "x column", "x columns") + " ("
+                            + headerHint(d) + "), expected d = " + std::to_string(limits.d));
+            for (int64_t c = 1; c <= d; ++c)
+                names.push_back("x_" + std::to_string(c));
+            names.push_back("y");
+            continue;
+        }
+        rows.push_back({ lineNo, std::move(cells) });
+    }
+    if (!haveHeader)
+        throw Error(path + ": no header line, expected x_1,…,x_d,y and one row per point (the query last)");
+
+    const size_t first = tokenColumn ? 1 : 0;
+    const size_t width = first + size_t(d) + 1;
+    for (size_t r = 0; r < rows.size(); ++r) {
+        Row& row = rows[r];
+        const bool last = r + 1 == rows.size();
+        const std::string where = path + " line " + std::to_string(row.line);
+        if (last && row.cells.size() + 1 == width)
+            row.cells.emplace_back();  // the query without a y cell at all
+        if (row.cells.size() != width)
+            throw Error(where + ": " + plural(row.cells.size(), "value", "values") + ", expected "
+                        + std::to_string(width) + " (" + (tokenColumn ? "token," : "") + headerHint(d) + ")");
+        std::vector<double> x;
+        for (size_t c = 0; c <= size_t(d); ++c) {
+            const std::string& cell = row.cells[first + c];
+            const std::string column = where + ", column " + names[c] + ": ";
+            if (cell.empty()) {
+                if (c == size_t(d) && last)
+                    continue;  // the query's unknown label
+                throw Error(column + (c == size_t(d) ? "empty; only the query (the last row) may leave y empty"
+                                                     : "empty, expected a number"));
+            }
+            double v = 0.0;
+            bool finite = false;
+            if (!parseNumber(cell, &v, &finite))
+                throw Error(column + "\"" + cell + "\" is not a number");
+            if (!finite)
+                throw Error(column + "\"" + cell + "\" is not a finite number");
+            if (c < size_t(d))
+                x.push_back(v);
+            else
+                p.y.push_back(v);
+        }
+        p.x.push_back(std::move(x));
+    }
+    checkCounts(path, limits, p);
+    return p;
+}
+
+std::string readWhole(const std::string& path)
+{
+    std::ifstream f(path, std::ios::binary);
+    if (!f)
+        throw Error(path + ": cannot open the prompt file (no such file or not readable)");
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    if (f.bad())
+        throw Error(path + ": cannot read the prompt file");
+    return ss.str();
+}
+
+bool endsWithJson(const std::string& path)
+{
+    if (path.size() < 5)
+        return false;
+    std::string ext = path.substr(path.size() - 5);
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return ext == ".json";
+}
+
+/// One line of metadata text: newlines would end the "# key: value" line early.
+std::string oneLine(std::string s)
+{
+    std::replace(s.begin(), s.end(), '\n', ' ');
+    std::replace(s.begin(), s.end(), '\r', ' ');
+    return s;
+}
+
+void checkWritable(const std::string& path, const Prompt& p)
+{
+    const std::string where = "cannot write " + path + ": ";
+    if (p.x.size() != p.y.size() || p.x.empty())
+        throw Error(where + "the prompt has " + std::to_string(p.x.size()) + " x rows and "
+                    + std::to_string(p.y.size()) + " labels, expected as many (N+1 ≥ 1)");
+    for (size_t i = 0; i < p.x.size(); ++i) {
+        if (p.x[i].size() != p.x.front().size() || p.x[i].empty())
+            throw Error(where + "point " + std::to_string(i + 1) + " has " + std::to_string(p.x[i].size())
+                        + " values, expected " + std::to_string(p.x.front().size()) + " like point 1");
+        for (double v : p.x[i])
+            if (!std::isfinite(v))
+                throw Error(where + "point " + std::to_string(i + 1) + " holds a value that is not finite");
+    }
+    for (size_t i = 0; i + 1 < p.y.size(); ++i)
+        if (!std::isfinite(p.y[i]))
+            throw Error(where + "y_" + std::to_string(i + 1) + " is not finite (only the query's label may be unknown)");
+    if (std::isinf(p.y.back()))
+        throw Error(where + "the query's label is infinite");
+    for (double v : p.w)
+        if (!std::isfinite(v))
+            throw Error(where + "the task vector w holds a value that is not finite");
+    if (!std::isfinite(p.noise_std) || p.noise_std < 0.0)
+        throw Error(where + "noise_std must be a finite number ≥ 0");
+}
+
+std::string jsonText(const Prompt& p, const std::map<std::string, std::string>& metadata)
+{
+    // "-0" would read back as the integer 0: a negative zero keeps its sign as "-0.0".
+    auto num = [](double v) { return v == 0.0 && std::signbit(v) ? std::string("-0.0") : formatNumber(v); };
+    auto list = [&](const std::vector<double>& v) {
+        std::string s = "[";
+        for (size_t i = 0; i < v.size(); ++i)
+            s += (i ? ", " : "") + num(v[i]);
+        return s + "]";
+    };
+    std::ostringstream out;
+    out << "{\n  \"x\": [\n";
+    for (size_t i = 0; i < p.x.size(); ++i)
+        out << "    " << list(p.x[i]) << (i + 1 < p.x.size() ? ",\n" : "\n");
+    out << "  ],\n";
+    std::vector<double> y = p.y;
+    if (std::isnan(y.back()))
+        y.pop_back();  // the query's label unknown: N labels
+    out << "  \"y\": " << list(y);
+    if (!p.w.empty())
+        out << ",\n  \"w\": " << list(p.w);
+    out << ",\n  \"noise_std\": " << num(p.noise_std);
+    out << ",\n  \"seed\": " << p.seed;
+    if (p.component >= 0)
+        out << ",\n  \"component\": " << p.component;
+    if (!metadata.empty()) {
+        out << ",\n  \"metadata\": {";
+        size_t i = 0;
+        for (const auto& [key, value] : metadata)
+            out << (i++ ? ", " : "") << nlohmann::json(key).dump() << ": " << nlohmann::json(value).dump();
+        out << "}";
+    }
+    out << "\n}\n";
+    return out.str();
+}
+
+std::string csvText(const Prompt& p, const std::map<std::string, std::string>& metadata)
+{
+    std::ostringstream out;
+    for (const auto& [key, value] : metadata)
+        if (key != "seed" && key != "noise_std" && key != "w" && key != "component")  // written from the prompt
+            out << "# " << oneLine(key) << ": " << oneLine(value) << "\n";
+    out << "# seed: " << p.seed << "\n";
+    out << "# noise_std: " << formatNumber(p.noise_std) << "\n";
+    if (!p.w.empty()) {
+        out << "# w:";
+        for (double v : p.w)
+            out << " " << formatNumber(v);
+        out << "\n";
+    }
+    if (p.component >= 0)
+        out << "# component: " << p.component << "\n";
+    const int64_t d = p.dim();
+    for (int64_t c = 1; c <= d; ++c)
+        out << "x_" << c << ",";
+    out << "y\n";
+    for (size_t r = 0; r < p.x.size(); ++r) {
+        for (double v : p.x[r])
+            out << formatNumber(v) << ",";
+        if (!std::isnan(p.y[r]))
+            out << formatNumber(p.y[r]);
+        out << "\n";
+    }
+    return out.str();
+}
+
+} // namespace
+
+Prompt readPromptFile(const std::string& path, const PromptFileLimits& limits)
+{
+    std::string text = readWhole(path);
+    if (text.rfind("\xEF\xBB\xBF", 0) == 0)  // UTF-8 byte order mark
+        text.erase(0, 3);
+    const size_t first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos)
+        throw Error(path + ": empty file, expected a JSON object {\"x\": …, \"y\": …} or CSV rows x_1,…,x_d,y");
+    if (text[first] == '{' || text[first] == '[')
+        return readJson(path, text, limits);
+    return readCsv(path, text, limits);
+}
+
+void writePromptFile(const std::string& path, const Prompt& prompt, const std::map<std::string, std::string>& metadata)
+{
+    checkWritable(path, prompt);
+    const std::string text = endsWithJson(path) ? jsonText(prompt, metadata) : csvText(prompt, metadata);
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f)
+        throw Error("cannot write " + path + " (the folder does not exist or is not writable)");
+    f << text;
+    f.close();
+    if (!f)
+        throw Error("failed writing " + path);
+}
+
+} // namespace icl

@@ -3,10 +3,14 @@
 // `analyze … --prompt FILE` and the GUI prompt editor). Thread affinity: any thread.
 //
 // JSON: {"x": [[x_11, …, x_1d], …, [x_q1, …, x_qd]], "y": [y_1, …, y_N]} — N+1 points, the last one the
-//       query; "y" has N values (query label unknown) or N+1 (the last is the query's true label).
-//       Optional "w" (the task vector), "noise_std", "seed" are kept when present.
-// CSV:  one point per row, header "x_1,…,x_d,y", the last row the query (its y may be empty); lines
-//       starting with '#' are comments ("# key: value" metadata, as the GUI's Export writes).
+//       query; "y" has N values (query label unknown) or N+1 (the last is the query's true label, or
+//       null when unknown). A row of d = 1 may be a plain number. Optional "w" (the task vector),
+//       "noise_std", "seed" and "component" are kept when present; "metadata" (an object of strings,
+//       as written) and other keys are ignored.
+// CSV:  one point per row, header "x_1,…,x_d,y", the last row the query (its y may be empty or left out);
+//       lines starting with '#' are comments ("# key: value" metadata, as the GUI's Save… writes), of
+//       which "# seed:", "# noise_std:", "# w: w_1 … w_k" and "# component:" are read back into the
+//       Prompt. Also read: the GUI's older exports (a leading "token" column, names "x[1]", …).
 
 #include <cstdint>
 #include <map>
@@ -22,16 +26,22 @@ struct PromptFileLimits {
     int64_t max_points = 0;  ///< most points N+1 the model takes (0 = no limit)
 };
 
-/// Reads a prompt from `path` (JSON when the first non-blank character is '{', else CSV). A query label that
-/// is not given becomes NaN in Prompt::y (the inspector then shows no error for it). Throws icl::Error
-/// with a one-line message naming the file, the row (1-based point index, or CSV line) and what was
-/// expected for: wrong dimension, ragged rows, non-numbers, fewer than 2 points, more points than
-/// limits.max_points, a y count that is neither N nor N+1.
+/// Reads a prompt from `path` (JSON when the first non-blank character is '{' or '[', else CSV). A query
+/// label that is not given becomes NaN in Prompt::y (the inspector then shows no error for it); w stays
+/// empty unless the file gives it. Throws icl::Error with a one-line message naming the file, the row
+/// (JSON: "point i", 1-based, or "y_i"; CSV: "line L, column x_c") and what was expected for: wrong
+/// dimension (limits.d), ragged rows, non-numbers, NaN/±Inf, fewer than 2 points, more points than
+/// limits.max_points, a y count that is neither N nor N+1, a missing "x" or "y" (JSON) or header (CSV),
+/// a header whose names are not x_1,…,x_d,y, and an unreadable file.
 Prompt readPromptFile(const std::string& path, const PromptFileLimits& limits = {});
 
-/// Writes `prompt` to `path`: JSON when the path ends in ".json", else CSV (with "# key: value" lines for
-/// `metadata`). Numbers are written with 17 significant digits, so reading the file back gives the same
-/// doubles. Throws icl::Error when the file cannot be written.
+/// Writes `prompt` to `path`: JSON when the path ends in ".json" (any case), else CSV ("# key: value"
+/// lines for `metadata`, then "# seed:", "# noise_std:", "# w:" and "# component:" from the prompt, the
+/// header x_1,…,x_d,y and one row per point). A NaN query label is written as unknown (N labels in
+/// JSON, an empty y cell in CSV). Numbers are written in the shortest form that reads back as the same
+/// double (at most 17 significant digits), so readPromptFile gives back the same Prompt. Throws
+/// icl::Error when the prompt is malformed (x and y counts differ, ragged rows, a non-finite value other
+/// than the query's label) or the file cannot be written.
 void writePromptFile(const std::string& path, const Prompt& prompt,
                      const std::map<std::string, std::string>& metadata = {});
 

@@ -48,7 +48,7 @@ ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed)
         o.n_layers = config.model.n_layers;
         o.n_heads = config.model.n_heads;
         o.d_model = config.model.d_model;
-        o.n_positions = 2 * config.task.n_context + 1;
+        o.n_positions = config.model.n_positions > 0 ? config.model.n_positions : 2 * config.task.n_context + 1;
         Gpt2 gpt(o, seed);
         ModelHandle h{gpt.ptr(), [gpt](const PromptBatch& b) mutable { return gpt->predict(b); }, {}, {}};
         h.predict_all = [gpt](const PromptBatch& b) mutable { return gpt->predictAll(b); };

@@ -19,26 +19,12 @@
 #include "core/training/optim.h"
 #include "core/training/run_file_lock.h"
 #include "core/training/seeds.h"
+#include "core/training/regression_evaluation.h"
 #include "core/training/training_loop.h"
 
 namespace icl {
 
 namespace {
-
-double evalLoss(const ModelHandle& model, const PromptBatch& eval)
-{
-    torch::NoGradGuard guard;
-    model.module->eval();
-    double sum = 0.0;
-    const int64_t chunk = 4096, n = eval.batchSize();
-    for (int64_t b = 0; b < n; b += chunk) {
-        PromptBatch part = eval.slice(b, std::min(n, b + chunk));
-        torch::Tensor err = (model.predict(part) - part.queryY()).to(torch::kFloat64);
-        sum += 0.5 * err.pow(2).sum().item<double>();
-    }
-    model.module->train();
-    return sum / double(n);
-}
 
 /// Sets an LSA to the GD or GD++ construction of model.init with the run's fitted step sizes
 /// (refitted on the tuning prompts when the config does not list that baseline).
@@ -112,21 +98,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     configureThreads(options.threads);
     if (!resuming) {
         createExperimentFile(out, toJson(cfg).dump(2), options.force || restartEmpty);
-        if (cfg.task.kind == "representation" || cfg.task.kind == "representation_mixture") {
-            // Φ* goes into the file (/task/phi/<k>/B_<l>) so other tools can recompute Φ*(x).
-            std::vector<NamedArray> arrays;
-            const auto& reps = taskRepresentations(cfg.task);
-            for (size_t k = 0; k < reps.size(); ++k)
-                for (size_t l = 0; l < reps[k].layers.size(); ++l) {
-                    const torch::Tensor B = reps[k].layers[l].to(torch::kFloat32).contiguous();
-                    NamedArray a;
-                    a.name = "phi/" + std::to_string(k) + "/B_" + std::to_string(l + 1);
-                    a.shape = B.sizes().vec();
-                    a.data.assign(B.data_ptr<float>(), B.data_ptr<float>() + B.numel());
-                    arrays.push_back(std::move(a));
-                }
-            storeTaskArrays(out, arrays);
-        }
+        storeFixedTaskArrays(cfg, out);
     }
 
     if (cfg.task.kind == "fewshot_classification")
@@ -147,17 +119,10 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
     if (!loop.report(TrainProgress::Phase::Preparing,
                      "drawing " + std::to_string(cfg.eval.n_prompts) + " evaluation prompts and fitting baselines"))
         return loop.stoppedBeforeTraining(device.str());
-    const PromptBatch evalCpu = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::eval(cfg.seed));
-    const PromptBatch tuning = samplePrompts(cfg.task, cfg.eval.n_prompts, seeds::tuning(cfg.seed));
-    const FittedBaselines fitted = fitBaselines(cfg, tuning, seeds::tuning(cfg.seed));
-    std::map<std::string, double> baselineLoss;
-    for (const auto& name : baselineNames(cfg.eval))
-        baselineLoss[name] = halfMse(predictBaseline(name, evalCpu, cfg, fitted).to(torch::kFloat64),
-                                     evalCpu.queryY().to(torch::kFloat64))
-                                 .item<double>();
+    const RegressionEvaluation evaluation(cfg, device);
     if (!resuming && cfg.model.init != "variance_scaling")
-        applyConstruction(cfg, fitted, tuning, *model.module);
-    const PromptBatch evalSet = evalCpu.to(device);
+        applyConstruction(cfg, evaluation.fitted(), evaluation.tuning(), *model.module);
+    const std::map<std::string, double>& baselineLoss = evaluation.baselineLoss();
     loop.setBaselines(baselineLoss);
 
     TrainingLoop::Hooks hooks;
@@ -170,26 +135,12 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
                                  : halfMse(model.predict(batch), batch.queryY());
     };
     hooks.evaluate = [&](MetricsRow& row) {
-        const double eval = evalLoss(model, evalSet);
-        for (const auto& [name, value] : baselineLoss)
-            row["baseline/" + name] = value;
-        for (const auto& [name, value] : fittedToMetrics(fitted))
-            row[name] = value;
+        const double eval = evaluation.evaluate(model, row);
         if (tc.curriculum.enabled) {
             // Size of the latest training batch (step 0: of the first one).
             const CurriculumStage stage = curriculumStage(cfg, std::max<int64_t>(loop.step() - 1, 0));
             row["curriculum/dims"] = double(stage.dims);
             row["curriculum/points"] = double(stage.n_context + 1);
-        }
-        for (const auto& reference : cfg.eval.alignment) {
-            const AlignmentMetrics a = alignmentMetrics(
-                model.predict, [&](const PromptBatch& b) { return predictBaseline(reference, b, cfg, fitted); },
-                evalSet);
-            const std::string prefix = "alignment/" + reference + "/";
-            row[prefix + "prediction_difference"] = a.prediction_difference;
-            row[prefix + "model_cosine"] = a.model_cosine;
-            row[prefix + "model_difference"] = a.model_difference;
-            row[prefix + "relative_model_difference"] = a.relative_model_difference;
         }
         return eval;
     };

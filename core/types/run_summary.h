@@ -27,6 +27,8 @@ struct RunSummary {
     std::vector<CheckpointInfo> checkpoints;                 ///< ascending by step
     std::map<std::string, std::vector<double>> metrics;      ///< /metrics/<series>, e.g. "eval_loss", "baseline/gd_1"
     std::map<std::string, int> analyses;                     ///< /analysis/<kind> -> number of stored results
+    /// /import's provenance JSON of a run imported from a foreign checkpoint (icl-cli import); empty for runs trained here.
+    std::string import_json;
 
     /// Last value of a metric series, or NaN when the series is missing or empty.
     double lastMetric(const std::string& series) const

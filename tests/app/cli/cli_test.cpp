@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -443,6 +444,146 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     EXPECT_EQ(c["bytes"].get<int64_t>() >= 300 * 1 * 6 * 5 * 4, true);
     EXPECT_TRUE(fs::exists(h5));
     expectOneLineError(run("analyze " + out + " attention --prompts 3 --out " + h5), "add --force");
+}
+
+// `analyze attention|lens|patching --prompt FILE` on a 1-layer LSA run (d = 5): a prompt file (written here by
+// hand, JSON and CSV, the query's label left out) gives the model's prediction of the same numbers drawn from
+// --prompt-seed, least squares solved here on the given numbers, and GD-1 in closed form; patching corrupts
+// that prompt; bad files are one line and a non-zero exit.
+TEST(Cli, AnalyzeWithAPromptFile)
+{
+    const std::string tag = std::to_string(::getpid());
+    const std::string out = temp("cli_prompt_" + tag + ".h5");
+    const Result tr = run(std::string("train") + kTiny + " --steps 100 --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    const Result sampled = run("analyze " + out + " attention --prompt-seed 3 --json");
+    ASSERT_EQ(sampled.code, 0) << sampled.err;
+    const auto s = nlohmann::json::parse(sampled.out);
+    EXPECT_EQ(s["prompt_seed"], 3);
+
+    // The drawn prompt's numbers in a file of our own, without the query's label.
+    const auto X = s["prompt"]["x"].get<std::vector<std::vector<double>>>();
+    std::vector<double> Y = s["prompt"]["y"].get<std::vector<double>>();
+    ASSERT_EQ(X.size(), 6u);
+    Y.pop_back();
+    const std::string jsonPath = temp("cli_prompt_" + tag + ".json");
+    std::ofstream(jsonPath) << nlohmann::json{{"x", X}, {"y", Y}}.dump();
+    const Result a = run("analyze " + out + " attention --prompt " + jsonPath + " --json");
+    ASSERT_EQ(a.code, 0) << a.err;
+    const auto j = nlohmann::json::parse(a.out);
+    EXPECT_EQ(j["prompt_file"], jsonPath);
+    EXPECT_FALSE(j.contains("prompt_seed"));
+    EXPECT_EQ(j["prompt"]["x"].get<std::vector<std::vector<double>>>(), X) << "the prompt is printed as given";
+    ASSERT_EQ(j["prompt"]["y"].size(), 6u);
+    EXPECT_TRUE(j["prompt"]["y"][5].is_null()) << "the query's label is unknown";
+    EXPECT_TRUE(j["target"].is_null());
+    const auto& p = j["predictions"];
+    EXPECT_EQ(p["model"]["prediction"].get<double>(), s["predictions"]["model"]["prediction"].get<double>())
+        << "the same numbers give the same prediction";
+    EXPECT_TRUE(p["model"]["error"].is_null()) << "no error without the query's label";
+    // Least squares on the square system X w = y (N = d = 5), ŷ = ⟨w, x_q⟩.
+    const std::vector<double> w = solveSquare({X.begin(), X.begin() + 5}, Y);
+    double ls = 0;
+    for (int k = 0; k < 5; ++k)
+        ls += w[size_t(k)] * X[5][size_t(k)];
+    EXPECT_NEAR(p["least_squares"]["prediction"].get<double>(), ls, 1e-6);
+    EXPECT_NEAR(p["least_squares"]["prediction"].get<double>(), s["predictions"]["least_squares"]["prediction"].get<double>(),
+                1e-9);
+    const Result text = run("analyze " + out + " attention --prompt " + jsonPath);
+    ASSERT_EQ(text.code, 0) << text.err;
+    EXPECT_NE(text.out.find("on prompt " + jsonPath), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("unknown (not in the prompt)"), std::string::npos) << text.out;
+
+    // A prompt of our own: N = 8 > the training N, written as CSV with comments and an empty query label.
+    std::vector<std::vector<double>> X8(9, std::vector<double>(5));
+    std::vector<double> Y8(8);
+    for (size_t i = 0; i < 9; ++i)
+        for (size_t k = 0; k < 5; ++k)
+            X8[i][k] = std::sin(1.3 * double(i) + 0.7 * double(k) + 0.2);
+    for (size_t i = 0; i < 8; ++i)
+        Y8[i] = 0.5 * X8[i][0] - X8[i][2] + 0.25 * X8[i][4] + 0.1 * std::cos(double(i));
+    const std::string csvPath = temp("cli_prompt_" + tag + ".csv");
+    {
+        std::ofstream f(csvPath);
+        f << "# my own prompt\nx_1,x_2,x_3,x_4,x_5,y\n";
+        f.precision(17);
+        for (size_t i = 0; i < 9; ++i) {
+            for (double v : X8[i])
+                f << v << ",";
+            if (i < 8)
+                f << Y8[i];
+            f << "\n";
+        }
+    }
+    const Result c = run("analyze " + out + " attention --prompt " + csvPath + " --json");
+    ASSERT_EQ(c.code, 0) << c.err;
+    const auto jc = nlohmann::json::parse(c.out);
+    EXPECT_EQ(jc["token_labels"].size(), 9u);
+    // Least squares of the overdetermined system: the normal equations XᵀX w = Xᵀy.
+    std::vector<std::vector<double>> xtx(5, std::vector<double>(5, 0.0));
+    std::vector<double> xty(5, 0.0);
+    for (size_t i = 0; i < 8; ++i)
+        for (size_t a1 = 0; a1 < 5; ++a1) {
+            xty[a1] += X8[i][a1] * Y8[i];
+            for (size_t a2 = 0; a2 < 5; ++a2)
+                xtx[a1][a2] += X8[i][a1] * X8[i][a2];
+        }
+    const std::vector<double> w8 = solveSquare(xtx, xty);
+    double ls8 = 0;
+    for (size_t k = 0; k < 5; ++k)
+        ls8 += w8[k] * X8[8][k];
+    EXPECT_NEAR(jc["predictions"]["least_squares"]["prediction"].get<double>(), ls8, 1e-6);
+    // One GD step from 0 with the run's fitted η: ŷ = (η/N)·Σ y_i ⟨x_i, x_q⟩.
+    const auto info = nlohmann::json::parse(run("info " + out + " --json").out);
+    const double eta = info["final"]["baselines"]["eta_gd_1"].get<double>();
+    double gd = 0;
+    for (size_t i = 0; i < 8; ++i) {
+        double dot = 0;
+        for (size_t k = 0; k < 5; ++k)
+            dot += X8[i][k] * X8[8][k];
+        gd += eta / 8.0 * Y8[i] * dot;
+    }
+    EXPECT_NEAR(jc["predictions"]["gd_1"]["prediction"].get<double>(), gd, 1e-5);
+
+    // The lens ends at the model's prediction on the file's prompt.
+    const Result l = run("analyze " + out + " lens --prompt " + jsonPath + " --json");
+    ASSERT_EQ(l.code, 0) << l.err;
+    const auto lens = nlohmann::json::parse(l.out);
+    EXPECT_EQ(lens["prediction"][1].get<double>(), p["model"]["prediction"].get<double>());
+    EXPECT_TRUE(lens["target"].is_null());
+
+    // Patching corrupts the file's prompt: change_label changes y_3 only, and (one linear layer) patching the clean
+    // e_3 restores the clean prediction while every other position does nothing.
+    const Result pa = run("analyze " + out + " patching --prompt " + jsonPath + " --corruption change_label --example 3 --json");
+    ASSERT_EQ(pa.code, 0) << pa.err;
+    const auto patch = nlohmann::json::parse(pa.out);
+    EXPECT_EQ(patch["prompt"]["x"].get<std::vector<std::vector<double>>>(), X);
+    EXPECT_EQ(patch["prompt_file"], jsonPath);
+    for (size_t i = 0; i < 5; ++i)
+        if (i == 2)
+            EXPECT_NE(patch["corrupted_prompt"]["y"][i].get<double>(), Y[i]);
+        else
+            EXPECT_EQ(patch["corrupted_prompt"]["y"][i].get<double>(), Y[i]) << i;
+    EXPECT_EQ(patch["clean_prediction"].get<double>(), p["model"]["prediction"].get<double>());
+    for (int t = 0; t < 6; ++t)
+        EXPECT_NEAR(patch["patching_effect"][0][t].get<double>(), t == 2 ? 1.0 : 0.0, 1e-4) << "position " << t;
+
+    // Bad prompt files and options: one line on stderr, non-zero exit, nothing on stdout.
+    const std::string bad = temp("cli_prompt_bad_" + tag + ".json");
+    std::ofstream(bad) << R"({"x": [[1, 2, 3, 4, 5], [1, 2, 3, 4], [1, 2, 3, 4, 5]], "y": [1, 2]})";
+    const Result b = run("analyze " + out + " attention --prompt " + bad + " --json");
+    expectOneLineError(b, bad + ": point 2 has 4 values, expected d = 5");
+    EXPECT_TRUE(b.out.empty()) << b.out;
+    const std::string badCsv = temp("cli_prompt_bad_" + tag + ".csv");
+    std::ofstream(badCsv) << "x_1,x_2,x_3,x_4,x_5,y\n1,2,3,4,5,abc\n1,2,3,4,5,\n";
+    expectOneLineError(run("analyze " + out + " lens --prompt " + badCsv),
+                       badCsv + " line 2, column y: \"abc\" is not a number");
+    expectOneLineError(run("analyze " + out + " patching --prompt " + temp("cli_prompt_missing_" + tag + ".json")),
+                       "cannot open the prompt file");
+    expectOneLineError(run("analyze " + out + " attention --prompt " + jsonPath + " --prompt-seed 2"), "excludes");
+    expectOneLineError(run("analyze " + out + " attention --prompt " + jsonPath + " --prompts 3 --out "
+                           + temp("cli_prompt_" + tag + "_capture.h5")),
+                       "--prompt: attention --out FILE.h5 captures");
 }
 
 // A few-shot run with a common / rare split (task.n_common_classes): train, info, analyze icl-iwl and the icl_iwl

@@ -1,1 +1,349 @@
+// Import of foreign checkpoints and export of weights (core/training/weights_import.h). The right values come from
+// tests/data/foreign/: checkpoints written by real PyTorch and the predictions of an independent float64 forward pass
+// of Garg et al.'s TransformerModel over Hugging Face GPT-2 (make_fixtures.py, garg_model.py).
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/analysis/run_loader.h"
+#include "core/error.h"
+#include "core/io/config.h"
+#include "core/io/experiment_file.h"
+#include "core/io/weights_file.h"
+#include "core/training/trainer.h"
+#include "core/training/weights_import.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kForeign = std::string(ICL_TEST_DATA_DIR) + "/foreign/";
+
+std::string tempPath(const std::string& name)
+{
+    const std::string p = ::testing::TempDir() + "weights_import_" + std::to_string(::getpid()) + "_" + name;
+    fs::remove_all(p);
+    return p;
+}
+
+const json& reference()
+{
+    static const json r = [] {
+        std::ifstream in(kForeign + "reference.json");
+        return json::parse(in);
+    }();
+    return r;
+}
+
+/// The sets a bare Garg state dict needs (its config.yaml is not beside it).
+std::vector<std::string> bareSets()
+{
+    return {"model.n_heads=4", "task.kind=linear_regression", "task.n_context=10", "task.x_distribution=normal",
+            "eval.n_prompts=200", "eval.bootstrap=10"};
+}
+
+icl::ImportRequest request(const std::string& source, const std::string& out, std::vector<std::string> sets = {})
+{
+    icl::ImportRequest r;
+    r.source = kForeign + source;
+    r.out_path = out;
+    r.sets = std::move(sets);
+    r.threads = 1;
+    return r;
+}
+
+/// Predictions of checkpoint `step` of `run` at every x position of the reference prompts: [B][N+1].
+std::vector<std::vector<double>> predictionsOf(const std::string& run, int64_t step)
+{
+    const icl::LoadedRun loaded = icl::loadRun(run, step);
+    const json& prompts = reference()["prompts"];
+    const auto& xs = prompts["x"];
+    const int64_t B = int64_t(xs.size()), P = int64_t(xs[0].size()), d = int64_t(xs[0][0].size());
+    torch::Tensor x = torch::zeros({B, P, d}), y = torch::zeros({B, P});
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < P; ++i) {
+            for (int64_t k = 0; k < d; ++k)
+                x[b][i][k] = xs[b][i][k].get<double>();
+            y[b][i] = prompts["y"][b][i].get<double>();
+        }
+    icl::PromptBatch batch{x, y, torch::zeros({B, d})};
+    torch::NoGradGuard guard;
+    const torch::Tensor pred = loaded.model.predict_all(batch).to(torch::kFloat64);
+    std::vector<std::vector<double>> out(static_cast<size_t>(B), std::vector<double>(static_cast<size_t>(P)));
+    for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < P; ++i)
+            out[size_t(b)][size_t(i)] = pred[b][i].item<double>();
+    return out;
+}
+
+/// Largest |workbench − reference| over every prompt and position.
+double maxDifference(const std::vector<std::vector<double>>& got, const json& expected)
+{
+    double worst = 0.0;
+    EXPECT_EQ(got.size(), expected.size());
+    for (size_t b = 0; b < got.size() && b < expected.size(); ++b)
+        for (size_t i = 0; i < got[b].size(); ++i)
+            worst = std::max(worst, std::abs(got[b][i] - expected[b][i].get<double>()));
+    return worst;
+}
+
+std::string sha256sum(const std::string& path)
+{
+    // An independent digest: coreutils' sha256sum.
+    FILE* p = popen(("sha256sum '" + path + "'").c_str(), "r");
+    char buf[65] = {0};
+    const size_t n = p ? fread(buf, 1, 64, p) : 0;
+    if (p)
+        pclose(p);
+    return std::string(buf, n);
+}
+
+TEST(WeightsImport, GargRunFolderBecomesACheckpointTimelineThatMatchesTheReference)
+{
+    const std::string out = tempPath("garg_run.h5");
+    icl::ImportRequest r = request("garg_run", out, {"eval.n_prompts=200", "eval.bootstrap=10"});
+    const icl::ImportResult result = icl::importWeights(r);
+    EXPECT_EQ(result.plan.layout, "garg");
+    EXPECT_EQ(result.steps, (std::vector<int64_t>{100, 200, 300}));
+    const icl::RunSummary s = icl::readRunSummary(out);
+    ASSERT_EQ(s.checkpoints.size(), 3u);
+    const json cfg = json::parse(s.config_json);
+    EXPECT_EQ(cfg["model"]["kind"], "gpt2");
+    EXPECT_EQ(cfg["model"]["n_heads"], 4);  // from config.yaml: the tensors do not tell
+    EXPECT_EQ(cfg["model"]["n_positions"], 22);
+    EXPECT_EQ(cfg["task"]["n_context"], 10);  // curriculum points end − 1
+    for (const char* step : {"100", "200", "300"})
+        EXPECT_LT(maxDifference(predictionsOf(out, std::stoll(step)), reference()["predictions"][step]), 1e-5) << step;
+    // The three checkpoints hold different weights (the test would not see a timeline of one model).
+    EXPECT_GT(maxDifference(predictionsOf(out, 100), reference()["predictions"]["300"]), 1e-2);
+
+    // Provenance: every source with its format and an independently computed SHA-256; "not trained here".
+    ASSERT_FALSE(s.import_json.empty());
+    const json imp = json::parse(s.import_json);
+    EXPECT_EQ(imp["trained_here"], false);
+    ASSERT_EQ(imp["sources"].size(), 3u);
+    for (const auto& src : imp["sources"]) {
+        EXPECT_EQ(src["format"], "pytorch-zip");
+        EXPECT_EQ(src["sha256"].get<std::string>(), sha256sum(src["path"].get<std::string>()));
+    }
+    EXPECT_EQ(imp["mapping"]["_backbone.h.1.attn.c_attn.weight"], "blocks.1.attn.W_Q, blocks.1.attn.W_K, blocks.1.attn.W_V");
+    EXPECT_FALSE(fs::exists(out + ".import-tmp"));
+}
+
+TEST(WeightsImport, EveryContainerAndLayoutGivesTheReferencePredictions)
+{
+    struct Case {
+        const char* file;
+        const char* reference;
+    };
+    const Case cases[] = {{"bare.pt", "300"},          {"prefixed_module.pt", "300"}, {"prefixed_compile.pt", "300"},
+                          {"model_key.pt", "300"},     {"state_dict_key.pt", "300"},  {"noncontiguous.pt", "300"},
+                          {"fp64.pt", "300"},          {"model.safetensors", "300"},  {"model.npz", "300"},
+                          {"model_compressed.npz", "300"}, {"fp16.pt", "fp16"},        {"model_fp16.safetensors", "fp16"},
+                          {"bf16.pt", "bf16"},         {"garg_run/state.pt", "300"}};
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.file);
+        const std::string out = tempPath(std::string(c.file).substr(std::string(c.file).find('/') + 1) + ".h5");
+        icl::ImportRequest r = request(c.file, out, bareSets());
+        r.config_file = "";
+        if (std::string(c.file).rfind("garg_run/", 0) == 0)
+            r.sets = {"eval.n_prompts=200", "eval.bootstrap=10"};
+        ASSERT_NO_THROW(icl::importWeights(r));
+        const icl::RunSummary s = icl::readRunSummary(out);
+        ASSERT_EQ(s.checkpoints.size(), 1u);
+        EXPECT_LT(maxDifference(predictionsOf(out, s.checkpoints[0].step), reference()["predictions"][c.reference]), 1e-5);
+    }
+}
+
+TEST(WeightsImport, StateDotPtTakesItsTrainStep)
+{
+    const icl::ImportPlan plan = icl::planImport(request("garg_run/state.pt", ""));
+    ASSERT_EQ(plan.sources.size(), 1u);
+    EXPECT_EQ(plan.sources[0].step, 300);
+}
+
+TEST(WeightsImport, WhatTheTensorsCannotSayIsAskedFor)
+{
+    const std::string out = tempPath("missing.h5");
+    const icl::ImportPlan plan = icl::planImport(request("bare.pt", out));
+    EXPECT_EQ(plan.missing, (std::vector<std::string>{"model.n_heads", "task.kind"}));
+    EXPECT_NE(plan.inferred.find("2 layers, d_model 32"), std::string::npos) << plan.inferred;
+    try {
+        icl::importWeights(request("bare.pt", out));
+        FAIL() << "import without the heads";
+    } catch (const icl::Error& e) {
+        EXPECT_NE(std::string(e.what()).find("model.n_heads"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(WeightsImport, DisagreementNamesConfigSetAndTensors)
+{
+    try {
+        icl::planImport(request("garg_run", "", {"model.d_model=64"}));
+        FAIL() << "d_model 64 against tensors of 32";
+    } catch (const icl::Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("model.d_model"), std::string::npos) << m;
+        EXPECT_NE(m.find("says 32"), std::string::npos) << m;     // config.yaml's n_embd
+        EXPECT_NE(m.find("--set says 64"), std::string::npos) << m;
+        EXPECT_NE(m.find("say 32"), std::string::npos) << m;      // the tensors
+    }
+    // Heads that do not divide the width.
+    EXPECT_THROW(icl::planImport(request("bare.pt", "", {"model.n_heads=5", "task.kind=linear_regression"})), icl::Error);
+}
+
+TEST(WeightsImport, WrongShapesAndForeignKeysAreListed)
+{
+    // bare.pt's tensors with one wrong shape and one extra key, written as safetensors.
+    icl::WeightsFile bare = icl::readWeightsFile(kForeign + "bare.pt");
+    for (icl::NamedArray& a : bare.tensors)
+        if (a.name == "_backbone.h.1.mlp.c_fc.bias") {
+            a.shape = {64};
+            a.data.resize(64);
+        }
+    bare.tensors.push_back({"_backbone.extra.weight", {2}, {1.0f, 2.0f}});
+    const std::string bad = tempPath("bad_shapes.safetensors");
+    icl::writeSafetensors(bad, bare.tensors);
+    icl::ImportRequest r = request("", "", bareSets());
+    r.source = bad;
+    try {
+        icl::planImport(r);
+        FAIL() << "wrong shape accepted";
+    } catch (const icl::Error& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find("_backbone.h.1.mlp.c_fc.bias is [64], expected [128]"), std::string::npos) << m;
+        EXPECT_NE(m.find("unexpected _backbone.extra.weight [2]"), std::string::npos) << m;
+    }
+    r.source = kForeign + "one_key.pt";
+    EXPECT_THROW(icl::planImport(r), icl::Error);
+}
+
+TEST(WeightsImport, RefusedSourcesLeaveNothingAndNeverTouchAnExistingFile)
+{
+    const std::string marker = "/tmp/icl_workbench_hostile_pickle_ran";
+    fs::remove(marker);
+    const std::string out = tempPath("refused.h5");
+    for (const char* f : {"hostile.pt", "truncated.pt", "torchscript.pt", "legacy.pt"}) {
+        SCOPED_TRACE(f);
+        EXPECT_THROW(icl::importWeights(request(f, out, bareSets())), icl::Error);
+        EXPECT_FALSE(fs::exists(out));
+        EXPECT_FALSE(fs::exists(out + ".import-tmp"));
+    }
+    EXPECT_FALSE(fs::exists(marker)) << "the hostile pickle ran";
+
+    {
+        std::ofstream keep(out);
+        keep << "keep me";
+    }
+    EXPECT_THROW(icl::importWeights(request("bare.pt", out, bareSets())), icl::Error);  // exists, no force
+    std::ifstream in(out);
+    std::string content;
+    std::getline(in, content);
+    EXPECT_EQ(content, "keep me");
+}
+
+TEST(WeightsImport, CancelWritesNothing)
+{
+    const std::string out = tempPath("cancelled.h5");
+    int calls = 0;
+    const icl::ImportResult r = icl::importWeights(request("garg_run", out, {"eval.n_prompts=200"}),
+                                                   [&](int64_t done, int64_t, const std::string&) {
+                                                       ++calls;
+                                                       return done < 1;  // stop after the first checkpoint
+                                                   });
+    EXPECT_TRUE(r.cancelled);
+    EXPECT_GE(calls, 2);
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_FALSE(fs::exists(out + ".import-tmp"));
+}
+
+/// Every parameter of two checkpoints bitwise equal.
+void expectSameParams(const std::string& a, int64_t stepA, const std::string& b, int64_t stepB)
+{
+    const icl::CheckpointData ca = icl::readCheckpoint(a, stepA), cb = icl::readCheckpoint(b, stepB);
+    ASSERT_EQ(ca.params.size(), cb.params.size());
+    std::map<std::string, const icl::NamedArray*> byName;
+    for (const auto& p : cb.params)
+        byName[p.name] = &p;
+    for (const auto& p : ca.params) {
+        ASSERT_TRUE(byName.count(p.name)) << p.name;
+        EXPECT_EQ(p.shape, byName[p.name]->shape) << p.name;
+        EXPECT_EQ(p.data, byName[p.name]->data) << p.name;  // bitwise
+    }
+}
+
+TEST(WeightsImport, ExportThenImportIsBitwiseIdentical)
+{
+    const std::string run = tempPath("roundtrip_source.h5");
+    icl::importWeights(request("garg_run", run, {"eval.n_prompts=200"}));
+    for (const char* layout : {"workbench", "garg"})
+        for (const char* ext : {".safetensors", ".pt"}) {
+            SCOPED_TRACE(std::string(layout) + ext);
+            const std::string file = tempPath(std::string("export_") + layout + ext);
+            icl::exportWeights(run, file, 200, layout);
+            EXPECT_EQ(icl::weightsFormatName(icl::detectWeightsFormat(file)),
+                      std::string(ext) == ".pt" ? "pytorch-zip" : "safetensors");
+            const std::string back = tempPath(std::string("reimported_") + layout + ext + ".h5");
+            icl::ImportRequest r;
+            r.source = file;
+            r.out_path = back;
+            r.threads = 1;
+            if (std::string(layout) == "garg")
+                r.sets = bareSets();
+            icl::importWeights(r);
+            const int64_t step = icl::readRunSummary(back).checkpoints.back().step;
+            EXPECT_EQ(step, std::string(layout) == "workbench" ? 200 : 0);
+            expectSameParams(run, 200, back, step);
+        }
+    // A Garg-layout export holds exactly the state dict Garg's model has (the wte of GPT2Config's vocabulary).
+    const std::string garg = tempPath("export_keys.pt");
+    icl::exportWeights(run, garg, -1, "garg");
+    const icl::WeightsFile f = icl::readWeightsFile(garg);
+    const icl::WeightsFile original = icl::readWeightsFile(kForeign + "garg_run/model_100.pt");
+    ASSERT_EQ(f.tensors.size(), original.tensors.size());
+    for (size_t i = 0; i < f.tensors.size(); ++i) {
+        EXPECT_EQ(f.tensors[i].name, original.tensors[i].name);
+        if (f.tensors[i].name != "_backbone.wte.weight")  // the fixture keeps 4 rows of it to stay small
+            EXPECT_EQ(f.tensors[i].shape, original.tensors[i].shape) << f.tensors[i].name;
+    }
+    EXPECT_THROW(icl::exportWeights(run, tempPath("x.bin"), -1, "workbench"), icl::Error);
+    EXPECT_THROW(icl::exportWeights(run, tempPath("x.pt"), 12345, "workbench"), icl::Error);
+}
+
+TEST(WeightsImport, ATrainedLsaRunExportsAndImportsWithItsConfig)
+{
+    icl::ConfigRequest cr;
+    cr.preset = icl::kDefaultPreset;
+    cr.sets = {"task.d=4", "task.n_context=6", "training.batch_size=128", "training.steps=20", "training.eval_every=10",
+               "training.checkpoint_every=10", "eval.n_prompts=200", "device=cpu"};
+    const std::string run = tempPath("lsa_trained.h5");
+    icl::TrainOptions o;
+    o.out_path = run;
+    o.threads = 1;
+    icl::train(icl::resolveConfig(cr), o, [](const icl::TrainProgress&) { return true; });
+    const std::string file = tempPath("lsa.safetensors");
+    icl::exportWeights(run, file, -1, "workbench");
+    const std::string back = tempPath("lsa_back.h5");
+    icl::ImportRequest r;
+    r.source = file;
+    r.out_path = back;
+    r.threads = 1;
+    icl::importWeights(r);
+    expectSameParams(run, 20, back, 20);
+    const icl::RunSummary a = icl::readRunSummary(run), b = icl::readRunSummary(back);
+    // The same model on the same evaluation prompts: the same loss.
+    EXPECT_DOUBLE_EQ(a.lastMetric("eval_loss"), b.lastMetric("eval_loss"));
+    EXPECT_EQ(json::parse(b.config_json)["model"], json::parse(a.config_json)["model"]);
+}
+
+} // namespace

@@ -1,0 +1,113 @@
+// icl-cli import and export-weights: foreign checkpoints in, the workbench's weights out (core/training/weights_import.h).
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "core/error.h"
+#include "core/training/weights_import.h"
+#include "progress_bar.h"
+
+namespace icl::cli {
+
+namespace {
+
+using nlohmann::json;
+
+json planJson(const ImportPlan& plan)
+{
+    json j;
+    j["layout"] = plan.layout;
+    j["model_kind"] = plan.model_kind;
+    j["inferred"] = plan.inferred;
+    j["sources"] = json::array();
+    for (const auto& s : plan.sources)
+        j["sources"].push_back({{"path", s.path}, {"format", s.format}, {"sha256", s.sha256}, {"step", s.step}});
+    j["mapping"] = json::array();
+    for (const auto& [src, dst] : plan.mapping)
+        j["mapping"].push_back({{"source", src}, {"workbench", dst}});
+    j["dropped"] = plan.dropped;
+    j["prefixes_removed"] = plan.prefixes_removed;
+    j["warnings"] = plan.warnings;
+    j["missing"] = plan.missing;
+    return j;
+}
+
+void printPlan(const ImportPlan& plan)
+{
+    for (const auto& s : plan.sources)
+        std::cout << "source      " << s.path << "  (" << s.format << ", step " << s.step << ", sha256 "
+                  << s.sha256.substr(0, 16) << "…)\n";
+    std::cout << "layout      " << plan.layout << " → workbench " << plan.model_kind << "\n"
+              << "model       " << plan.inferred << "\n"
+              << "mapping     " << plan.mapping.size() << " source tensors";
+    if (!plan.dropped.empty())
+        std::cout << ", " << plan.dropped.size() << " unused buffers dropped";
+    if (!plan.prefixes_removed.empty()) {
+        std::cout << ", prefixes removed:";
+        for (const auto& p : plan.prefixes_removed)
+            std::cout << " " << p;
+    }
+    std::cout << "\n";
+    for (const auto& w : plan.warnings)
+        std::cout << "warning     " << w << "\n";
+}
+
+} // namespace
+
+int runImport(const ImportArgs& args)
+{
+    ImportRequest req;
+    req.source = args.source;
+    req.config_file = args.config_file;
+    req.sets = args.sets;
+    req.out_path = args.out;
+    req.force = args.force;
+    req.threads = args.threads;
+    if (args.dry_run) {
+        const ImportPlan plan = planImport(req);
+        if (args.json) {
+            json j = planJson(plan);
+            if (plan.missing.empty())
+                j["config"] = json::parse(plan.config_json);
+            std::cout << j.dump(2) << "\n";
+        } else {
+            printPlan(plan);
+            for (const auto& k : plan.missing)
+                std::cout << "missing     " << k << " (give it with --set " << k << "=…)\n";
+        }
+        return 0;
+    }
+    ProgressBar bar("import");
+    const ImportResult r = importWeights(req, [&](int64_t done, int64_t total, const std::string& message) {
+        bar.update(done, total, message);
+        return true;
+    });
+    bar.finish();
+    if (args.json) {
+        json j = planJson(r.plan);
+        j["out"] = args.out;
+        j["steps"] = r.steps;
+        j["eval_loss"] = r.eval_loss;
+        std::cout << j.dump(2) << "\n";
+        return 0;
+    }
+    printPlan(r.plan);
+    std::cout << "wrote       " << args.out << ": " << r.steps.size() << " checkpoint(s), eval loss " << r.eval_loss
+              << " (0.5·MSE on the run's evaluation prompts) at step " << (r.steps.empty() ? 0 : r.steps.back()) << "\n";
+    return 0;
+}
+
+int runExportWeights(const ExportWeightsArgs& args)
+{
+    exportWeights(args.path, args.out, args.checkpoint, args.layout);
+    if (args.json)
+        std::cout << json{{"file", args.path}, {"out", args.out}, {"layout", args.layout}, {"checkpoint", args.checkpoint}}
+                         .dump(2)
+                  << "\n";
+    else
+        std::cout << "wrote " << args.out << " (" << args.layout << " layout)\n";
+    return 0;
+}
+
+} // namespace icl::cli
