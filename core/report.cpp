@@ -98,7 +98,8 @@ Figure lossFigure(const RunSummary& summary)
             s.x.push_back(steps->second[i]);
             s.y.push_back(it->second[i]);
         }
-        f.series.push_back(std::move(s));
+        if (!s.x.empty())  // an imported run has no train loss: no empty legend entry
+            f.series.push_back(std::move(s));
     };
     add("train_loss", "train loss", Series::Style::Line);
     add("eval_loss", "model (eval)", Series::Style::Line);

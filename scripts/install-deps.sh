@@ -8,7 +8,7 @@ PACKAGES=(
     libtorch-dev libopenblas0-openmp
     qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
     libhdf5-dev hdf5-tools libpng-dev zlib1g-dev
-    nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev libyaml-cpp-dev libssl-dev
+    nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev zipcmp zipmerge ziptool libyaml-cpp-dev libssl-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev
     xvfb xauth
     dataset-fashion-mnist

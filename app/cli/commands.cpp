@@ -271,8 +271,10 @@ int runInfo(const std::string& path, bool asJson)
         std::cout << "no metrics yet\n";
         return 0;
     }
+    const double trainLoss = s.lastMetric("train_loss");
     std::cout << "at step " << static_cast<long long>(s.lastMetric("step")) << ": train loss "
-              << fmt(s.lastMetric("train_loss")) << ", eval loss " << fmt(s.lastMetric("eval_loss")) << "\n";
+              << (std::isnan(trainLoss) && !s.import_json.empty() ? std::string("— (trained elsewhere)") : fmt(trainLoss))
+              << ", eval loss " << fmt(s.lastMetric("eval_loss")) << "\n";
     if (s.metrics.count("icl_accuracy")) {
         std::cout << "  ICL accuracy (holdout classes, labels {0, 1}; chance 0.5) " << fmt(s.lastMetric("icl_accuracy"))
                   << ", over all labels " << fmt(s.lastMetric("icl_accuracy_all_labels")) << "\n"

@@ -122,7 +122,7 @@ void printPredictions(const std::vector<PredictorValue>& values, double target)
         if (std::isfinite(p.error))
             std::printf("  %-22s %12.5f %12.5f\n", p.name.c_str(), p.prediction, p.error);
         else
-            std::printf("  %-22s %12.5f %12s\n", p.name.c_str(), p.prediction, "—");
+            std::printf("  %-22s %12.5f %s\n", p.name.c_str(), p.prediction, padLeft("—", 12).c_str());
     }
     if (std::isfinite(target))
         std::printf("  %-22s %12.5f\n", "target y_q", target);

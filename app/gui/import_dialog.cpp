@@ -118,7 +118,8 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_sources->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
     for (int c = 1; c < 4; ++c)
         m_sources->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
-    m_sources->setMaximumHeight(130);
+    m_sources->verticalHeader()->setDefaultSectionSize(m_sources->fontMetrics().height() + 8);
+    m_sources->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
     m_inferred->setObjectName(QStringLiteral("importInferred"));
     m_inferred->setWordWrap(true);
     m_inferred->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -172,13 +173,12 @@ ImportDialog::ImportDialog(QWidget* parent)
     auto* setRow = new QHBoxLayout;
     setRow->addWidget(m_setLine, 1);
     setRow->addWidget(m_recheck);
-    auto* configForm = new QFormLayout;
-    configForm->addRow(tr("Config file"), configRow);
-    configForm->addRow(tr("--set"), setRow);
+    // One form: the values asked for (inserted at the top), then the config file and the overrides.
+    m_form->addRow(tr("Config file"), configRow);
+    m_form->addRow(tr("--set"), setRow);
     auto* configLayout = new QVBoxLayout(config);
     configLayout->addWidget(m_noMissing);
     configLayout->addLayout(m_form);
-    configLayout->addLayout(configForm);
 
     m_errorLabel->setObjectName(QStringLiteral("importError"));
     m_errorLabel->setWordWrap(true);
@@ -203,6 +203,8 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_progress->setObjectName(QStringLiteral("importProgress"));
     m_progress->setRange(0, 1);
     m_progress->setValue(0);
+    m_progress->setTextVisible(false);
+    m_progress->setTextVisible(false);
     m_status->setObjectName(QStringLiteral("importStatus"));
     m_status->setWordWrap(true);
     m_import->setObjectName(QStringLiteral("importButton"));
@@ -343,7 +345,7 @@ void ImportDialog::setSource(const QString& path)
     setWindowTitle(tr("Import checkpoint — %1").arg(QFileInfo(m_sourcePath).fileName()));
     // The values asked for belong to the previous source.
     for (const auto& [key, field] : m_fields)
-        m_form->removeRow(field);
+        m_form->removeRow(field->parentWidget()); // the row's container (field and hint)
     m_fields.clear();
     m_configFile->clear();
     m_setLine->clear();
@@ -418,6 +420,7 @@ void ImportDialog::addMissingFields(const std::vector<std::string>& missing)
         if (missingField(key))
             continue;
         QWidget* field = nullptr;
+        QString hint;
         const QString required = tr("required");
         if (key == QLatin1String("model.n_heads") || key == QLatin1String("task.n_context")
             || key == QLatin1String("task.d")) {
@@ -426,11 +429,11 @@ void ImportDialog::addMissingFields(const std::vector<std::string>& missing)
             spin->setSpecialValueText(required); // 0: not given yet
             spin->setMinimumWidth(120);
             if (key == QLatin1String("model.n_heads"))
-                spin->setToolTip(tr("Attention heads per layer: must divide d_model (the files do not say)"));
+                hint = tr("attention heads per layer; must divide d_model (the weights do not say)");
             else if (key == QLatin1String("task.n_context"))
-                spin->setToolTip(tr("In-context examples per prompt"));
+                hint = tr("in-context examples per prompt");
             else
-                spin->setToolTip(tr("Input dimension d of the regression task"));
+                hint = tr("input dimension d of the regression task");
             connect(spin, &QSpinBox::valueChanged, this, [this] {
                 updateButtons();
                 m_replanTimer->start();
@@ -441,7 +444,7 @@ void ImportDialog::addMissingFields(const std::vector<std::string>& missing)
             combo->addItem(tr("choose…"), QString());
             for (const char* kind : { "linear_regression", "sparse_linear_regression", "noisy_linear_regression" })
                 combo->addItem(QString::fromLatin1(kind), QString::fromLatin1(kind));
-            combo->setToolTip(tr("The regression task the model was trained on"));
+            hint = tr("the regression task the model was trained on");
             connect(combo, &QComboBox::currentIndexChanged, this, [this] {
                 updateButtons();
                 m_replanTimer->start();
@@ -450,7 +453,8 @@ void ImportDialog::addMissingFields(const std::vector<std::string>& missing)
         } else {
             auto* line = new QLineEdit(this);
             line->setPlaceholderText(required);
-            line->setToolTip(tr("Value of config key %1 (JSON: a number, true/false or a string)").arg(key));
+            line->setMinimumWidth(240);
+            hint = tr("a number, true / false or a string");
             connect(line, &QLineEdit::textChanged, this, &ImportDialog::updateButtons);
             connect(line, &QLineEdit::editingFinished, this, [this, line] {
                 if (line->isModified()) {
@@ -461,7 +465,19 @@ void ImportDialog::addMissingFields(const std::vector<std::string>& missing)
             field = line;
         }
         field->setObjectName(QStringLiteral("missing:%1").arg(key));
-        m_form->addRow(key, field);
+        field->setToolTip(hint);
+        auto* row = new QWidget(this);
+        auto* rowLayout = new QHBoxLayout(row);
+        rowLayout->setContentsMargins(0, 0, 0, 0);
+        field->setParent(row);
+        rowLayout->addWidget(field);
+        rowLayout->addWidget(grayLabel(hint, row), 1);
+        auto* label = new QLabel(key, this);
+        QFont bold = label->font();
+        bold.setBold(true);
+        label->setFont(bold);
+        label->setToolTip(tr("No file gives %1").arg(key));
+        m_form->insertRow(int(m_fields.size()), label, row);
         m_fields.emplace_back(key, field);
     }
     m_noMissing->setVisible(m_fields.empty());
@@ -505,9 +521,18 @@ void ImportDialog::replan()
     updateButtons();
 }
 
+void ImportDialog::fitSourcesHeight()
+{
+    // As tall as its rows (one to five; more scroll), so that the mapping table gets the room.
+    const int rows = std::clamp(m_sources->rowCount(), 1, 5);
+    m_sources->setFixedHeight(m_sources->horizontalHeader()->sizeHint().height()
+        + rows * m_sources->verticalHeader()->defaultSectionSize() + 2 * m_sources->frameWidth());
+}
+
 void ImportDialog::clearPlanView()
 {
     m_sources->setRowCount(0);
+    fitSourcesHeight();
     m_mapping->setRowCount(0);
     m_dropped->clear();
     m_inferred->setText(QStringLiteral("–"));
@@ -517,7 +542,7 @@ void ImportDialog::clearPlanView()
     m_warnings->setVisible(false);
     m_tabs->setTabText(0, tr("Key mapping"));
     m_tabs->setTabText(1, tr("Dropped"));
-    m_noMissing->setVisible(m_fields.empty());
+    m_noMissing->setVisible(false); // said only of a plan
 }
 
 void ImportDialog::showPlan(const icl::ImportPlan& plan)
@@ -542,6 +567,7 @@ void ImportDialog::showPlan(const icl::ImportPlan& plan)
         m_sources->setItem(r, 2, step);
         m_sources->setItem(r, 3, digest);
     }
+    fitSourcesHeight();
     m_inferred->setText(plan.inferred.empty() ? QStringLiteral("–") : qs(plan.inferred));
     m_layout->setText(tr("%1 names → workbench %2").arg(qs(plan.layout), qs(plan.model_kind)));
     QStringList prefixes;
@@ -596,7 +622,11 @@ void ImportDialog::showPlanError(const QString& message)
 void ImportDialog::setError(const QString& message)
 {
     m_error = message;
-    m_errorLabel->setText(message);
+    // icl::Error messages are one line; anything else (e.g. a LibTorch error with its backtrace) shows its
+    // first line, the whole text in the tooltip.
+    const QString firstLine = message.section(QLatin1Char('\n'), 0, 0);
+    m_errorLabel->setText(firstLine);
+    m_errorLabel->setToolTip(firstLine == message ? QString() : message);
     m_errorLabel->setVisible(!message.isEmpty());
 }
 
@@ -636,6 +666,7 @@ void ImportDialog::startImport()
     m_importing = true;
     setError({});
     m_progress->setRange(0, 0); // busy until the first report
+    m_progress->setTextVisible(true);
     m_status->setText(tr("Importing into %1…").arg(QFileInfo(out).fileName()));
     m_runner->enqueue(
         kImportJob, tr("Importing"),
@@ -714,6 +745,7 @@ void ImportDialog::failImport(const QString& message)
     m_cancel->setEnabled(true);
     m_progress->setRange(0, 1);
     m_progress->setValue(0);
+    m_progress->setTextVisible(false);
     setError(message);
     m_status->setText(tr("Import failed: nothing was written."));
     updateButtons();

@@ -109,6 +109,7 @@ private:
     void showPlan(const icl::ImportPlan& plan);
     void showPlanError(const QString& message);
     void clearPlanView();
+    void fitSourcesHeight();
     /// Adds a form row for every key of `missing` that has none yet (rows stay until the source changes).
     void addMissingFields(const std::vector<std::string>& missing);
     QString fieldValue(const QString& key) const;

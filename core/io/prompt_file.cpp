@@ -1,6 +1,7 @@
 #include "core/io/prompt_file.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <clocale>
 #include <cstdlib>
@@ -140,15 +141,28 @@ Prompt readJson(const std::string& path, const std::string& text, const PromptFi
         if (at != std::string::npos)
             what = what.substr(at + marker.size());
         std::replace(what.begin(), what.end(), '\n', ' ');
+        // "last read: '1], [N'": the letters the lexer stopped at; the start of NaN or Infinity gets a hint.
         const size_t last = what.find("last read: '");
         if (last != std::string::npos) {
-            const std::string token = what.substr(last + 12);
-            for (const char* bad : { "NaN", "nan", "Inf", "inf", "-Inf", "-inf" })
-                if (token.rfind(bad, 0) == 0)
+            std::string token = what.substr(last + 12);
+            token = token.substr(0, token.find('\''));
+            size_t start = token.size();
+            while (start > 0 && std::isalpha(static_cast<unsigned char>(token[start - 1])))
+                --start;
+            const std::string letters = token.substr(start);
+            for (const char* word : { "NaN", "nan", "Infinity", "inf" })
+                if (!letters.empty() && std::string(word).rfind(letters, 0) == 0)
                     throw Error(path + ": not valid JSON (" + what
                                 + "): NaN and Infinity are not JSON numbers, every value must be finite");
         }
         throw Error(path + ": not valid JSON (" + what + ")");
+    } catch (const nlohmann::json::exception& e) {
+        // e.g. "[json.exception.out_of_range.406] number overflow parsing '1e999'"
+        std::string what = e.what();
+        const size_t close = what.find("] ");
+        if (close != std::string::npos)
+            what = what.substr(close + 2);
+        throw Error(path + ": " + what + ", expected finite numbers");
     }
     if (!j.is_object())
         throw Error(path + ": expected a JSON object {\"x\": [[…], …], \"y\": […]}, got " + jsonKind(j));

@@ -24,7 +24,7 @@ enum class GlobalRole { Callable, StorageType, DType, None };
 
 struct GlobalInfo {
     GlobalRole role = GlobalRole::None;
-    std::string dtype;  // StorageType / DType: element type
+    std::string dtype; // StorageType / DType: element type
 };
 
 GlobalInfo classifyGlobal(const std::string& module, const std::string& name)
@@ -32,60 +32,81 @@ GlobalInfo classifyGlobal(const std::string& module, const std::string& name)
     static const std::unordered_map<std::string, GlobalInfo> table = [] {
         std::unordered_map<std::string, GlobalInfo> t;
         for (const char* callable :
-             {"collections.OrderedDict", "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor",
-              "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state", "builtins.set",
-              "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset", "_codecs.encode"})
-            t[callable] = {GlobalRole::Callable, ""};
-        const std::pair<const char*, const char*> storages[] = {
-            {"FloatStorage", "float32"}, {"HalfStorage", "float16"}, {"BFloat16Storage", "bfloat16"},
-            {"DoubleStorage", "float64"}, {"LongStorage", "int64"},  {"IntStorage", "int32"},
-            {"ShortStorage", "int16"},    {"CharStorage", "int8"},   {"ByteStorage", "uint8"},
-            {"BoolStorage", "bool"},      {"UntypedStorage", "uint8"}};
+            { "collections.OrderedDict", "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_tensor",
+                "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state", "builtins.set",
+                "builtins.frozenset", "__builtin__.set", "__builtin__.frozenset", "_codecs.encode" })
+            t[callable] = { GlobalRole::Callable, "" };
+        const std::pair<const char*, const char*> storages[]
+            = { { "FloatStorage", "float32" }, { "HalfStorage", "float16" }, { "BFloat16Storage", "bfloat16" },
+                  { "DoubleStorage", "float64" }, { "LongStorage", "int64" }, { "IntStorage", "int32" },
+                  { "ShortStorage", "int16" }, { "CharStorage", "int8" }, { "ByteStorage", "uint8" },
+                  { "BoolStorage", "bool" }, { "UntypedStorage", "uint8" } };
         for (const auto& [storage, dtype] : storages) {
-            t[std::string("torch.") + storage] = {GlobalRole::StorageType, dtype};
-            t[std::string("torch.storage.") + storage] = {GlobalRole::StorageType, dtype};
+            t[std::string("torch.") + storage] = { GlobalRole::StorageType, dtype };
+            t[std::string("torch.storage.") + storage] = { GlobalRole::StorageType, dtype };
         }
-        const std::pair<const char*, const char*> dtypes[] = {
-            {"float32", "float32"}, {"float", "float32"},   {"float16", "float16"}, {"half", "float16"},
-            {"bfloat16", "bfloat16"}, {"float64", "float64"}, {"double", "float64"}, {"int64", "int64"},
-            {"long", "int64"},       {"int32", "int32"},     {"int", "int32"},      {"int16", "int16"},
-            {"short", "int16"},      {"int8", "int8"},       {"uint8", "uint8"},    {"bool", "bool"}};
+        const std::pair<const char*, const char*> dtypes[]
+            = { { "float32", "float32" }, { "float", "float32" }, { "float16", "float16" }, { "half", "float16" },
+                  { "bfloat16", "bfloat16" }, { "float64", "float64" }, { "double", "float64" }, { "int64", "int64" },
+                  { "long", "int64" }, { "int32", "int32" }, { "int", "int32" }, { "int16", "int16" },
+                  { "short", "int16" }, { "int8", "int8" }, { "uint8", "uint8" }, { "bool", "bool" } };
         for (const auto& [dtype_name, dtype] : dtypes)
-            t[std::string("torch.") + dtype_name] = {GlobalRole::DType, dtype};
+            t[std::string("torch.") + dtype_name] = { GlobalRole::DType, dtype };
         return t;
     }();
     const auto it = table.find(module + "." + name);
-    return it == table.end() ? GlobalInfo{} : it->second;
+    return it == table.end() ? GlobalInfo {} : it->second;
 }
 
 const char* opcodeName(uint8_t op)
 {
     switch (op) {
-    case 'I': return "INT";
-    case 'L': return "LONG";
-    case 'F': return "FLOAT";
-    case 'S': return "STRING";
-    case 'V': return "UNICODE";
-    case 'P': return "PERSID";
-    case 'g': return "GET";
-    case 'p': return "PUT";
-    case 'i': return "INST";
-    case 'o': return "OBJ";
-    case 0x82: return "EXT1";
-    case 0x83: return "EXT2";
-    case 0x84: return "EXT4";
-    case 0x92: return "NEWOBJ_EX";
-    case 0x96: return "BYTEARRAY8";
-    case 0x97: return "NEXT_BUFFER";
-    case 0x98: return "READONLY_BUFFER";
-    default: return nullptr;
+    case 'I':
+        return "INT";
+    case 'L':
+        return "LONG";
+    case 'F':
+        return "FLOAT";
+    case 'S':
+        return "STRING";
+    case 'V':
+        return "UNICODE";
+    case 'P':
+        return "PERSID";
+    case 'g':
+        return "GET";
+    case 'p':
+        return "PUT";
+    case 'i':
+        return "INST";
+    case 'o':
+        return "OBJ";
+    case 0x82:
+        return "EXT1";
+    case 0x83:
+        return "EXT2";
+    case 0x84:
+        return "EXT4";
+    case 0x92:
+        return "NEWOBJ_EX";
+    case 0x96:
+        return "BYTEARRAY8";
+    case 0x97:
+        return "NEXT_BUFFER";
+    case 0x98:
+        return "READONLY_BUFFER";
+    default:
+        return nullptr;
     }
 }
 
 class Machine {
 public:
     Machine(const uint8_t* data, size_t size, const std::string& source, std::deque<Value>& arena)
-        : m_data(data), m_size(size), m_source(source), m_arena(arena)
+        : m_data(data)
+        , m_size(size)
+        , m_source(source)
+        , m_arena(arena)
     {
     }
 
@@ -113,8 +134,8 @@ private:
 
     [[noreturn]] void refuseGlobal(const std::string& name) const
     {
-        throw Error(m_source + ": refused: the pickle names the global " + name +
-                    ", which is not a tensor, container or scalar; nothing was run");
+        throw Error(m_source + ": refused: the pickle names the global " + name
+            + ", which is not a tensor, container or scalar; nothing was run");
     }
 
     // --- input -----------------------------------------------------------------------------------
@@ -137,8 +158,8 @@ private:
     std::string readBytes(uint64_t n)
     {
         if (n > m_size - m_pos)
-            fail("a length of " + std::to_string(n) + " bytes exceeds the " + std::to_string(m_size - m_pos) +
-                 " bytes left");
+            fail("a length of " + std::to_string(n) + " bytes exceeds the " + std::to_string(m_size - m_pos)
+                + " bytes left");
         const uint8_t* p = take(size_t(n));
         return std::string(reinterpret_cast<const char*>(p), size_t(n));
     }
@@ -192,7 +213,7 @@ private:
             for (size_t k = 0; k < bytes.size(); ++k)
                 u |= uint64_t(uint8_t(bytes[k])) << (8 * k);
             if (bytes.size() < 8 && (uint8_t(bytes.back()) & 0x80))
-                u |= ~uint64_t(0) << (8 * bytes.size());  // sign-extend
+                u |= ~uint64_t(0) << (8 * bytes.size()); // sign-extend
             return makeInt(int64_t(u));
         }
         return makeString(Kind::BigInt, bytes);
@@ -243,18 +264,26 @@ private:
     static std::string keyText(const Value* k)
     {
         switch (k->kind) {
-        case Kind::None: return "n";
-        case Kind::Bool: return k->b ? "i1" : "i0";
-        case Kind::Int: return "i" + std::to_string(k->i);
-        case Kind::BigInt: return "I" + k->s;
+        case Kind::None:
+            return "n";
+        case Kind::Bool:
+            return k->b ? "i1" : "i0";
+        case Kind::Int:
+            return "i" + std::to_string(k->i);
+        case Kind::BigInt:
+            return "I" + k->s;
         case Kind::Float:
             if (k->f == double(int64_t(k->f)) && k->f > -9.2e18 && k->f < 9.2e18)
                 return "i" + std::to_string(int64_t(k->f));
             return "f" + std::to_string(k->f);
-        case Kind::String: return "s" + k->s;
-        case Kind::Bytes: return "y" + k->s;
-        case Kind::Global: return "g" + k->s;
-        default: return "";
+        case Kind::String:
+            return "s" + k->s;
+        case Kind::Bytes:
+            return "y" + k->s;
+        case Kind::Global:
+            return "g" + k->s;
+        default:
+            return "";
         }
     }
     void setItem(Value* dict, Value* key, Value* value)
@@ -266,7 +295,7 @@ private:
             auto& index = m_dictIndex[dict];
             const auto [it, inserted] = index.emplace(text, dict->entries.size());
             if (!inserted) {
-                dict->entries[it->second].second = value;  // Python keeps the first position
+                dict->entries[it->second].second = value; // Python keeps the first position
                 return;
             }
         }
@@ -280,8 +309,8 @@ private:
         const std::string full = module + "." + name;
         if (info.role == GlobalRole::None) {
             if (module == "torch" && name.size() > 7 && name.compare(name.size() - 7, 7, "Storage") == 0)
-                throw Error(m_source + ": refused: the pickle uses " + full +
-                            ", a storage type the workbench does not read (float, integer and bool only)");
+                throw Error(m_source + ": refused: the pickle uses " + full
+                    + ", a storage type the workbench does not read (float, integer and bool only)");
             refuseGlobal(full);
         }
         Value* v = makeString(Kind::Global, full);
@@ -332,8 +361,8 @@ private:
         t->tensor->size = intTuple(args[2], "size");
         t->tensor->stride = intTuple(args[3], "stride");
         if (t->tensor->size.size() != t->tensor->stride.size())
-            fail(fn + " with " + std::to_string(t->tensor->size.size()) + " sizes but " +
-                 std::to_string(t->tensor->stride.size()) + " strides");
+            fail(fn + " with " + std::to_string(t->tensor->size.size()) + " sizes but "
+                + std::to_string(t->tensor->stride.size()) + " strides");
         return t;
     }
 
@@ -343,8 +372,8 @@ private:
             fail("REDUCE calls " + describeKind(*callable) + ", not a global");
         const std::string& fn = callable->s;
         if (classifyGlobal(fn.substr(0, fn.rfind('.')), fn.substr(fn.rfind('.') + 1)).role != GlobalRole::Callable)
-            throw Error(m_source + ": refused: the pickle calls " + fn +
-                        ", which is only accepted as a storage type or dtype; nothing was run");
+            throw Error(m_source + ": refused: the pickle calls " + fn
+                + ", which is only accepted as a storage type or dtype; nothing was run");
         if (argsValue->kind != Kind::Tuple)
             fail("REDUCE with " + describeKind(*argsValue) + " as arguments, not a tuple");
         const std::vector<Value*>& args = argsValue->items;
@@ -372,8 +401,8 @@ private:
             return args[0];
         }
         if (fn == "_codecs.encode") {
-            if (args.size() != 2 || args[0]->kind != Kind::String || args[1]->kind != Kind::String ||
-                (args[1]->s != "latin1" && args[1]->s != "latin-1"))
+            if (args.size() != 2 || args[0]->kind != Kind::String || args[1]->kind != Kind::String
+                || (args[1]->s != "latin1" && args[1]->s != "latin-1"))
                 fail("_codecs.encode other than (str, 'latin1')");
             std::string out;
             const std::string& in = args[0]->s;
@@ -393,10 +422,10 @@ private:
         // builtins.set / frozenset
         if (args.size() > 1)
             fail(fn + " with " + std::to_string(args.size()) + " arguments");
-        if (args.size() == 1 && args[0]->kind != Kind::List && args[0]->kind != Kind::Tuple &&
-            args[0]->kind != Kind::Set)
+        if (args.size() == 1 && args[0]->kind != Kind::List && args[0]->kind != Kind::Tuple
+            && args[0]->kind != Kind::Set)
             fail(fn + " of " + describeKind(*args[0]));
-        return makeSequence(Kind::Set, args.empty() ? std::vector<Value*>{} : args[0]->items);
+        return makeSequence(Kind::Set, args.empty() ? std::vector<Value*> {} : args[0]->items);
     }
 
     Value* persistentLoad(const Value* pid)
@@ -460,60 +489,60 @@ private:
     void step(uint8_t op)
     {
         switch (op) {
-        case 0x80: {  // PROTO
+        case 0x80: { // PROTO
             const uint64_t proto = readLE(1);
             if (proto > 5)
                 fail("pickle protocol " + std::to_string(proto) + " (at most 5 exists)");
             break;
         }
-        case 0x95: {  // FRAME: a length hint only
+        case 0x95: { // FRAME: a length hint only
             const uint64_t n = readLE(8);
             if (n > m_size - m_pos)
                 fail("a frame of " + std::to_string(n) + " bytes exceeds the bytes left");
             break;
         }
-        case '(':  // MARK
+        case '(': // MARK
             if (m_marks.size() >= kMaxMarks)
                 fail("more than " + std::to_string(kMaxMarks) + " nested marks");
             m_marks.push_back(m_stack.size());
             break;
-        case '0':  // POP
+        case '0': // POP
             if (m_stack.size() == floor() && !m_marks.empty())
-                m_marks.pop_back();  // Python's POP of a mark
+                m_marks.pop_back(); // Python's POP of a mark
             else
                 pop();
             break;
-        case '1':  // POP_MARK
+        case '1': // POP_MARK
             popMark();
             break;
-        case '2':  // DUP
+        case '2': // DUP
             push(top());
             break;
         case 'N':
             push(constant(0));
             break;
-        case 0x88:  // NEWTRUE
+        case 0x88: // NEWTRUE
             push(constant(1));
             break;
-        case 0x89:  // NEWFALSE
+        case 0x89: // NEWFALSE
             push(constant(2));
             break;
-        case 'K':  // BININT1
+        case 'K': // BININT1
             push(makeInt(int64_t(readLE(1))));
             break;
-        case 'M':  // BININT2
+        case 'M': // BININT2
             push(makeInt(int64_t(readLE(2))));
             break;
-        case 'J':  // BININT
+        case 'J': // BININT
             push(makeInt(int64_t(int32_t(uint32_t(readLE(4))))));
             break;
-        case 0x8a:  // LONG1
+        case 0x8a: // LONG1
             push(makeLong(readBytes(readLE(1))));
             break;
-        case 0x8b:  // LONG4
+        case 0x8b: // LONG4
             push(makeLong(readBytes(readLE(4))));
             break;
-        case 'G': {  // BINFLOAT: big-endian IEEE double
+        case 'G': { // BINFLOAT: big-endian IEEE double
             const uint8_t* p = take(8);
             uint64_t u = 0;
             for (int k = 0; k < 8; ++k)
@@ -523,28 +552,28 @@ private:
             push(v);
             break;
         }
-        case 'X':  // BINUNICODE
+        case 'X': // BINUNICODE
             push(makeString(Kind::String, readBytes(readLE(4))));
             break;
-        case 0x8c:  // SHORT_BINUNICODE
+        case 0x8c: // SHORT_BINUNICODE
             push(makeString(Kind::String, readBytes(readLE(1))));
             break;
-        case 0x8d:  // BINUNICODE8
+        case 0x8d: // BINUNICODE8
             push(makeString(Kind::String, readBytes(readLE(8))));
             break;
-        case 'T':  // BINSTRING (Python 2 str)
+        case 'T': // BINSTRING (Python 2 str)
             push(makeString(Kind::String, readBytes(readLE(4))));
             break;
-        case 'U':  // SHORT_BINSTRING
+        case 'U': // SHORT_BINSTRING
             push(makeString(Kind::String, readBytes(readLE(1))));
             break;
-        case 'C':  // SHORT_BINBYTES
+        case 'C': // SHORT_BINBYTES
             push(makeString(Kind::Bytes, readBytes(readLE(1))));
             break;
-        case 'B':  // BINBYTES
+        case 'B': // BINBYTES
             push(makeString(Kind::Bytes, readBytes(readLE(4))));
             break;
-        case 0x8e:  // BINBYTES8
+        case 0x8e: // BINBYTES8
             push(makeString(Kind::Bytes, readBytes(readLE(8))));
             break;
         case ')':
@@ -556,15 +585,15 @@ private:
         case '}':
             push(make(Kind::Dict));
             break;
-        case 0x8f:  // EMPTY_SET
+        case 0x8f: // EMPTY_SET
             push(make(Kind::Set));
             break;
-        case 't':  // TUPLE
+        case 't': // TUPLE
             push(makeSequence(Kind::Tuple, popMark()));
             break;
-        case 0x85:  // TUPLE1
-        case 0x86:  // TUPLE2
-        case 0x87: {  // TUPLE3
+        case 0x85: // TUPLE1
+        case 0x86: // TUPLE2
+        case 0x87: { // TUPLE3
             const size_t n = size_t(op - 0x84);
             if (m_stack.size() < floor() + n)
                 fail("TUPLE" + std::to_string(n) + " with fewer than " + std::to_string(n) + " values");
@@ -573,13 +602,13 @@ private:
             push(makeSequence(Kind::Tuple, std::move(items)));
             break;
         }
-        case 'l':  // LIST
+        case 'l': // LIST
             push(makeSequence(Kind::List, popMark()));
             break;
-        case 0x91:  // FROZENSET
+        case 0x91: // FROZENSET
             push(makeSequence(Kind::Set, popMark()));
             break;
-        case 'd': {  // DICT
+        case 'd': { // DICT
             const std::vector<Value*> items = popMark();
             if (items.size() % 2)
                 fail("DICT with an odd number of values");
@@ -589,31 +618,31 @@ private:
             push(d);
             break;
         }
-        case 'a': {  // APPEND
+        case 'a': { // APPEND
             Value* item = pop();
             m_addingToSet = false;
-            appendTo(top(), {item});
+            appendTo(top(), { item });
             break;
         }
-        case 'e': {  // APPENDS
+        case 'e': { // APPENDS
             const std::vector<Value*> items = popMark();
             m_addingToSet = false;
             appendTo(top(), items);
             break;
         }
-        case 0x90: {  // ADDITEMS
+        case 0x90: { // ADDITEMS
             const std::vector<Value*> items = popMark();
             m_addingToSet = true;
             appendTo(top(), items);
             break;
         }
-        case 's': {  // SETITEM
+        case 's': { // SETITEM
             Value* value = pop();
             Value* key = pop();
             setItem(top(), key, value);
             break;
         }
-        case 'u': {  // SETITEMS
+        case 'u': { // SETITEMS
             const std::vector<Value*> items = popMark();
             if (items.size() % 2)
                 fail("SETITEMS with an odd number of values");
@@ -622,28 +651,28 @@ private:
                 setItem(d, items[k], items[k + 1]);
             break;
         }
-        case 'q':  // BINPUT
+        case 'q': // BINPUT
             memoPut(readLE(1));
             break;
-        case 'r':  // LONG_BINPUT
+        case 'r': // LONG_BINPUT
             memoPut(readLE(4));
             break;
-        case 0x94:  // MEMOIZE
+        case 0x94: // MEMOIZE
             memoPut(m_memo.size());
             break;
-        case 'h':  // BINGET
+        case 'h': // BINGET
             memoGet(readLE(1));
             break;
-        case 'j':  // LONG_BINGET
+        case 'j': // LONG_BINGET
             memoGet(readLE(4));
             break;
-        case 'c': {  // GLOBAL
+        case 'c': { // GLOBAL
             std::string module = readLine();
             std::string name = readLine();
             push(makeGlobal(module, name));
             break;
         }
-        case 0x93: {  // STACK_GLOBAL
+        case 0x93: { // STACK_GLOBAL
             Value* name = pop();
             Value* module = pop();
             if (module->kind != Kind::String || name->kind != Kind::String)
@@ -651,26 +680,26 @@ private:
             push(makeGlobal(module->s, name->s));
             break;
         }
-        case 'R': {  // REDUCE
+        case 'R': { // REDUCE
             Value* args = pop();
             Value* callable = pop();
             push(call(callable, args));
             break;
         }
-        case 0x81: {  // NEWOBJ: cls.__new__(cls, *args); only the allow-listed containers
+        case 0x81: { // NEWOBJ: cls.__new__(cls, *args); only the allow-listed containers
             Value* args = pop();
             Value* cls = pop();
-            if (cls->kind == Kind::Global && cls->s != "collections.OrderedDict" && cls->s != "builtins.set" &&
-                cls->s != "builtins.frozenset" && cls->s != "__builtin__.set" && cls->s != "__builtin__.frozenset")
-                throw Error(m_source + ": refused: the pickle instantiates " + cls->s +
-                            ", which is not a container; nothing was run");
+            if (cls->kind == Kind::Global && cls->s != "collections.OrderedDict" && cls->s != "builtins.set"
+                && cls->s != "builtins.frozenset" && cls->s != "__builtin__.set" && cls->s != "__builtin__.frozenset")
+                throw Error(m_source + ": refused: the pickle instantiates " + cls->s
+                    + ", which is not a container; nothing was run");
             Value* obj = call(cls, args);
             if (obj->kind == Kind::Dict)
-                obj->entries.clear();  // __new__ does not fill the dict
+                obj->entries.clear(); // __new__ does not fill the dict
             push(obj);
             break;
         }
-        case 'b': {  // BUILD: state on an OrderedDict (e.g. state_dict's `_metadata`) or a tensor; kept aside
+        case 'b': { // BUILD: state on an OrderedDict (e.g. state_dict's `_metadata`) or a tensor; kept aside
             Value* state = pop();
             (void)state;
             const Value* target = top();
@@ -678,7 +707,7 @@ private:
                 fail("BUILD on " + describeKind(*target));
             break;
         }
-        case 'Q': {  // BINPERSID
+        case 'Q': { // BINPERSID
             const Value* pid = pop();
             push(persistentLoad(pid));
             break;
@@ -703,7 +732,7 @@ private:
     std::unordered_map<uint64_t, Value*> m_memo;
     std::unordered_map<const Value*, std::unordered_map<std::string, size_t>> m_dictIndex;
     bool m_addingToSet = false;
-    Value* m_constants[3] = {nullptr, nullptr, nullptr};
+    Value* m_constants[3] = { nullptr, nullptr, nullptr };
 };
 
 bool validUtf8(const std::string& s)
@@ -729,14 +758,14 @@ bool validUtf8(const std::string& s)
             return false;
         }
         if (n >= s.size() - k)
-            return false;  // the sequence runs past the end
+            return false; // the sequence runs past the end
         for (size_t j = 1; j <= n; ++j) {
             const uint8_t cc = uint8_t(s[k + j]);
             if ((cc & 0xC0) != 0x80)
                 return false;
             cp = (cp << 6) | (cc & 0x3F);
         }
-        const uint32_t min[] = {0, 0x80, 0x800, 0x10000};
+        const uint32_t min[] = { 0, 0x80, 0x800, 0x10000 };
         if (cp < min[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
             return false;
         k += n + 1;
@@ -749,20 +778,33 @@ bool validUtf8(const std::string& s)
 std::string describeKind(const Value& value)
 {
     switch (value.kind) {
-    case Kind::None: return "None";
-    case Kind::Bool: return "a bool";
+    case Kind::None:
+        return "None";
+    case Kind::Bool:
+        return "a bool";
     case Kind::Int:
-    case Kind::BigInt: return "an int";
-    case Kind::Float: return "a float";
-    case Kind::String: return "a string";
-    case Kind::Bytes: return "bytes";
-    case Kind::Tuple: return "a tuple";
-    case Kind::List: return "a list";
-    case Kind::Set: return "a set";
-    case Kind::Dict: return "a dict";
-    case Kind::Global: return value.s;
-    case Kind::Storage: return "a storage";
-    case Kind::Tensor: return "a tensor";
+    case Kind::BigInt:
+        return "an int";
+    case Kind::Float:
+        return "a float";
+    case Kind::String:
+        return "a string";
+    case Kind::Bytes:
+        return "bytes";
+    case Kind::Tuple:
+        return "a tuple";
+    case Kind::List:
+        return "a list";
+    case Kind::Set:
+        return "a set";
+    case Kind::Dict:
+        return "a dict";
+    case Kind::Global:
+        return value.s;
+    case Kind::Storage:
+        return "a storage";
+    case Kind::Tensor:
+        return "a tensor";
     }
     return "a value";
 }
@@ -783,16 +825,46 @@ PickleWriter::PickleWriter()
     m_out += '\x02';
 }
 
-void PickleWriter::mark() { m_out += '('; }
-void PickleWriter::stop() { m_out += '.'; }
-void PickleWriter::none() { m_out += 'N'; }
-void PickleWriter::boolean(bool value) { m_out += value ? '\x88' : '\x89'; }
-void PickleWriter::emptyTuple() { m_out += ')'; }
-void PickleWriter::emptyDict() { m_out += '}'; }
-void PickleWriter::tuple() { m_out += 't'; }
-void PickleWriter::reduce() { m_out += 'R'; }
-void PickleWriter::binpersid() { m_out += 'Q'; }
-void PickleWriter::setitems() { m_out += 'u'; }
+void PickleWriter::mark()
+{
+    m_out += '(';
+}
+void PickleWriter::stop()
+{
+    m_out += '.';
+}
+void PickleWriter::none()
+{
+    m_out += 'N';
+}
+void PickleWriter::boolean(bool value)
+{
+    m_out += value ? '\x88' : '\x89';
+}
+void PickleWriter::emptyTuple()
+{
+    m_out += ')';
+}
+void PickleWriter::emptyDict()
+{
+    m_out += '}';
+}
+void PickleWriter::tuple()
+{
+    m_out += 't';
+}
+void PickleWriter::reduce()
+{
+    m_out += 'R';
+}
+void PickleWriter::binpersid()
+{
+    m_out += 'Q';
+}
+void PickleWriter::setitems()
+{
+    m_out += 'u';
+}
 
 namespace {
 void appendLE(std::string& out, uint64_t v, int n)
@@ -844,7 +916,7 @@ void PickleWriter::intTuple(const std::vector<int64_t>& values)
     if (values.size() > 3)
         tuple();
     else
-        m_out += char(0x84 + values.size());  // TUPLE1, TUPLE2, TUPLE3
+        m_out += char(0x84 + values.size()); // TUPLE1, TUPLE2, TUPLE3
 }
 
 void PickleWriter::string(const std::string& utf8)

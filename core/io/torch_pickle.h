@@ -21,18 +21,18 @@ struct Value {
     enum class Kind {
         None,
         Bool,
-        Int,     ///< fits int64: `i`
-        BigInt,  ///< LONG1/LONG4 wider than 64 bits: `s` holds the little-endian two's-complement bytes
-        Float,   ///< `f`
-        String,  ///< UTF-8 text: `s`
-        Bytes,   ///< `s`
-        Tuple,   ///< `items`
-        List,    ///< `items`
-        Set,     ///< set / frozenset: `items`
-        Dict,    ///< dict / OrderedDict: `entries` in insertion order
-        Global,  ///< an allow-listed global used as a value (a storage type, a dtype): `s` = "module.name"
+        Int, ///< fits int64: `i`
+        BigInt, ///< LONG1/LONG4 wider than 64 bits: `s` holds the little-endian two's-complement bytes
+        Float, ///< `f`
+        String, ///< UTF-8 text: `s`
+        Bytes, ///< `s`
+        Tuple, ///< `items`
+        List, ///< `items`
+        Set, ///< set / frozenset: `items`
+        Dict, ///< dict / OrderedDict: `entries` in insertion order
+        Global, ///< an allow-listed global used as a value (a storage type, a dtype): `s` = "module.name"
         Storage, ///< a torch storage (persistent id): `storage`
-        Tensor,  ///< torch._utils._rebuild_tensor_v2(...): `tensor`
+        Tensor, ///< torch._utils._rebuild_tensor_v2(...): `tensor`
     };
     Kind kind = Kind::None;
     bool b = false;
@@ -43,12 +43,12 @@ struct Value {
     std::vector<std::pair<Value*, Value*>> entries;
     /// Storage: persistent id ('storage', storage_type, key, location, numel).
     struct StorageInfo {
-        std::string dtype;     ///< "float32", "float16", "bfloat16", "float64", "int64", ..., "bool"
-        std::string key;       ///< record name under "<archive>/data/"
-        std::string location;  ///< e.g. "cpu", "cuda:0"
-        int64_t numel = 0;     ///< elements of `dtype`
+        std::string dtype; ///< "float32", "float16", "bfloat16", "float64", "int64", ..., "bool"
+        std::string key; ///< record name under "<archive>/data/"
+        std::string location; ///< e.g. "cpu", "cuda:0"
+        int64_t numel = 0; ///< elements of `dtype`
     };
-    std::unique_ptr<StorageInfo> storage;  ///< set for Kind::Storage
+    std::unique_ptr<StorageInfo> storage; ///< set for Kind::Storage
     /// Tensor: a strided view of a storage, in elements of the storage's dtype.
     struct TensorInfo {
         const Value* storage = nullptr;
@@ -56,7 +56,7 @@ struct Value {
         std::vector<int64_t> size;
         std::vector<int64_t> stride;
     };
-    std::unique_ptr<TensorInfo> tensor;  ///< set for Kind::Tensor
+    std::unique_ptr<TensorInfo> tensor; ///< set for Kind::Tensor
 };
 
 /// Short name of a value's kind for messages: "a dict", "a list", "a tensor", ...
@@ -84,23 +84,23 @@ Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source);
 /// Builds a protocol-2 pickle opcode by opcode (only what writeTorchZip needs).
 class PickleWriter {
 public:
-    PickleWriter();  ///< starts with PROTO 2
+    PickleWriter(); ///< starts with PROTO 2
     void mark();
     void stop();
     void none();
     void boolean(bool value);
-    void integer(int64_t value);  ///< BININT1 / BININT2 / BININT / LONG1
-    void string(const std::string& utf8);  ///< BINUNICODE; throws icl::Error for invalid UTF-8
+    void integer(int64_t value); ///< BININT1 / BININT2 / BININT / LONG1
+    void string(const std::string& utf8); ///< BINUNICODE; throws icl::Error for invalid UTF-8
     void global(const std::string& module, const std::string& name);
     void emptyTuple();
     void emptyDict();
-    void tuple();  ///< TUPLE: everything since the last mark
-    void intTuple(const std::vector<int64_t>& values);  ///< as pickle: EMPTY_TUPLE, TUPLE1..3 or MARK ... TUPLE
+    void tuple(); ///< TUPLE: everything since the last mark
+    void intTuple(const std::vector<int64_t>& values); ///< as pickle: EMPTY_TUPLE, TUPLE1..3 or MARK ... TUPLE
     void reduce();
     void binpersid();
     void setitems();
-    void put(uint32_t memo_index);  ///< BINPUT / LONG_BINPUT
-    void get(uint32_t memo_index);  ///< BINGET / LONG_BINGET
+    void put(uint32_t memo_index); ///< BINPUT / LONG_BINPUT
+    void get(uint32_t memo_index); ///< BINGET / LONG_BINGET
     const std::string& bytes() const { return m_out; }
 
 private:

@@ -25,7 +25,7 @@ namespace {
 using torch_pickle::Value;
 using Kind = Value::Kind;
 
-constexpr uint64_t kMaxSafetensorsHeader = 100'000'000;  // the reference implementation's limit
+constexpr uint64_t kMaxSafetensorsHeader = 100'000'000; // the reference implementation's limit
 // A tensor may view its storage with zero or overlapping strides (x.expand(...)); such a view may have at
 // most this many elements more than its storage holds, so a lying pickle cannot ask for terabytes.
 constexpr int64_t kMaxExpandedElements = int64_t(1) << 24;
@@ -52,14 +52,20 @@ enum class ElemType { F32, F16, BF16, F64, I64, I32, I16, I8, U8, Bool };
 struct ElemInfo {
     ElemType type;
     size_t itemsize;
-    const char* name;  // WeightsFile::source_dtypes
+    const char* name; // WeightsFile::source_dtypes
 };
 
 const ElemInfo kElemTypes[] = {
-    {ElemType::F32, 4, "float32"}, {ElemType::F16, 2, "float16"}, {ElemType::BF16, 2, "bfloat16"},
-    {ElemType::F64, 8, "float64"}, {ElemType::I64, 8, "int64"},   {ElemType::I32, 4, "int32"},
-    {ElemType::I16, 2, "int16"},   {ElemType::I8, 1, "int8"},     {ElemType::U8, 1, "uint8"},
-    {ElemType::Bool, 1, "bool"},
+    { ElemType::F32, 4, "float32" },
+    { ElemType::F16, 2, "float16" },
+    { ElemType::BF16, 2, "bfloat16" },
+    { ElemType::F64, 8, "float64" },
+    { ElemType::I64, 8, "int64" },
+    { ElemType::I32, 4, "int32" },
+    { ElemType::I16, 2, "int16" },
+    { ElemType::I8, 1, "int8" },
+    { ElemType::U8, 1, "uint8" },
+    { ElemType::Bool, 1, "bool" },
 };
 
 const ElemInfo* elemByName(const std::string& name)
@@ -89,12 +95,12 @@ float halfToFloat(uint16_t h)
     uint32_t mantissa = h & 0x3FF;
     uint32_t bits;
     if (exponent == 0x1F) {
-        bits = sign | 0x7F800000u | (mantissa << 13);  // inf / NaN
+        bits = sign | 0x7F800000u | (mantissa << 13); // inf / NaN
     } else if (exponent != 0) {
         bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
     } else if (mantissa == 0) {
         bits = sign;
-    } else {  // subnormal: normalise
+    } else { // subnormal: normalise
         int e = -1;
         do {
             ++e;
@@ -116,7 +122,8 @@ float decodeElement(const uint8_t* p, ElemType type, bool big_endian)
         std::memcpy(&f, &u, 4);
         return f;
     }
-    case ElemType::F16: return halfToFloat(uint16_t(loadUInt(p, 2, big_endian)));
+    case ElemType::F16:
+        return halfToFloat(uint16_t(loadUInt(p, 2, big_endian)));
     case ElemType::BF16: {
         const uint32_t u = uint32_t(loadUInt(p, 2, big_endian)) << 16;
         float f;
@@ -129,12 +136,18 @@ float decodeElement(const uint8_t* p, ElemType type, bool big_endian)
         std::memcpy(&d, &u, 8);
         return float(d);
     }
-    case ElemType::I64: return float(int64_t(loadUInt(p, 8, big_endian)));
-    case ElemType::I32: return float(int32_t(uint32_t(loadUInt(p, 4, big_endian))));
-    case ElemType::I16: return float(int16_t(uint16_t(loadUInt(p, 2, big_endian))));
-    case ElemType::I8: return float(int8_t(p[0]));
-    case ElemType::U8: return float(p[0]);
-    case ElemType::Bool: return p[0] ? 1.0f : 0.0f;
+    case ElemType::I64:
+        return float(int64_t(loadUInt(p, 8, big_endian)));
+    case ElemType::I32:
+        return float(int32_t(uint32_t(loadUInt(p, 4, big_endian))));
+    case ElemType::I16:
+        return float(int16_t(uint16_t(loadUInt(p, 2, big_endian))));
+    case ElemType::I8:
+        return float(int8_t(p[0]));
+    case ElemType::U8:
+        return float(p[0]);
+    case ElemType::Bool:
+        return p[0] ? 1.0f : 0.0f;
     }
     return 0.0f;
 }
@@ -153,8 +166,8 @@ int64_t checkedNumel(const std::vector<int64_t>& shape)
 /// Copies the strided view (offset, shape, stride in elements) of `data` (`available` elements of `elem`)
 /// into a row-major float32 array. Every index is checked against `available` first.
 std::vector<float> gather(const std::string& path, const std::string& name, const uint8_t* data, int64_t available,
-                          const ElemInfo& elem, bool big_endian, int64_t offset, const std::vector<int64_t>& shape,
-                          const std::vector<int64_t>& stride)
+    const ElemInfo& elem, bool big_endian, int64_t offset, const std::vector<int64_t>& shape,
+    const std::vector<int64_t>& stride)
 {
     const int64_t numel = checkedNumel(shape);
     if (numel < 0)
@@ -162,8 +175,9 @@ std::vector<float> gather(const std::string& path, const std::string& name, cons
     if (numel == 0)
         return {};
     if (numel > available && numel - available > kMaxExpandedElements)
-        fail(path, "tensor '" + name + "' of shape " + shapeText(shape) + " has " + std::to_string(numel) +
-                       " elements but its storage only " + std::to_string(available));
+        fail(path,
+            "tensor '" + name + "' of shape " + shapeText(shape) + " has " + std::to_string(numel)
+                + " elements but its storage only " + std::to_string(available));
     // Lowest and highest element the view touches.
     int64_t lo = offset;
     int64_t hi = offset;
@@ -174,9 +188,10 @@ std::vector<float> gather(const std::string& path, const std::string& name, cons
         overflow |= __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
     }
     if (overflow || lo < 0 || hi >= available)
-        fail(path, "tensor '" + name + "' (shape " + shapeText(shape) + ", stride " + shapeText(stride) +
-                       ", offset " + std::to_string(offset) + ") reaches outside its storage of " +
-                       std::to_string(available) + " " + elem.name + " elements");
+        fail(path,
+            "tensor '" + name + "' (shape " + shapeText(shape) + ", stride " + shapeText(stride) + ", offset "
+                + std::to_string(offset) + ") reaches outside its storage of " + std::to_string(available) + " "
+                + elem.name + " elements");
 
     std::vector<float> out(static_cast<size_t>(numel));
     const size_t item = elem.itemsize;
@@ -201,7 +216,7 @@ std::vector<float> gather(const std::string& path, const std::string& name, cons
     int64_t at = offset;
     for (int64_t k = 0; k < numel; ++k) {
         out[size_t(k)] = decodeElement(data + size_t(at) * item, elem.type, big_endian);
-        for (size_t d = ndim; d-- > 0;) {  // odometer over the row-major index
+        for (size_t d = ndim; d-- > 0;) { // odometer over the row-major index
             if (++index[d] < shape[d]) {
                 at += stride[d];
                 break;
@@ -237,8 +252,9 @@ std::string readRange(const std::string& path, uint64_t offset, uint64_t n)
     std::string bytes(size_t(n), '\0');
     in.read(bytes.data(), std::streamsize(n));
     if (uint64_t(in.gcount()) != n)
-        fail(path, "cannot be read (" + std::to_string(in.gcount()) + " of " + std::to_string(n) +
-                       " bytes at offset " + std::to_string(offset) + ")");
+        fail(path,
+            "cannot be read (" + std::to_string(in.gcount()) + " of " + std::to_string(n) + " bytes at offset "
+                + std::to_string(offset) + ")");
     return bytes;
 }
 
@@ -251,7 +267,8 @@ const uint8_t* bytesOf(const std::string& s)
 class AtomicOutput {
 public:
     explicit AtomicOutput(std::string path)
-        : m_path(std::move(path)), m_tmp(m_path + ".tmp-" + std::to_string(::getpid()))
+        : m_path(std::move(path))
+        , m_tmp(m_path + ".tmp-" + std::to_string(::getpid()))
     {
     }
     ~AtomicOutput()
@@ -281,7 +298,9 @@ private:
 
 class ZipReader {
 public:
-    ZipReader(const std::string& path, uint64_t file_size) : m_path(path), m_fileSize(file_size)
+    ZipReader(const std::string& path, uint64_t file_size)
+        : m_path(path)
+        , m_fileSize(file_size)
     {
         int code = 0;
         m_zip = zip_open(path.c_str(), ZIP_RDONLY | ZIP_CHECKCONS, &code);
@@ -314,26 +333,26 @@ public:
         return out;
     }
 
-    bool has(const std::string& name) const { return zip_name_locate(m_zip, name.c_str(), 0) >= 0; }
+    bool has(const std::string& name) const { return zip_name_locate(m_zip, name.c_str(), ZIP_FL_ENC_RAW) >= 0; }
 
     /// The whole (decompressed) entry; libzip checks its CRC.
     std::string read(const std::string& name) const
     {
-        const zip_int64_t index = zip_name_locate(m_zip, name.c_str(), 0);
+        const zip_int64_t index = zip_name_locate(m_zip, name.c_str(), ZIP_FL_ENC_RAW);
         if (index < 0)
             fail(m_path, "the archive has no entry '" + name + "'");
         zip_stat_t st;
         zip_stat_init(&st);
-        if (zip_stat_index(m_zip, zip_uint64_t(index), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE) ||
-            !(st.valid & ZIP_STAT_COMP_SIZE))
+        if (zip_stat_index(m_zip, zip_uint64_t(index), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)
+            || !(st.valid & ZIP_STAT_COMP_SIZE))
             fail(m_path, "entry '" + name + "' cannot be read: " + zip_strerror(m_zip));
-        const uint64_t limit =
-            st.comp_method == ZIP_CM_STORE ? st.comp_size : st.comp_size * kMaxDeflateRatio + 4096;
+        const uint64_t limit = st.comp_method == ZIP_CM_STORE ? st.comp_size : st.comp_size * kMaxDeflateRatio + 4096;
         if (st.comp_size > m_fileSize || st.size > limit)
-            fail(m_path, "entry '" + name + "' claims " + std::to_string(st.size) + " bytes from " +
-                             std::to_string(st.comp_size) + " stored bytes (damaged archive)");
-        std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(zip_fopen_index(m_zip, zip_uint64_t(index), 0),
-                                                               zip_fclose);
+            fail(m_path,
+                "entry '" + name + "' claims " + std::to_string(st.size) + " bytes from " + std::to_string(st.comp_size)
+                    + " stored bytes (damaged archive)");
+        std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(
+            zip_fopen_index(m_zip, zip_uint64_t(index), 0), zip_fclose);
         if (!file)
             fail(m_path, "entry '" + name + "' cannot be opened: " + zip_strerror(m_zip));
         std::string bytes(size_t(st.size), '\0');
@@ -347,7 +366,7 @@ public:
             got += uint64_t(n);
         }
         char extra;
-        const zip_int64_t tail = zip_fread(file.get(), &extra, 1);  // reaching the end checks the CRC
+        const zip_int64_t tail = zip_fread(file.get(), &extra, 1); // reaching the end checks the CRC
         if (tail < 0)
             fail(m_path, "entry '" + name + "' is damaged: " + zip_file_strerror(file.get()));
         if (got != st.size || tail != 0)
@@ -367,20 +386,22 @@ bool endsWith(const std::string& s, const std::string& suffix)
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Format of a zip archive from its entry names; `prefix` gets the torch archive folder ("archive/").
+// Format of a zip archive from its entry names; `prefix` gets the torch archive folder with its slash
+// ("archive/"). Torch archives hold one top folder (named after the file's stem, e.g. "code/" for code.pt), so
+// the markers are looked for below it: "<folder>/data.pkl", "<folder>/constants.pkl", "<folder>/code/...".
 WeightsFormat zipFormat(const std::vector<std::string>& names, std::string* prefix)
 {
     bool torch = false;
     bool npy = false;
-    std::string best;
+    std::string folder;
     for (const std::string& name : names) {
-        if (endsWith(name, "/constants.pkl") || name.find("/code/") != std::string::npos ||
-            name.rfind("code/", 0) == 0)
+        const size_t slash = name.find('/');
+        const std::string top = slash == std::string::npos ? "" : name.substr(0, slash + 1);
+        const std::string rest = name.substr(top.size());
+        if (rest == "constants.pkl" || (!top.empty() && rest.rfind("code/", 0) == 0))
             return WeightsFormat::TorchScript;
-        if (name == "data.pkl" || endsWith(name, "/data.pkl")) {
-            const std::string folder = name.substr(0, name.size() - 8);
-            if (!torch || std::count(folder.begin(), folder.end(), '/') < std::count(best.begin(), best.end(), '/'))
-                best = folder;
+        if (rest == "data.pkl" && !torch) {
+            folder = top;
             torch = true;
         }
         if (endsWith(name, ".npy"))
@@ -388,7 +409,7 @@ WeightsFormat zipFormat(const std::vector<std::string>& names, std::string* pref
     }
     if (torch) {
         if (prefix)
-            *prefix = best;
+            *prefix = folder;
         return WeightsFormat::TorchZip;
     }
     return npy ? WeightsFormat::Npz : WeightsFormat::Unknown;
@@ -396,7 +417,8 @@ WeightsFormat zipFormat(const std::vector<std::string>& names, std::string* pref
 
 // ---- format detection ------------------------------------------------------------------------------
 
-const uint8_t kLegacyMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+// Legacy torch.save starts with a pickled magic number: LONG1 of 10 bytes, 0x1950a86a20f9469cfc6c.
+const uint8_t kLegacyMagic[] = { 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19 };
 
 bool isZipMagic(const std::string& head)
 {
@@ -408,9 +430,14 @@ bool isNpyMagic(const std::string& head)
     return head.size() >= 6 && head.compare(0, 6, "\x93NUMPY", 6) == 0;
 }
 
+// PROTO 2 (torch's default) or 3-5, a FRAME before the magic number from protocol 4 on.
 bool isLegacyTorch(const std::string& head)
 {
-    return head.size() >= sizeof kLegacyMagic && std::memcmp(head.data(), kLegacyMagic, sizeof kLegacyMagic) == 0;
+    if (head.size() < 2 || uint8_t(head[0]) != 0x80 || uint8_t(head[1]) < 2 || uint8_t(head[1]) > 5)
+        return false;
+    const size_t at = head.size() > 2 && uint8_t(head[2]) == 0x95 ? 11 : 2;
+    return head.size() >= at + sizeof kLegacyMagic
+        && std::memcmp(head.data() + at, kLegacyMagic, sizeof kLegacyMagic) == 0;
 }
 
 bool isSafetensors(const std::string& head, uint64_t size)
@@ -439,11 +466,11 @@ std::string pythonQuoted(const std::string& path)
     std::string out = "'";
     for (char c : path) {
         if (c == '\\')
-            out += "\\\\\\\\";  // four: the shell halves them, Python halves them again
+            out += "\\\\\\\\"; // four: the shell halves them, Python halves them again
         else if (c == '\'')
-            out += "\\'";  // the shell keeps \' as it is, Python reads a quote
+            out += "\\'"; // the shell keeps \' as it is, Python reads a quote
         else if (c == '"' || c == '$' || c == '`')
-            out += std::string("\\") + c;  // the shell reads the character
+            out += std::string("\\") + c; // the shell reads the character
         else
             out += c;
     }
@@ -501,7 +528,7 @@ WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const st
 
     const Value* state = nullptr;
     if (root->kind == Kind::Dict) {
-        for (const char* key : {"model_state_dict", "state_dict", "model"}) {
+        for (const char* key : { "model_state_dict", "state_dict", "model" }) {
             const Value* inner = dictGet(root, key);
             if (inner && holdsTensor(inner)) {
                 state = inner;
@@ -532,7 +559,7 @@ WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const st
         }
     }
 
-    std::unordered_map<std::string, std::string> storages;  // key -> bytes (shared storages read once)
+    std::unordered_map<std::string, std::string> storages; // key -> bytes (shared storages read once)
     std::unordered_set<std::string> seen;
     for (const auto& [k, v] : state->entries) {
         if (v->kind != Kind::Tensor)
@@ -557,9 +584,10 @@ WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const st
         const std::string& bytes = it->second;
         uint64_t needed = 0;
         if (__builtin_mul_overflow(uint64_t(s.numel), uint64_t(elem->itemsize), &needed) || bytes.size() < needed)
-            fail(path, "storage '" + s.key + "' of tensor '" + name + "' holds " + std::to_string(bytes.size()) +
-                           " bytes, fewer than its " + std::to_string(s.numel) + " " + elem->name +
-                           " elements need (truncated?)");
+            fail(path,
+                "storage '" + s.key + "' of tensor '" + name + "' holds " + std::to_string(bytes.size())
+                    + " bytes, fewer than its " + std::to_string(s.numel) + " " + elem->name
+                    + " elements need (truncated?)");
         NamedArray array;
         array.name = name;
         array.shape = t.size;
@@ -574,9 +602,9 @@ WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const st
 
 const ElemInfo* safetensorsDtype(const std::string& dtype)
 {
-    static const std::pair<const char*, const char*> names[] = {
-        {"F32", "float32"}, {"F16", "float16"}, {"BF16", "bfloat16"}, {"F64", "float64"}, {"I64", "int64"},
-        {"I32", "int32"},   {"I16", "int16"},   {"I8", "int8"},       {"U8", "uint8"},    {"BOOL", "bool"}};
+    static const std::pair<const char*, const char*> names[] = { { "F32", "float32" }, { "F16", "float16" },
+        { "BF16", "bfloat16" }, { "F64", "float64" }, { "I64", "int64" }, { "I32", "int32" }, { "I16", "int16" },
+        { "I8", "int8" }, { "U8", "uint8" }, { "BOOL", "bool" } };
     for (const auto& [st, ours] : names)
         if (dtype == st)
             return elemByName(ours);
@@ -593,8 +621,9 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
     if (n > kMaxSafetensorsHeader)
         fail(path, "safetensors header length " + std::to_string(n) + " exceeds the limit of 100000000 bytes");
     if (n > size - 8)
-        fail(path, "safetensors header length " + std::to_string(n) + " runs past the end of the file (" +
-                       std::to_string(size) + " bytes)");
+        fail(path,
+            "safetensors header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size)
+                + " bytes)");
     const std::string text = readRange(path, 8, n);
     const nlohmann::ordered_json header = nlohmann::ordered_json::parse(text, nullptr, false);
     if (header.is_discarded())
@@ -636,8 +665,9 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
         const std::string dtype = info["dtype"].get<std::string>();
         e.elem = safetensorsDtype(dtype);
         if (!e.elem)
-            fail(path, what + "has dtype " + dtype +
-                           ", which the workbench does not read (F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL)");
+            fail(path,
+                what + "has dtype " + dtype
+                    + ", which the workbench does not read (F32, F16, BF16, F64, I64, I32, I16, I8, U8, BOOL)");
         // JSON integers only: non-negative, and shapes within int64.
         const auto nonNegative = [](const nlohmann::ordered_json& v) {
             return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
@@ -655,18 +685,21 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
         e.begin = info["data_offsets"][0].get<uint64_t>();
         e.end = info["data_offsets"][1].get<uint64_t>();
         if (e.begin > e.end)
-            fail(path, what + "has data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                           "] with begin > end");
+            fail(path,
+                what + "has data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end)
+                    + "] with begin > end");
         if (e.end > data_size)
-            fail(path, what + "has data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                           "] past the end of the data (" + std::to_string(data_size) + " bytes)");
+            fail(path,
+                what + "has data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end)
+                    + "] past the end of the data (" + std::to_string(data_size) + " bytes)");
         const int64_t numel = checkedNumel(e.shape);
         uint64_t bytes = 0;
         if (numel < 0 || __builtin_mul_overflow(uint64_t(numel), uint64_t(e.elem->itemsize), &bytes))
             fail(path, what + "has a shape " + shapeText(e.shape) + " that overflows");
         if (bytes != e.end - e.begin)
-            fail(path, what + "has shape " + shapeText(e.shape) + " of " + dtype + " (" + std::to_string(bytes) +
-                           " bytes) but data_offsets spanning " + std::to_string(e.end - e.begin) + " bytes");
+            fail(path,
+                what + "has shape " + shapeText(e.shape) + " of " + dtype + " (" + std::to_string(bytes)
+                    + " bytes) but data_offsets spanning " + std::to_string(e.end - e.begin) + " bytes");
         entries.push_back(std::move(e));
     }
     std::vector<const Entry*> byOffset;
@@ -676,8 +709,7 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
     std::sort(byOffset.begin(), byOffset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
     for (size_t k = 1; k < byOffset.size(); ++k)
         if (byOffset[k]->begin < byOffset[k - 1]->end)
-            fail(path, "safetensors entries '" + byOffset[k - 1]->name + "' and '" + byOffset[k]->name +
-                           "' overlap");
+            fail(path, "safetensors entries '" + byOffset[k - 1]->name + "' and '" + byOffset[k]->name + "' overlap");
 
     std::ifstream in(path, std::ios::binary);
     if (!in)
@@ -714,7 +746,11 @@ struct NpyHeader {
 
 class NpyHeaderParser {
 public:
-    NpyHeaderParser(const std::string& text, const std::string& where) : m_text(text), m_where(where) {}
+    NpyHeaderParser(const std::string& text, const std::string& where)
+        : m_text(text)
+        , m_where(where)
+    {
+    }
 
     NpyHeader parse()
     {
@@ -815,7 +851,7 @@ private:
                     bad("a shape entry that overflows");
                 ++m_pos;
             }
-            if (peek() == 'L')  // Python 2 long
+            if (peek() == 'L') // Python 2 long
                 ++m_pos;
             shape.push_back(v);
             if (shape.size() > 64)
@@ -834,8 +870,8 @@ private:
 };
 
 /// One .npy array held in `bytes`. `where` names it in messages ("FILE" or "FILE: entry").
-NamedArray parseNpy(const std::string& where, const std::string& name, const std::string& bytes,
-                    std::string* source_dtype)
+NamedArray parseNpy(
+    const std::string& where, const std::string& name, const std::string& bytes, std::string* source_dtype)
 {
     if (!isNpyMagic(bytes) || bytes.size() < 10)
         throw Error(where + ": not a .npy array (no \\x93NUMPY magic)");
@@ -850,8 +886,8 @@ NamedArray parseNpy(const std::string& where, const std::string& name, const std
         header_len = size_t(loadUInt(bytesOf(bytes) + 8, 4, false));
         header_start = 12;
     } else {
-        throw Error(where + ": .npy version " + std::to_string(major) + "." + std::to_string(uint8_t(bytes[7])) +
-                    " (the workbench reads 1.0, 2.0 and 3.0)");
+        throw Error(where + ": .npy version " + std::to_string(major) + "." + std::to_string(uint8_t(bytes[7]))
+            + " (the workbench reads 1.0, 2.0 and 3.0)");
     }
     if (header_len > bytes.size() - header_start)
         throw Error(where + ": .npy header length " + std::to_string(header_len) + " runs past the end");
@@ -863,16 +899,16 @@ NamedArray parseNpy(const std::string& where, const std::string& name, const std
         throw Error(where + ": .npy dtype '" + h.descr + "' is not understood");
     const char order = h.descr[0];
     const std::string code = h.descr.substr(1);
-    static const std::pair<const char*, const char*> codes[] = {
-        {"f4", "float32"}, {"f2", "float16"}, {"f8", "float64"}, {"b1", "bool"},  {"u1", "uint8"},
-        {"i1", "int8"},    {"i2", "int16"},   {"i4", "int32"},   {"i8", "int64"}};
+    static const std::pair<const char*, const char*> codes[]
+        = { { "f4", "float32" }, { "f2", "float16" }, { "f8", "float64" }, { "b1", "bool" }, { "u1", "uint8" },
+              { "i1", "int8" }, { "i2", "int16" }, { "i4", "int32" }, { "i8", "int64" } };
     const ElemInfo* elem = nullptr;
     for (const auto& [c, ours] : codes)
         if (code == c)
             elem = elemByName(ours);
     if (!elem || (order != '<' && order != '>' && order != '|' && order != '='))
-        throw Error(where + ": .npy dtype '" + h.descr +
-                    "' is not read by the workbench (float16/32/64, int8/16/32/64, uint8, bool)");
+        throw Error(where + ": .npy dtype '" + h.descr
+            + "' is not read by the workbench (float16/32/64, int8/16/32/64, uint8, bool)");
     const bool big_endian = order == '>' && elem->itemsize > 1;
 
     const int64_t numel = checkedNumel(h.shape);
@@ -881,8 +917,8 @@ NamedArray parseNpy(const std::string& where, const std::string& name, const std
         throw Error(where + ": .npy shape " + shapeText(h.shape) + " overflows");
     const size_t data_start = header_start + header_len;
     if (needed > bytes.size() - data_start)
-        throw Error(where + ": .npy data holds " + std::to_string(bytes.size() - data_start) + " bytes, its shape " +
-                    shapeText(h.shape) + " of " + h.descr + " needs " + std::to_string(needed) + " (truncated?)");
+        throw Error(where + ": .npy data holds " + std::to_string(bytes.size() - data_start) + " bytes, its shape "
+            + shapeText(h.shape) + " of " + h.descr + " needs " + std::to_string(needed) + " (truncated?)");
     // Strides in elements: row-major (C) or column-major (Fortran).
     std::vector<int64_t> stride(h.shape.size(), 1);
     if (h.fortran_order) {
@@ -895,8 +931,7 @@ NamedArray parseNpy(const std::string& where, const std::string& name, const std
     NamedArray array;
     array.name = name;
     array.shape = h.shape;
-    array.data =
-        gather(where, name, bytesOf(bytes) + data_start, numel, *elem, big_endian, 0, h.shape, stride);
+    array.data = gather(where, name, bytesOf(bytes) + data_start, numel, *elem, big_endian, 0, h.shape, stride);
     *source_dtype = elem->name;
     return array;
 }
@@ -927,8 +962,9 @@ void checkTensors(const std::string& path, const std::vector<NamedArray>& tensor
     for (const NamedArray& t : tensors) {
         const int64_t numel = checkedNumel(t.shape);
         if (numel < 0 || uint64_t(numel) != t.data.size())
-            fail(path, "cannot write tensor '" + t.name + "': shape " + shapeText(t.shape) + " does not match its " +
-                           std::to_string(t.data.size()) + " values");
+            fail(path,
+                "cannot write tensor '" + t.name + "': shape " + shapeText(t.shape) + " does not match its "
+                    + std::to_string(t.data.size()) + " values");
         if (!seen.insert(t.name).second)
             fail(path, "cannot write two tensors named '" + t.name + "'");
     }
@@ -962,7 +998,8 @@ const void* littleEndianFloats(const std::vector<float>& data, std::vector<uint8
 
 class ZipWriter {
 public:
-    ZipWriter(const std::string& path, const std::string& tmp) : m_path(path)
+    ZipWriter(const std::string& path, const std::string& tmp)
+        : m_path(path)
     {
         int code = 0;
         m_zip = zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &code);
@@ -1000,7 +1037,7 @@ public:
     void close()
     {
         if (zip_close(m_zip) != 0)
-            fail(m_path, "cannot be written: " + std::string(zip_strerror(m_zip)));  // destructor discards
+            fail(m_path, "cannot be written: " + std::string(zip_strerror(m_zip))); // destructor discards
         m_zip = nullptr;
     }
 
@@ -1014,13 +1051,20 @@ private:
 std::string weightsFormatName(WeightsFormat format)
 {
     switch (format) {
-    case WeightsFormat::TorchZip: return "pytorch-zip";
-    case WeightsFormat::Safetensors: return "safetensors";
-    case WeightsFormat::Npz: return "npz";
-    case WeightsFormat::Npy: return "npy";
-    case WeightsFormat::TorchScript: return "torchscript";
-    case WeightsFormat::TorchLegacy: return "pytorch-legacy";
-    case WeightsFormat::Unknown: return "unknown";
+    case WeightsFormat::TorchZip:
+        return "pytorch-zip";
+    case WeightsFormat::Safetensors:
+        return "safetensors";
+    case WeightsFormat::Npz:
+        return "npz";
+    case WeightsFormat::Npy:
+        return "npy";
+    case WeightsFormat::TorchScript:
+        return "torchscript";
+    case WeightsFormat::TorchLegacy:
+        return "pytorch-legacy";
+    case WeightsFormat::Unknown:
+        return "unknown";
     }
     return "unknown";
 }
@@ -1049,12 +1093,15 @@ WeightsFile readWeightsFile(const std::string& path)
             fail(path, "is a truncated or damaged zip archive (" + zip.openError() + ")");
         std::string prefix;
         switch (zipFormat(zip.names(), &prefix)) {
-        case WeightsFormat::TorchZip: return readTorchZip(path, zip, prefix);
-        case WeightsFormat::Npz: return readNpz(path, zip);
+        case WeightsFormat::TorchZip:
+            return readTorchZip(path, zip, prefix);
+        case WeightsFormat::Npz:
+            return readNpz(path, zip);
         case WeightsFormat::TorchScript:
-            fail(path, "is a TorchScript archive (torch.jit.save), not a state dict; convert it with: " + convert +
-                           "torch.jit.load(" + pythonQuoted(path) + ").state_dict(), " +
-                           pythonQuoted(path + ".state_dict.pt") + ")\"");
+            fail(path,
+                "is a TorchScript archive (torch.jit.save), not a state dict; convert it with: " + convert
+                    + "torch.jit.load(" + pythonQuoted(path) + ").state_dict(), "
+                    + pythonQuoted(path + ".state_dict.pt") + ")\"");
         default:
             fail(path, "is a zip archive with neither a data.pkl (PyTorch) nor .npy entries (NumPy .npz)");
         }
@@ -1070,22 +1117,24 @@ WeightsFile readWeightsFile(const std::string& path)
         return out;
     }
     case WeightsFormat::TorchLegacy:
-        fail(path, "is a legacy PyTorch file (torch.save before PyTorch 1.6, not a zip archive), which the "
-                   "workbench does not read; convert it with: " +
-                       convert + "torch.load(" + pythonQuoted(path) + "), " + pythonQuoted(path + ".zip.pt") +
-                       ")\"");
-    case WeightsFormat::Safetensors: return readSafetensors(path, size);
-    default: break;
+        fail(path,
+            "is a legacy PyTorch file (torch.save before PyTorch 1.6, not a zip archive), which the "
+            "workbench does not read; convert it with: "
+                + convert + "torch.load(" + pythonQuoted(path) + "), " + pythonQuoted(path + ".zip.pt") + ")\"");
+    case WeightsFormat::Safetensors:
+        return readSafetensors(path, size);
+    default:
+        break;
     }
-    if (size >= 9 && head[8] == '{')  // looks like safetensors whose header length lies
+    if (size >= 9 && head[8] == '{') // looks like safetensors whose header length lies
         return readSafetensors(path, size);
     if (size < 8)
         fail(path, "is too short (" + std::to_string(size) + " bytes) to be a weights file");
     fail(path, "is not a weights file the workbench reads (PyTorch zip, safetensors, .npz, .npy)");
 }
 
-void writeSafetensors(const std::string& path, const std::vector<NamedArray>& tensors,
-                      const std::map<std::string, std::string>& metadata)
+void writeSafetensors(
+    const std::string& path, const std::vector<NamedArray>& tensors, const std::map<std::string, std::string>& metadata)
 {
     checkTensors(path, tensors);
     nlohmann::ordered_json header = nlohmann::ordered_json::object();
@@ -1096,7 +1145,7 @@ void writeSafetensors(const std::string& path, const std::vector<NamedArray>& te
         if (t.name == "__metadata__")
             fail(path, "cannot write a tensor named '__metadata__'");
         const uint64_t bytes = uint64_t(t.data.size()) * 4;
-        header[t.name] = {{"dtype", "F32"}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
+        header[t.name] = { { "dtype", "F32" }, { "shape", t.shape }, { "data_offsets", { offset, offset + bytes } } };
         offset += bytes;
     }
     std::string text;
@@ -1105,7 +1154,7 @@ void writeSafetensors(const std::string& path, const std::vector<NamedArray>& te
     } catch (const nlohmann::json::exception& e) {
         fail(path, std::string("cannot be written: a name or metadata entry is not valid UTF-8 (") + e.what() + ")");
     }
-    text.append((8 - text.size() % 8) % 8, ' ');  // as the reference implementation: data starts 8-aligned
+    text.append((8 - text.size() % 8) % 8, ' '); // as the reference implementation: data starts 8-aligned
 
     AtomicOutput output(path);
     {
@@ -1119,8 +1168,8 @@ void writeSafetensors(const std::string& path, const std::vector<NamedArray>& te
         out.write(text.data(), std::streamsize(text.size()));
         std::vector<uint8_t> scratch;
         for (const NamedArray& t : tensors)
-            out.write(static_cast<const char*>(littleEndianFloats(t.data, scratch)),
-                      std::streamsize(t.data.size() * 4));
+            out.write(
+                static_cast<const char*>(littleEndianFloats(t.data, scratch)), std::streamsize(t.data.size() * 4));
         out.close();
         if (!out)
             fail(path, "cannot be written (disk full?)");
@@ -1128,8 +1177,8 @@ void writeSafetensors(const std::string& path, const std::vector<NamedArray>& te
     output.commit();
 }
 
-void writeTorchZip(const std::string& path, const std::vector<NamedArray>& tensors,
-                   const std::map<std::string, std::string>& metadata)
+void writeTorchZip(
+    const std::string& path, const std::vector<NamedArray>& tensors, const std::map<std::string, std::string>& metadata)
 {
     checkTensors(path, tensors);
     if (metadata.count("state_dict"))
@@ -1158,7 +1207,7 @@ void writeTorchZip(const std::string& path, const std::vector<NamedArray>& tenso
                 w.get(1);
             }
             w.mark();
-            w.mark();  // persistent id ('storage', torch.FloatStorage, key, 'cpu', numel)
+            w.mark(); // persistent id ('storage', torch.FloatStorage, key, 'cpu', numel)
             w.string("storage");
             if (i == 0) {
                 w.global("torch", "FloatStorage");
@@ -1171,11 +1220,11 @@ void writeTorchZip(const std::string& path, const std::vector<NamedArray>& tenso
             w.integer(int64_t(t.data.size()));
             w.tuple();
             w.binpersid();
-            w.integer(0);  // storage offset
+            w.integer(0); // storage offset
             w.intTuple(t.shape);
             w.intTuple(contiguousStride(t.shape));
-            w.boolean(false);  // requires_grad
-            w.get(0);          // backward_hooks = OrderedDict()
+            w.boolean(false); // requires_grad
+            w.get(0); // backward_hooks = OrderedDict()
             w.emptyTuple();
             w.reduce();
             w.tuple();
@@ -1204,7 +1253,7 @@ void writeTorchZip(const std::string& path, const std::vector<NamedArray>& tenso
         std::vector<std::vector<uint8_t>> scratch(tensors.size());
         for (size_t i = 0; i < tensors.size(); ++i)
             zip.add("archive/data/" + std::to_string(i), littleEndianFloats(tensors[i].data, scratch[i]),
-                    tensors[i].data.size() * 4);
+                tensors[i].data.size() * 4);
         zip.add("archive/version", kVersion, sizeof kVersion - 1);
         zip.close();
     }

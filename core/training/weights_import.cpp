@@ -717,7 +717,9 @@ Prepared prepare(const ImportRequest& request)
     for (const std::string& s : request.sets)
         applyOverride(config, s);
 
-    const int64_t H = config["model"].value("n_heads", int64_t(0));
+    // The heads count only when something gave them (not the base preset's default).
+    const bool headsMissing = std::find(plan.missing.begin(), plan.missing.end(), "model.n_heads") != plan.missing.end();
+    const int64_t H = headsMissing ? 0 : config["model"].value("n_heads", int64_t(0));
     if (plan.layout == "garg" && H > 0 && sizes.d_model % H != 0)
         throw Error("model.n_heads: " + std::to_string(H) + " does not divide n_embd = " + std::to_string(sizes.d_model));
     if (plan.layout == "garg")

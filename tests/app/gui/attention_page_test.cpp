@@ -6,7 +6,9 @@
 #include "app/gui/attention_page.h"
 #include "app/gui/patching_page.h"
 
+#include <algorithm>
 #include <cmath>
+#include <fstream>
 
 #include <QAction>
 #include <QCheckBox>
@@ -30,6 +32,7 @@
 #include "core/analysis/inspector.h"
 #include "tests/app/gui/pdf_text.h"
 #include "core/io/config.h"
+#include "core/io/prompt_file.h"
 #include "core/training/trainer.h"
 #include "widgets/attention_grid.h"
 #include "widgets/figure_export.h"
@@ -147,11 +150,17 @@ std::vector<QStringList> csvRows(const QString& path)
     return rows;
 }
 
+/// Equal numbers, or both NaN (an unknown query label).
+bool sameValue(double a, double b)
+{
+    return a == b || (std::isnan(a) && std::isnan(b));
+}
+
 ::testing::AssertionResult samePrompt(const icl::Prompt& got, const icl::Prompt& want)
 {
     if (got.x != want.x)
         return ::testing::AssertionFailure() << "x differs";
-    if (got.y != want.y)
+    if (got.y.size() != want.y.size() || !std::equal(got.y.begin(), got.y.end(), want.y.begin(), sameValue))
         return ::testing::AssertionFailure() << "y differs";
     return ::testing::AssertionSuccess();
 }
@@ -170,8 +179,10 @@ std::vector<QStringList> csvRows(const QString& path)
                                                  << " != " << p.prediction;
         if (table->item(r, 1)->text() != QString::number(p.prediction, 'g', 6))
             return ::testing::AssertionFailure() << p.name << " shows " << table->item(r, 1)->text().toStdString();
-        if (table->item(r, 2)->data(Qt::UserRole).toDouble() != p.error)
+        if (!sameValue(table->item(r, 2)->data(Qt::UserRole).toDouble(), p.error))
             return ::testing::AssertionFailure() << p.name << " error differs";
+        if (std::isnan(p.error) && table->item(r, 2)->text() != QStringLiteral("—"))
+            return ::testing::AssertionFailure() << p.name << ": no error shows " << table->item(r, 2)->text().toStdString();
     }
     return ::testing::AssertionSuccess();
 }
@@ -410,19 +421,20 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
             EXPECT_NEAR(rows[size_t(r + 1)][c + 1].toDouble(), pattern.at(r, c), 1e-8 * std::max(1.0, std::abs(pattern.at(r, c))));
     }
 
-    // The prompt itself, exactly (an edited prompt stays reproducible).
+    // The prompt itself, exactly (an edited prompt stays reproducible): header x_1,…,x_d,y, the query last.
     const QString promptCsv = dir.filePath("prompt.csv");
     ASSERT_TRUE(page->exportPrompt(promptCsv.toStdString(), &error)) << error;
     const auto promptRows = csvRows(promptCsv);
     ASSERT_EQ(promptRows.size(), prompt.y.size() + 1);
-    EXPECT_EQ(promptRows[0].front(), "token");
-    EXPECT_EQ(promptRows.back().front(), "query");
+    EXPECT_EQ(promptRows[0], (QStringList { "x_1", "x_2", "x_3", "x_4", "y" }));
     for (size_t r = 0; r < prompt.y.size(); ++r) {
+        ASSERT_EQ(promptRows[r + 1].size(), prompt.dim() + 1);
         for (size_t c = 0; c < size_t(prompt.dim()); ++c)
-            EXPECT_EQ(promptRows[r + 1][int(c + 1)].toDouble(), prompt.x[r][c]);
+            EXPECT_EQ(promptRows[r + 1][int(c)].toDouble(), prompt.x[r][c]);
         EXPECT_EQ(promptRows[r + 1].back().toDouble(), prompt.y[r]);
     }
     EXPECT_TRUE(readAll(promptCsv).contains("# seed: 1\n"));
+    EXPECT_TRUE(readAll(promptCsv).contains("# experiment: gpt2.h5\n"));
 
     // Query-row bar chart.
     const QString barCsv = dir.filePath("row.csv");
@@ -581,4 +593,146 @@ TEST_F(AttentionPageTest, PatchingWithItsOwnPromptSeed)
         if (std::isfinite(want.effect.data[i]))
             EXPECT_EQ(page->heatmap()->matrix().data[i], want.effect.data[i]) << i;
     EXPECT_EQ(page->metadata().at("prompt"), "seed 4, N = 6");
+}
+
+// Open… a prompt file of our own on the 1-layer LSA run (d = 3): the editor holds exactly the file's numbers, the
+// predictions are those of an independent Inspector on the same Prompt (no errors while the query's label is
+// unknown), the buttons that need the task vector w are off; a bad file keeps the prompt and shows its one-line
+// message; Save… → Open… gives back the same prompt. On the GPT-2 run the model's largest N bounds the file.
+TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
+{
+    MainWindow window;
+    openOnAttention(window, s_lsa);
+    AttentionPage* page = window.attentionPage();
+    QTemporaryDir dir;
+    const QString path = dir.filePath("mine.json");
+    // N = 7 examples (the run was trained with N = 6) and the query; no label for the query, no w.
+    const std::vector<std::vector<double>> x = { { 0.125, -1.5, 2.0 }, { 0.75, 0.25, -0.5 }, { -1.0, 1.0, 0.0625 },
+        { 0.3, -0.7, 1.1 }, { 2.5, 0.5, -2.25 }, { -0.375, -0.125, 0.875 }, { 1.0, 2.0, 3.0 }, { 0.5, -0.25, 0.75 } };
+    const std::vector<double> y = { 1.0, -0.5, 0.25, 2.0, -1.75, 0.625, 3.5 };
+    {
+        std::ofstream f(path.toStdString());
+        f << "{\"x\": [[0.125, -1.5, 2], [0.75, 0.25, -0.5], [-1, 1, 0.0625], [0.3, -0.7, 1.1], [2.5, 0.5, -2.25], "
+             "[-0.375, -0.125, 0.875], [1, 2, 3], [0.5, -0.25, 0.75]],\n"
+             " \"y\": [1, -0.5, 0.25, 2, -1.75, 0.625, 3.5]}\n";
+    }
+    page->openPrompt(path);
+    waitForRerun(window);
+    icl::Prompt want;
+    want.x = x;
+    want.y = y;
+    want.y.push_back(NAN);
+    ASSERT_TRUE(samePrompt(page->prompt(), want)) << page->statusLabel()->text().toStdString();
+    EXPECT_TRUE(page->prompt().w.empty());
+    EXPECT_EQ(page->promptFile(), path);
+    QTableWidget* table = page->promptTable();
+    ASSERT_EQ(table->rowCount(), 8);
+    ASSERT_EQ(table->columnCount(), 4);
+    for (int r = 0; r < 8; ++r)
+        for (int c = 0; c < 4; ++c) {
+            if (r == 7 && c == 3) {
+                EXPECT_TRUE(table->item(r, c)->text().isEmpty()) << "the unknown query label";
+                continue;
+            }
+            EXPECT_EQ(table->item(r, c)->data(Qt::UserRole).toDouble(), c < 3 ? x[size_t(r)][size_t(c)] : y[size_t(r)])
+                << r << "," << c;
+        }
+    icl::Inspector reference(s_lsa);
+    const icl::Inspection expected = reference.inspect(want);
+    EXPECT_TRUE(tableShows(page->predictionTable(), expected));
+    EXPECT_EQ(page->inspection()->token_labels, expected.token_labels);
+    EXPECT_EQ(page->patternView()->pattern().data, expected.patterns[0].data);
+    EXPECT_TRUE(page->targetLabel()->text().contains("unknown")) << page->targetLabel()->text().toStdString();
+    EXPECT_EQ(page->lens()->prediction.back(), expected.predictions[0].prediction);
+    // Without w nothing can draw labels: resample row and relabel are off and say why.
+    table->selectRow(2);
+    EXPECT_FALSE(page->resampleRowButton()->isEnabled());
+    EXPECT_FALSE(page->relabelButton()->isEnabled());
+    EXPECT_TRUE(page->resampleRowButton()->toolTip().contains("no task vector w"));
+    EXPECT_TRUE(page->relabelButton()->toolTip().contains("no task vector w"));
+    EXPECT_TRUE(page->statusLabel()->text().contains("mine.json (N = 7, d = 3)")) << page->statusLabel()->text().toStdString();
+    EXPECT_TRUE(page->deleteButton()->isEnabled()) << "editing still works";
+
+    // The Patching page corrupts the opened prompt; it needs only the model's predictions, not the query's label.
+    window.showPage(MainWindow::Page::Patching);
+    PatchingPage* patching = window.patchingPage();
+    ASSERT_TRUE(patching->sharedPromptCheck()->isChecked());
+    patching->corruptionChooser()->setCurrentIndex(patching->corruptionChooser()->findData(QStringLiteral("change_label")));
+    patching->exampleChooser()->setValue(3);
+    patching->seedChooser()->setValue(5);
+    ASSERT_TRUE(patching->startPatching());
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+    ASSERT_TRUE(patching->result().has_value()) << patching->statusLabel()->text().toStdString();
+    ASSERT_TRUE(samePrompt(patching->cleanPrompt(), want));
+    icl::PatchingOptions o;
+    o.corruption = icl::Corruption::ChangeLabel;
+    o.example = 2;
+    o.seed = 5;
+    const icl::PatchingResult patched = reference.patching(want, o);
+    EXPECT_EQ(patching->heatmap()->matrix().data.size(), patched.effect.data.size());
+    for (size_t i = 0; i < patched.effect.data.size(); ++i)
+        EXPECT_TRUE(sameValue(patching->heatmap()->matrix().data[i], patched.effect.data[i])) << i;
+    window.showPage(MainWindow::Page::Attention);
+
+    // Typing the query's label re-runs exactly as an edit; the errors are then measured against it.
+    table->item(7, 3)->setText(QStringLiteral("0.5"));
+    waitForRerun(window);
+    want.y[7] = 0.5;
+    ASSERT_TRUE(samePrompt(page->prompt(), want));
+    EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(want)));
+
+    // Bad files: the prompt stays, the one-line message shows in the status line.
+    const QString wrongD = dir.filePath("wrong_d.csv");
+    std::ofstream(wrongD.toStdString()) << "x_1,x_2,y\n1,2,3\n4,5,\n";
+    const QString notNumber = dir.filePath("not_number.csv");
+    std::ofstream(notNumber.toStdString()) << "# mine\nx_1,x_2,x_3,y\n1,2,3,4\n5,6,7,abc\n8,9,10,\n";
+    for (const auto& [bad, message] : { std::pair { wrongD, QStringLiteral(" line 1: the header has 2 x columns (x_1,x_2,y), expected d = 3") },
+             std::pair { notNumber, QStringLiteral(" line 4, column y: \"abc\" is not a number") } }) {
+        SCOPED_TRACE(bad.toStdString());
+        page->openPrompt(bad);
+        waitForRerun(window);
+        EXPECT_TRUE(samePrompt(page->prompt(), want));
+        EXPECT_EQ(table->rowCount(), 8);
+        EXPECT_EQ(page->promptFile(), path);
+        EXPECT_TRUE(page->statusLabel()->text().contains((bad + message).toHtmlEscaped()))
+            << page->statusLabel()->text().toStdString();
+        EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(want)));
+    }
+
+    // Save… → Open…, as JSON and as CSV: the same prompt, bit for bit.
+    for (const char* name : { "saved.json", "saved.csv" }) {
+        SCOPED_TRACE(name);
+        const QString saved = dir.filePath(QString::fromLatin1(name));
+        std::string error;
+        ASSERT_TRUE(page->exportPrompt(saved.toStdString(), &error)) << error;
+        const icl::Prompt read = icl::readPromptFile(saved.toStdString());
+        EXPECT_TRUE(samePrompt(read, want));
+        page->setPrompt(reference.samplePrompt(9)); // something else in between
+        waitForRerun(window);
+        page->openPrompt(saved);
+        waitForRerun(window);
+        ASSERT_TRUE(samePrompt(page->prompt(), want)) << page->statusLabel()->text().toStdString();
+        EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(want)));
+    }
+    std::string error;
+    EXPECT_FALSE(page->exportPrompt(dir.filePath("no/such/dir/p.csv").toStdString(), &error));
+    EXPECT_NE(error.find("cannot write"), std::string::npos) << error;
+
+    // GPT-2 (N = 6): its learned positions take at most 7 points.
+    MainWindow gpt2;
+    openOnAttention(gpt2, s_gpt2);
+    AttentionPage* gpage = gpt2.attentionPage();
+    const icl::Prompt before = gpage->prompt();
+    const QString tooLong = dir.filePath("too_long.csv");
+    {
+        std::ofstream f(tooLong.toStdString());
+        f << "x_1,x_2,x_3,x_4,y\n";
+        for (int i = 0; i < 8; ++i)
+            f << i << ",1,2,3," << (i < 7 ? "0.5" : "") << "\n";
+    }
+    gpage->openPrompt(tooLong);
+    waitForRerun(gpt2);
+    EXPECT_TRUE(samePrompt(gpage->prompt(), before));
+    EXPECT_TRUE(gpage->statusLabel()->text().contains(tooLong + ": 8 points, the model takes at most 7 (N+1)"))
+        << gpage->statusLabel()->text().toStdString();
 }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include <QAction>
 #include <QApplication>
 #include <QComboBox>
 #include <QCryptographicHash>
@@ -21,6 +22,7 @@
 #include <QMimeData>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTableWidget>
@@ -65,8 +67,10 @@ bool waitIdle(const ImportDialog& dialog, int timeoutMs = 120000)
 void maybeScreenshot(QWidget& widget, const char* name)
 {
     const QString dir = qEnvironmentVariable("ICL_GUI_SCREENSHOT_DIR");
-    if (!dir.isEmpty())
-        widget.grab().save(QDir(dir).filePath(QString::fromLatin1(name)));
+    if (dir.isEmpty())
+        return;
+    QTest::qWait(100); // pending layout requests
+    widget.grab().save(QDir(dir).filePath(QString::fromLatin1(name)));
 }
 
 /// Files in `dir` (names), to check that a refused or cancelled import wrote nothing.
@@ -97,7 +101,7 @@ TEST(ImportDialog, GargRunShowsThreeCheckpointsAndTheMappingOfThePlan)
         EXPECT_EQ(sources->item(r, 0)->text(), files[r]);
         EXPECT_EQ(sources->item(r, 1)->text(), QStringLiteral("pytorch-zip"));
         EXPECT_EQ(sources->item(r, 2)->text(), steps[r]);
-        const QString sha = sha256Of(fixture("garg_run/") + files[r]);
+        const QString sha = sha256Of(fixture("garg_run") + QLatin1Char('/') + files[r]);
         ASSERT_EQ(sha.size(), 64);
         EXPECT_EQ(sources->item(r, 3)->toolTip(), sha);
         EXPECT_TRUE(sources->item(r, 3)->text().startsWith(sha.left(12)));
@@ -144,7 +148,8 @@ TEST(ImportDialog, BarePtAsksForTheHeadsAndImportsOnceTheyAreGiven)
     auto* kind = qobject_cast<QComboBox*>(dialog.missingField(QStringLiteral("task.kind")));
     ASSERT_NE(heads, nullptr);
     ASSERT_NE(kind, nullptr);
-    EXPECT_TRUE(heads->isVisible());
+    // A row added to a shown form appears once the event loop runs.
+    EXPECT_TRUE(QTest::qWaitFor([&] { return heads->isVisible() && kind->isVisible(); }, 5000));
     EXPECT_FALSE(dialog.importButton()->isEnabled()) << "n_heads and task.kind are not given yet";
     maybeScreenshot(dialog, "import_bare_missing.png");
 
@@ -244,6 +249,7 @@ TEST(ImportDialog, HostilePickleIsRefusedNamingTheGlobalAndNothingIsWritten)
     ASSERT_TRUE(waitIdle(dialog));
     EXPECT_TRUE(filesIn(out).isEmpty());
     EXPECT_FALSE(QFileInfo::exists(marker)) << "the pickle's os.system ran";
+    maybeScreenshot(dialog, "import_hostile.png");
 }
 
 TEST(ImportDialog, TruncatedFileIsRefusedWithOneLine)
@@ -313,6 +319,15 @@ TEST(ImportDialog, DroppingAFolderOnTheMainWindowOpensTheDialogWithIt)
 {
     MainWindow window;
     window.setScripted(true);
+    bool fileAction = false, folderAction = false;
+    for (const QAction* action : window.findChildren<QAction*>()) {
+        fileAction |= action->text() == QStringLiteral("&Import checkpoint…")
+            && action->shortcut() == QKeySequence(Qt::CTRL | Qt::Key_I);
+        folderAction |= action->text() == QStringLiteral("Import run &folder…");
+    }
+    EXPECT_TRUE(fileAction) << "File ▸ Import checkpoint… (Ctrl+I)";
+    EXPECT_TRUE(folderAction) << "File ▸ Import run folder…";
+
     QMimeData mime;
     mime.setUrls({ QUrl::fromLocalFile(fixture("garg_run")) });
     QDragEnterEvent enter(QPoint(20, 20), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
@@ -362,6 +377,9 @@ TEST(ImportDialog, ImportedRunOpensOnTheAttentionPage)
     EXPECT_EQ(summary.checkpoints[0].step, 100);
     EXPECT_EQ(summary.checkpoints[1].step, 200);
     EXPECT_EQ(summary.checkpoints[2].step, 300);
+    // The next import dialog starts beside this source (the run folder's parent).
+    EXPECT_EQ(QSettings().value(QStringLiteral("import/lastFolder")).toString(),
+        QFileInfo(fixture("garg_run")).absolutePath());
     // The dialog closes (and deletes itself) after a written import.
     ASSERT_TRUE(QTest::qWaitFor([&] { return window.importDialog() == nullptr; }, 10000));
     bool idle = false;

@@ -273,9 +273,9 @@ TEST(PromptFile, BadInputGivesOneLineMessages)
         { "string.json", R"({"x": [[1, 2], [3, "abc"]], "y": [1]})", {}, ": point 2, x_2 is \"abc\", expected a number" },
         { "ystring.json", R"({"x": [[1], [2], [3]], "y": [1, true]})", {}, ": y_2 is true, expected a number" },
         { "ynull.json", R"({"x": [[1], [2], [3]], "y": [null, 1]})", {}, ": y_1 is null, expected a number" },
-        { "overflow.json", R"({"x": [[1], [1e999]], "y": [1]})", {}, ": point 2, x_1 is not a finite number" },
+        { "overflow.json", R"({"x": [[1], [1e999]], "y": [1]})", {}, ": number overflow parsing '1e999', expected finite numbers" },
         { "nan.json", R"({"x": [[1], [NaN]], "y": [1]})", {},
-            ": not valid JSON (line 1, column @@'N'): NaN and Infinity are not JSON numbers, every value must be finite" },
+            ": not valid JSON (line 1, column @@): NaN and Infinity are not JSON numbers, every value must be finite" },
         { "syntax.json", "{\"x\": [[1], [2]],\n \"y\": [1,]}", {},
             ": not valid JSON (line 2, column @@)" },
         { "nox.json", R"({"y": [1]})", {}, ": no \"x\", expected the N+1 input rows x_1 … x_N, x_q (the query last)" },
@@ -368,4 +368,30 @@ TEST(PromptFile, WriterRefusesMalformedPromptsAndUnwritablePaths)
     icl::Prompt xinf = p;
     xinf.x[1][0] = INFINITY;
     EXPECT_EQ(writeError(path, xinf), "cannot write " + path + ": point 2 holds a value that is not finite");
+}
+
+// The committed fixtures written by tests/data/foreign/make_fixtures.py (NumPy, json and csv modules): the same
+// prompt as JSON and as CSV (d = 5, 11 points, the query's label absent) reads as the same Prompt.
+TEST(PromptFile, ForeignJsonAndCsvFixturesGiveTheSamePrompt)
+{
+    const std::string dir = std::string(ICL_TEST_DATA_DIR) + "/foreign/";
+    const icl::Prompt json = icl::readPromptFile(dir + "prompt.json", { 5, 11 });
+    const icl::Prompt csv = icl::readPromptFile(dir + "prompt.csv", { 5, 11 });
+    EXPECT_TRUE(samePrompt(csv, json));
+    ASSERT_EQ(json.x.size(), 11u);
+    EXPECT_EQ(json.dim(), 5);
+    EXPECT_EQ(json.nContext(), 10);
+    EXPECT_TRUE(std::isnan(json.y.back())) << "the query's label is not in the files";
+    EXPECT_TRUE(json.w.empty());
+    // Values as printed by Python's repr in both files.
+    EXPECT_EQ(json.x[0][0], 0.29946109652519226);
+    EXPECT_EQ(json.x[10][4], -0.7921982407569885);
+    EXPECT_EQ(json.y[0], -6.054860591888428);
+    EXPECT_EQ(json.y[9], -0.448726087808609);
+    // The fixture's numbers are float32 values (README): each survives a round trip through float.
+    for (const auto& row : json.x)
+        for (double v : row)
+            EXPECT_EQ(double(float(v)), v);
+    // The model's positions bound the file: 11 points do not fit a model that takes 10.
+    EXPECT_EQ(readError(dir + "prompt.csv", { 5, 10 }), dir + "prompt.csv: 11 points, the model takes at most 10 (N+1)");
 }

@@ -109,8 +109,9 @@ void expectBareTensors(const WeightsFile& got, const std::string& prefix = "", b
     const auto mine = byName(got);
     for (size_t i = 0; i < bare().tensors.size(); ++i) {
         const NamedArray& want = bare().tensors[i];
-        if (ordered)
+        if (ordered) {
             EXPECT_EQ(got.tensors[i].name, prefix + want.name);
+        }
         const auto it = mine.find(prefix + want.name);
         ASSERT_NE(it, mine.end()) << prefix + want.name;
         EXPECT_EQ(it->second->shape, want.shape) << want.name;
@@ -141,7 +142,7 @@ float roundToFormat(float x, int mantissa_bits, int min_exp)
     if (x == 0.0f || !std::isfinite(x))
         return x;
     int e = 0;
-    std::frexp(double(x), &e);  // |x| = f 2^e, f in [0.5, 1): leading bit 2^(e-1)
+    std::frexp(double(x), &e); // |x| = f 2^e, f in [0.5, 1): leading bit 2^(e-1)
     const int lead = std::max(e - 1, min_exp);
     const double ulp = std::ldexp(1.0, lead - mantissa_bits);
     return float(std::nearbyint(double(x) / ulp) * ulp);
@@ -166,8 +167,8 @@ std::map<std::string, RawTensor> rawSafetensors(const std::string& path)
             continue;
         const uint64_t begin = info["data_offsets"][0].get<uint64_t>();
         const uint64_t end = info["data_offsets"][1].get<uint64_t>();
-        out[name] = {info["dtype"].get<std::string>(), info["shape"].get<std::vector<int64_t>>(),
-                     file.substr(8 + n + begin, end - begin)};
+        out[name] = { info["dtype"].get<std::string>(), info["shape"].get<std::vector<int64_t>>(),
+            file.substr(8 + n + begin, end - begin) };
     }
     return out;
 }
@@ -212,11 +213,11 @@ const std::string kEmptyOrderedDict = pGlobal("collections", "OrderedDict") + ")
 // torch._utils._rebuild_tensor_v2(('storage', torch.FloatStorage, key, 'cpu', numel), offset, size, stride,
 // False, OrderedDict()) as torch.save writes it.
 std::string pTensor(const std::string& key, int64_t numel, int64_t offset, const std::vector<int64_t>& size,
-                    const std::vector<int64_t>& stride, const std::string& storage_type = "FloatStorage")
+    const std::vector<int64_t>& stride, const std::string& storage_type = "FloatStorage")
 {
-    return pGlobal("torch._utils", "_rebuild_tensor_v2") + "((" + pStr("storage") + pGlobal("torch", storage_type) +
-           pStr(key) + pStr("cpu") + pInt(numel) + "tQ" + pInt(offset) + pInts(size) + pInts(stride) + "\x89" +
-           kEmptyOrderedDict + "tR";
+    return pGlobal("torch._utils", "_rebuild_tensor_v2") + "((" + pStr("storage") + pGlobal("torch", storage_type)
+        + pStr(key) + pStr("cpu") + pInt(numel) + "tQ" + pInt(offset) + pInts(size) + pInts(stride) + "\x89"
+        + kEmptyOrderedDict + "tR";
 }
 
 // A pickle of OrderedDict {name: value pickle, ...}.
@@ -230,9 +231,9 @@ std::string pStateDict(const std::vector<std::pair<std::string, std::string>>& i
 
 // Writes a torch zip "t/data.pkl" + "t/data/<key>" and reads it.
 WeightsFile readPickled(const fixtures::ScratchDir& dir, const std::string& pickle,
-                        const std::vector<std::pair<std::string, std::string>>& storages = {})
+    const std::vector<std::pair<std::string, std::string>>& storages = {})
 {
-    std::vector<std::pair<std::string, std::string>> entries{{"t/data.pkl", pickle}, {"t/version", "3\n"}};
+    std::vector<std::pair<std::string, std::string>> entries { { "t/data.pkl", pickle }, { "t/version", "3\n" } };
     for (const auto& [key, bytes] : storages)
         entries.emplace_back("t/data/" + key, bytes);
     const std::string path = dir.file("t.pt");
@@ -265,11 +266,21 @@ TEST(WeightsFile, DetectsEveryFormatFromItsBytes)
 {
     using F = WeightsFormat;
     const std::pair<const char*, F> cases[] = {
-        {"bare.pt", F::TorchZip},          {"garg_run/model_100.pt", F::TorchZip}, {"garg_run/state.pt", F::TorchZip},
-        {"fp16.pt", F::TorchZip},          {"noncontiguous.pt", F::TorchZip},      {"hostile.pt", F::TorchZip},
-        {"torchscript.pt", F::TorchScript}, {"legacy.pt", F::TorchLegacy},         {"model.safetensors", F::Safetensors},
-        {"model_fp16.safetensors", F::Safetensors}, {"model.npz", F::Npz},         {"model_compressed.npz", F::Npz},
-        {"truncated.pt", F::Unknown},      {"garg_run/config.yaml", F::Unknown},   {"reference.json", F::Unknown},
+        { "bare.pt", F::TorchZip },
+        { "garg_run/model_100.pt", F::TorchZip },
+        { "garg_run/state.pt", F::TorchZip },
+        { "fp16.pt", F::TorchZip },
+        { "noncontiguous.pt", F::TorchZip },
+        { "hostile.pt", F::TorchZip },
+        { "torchscript.pt", F::TorchScript },
+        { "legacy.pt", F::TorchLegacy },
+        { "model.safetensors", F::Safetensors },
+        { "model_fp16.safetensors", F::Safetensors },
+        { "model.npz", F::Npz },
+        { "model_compressed.npz", F::Npz },
+        { "truncated.pt", F::Unknown },
+        { "garg_run/config.yaml", F::Unknown },
+        { "reference.json", F::Unknown },
     };
     for (const auto& [file, format] : cases)
         EXPECT_EQ(icl::detectWeightsFormat(kForeign + file), format) << file;
@@ -278,20 +289,27 @@ TEST(WeightsFile, DetectsEveryFormatFromItsBytes)
     fixtures::ScratchDir dir("weights_detect");
     fs::copy_file(kForeign + "model.safetensors", dir.file("weights.pt"));
     EXPECT_EQ(icl::detectWeightsFormat(dir.file("weights.pt")), F::Safetensors);
-    writeBytes(dir.file("a.bin"), npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }",
-                                           floatBytes({1.0f})));
+    writeBytes(dir.file("a.bin"),
+        npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", floatBytes({ 1.0f })));
     EXPECT_EQ(icl::detectWeightsFormat(dir.file("a.bin")), F::Npy);
     writeBytes(dir.file("empty.pt"), "");
     EXPECT_EQ(icl::detectWeightsFormat(dir.file("empty.pt")), F::Unknown);
     writeBytes(dir.file("short.pt"), "PK\x03");
     EXPECT_EQ(icl::detectWeightsFormat(dir.file("short.pt")), F::Unknown);
+    // torch.save names the archive folder after the file's stem: "code.pt" holds "code/data.pkl".
+    const std::string pickle = pStateDict({ { "w", pTensor("0", 1, 0, { 1 }, { 1 }) } });
+    writeZip(dir.file("code.pt"), { { "code/data.pkl", pickle }, { "code/data/0", floatBytes({ 2.5f }) } });
+    EXPECT_EQ(icl::detectWeightsFormat(dir.file("code.pt")), F::TorchZip);
+    EXPECT_EQ(icl::readWeightsFile(dir.file("code.pt")).tensors.at(0).data, std::vector<float> { 2.5f });
+    writeZip(dir.file("m.pt"), { { "m/data.pkl", pickle }, { "m/constants.pkl", kProto2 + ")." } });
+    EXPECT_EQ(icl::detectWeightsFormat(dir.file("m.pt")), F::TorchScript);
     // A zip of other things.
-    writeZip(dir.file("other.zip"), {{"readme.txt", "hello"}});
+    writeZip(dir.file("other.zip"), { { "readme.txt", "hello" } });
     EXPECT_EQ(icl::detectWeightsFormat(dir.file("other.zip")), F::Unknown);
-    EXPECT_NE(errorOf([&] { icl::readWeightsFile(dir.file("other.zip")); }).find("neither a data.pkl"),
-              std::string::npos);
-    EXPECT_NE(errorOf([&] { icl::detectWeightsFormat(dir.file("missing.pt")); }).find("no such file"),
-              std::string::npos);
+    EXPECT_NE(
+        errorOf([&] { icl::readWeightsFile(dir.file("other.zip")); }).find("neither a data.pkl"), std::string::npos);
+    EXPECT_NE(
+        errorOf([&] { icl::detectWeightsFormat(dir.file("missing.pt")); }).find("no such file"), std::string::npos);
 
     EXPECT_EQ(icl::weightsFormatName(F::TorchZip), "pytorch-zip");
     EXPECT_EQ(icl::weightsFormatName(F::Safetensors), "safetensors");
@@ -311,7 +329,7 @@ TEST(WeightsFile, BareStateDictMatchesTheRawSafetensorsBytes)
     EXPECT_EQ(file.container_key, "");
     EXPECT_FALSE(file.train_step.has_value());
     EXPECT_TRUE(file.metadata.empty());
-    ASSERT_EQ(file.tensors.size(), 36u);  // README: Garg's 36 state-dict keys
+    ASSERT_EQ(file.tensors.size(), 36u); // README: Garg's 36 state-dict keys
     EXPECT_EQ(file.tensors.front().name, "_read_in.weight");
     EXPECT_EQ(file.tensors.back().name, "_read_out.bias");
 
@@ -340,26 +358,26 @@ TEST(WeightsFile, BareStateDictMatchesTheRawSafetensorsBytes)
     // Closed forms: the causal mask is lower-triangular ones, masked_bias is -1e4 (GPT-2's constants).
     const auto m = byName(file);
     const NamedArray& mask = *m.at("_backbone.h.1.attn.bias");
-    EXPECT_EQ(mask.shape, (std::vector<int64_t>{1, 1, 22, 22}));
+    EXPECT_EQ(mask.shape, (std::vector<int64_t> { 1, 1, 22, 22 }));
     for (int i = 0; i < 22; ++i)
         for (int j = 0; j < 22; ++j)
             EXPECT_EQ(mask.data[size_t(i * 22 + j)], j <= i ? 1.0f : 0.0f);
     EXPECT_TRUE(m.at("_backbone.h.0.attn.masked_bias")->shape.empty());
-    EXPECT_EQ(m.at("_backbone.h.0.attn.masked_bias")->data, std::vector<float>{-1e4f});
-    EXPECT_EQ(m.at("_backbone.h.0.attn.c_attn.weight")->shape, (std::vector<int64_t>{32, 96}));
-    EXPECT_EQ(m.at("_backbone.wte.weight")->shape, (std::vector<int64_t>{4, 32}));
+    EXPECT_EQ(m.at("_backbone.h.0.attn.masked_bias")->data, std::vector<float> { -1e4f });
+    EXPECT_EQ(m.at("_backbone.h.0.attn.c_attn.weight")->shape, (std::vector<int64_t> { 32, 96 }));
+    EXPECT_EQ(m.at("_backbone.wte.weight")->shape, (std::vector<int64_t> { 4, 32 }));
 }
 
 TEST(WeightsFile, EveryLayoutReadsTheBareValues)
 {
-    for (const char* file : {"garg_run/state.pt", "model_key.pt", "state_dict_key.pt", "noncontiguous.pt",
-                             "cuda_location.pt", "fp64.pt"}) {
+    for (const char* file : { "garg_run/state.pt", "model_key.pt", "state_dict_key.pt", "noncontiguous.pt",
+             "cuda_location.pt", "fp64.pt" }) {
         SCOPED_TRACE(file);
         expectBareTensors(icl::readWeightsFile(kForeign + file));
     }
     expectBareTensors(icl::readWeightsFile(kForeign + "prefixed_module.pt"), "module.");
     expectBareTensors(icl::readWeightsFile(kForeign + "prefixed_compile.pt"), "_orig_mod.module.");
-    for (const char* file : {"model.npz", "model_compressed.npz", "model.safetensors"}) {
+    for (const char* file : { "model.npz", "model_compressed.npz", "model.safetensors" }) {
         SCOPED_TRACE(file);
         const WeightsFile f = icl::readWeightsFile(kForeign + file);
         expectBareTensors(f, "", /*ordered=*/std::string(file) != "model.safetensors");
@@ -367,7 +385,7 @@ TEST(WeightsFile, EveryLayoutReadsTheBareValues)
         EXPECT_EQ(f.source_dtypes.at("_backbone.h.0.attn.bias"), "uint8");
     }
     EXPECT_EQ(icl::readWeightsFile(kForeign + "model.safetensors").metadata,
-              (std::map<std::string, std::string>{{"format", "pt"}}));
+        (std::map<std::string, std::string> { { "format", "pt" } }));
 
     const WeightsFile fp64 = icl::readWeightsFile(kForeign + "fp64.pt");
     EXPECT_EQ(fp64.source_dtypes.at("_read_in.weight"), "float64");
@@ -420,7 +438,7 @@ TEST(WeightsFile, GargStateHasTrainStepAndContainerKey)
     ASSERT_TRUE(state.train_step.has_value());
     EXPECT_EQ(*state.train_step, 300);
     EXPECT_TRUE(state.metadata.empty());
-    EXPECT_EQ(names(state), names(bare()));  // the optimizer state is not taken for weights
+    EXPECT_EQ(names(state), names(bare())); // the optimizer state is not taken for weights
 
     const WeightsFile m100 = icl::readWeightsFile(kForeign + "garg_run/model_100.pt");
     const WeightsFile m200 = icl::readWeightsFile(kForeign + "garg_run/model_200.pt");
@@ -435,7 +453,7 @@ TEST(WeightsFile, OneKeyIsAOneTensorStateDict)
     const WeightsFile file = icl::readWeightsFile(kForeign + "one_key.pt");
     ASSERT_EQ(file.tensors.size(), 1u);
     EXPECT_EQ(file.tensors[0].name, "weight");
-    EXPECT_EQ(file.tensors[0].shape, (std::vector<int64_t>{3, 4}));
+    EXPECT_EQ(file.tensors[0].shape, (std::vector<int64_t> { 3, 4 }));
     EXPECT_EQ(file.tensors[0].data.size(), 12u);
     EXPECT_EQ(file.container_key, "");
 }
@@ -445,16 +463,16 @@ TEST(WeightsFile, RefusesTorchScriptLegacyTruncatedAndOtherFiles)
     const std::string ts = kForeign + "torchscript.pt";
     const std::string e1 = errorOf([&] { icl::readWeightsFile(ts); });
     EXPECT_NE(e1.find("TorchScript"), std::string::npos) << e1;
-    EXPECT_NE(e1.find("python3 -c \"import torch; torch.save(torch.jit.load('" + ts + "').state_dict(), '" + ts +
-                      ".state_dict.pt')\""),
-              std::string::npos)
+    EXPECT_NE(e1.find("python3 -c \"import torch; torch.save(torch.jit.load('" + ts + "').state_dict(), '" + ts
+                  + ".state_dict.pt')\""),
+        std::string::npos)
         << e1;
 
     const std::string legacy = kForeign + "legacy.pt";
     const std::string e2 = errorOf([&] { icl::readWeightsFile(legacy); });
     EXPECT_NE(e2.find("legacy PyTorch"), std::string::npos) << e2;
     EXPECT_NE(e2.find("python3 -c \"import torch; torch.save(torch.load('" + legacy + "'), '" + legacy + ".zip.pt')\""),
-              std::string::npos)
+        std::string::npos)
         << e2;
 
     const std::string e3 = errorOf([&] { icl::readWeightsFile(kForeign + "truncated.pt"); });
@@ -462,7 +480,7 @@ TEST(WeightsFile, RefusesTorchScriptLegacyTruncatedAndOtherFiles)
     EXPECT_NE(e3.find("truncated"), std::string::npos) << e3;
 
     EXPECT_NE(errorOf([&] { icl::readWeightsFile(kForeign + "garg_run/config.yaml"); }).find("not a weights file"),
-              std::string::npos);
+        std::string::npos);
     EXPECT_NE(errorOf([&] { icl::readWeightsFile(kForeign + "garg_run"); }).find("is a directory"), std::string::npos);
 
     fixtures::ScratchDir dir("weights_refuse");
@@ -475,7 +493,7 @@ TEST(WeightsFile, RefusesTorchScriptLegacyTruncatedAndOtherFiles)
     const std::string odd = dir.file("it's $HOME.pt");
     fs::copy_file(legacy, odd);
     EXPECT_NE(errorOf([&] { icl::readWeightsFile(odd); }).find("torch.load('" + dir.file("it\\'s \\$HOME.pt") + "')"),
-              std::string::npos);
+        std::string::npos);
 }
 
 TEST(WeightsFile, HostileFixtureIsRefusedAndNothingRuns)
@@ -499,24 +517,22 @@ TEST(WeightsFile, HandBuiltPickleWithSharedStorageOffsetsAndStrides)
     for (size_t i = 0; i < s.size(); ++i)
         s[i] = float(i) + 0.5f;
     std::string longs;
-    for (int64_t v : {int64_t(-3), int64_t(1) << 40, int64_t(7)})
+    for (int64_t v : { int64_t(-3), int64_t(1) << 40, int64_t(7) })
         longs += le(uint64_t(v), 8);
-    const std::string pickle = pStateDict({{"t", pTensor("0", 12, 1, {3, 2}, {1, 3})},
-                                           {"tail", pTensor("0", 12, 10, {2}, {1})},
-                                           {"scalar", pTensor("0", 12, 7, {}, {})},
-                                           {"expanded", pTensor("0", 12, 4, {2, 3}, {0, 1})},
-                                           {"longs", pTensor("k", 3, 0, {3}, {1}, "LongStorage")},
-                                           {"note", pStr("not a tensor")}});
-    const WeightsFile f = readPickled(dir, pickle, {{"0", floatBytes(s)}, {"k", longs}});
-    ASSERT_EQ(names(f), (std::vector<std::string>{"t", "tail", "scalar", "expanded", "longs"}));
-    EXPECT_EQ(f.tensors[0].shape, (std::vector<int64_t>{3, 2}));
+    const std::string pickle
+        = pStateDict({ { "t", pTensor("0", 12, 1, { 3, 2 }, { 1, 3 }) }, { "tail", pTensor("0", 12, 10, { 2 }, { 1 }) },
+            { "scalar", pTensor("0", 12, 7, {}, {}) }, { "expanded", pTensor("0", 12, 4, { 2, 3 }, { 0, 1 }) },
+            { "longs", pTensor("k", 3, 0, { 3 }, { 1 }, "LongStorage") }, { "note", pStr("not a tensor") } });
+    const WeightsFile f = readPickled(dir, pickle, { { "0", floatBytes(s) }, { "k", longs } });
+    ASSERT_EQ(names(f), (std::vector<std::string> { "t", "tail", "scalar", "expanded", "longs" }));
+    EXPECT_EQ(f.tensors[0].shape, (std::vector<int64_t> { 3, 2 }));
     // t[i][j] = s[1 + i + 3 j]
-    EXPECT_EQ(f.tensors[0].data, (std::vector<float>{1.5f, 4.5f, 2.5f, 5.5f, 3.5f, 6.5f}));
-    EXPECT_EQ(f.tensors[1].data, (std::vector<float>{10.5f, 11.5f}));
+    EXPECT_EQ(f.tensors[0].data, (std::vector<float> { 1.5f, 4.5f, 2.5f, 5.5f, 3.5f, 6.5f }));
+    EXPECT_EQ(f.tensors[1].data, (std::vector<float> { 10.5f, 11.5f }));
     EXPECT_TRUE(f.tensors[2].shape.empty());
-    EXPECT_EQ(f.tensors[2].data, (std::vector<float>{7.5f}));
-    EXPECT_EQ(f.tensors[3].data, (std::vector<float>{4.5f, 5.5f, 6.5f, 4.5f, 5.5f, 6.5f}));
-    EXPECT_EQ(f.tensors[4].data, (std::vector<float>{-3.0f, 1099511627776.0f, 7.0f}));
+    EXPECT_EQ(f.tensors[2].data, (std::vector<float> { 7.5f }));
+    EXPECT_EQ(f.tensors[3].data, (std::vector<float> { 4.5f, 5.5f, 6.5f, 4.5f, 5.5f, 6.5f }));
+    EXPECT_EQ(f.tensors[4].data, (std::vector<float> { -3.0f, 1099511627776.0f, 7.0f }));
     EXPECT_EQ(f.source_dtypes.at("longs"), "int64");
     EXPECT_EQ(f.source_dtypes.at("t"), "float32");
 }
@@ -524,45 +540,48 @@ TEST(WeightsFile, HandBuiltPickleWithSharedStorageOffsetsAndStrides)
 TEST(WeightsFile, PickledTensorsMustStayInsideTheirStorage)
 {
     fixtures::ScratchDir dir("weights_bounds");
-    const std::string four = floatBytes({1, 2, 3, 4});
+    const std::string four = floatBytes({ 1, 2, 3, 4 });
     const auto err = [&](const std::string& value, const std::string& bytes = "") {
-        return errorOf([&] { readPickled(dir, pStateDict({{"w", value}}), {{"0", bytes.empty() ? four : bytes}}); });
+        return errorOf([&] {
+            readPickled(dir, pStateDict({ { "w", value } }), { { "0", bytes.empty() ? four : bytes } });
+        });
     };
-    EXPECT_NE(err(pTensor("0", 4, 2, {3}, {1})).find("outside its storage"), std::string::npos);
-    EXPECT_NE(err(pTensor("0", 4, 0, {2, 2}, {3, 1})).find("outside its storage"), std::string::npos);
-    EXPECT_NE(err(pTensor("0", 4, -1, {1}, {1})).find("outside its storage"), std::string::npos);
-    EXPECT_NE(err(pTensor("0", 4, 0, {-2}, {1})).find("invalid shape"), std::string::npos) << "negative size";
-    EXPECT_NE(err(pTensor("0", 4, 0, {2}, {1, 1})).find("sizes but"), std::string::npos);
-    EXPECT_NE(err(pTensor("0", 4, 0, {int64_t(1) << 30, int64_t(1) << 30}, {0, 0})).find("elements but"),
-              std::string::npos);
-    EXPECT_NE(err(pTensor("0", 8, 0, {8}, {1})).find("fewer than"), std::string::npos) << "storage shorter";
-    EXPECT_NE(err(pTensor("missing", 4, 0, {4}, {1})).find("lacks"), std::string::npos);
-    EXPECT_NE(err(pTensor("0", 4, 0, {4}, {1}, "ComplexFloatStorage")).find("storage type"), std::string::npos);
+    EXPECT_NE(err(pTensor("0", 4, 2, { 3 }, { 1 })).find("outside its storage"), std::string::npos);
+    EXPECT_NE(err(pTensor("0", 4, 0, { 2, 2 }, { 3, 1 })).find("outside its storage"), std::string::npos);
+    EXPECT_NE(err(pTensor("0", 4, -1, { 1 }, { 1 })).find("outside its storage"), std::string::npos);
+    EXPECT_NE(err(pTensor("0", 4, 0, { -2 }, { 1 })).find("invalid shape"), std::string::npos) << "negative size";
+    EXPECT_NE(err(pTensor("0", 4, 0, { 2 }, { 1, 1 })).find("sizes but"), std::string::npos);
+    EXPECT_NE(err(pTensor("0", 4, 0, { int64_t(1) << 30, int64_t(1) << 30 }, { 0, 0 })).find("elements but"),
+        std::string::npos);
+    EXPECT_NE(err(pTensor("0", 8, 0, { 8 }, { 1 })).find("fewer than"), std::string::npos) << "storage shorter";
+    EXPECT_NE(err(pTensor("missing", 4, 0, { 4 }, { 1 })).find("lacks"), std::string::npos);
+    EXPECT_NE(err(pTensor("0", 4, 0, { 4 }, { 1 }, "ComplexFloatStorage")).find("storage type"), std::string::npos);
 }
 
 TEST(WeightsFile, HostilePicklesAreRefusedNamingTheGlobal)
 {
     fixtures::ScratchDir dir("weights_hostile");
     const std::string marker = dir.file("ran");
-    const std::string good = pTensor("0", 4, 0, {4}, {1});
+    const std::string good = pTensor("0", 4, 0, { 4 }, { 1 });
     const auto refused = [&](const std::string& payload) {
         return errorOf([&] {
-            readPickled(dir, pStateDict({{"w", good}, {"payload", payload}}), {{"0", floatBytes({1, 2, 3, 4})}});
+            readPickled(
+                dir, pStateDict({ { "w", good }, { "payload", payload } }), { { "0", floatBytes({ 1, 2, 3, 4 }) } });
         });
     };
     const std::string code = "open('" + marker + "', 'w').close()";
     const std::pair<std::string, std::string> cases[] = {
-        {pGlobal("builtins", "exec") + pStr(code) + "\x85R", "builtins.exec"},
-        {pGlobal("builtins", "eval") + pStr(code) + "\x85R", "builtins.eval"},
-        {pGlobal("posix", "system") + pStr("touch " + marker) + "\x85R", "posix.system"},
-        {pGlobal("os", "system") + pStr("touch " + marker) + "\x85R", "os.system"},
-        {pGlobal("builtins", "getattr") + pGlobal("collections", "OrderedDict") + pStr("fromkeys") + "\x86R",
-         "builtins.getattr"},
-        {pGlobal("subprocess", "Popen") + pStr("sh") + "\x85R", "subprocess.Popen"},
+        { pGlobal("builtins", "exec") + pStr(code) + "\x85R", "builtins.exec" },
+        { pGlobal("builtins", "eval") + pStr(code) + "\x85R", "builtins.eval" },
+        { pGlobal("posix", "system") + pStr("touch " + marker) + "\x85R", "posix.system" },
+        { pGlobal("os", "system") + pStr("touch " + marker) + "\x85R", "os.system" },
+        { pGlobal("builtins", "getattr") + pGlobal("collections", "OrderedDict") + pStr("fromkeys") + "\x86R",
+            "builtins.getattr" },
+        { pGlobal("subprocess", "Popen") + pStr("sh") + "\x85R", "subprocess.Popen" },
         // protocol 4's STACK_GLOBAL takes module and name from the stack
-        {"\x8c\x05posix\x8c\x06system\x93" + pStr("touch " + marker) + "\x85R", "posix.system"},
+        { "\x8c\x05posix\x8c\x06system\x93" + pStr("touch " + marker) + "\x85R", "posix.system" },
         // a global only mentioned, never called, still refuses the file
-        {pGlobal("__main__", "Evil"), "__main__.Evil"},
+        { pGlobal("__main__", "Evil"), "__main__.Evil" },
     };
     for (const auto& [payload, global] : cases) {
         const std::string e = refused(payload);
@@ -582,7 +601,11 @@ TEST(WeightsFile, DamagedPicklesAreErrorsNotCrashes)
     fixtures::ScratchDir dir("weights_damaged");
     const auto err = [&](const std::string& pickle) { return errorOf([&] { readPickled(dir, pickle); }); };
     // Lengths that lie: a 4 GB string, an 8-byte length, a LONG4 of 2 GB, a frame past the end.
-    EXPECT_NE(err(kProto2 + "X\xf0\xff\xff\xff" "abc.").find("exceeds"), std::string::npos);
+    EXPECT_NE(err(kProto2
+                  + "X\xf0\xff\xff\xff"
+                    "abc.")
+                  .find("exceeds"),
+        std::string::npos);
     EXPECT_NE(err(kProto2 + "\x8d" + le(uint64_t(1) << 62, 8) + "ab.").find("exceeds"), std::string::npos);
     EXPECT_NE(err(kProto2 + "\x8b" + le(1u << 31, 4) + ".").find("exceeds"), std::string::npos);
     EXPECT_NE(err(kProto2 + "\x95" + le(1000, 8) + "N.").find("frame"), std::string::npos);
@@ -595,8 +618,7 @@ TEST(WeightsFile, DamagedPicklesAreErrorsNotCrashes)
     EXPECT_NE(err(kProto2 + "\x80\x09.").find("protocol 9"), std::string::npos);
     EXPECT_NE(err("").find("before its STOP"), std::string::npos);
     // Well-formed pickles that are not state dicts.
-    EXPECT_NE(err(kProto2 + "](" + pInt(1) + pInt(2) + "e.").find("holds a list, not a state dict"),
-              std::string::npos);
+    EXPECT_NE(err(kProto2 + "](" + pInt(1) + pInt(2) + "e.").find("holds a list, not a state dict"), std::string::npos);
     const std::string keys = err(kProto2 + "}(" + pStr("a") + pInt(1) + pStr("b") + pStr("x") + pStr("c") + "Nu.");
     EXPECT_NE(keys.find("holds a dict with keys a, b, c but no state dict"), std::string::npos) << keys;
     EXPECT_NE(err(kProto2 + "}.").find("empty dict"), std::string::npos);
@@ -606,18 +628,16 @@ TEST(WeightsFile, DamagedPicklesAreErrorsNotCrashes)
 TEST(WeightsFile, OuterDictGivesContainerTrainStepAndMetadata)
 {
     fixtures::ScratchDir dir("weights_outer");
-    const std::string inner = kEmptyOrderedDict + "(" + pStr("w") +
-                              pTensor("0", 2, 0, {2}, {1}) + "u";
-    const std::string pickle = kProto2 + "}(" + pStr("optimizer_state_dict") + "}" + pStr("train_step") +
-                               pInt(1234) + pStr("state_dict") + inner + pStr("config") + pStr("{\"a\": 1}") +
-                               pStr("epoch") + pInt(3) + "u.";
-    const WeightsFile f = readPickled(dir, pickle, {{"0", floatBytes({-1.5f, 2.25f})}});
+    const std::string inner = kEmptyOrderedDict + "(" + pStr("w") + pTensor("0", 2, 0, { 2 }, { 1 }) + "u";
+    const std::string pickle = kProto2 + "}(" + pStr("optimizer_state_dict") + "}" + pStr("train_step") + pInt(1234)
+        + pStr("state_dict") + inner + pStr("config") + pStr("{\"a\": 1}") + pStr("epoch") + pInt(3) + "u.";
+    const WeightsFile f = readPickled(dir, pickle, { { "0", floatBytes({ -1.5f, 2.25f }) } });
     EXPECT_EQ(f.container_key, "state_dict");
     ASSERT_TRUE(f.train_step.has_value());
     EXPECT_EQ(*f.train_step, 1234);
-    EXPECT_EQ(f.metadata, (std::map<std::string, std::string>{{"config", "{\"a\": 1}"}}));
+    EXPECT_EQ(f.metadata, (std::map<std::string, std::string> { { "config", "{\"a\": 1}" } }));
     ASSERT_EQ(f.tensors.size(), 1u);
-    EXPECT_EQ(f.tensors[0].data, (std::vector<float>{-1.5f, 2.25f}));
+    EXPECT_EQ(f.tensors[0].data, (std::vector<float> { -1.5f, 2.25f }));
 }
 
 // ---- safetensors and NumPy built in the test ---------------------------------------------------------------
@@ -625,39 +645,39 @@ TEST(WeightsFile, OuterDictGivesContainerTrainStepAndMetadata)
 TEST(WeightsFile, SafetensorsDtypesAndMetadata)
 {
     fixtures::ScratchDir dir("weights_st");
-    std::string data = floatBytes({1.5f, -2.0f});                          // F32 [2]       0..8
-    data += le(0x3C00, 2) + le(0xC000, 2) + le(0x0001, 2);                 // F16 [3]       8..14
-    data += le(0x3FC0, 2);                                                 // BF16 [1]      14..16
-    data += le(0x3FF8000000000000ull, 8);                                  // F64 1.5       16..24
-    data += le(uint64_t(-5), 8);                                           // I64 [1]       24..32
-    data += std::string("\x00\x01\x02", 3);                                // BOOL [3]      32..35
-    data += std::string("\xff\x80", 2);                                    // I8 [2]        35..37
-    const std::string header =
-        R"({"__metadata__":{"format":"pt","note":"x"},"f":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-        R"("h":{"dtype":"F16","shape":[3],"data_offsets":[8,14]},"b":{"dtype":"BF16","shape":[],"data_offsets":[14,16]},)"
-        R"("d":{"dtype":"F64","shape":[1,1],"data_offsets":[16,24]},"i":{"dtype":"I64","shape":[1],"data_offsets":[24,32]},)"
-        R"("o":{"dtype":"BOOL","shape":[3],"data_offsets":[32,35]},"c":{"dtype":"I8","shape":[2],"data_offsets":[35,37]},)"
-        R"("z":{"dtype":"F32","shape":[0,4],"data_offsets":[37,37]}})";
+    std::string data = floatBytes({ 1.5f, -2.0f }); // F32 [2]       0..8
+    data += le(0x3C00, 2) + le(0xC000, 2) + le(0x0001, 2); // F16 [3]       8..14
+    data += le(0x3FC0, 2); // BF16 [1]      14..16
+    data += le(0x3FF8000000000000ull, 8); // F64 1.5       16..24
+    data += le(uint64_t(-5), 8); // I64 [1]       24..32
+    data += std::string("\x00\x01\x02", 3); // BOOL [3]      32..35
+    data += std::string("\xff\x80", 2); // I8 [2]        35..37
+    const std::string header
+        = R"({"__metadata__":{"format":"pt","note":"x"},"f":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+          R"("h":{"dtype":"F16","shape":[3],"data_offsets":[8,14]},"b":{"dtype":"BF16","shape":[],"data_offsets":[14,16]},)"
+          R"("d":{"dtype":"F64","shape":[1,1],"data_offsets":[16,24]},"i":{"dtype":"I64","shape":[1],"data_offsets":[24,32]},)"
+          R"("o":{"dtype":"BOOL","shape":[3],"data_offsets":[32,35]},"c":{"dtype":"I8","shape":[2],"data_offsets":[35,37]},)"
+          R"("z":{"dtype":"F32","shape":[0,4],"data_offsets":[37,37]}})";
     writeBytes(dir.file("a.safetensors"), safetensorsBytes(header, data));
     const WeightsFile f = icl::readWeightsFile(dir.file("a.safetensors"));
     EXPECT_EQ(f.format, WeightsFormat::Safetensors);
-    EXPECT_EQ(names(f), (std::vector<std::string>{"f", "h", "b", "d", "i", "o", "c", "z"}));
+    EXPECT_EQ(names(f), (std::vector<std::string> { "f", "h", "b", "d", "i", "o", "c", "z" }));
     const auto m = byName(f);
-    EXPECT_EQ(m.at("f")->data, (std::vector<float>{1.5f, -2.0f}));
-    EXPECT_EQ(m.at("h")->data, (std::vector<float>{1.0f, -2.0f, float(std::ldexp(1.0, -24))}));
-    EXPECT_EQ(m.at("b")->data, (std::vector<float>{1.5f}));
+    EXPECT_EQ(m.at("f")->data, (std::vector<float> { 1.5f, -2.0f }));
+    EXPECT_EQ(m.at("h")->data, (std::vector<float> { 1.0f, -2.0f, float(std::ldexp(1.0, -24)) }));
+    EXPECT_EQ(m.at("b")->data, (std::vector<float> { 1.5f }));
     EXPECT_TRUE(m.at("b")->shape.empty());
-    EXPECT_EQ(m.at("d")->data, (std::vector<float>{1.5f}));
-    EXPECT_EQ(m.at("i")->data, (std::vector<float>{-5.0f}));
-    EXPECT_EQ(m.at("o")->data, (std::vector<float>{0.0f, 1.0f, 1.0f}));
-    EXPECT_EQ(m.at("c")->data, (std::vector<float>{-1.0f, -128.0f}));
-    EXPECT_EQ(m.at("z")->shape, (std::vector<int64_t>{0, 4}));
+    EXPECT_EQ(m.at("d")->data, (std::vector<float> { 1.5f }));
+    EXPECT_EQ(m.at("i")->data, (std::vector<float> { -5.0f }));
+    EXPECT_EQ(m.at("o")->data, (std::vector<float> { 0.0f, 1.0f, 1.0f }));
+    EXPECT_EQ(m.at("c")->data, (std::vector<float> { -1.0f, -128.0f }));
+    EXPECT_EQ(m.at("z")->shape, (std::vector<int64_t> { 0, 4 }));
     EXPECT_TRUE(m.at("z")->data.empty());
     EXPECT_EQ(f.source_dtypes.at("h"), "float16");
     EXPECT_EQ(f.source_dtypes.at("b"), "bfloat16");
     EXPECT_EQ(f.source_dtypes.at("o"), "bool");
     EXPECT_EQ(f.source_dtypes.at("c"), "int8");
-    EXPECT_EQ(f.metadata, (std::map<std::string, std::string>{{"format", "pt"}, {"note", "x"}}));
+    EXPECT_EQ(f.metadata, (std::map<std::string, std::string> { { "format", "pt" }, { "note", "x" } }));
 }
 
 TEST(WeightsFile, LyingSafetensorsHeadersAreRefused)
@@ -669,7 +689,7 @@ TEST(WeightsFile, LyingSafetensorsHeadersAreRefused)
         return errorOf([&] { icl::readWeightsFile(path); });
     };
     const auto entry = [](const std::string& body) { return "{\"w\":" + body + "}"; };
-    const std::string eight = floatBytes({1, 2});
+    const std::string eight = floatBytes({ 1, 2 });
 
     // The header length itself.
     EXPECT_NE(err(le(200'000'000, 8) + "{\"w\":1}").find("limit of 100000000"), std::string::npos);
@@ -679,39 +699,40 @@ TEST(WeightsFile, LyingSafetensorsHeadersAreRefused)
     EXPECT_NE(err(safetensorsBytes("{not json", eight)).find("not valid JSON"), std::string::npos);
     EXPECT_NE(err(safetensorsBytes(entry("5"), eight)).find("is not an object"), std::string::npos);
     EXPECT_NE(err(safetensorsBytes(entry(R"({"shape":[2],"data_offsets":[0,8]})"), eight)).find("no dtype"),
-              std::string::npos);
+        std::string::npos);
     EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"F32","data_offsets":[0,8]})"), eight)).find("no shape"),
-              std::string::npos);
+        std::string::npos);
     EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[2]})"), eight)).find("no data_offsets"),
-              std::string::npos);
-    EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"C64","shape":[1],"data_offsets":[0,8]})"), eight))
-                  .find("dtype C64"),
-              std::string::npos);
+        std::string::npos);
+    EXPECT_NE(
+        err(safetensorsBytes(entry(R"({"dtype":"C64","shape":[1],"data_offsets":[0,8]})"), eight)).find("dtype C64"),
+        std::string::npos);
     // Offsets and sizes.
     EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[4],"data_offsets":[0,16]})"), eight))
                   .find("past the end of the data"),
-              std::string::npos);
-    EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[1],"data_offsets":[8,4]})"), eight))
-                  .find("begin > end"),
-              std::string::npos);
+        std::string::npos);
+    EXPECT_NE(
+        err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[1],"data_offsets":[8,4]})"), eight)).find("begin > end"),
+        std::string::npos);
     EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[1],"data_offsets":[0,8]})"), eight))
                   .find("spanning 8 bytes"),
-              std::string::npos);
-    EXPECT_NE(err(safetensorsBytes(
-                      R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                      eight))
-                  .find("overlap"),
-              std::string::npos);
-    EXPECT_NE(err(safetensorsBytes(
-                      entry(R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]})"), eight))
-                  .find("overflows"),
-              std::string::npos);
+        std::string::npos);
+    EXPECT_NE(
+        err(safetensorsBytes(
+                R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                eight))
+            .find("overlap"),
+        std::string::npos);
+    EXPECT_NE(
+        err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]})"), eight))
+            .find("overflows"),
+        std::string::npos);
     EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})"), eight))
                   .find("non-negative"),
-              std::string::npos);
+        std::string::npos);
     EXPECT_NE(err(safetensorsBytes(entry(R"({"dtype":"F32","shape":[2],"data_offsets":[-8,0]})"), eight))
                   .find("non-negative"),
-              std::string::npos);
+        std::string::npos);
     EXPECT_NE(err(safetensorsBytes(R"({"__metadata__":{"k":3}})", "")).find("not a string"), std::string::npos);
     // Every message names the file.
     EXPECT_EQ(err(safetensorsBytes("{not json", eight)).rfind(path + ": ", 0), 0u);
@@ -720,63 +741,65 @@ TEST(WeightsFile, LyingSafetensorsHeadersAreRefused)
 TEST(WeightsFile, NpyVersionsDtypesAndFortranOrder)
 {
     fixtures::ScratchDir dir("weights_npy");
-    const std::vector<float> rowMajor = {0, 1, 2, 3, 4, 5};  // [2, 3]
-    const std::vector<float> colMajor = {0, 3, 1, 4, 2, 5};  // the same [2, 3] stored column by column
+    const std::vector<float> rowMajor = { 0, 1, 2, 3, 4, 5 }; // [2, 3]
+    const std::vector<float> colMajor = { 0, 3, 1, 4, 2, 5 }; // the same [2, 3] stored column by column
     const auto read = [&](const std::string& name, const std::string& bytes) {
         writeBytes(dir.file(name), bytes);
         return icl::readWeightsFile(dir.file(name));
     };
-    for (int major : {1, 2, 3}) {
+    for (int major : { 1, 2, 3 }) {
         const WeightsFile f = read("v" + std::to_string(major) + ".npy",
-                                   npyBytes(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
-                                            floatBytes(rowMajor)));
+            npyBytes(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", floatBytes(rowMajor)));
         EXPECT_EQ(f.format, WeightsFormat::Npy);
         ASSERT_EQ(f.tensors.size(), 1u);
         EXPECT_EQ(f.tensors[0].name, "v" + std::to_string(major));
-        EXPECT_EQ(f.tensors[0].shape, (std::vector<int64_t>{2, 3}));
+        EXPECT_EQ(f.tensors[0].shape, (std::vector<int64_t> { 2, 3 }));
         EXPECT_EQ(f.tensors[0].data, rowMajor);
     }
-    EXPECT_EQ(read("f.npy", npyBytes(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
-                                     floatBytes(colMajor)))
-                  .tensors[0]
-                  .data,
-              rowMajor);
-    EXPECT_EQ(read("be.npy", npyBytes(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }",
-                                      floatBytes(rowMajor, true)))
-                  .tensors[0]
-                  .data,
-              rowMajor);
+    EXPECT_EQ(
+        read("f.npy", npyBytes(1, "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", floatBytes(colMajor)))
+            .tensors[0]
+            .data,
+        rowMajor);
+    EXPECT_EQ(
+        read("be.npy",
+            npyBytes(1, "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", floatBytes(rowMajor, true)))
+            .tensors[0]
+            .data,
+        rowMajor);
     std::string i8;
-    for (int64_t v : {-1, 2, 3})
+    for (int64_t v : { -1, 2, 3 })
         i8 += le(uint64_t(v), 8);
-    const WeightsFile ints = read("i.npy", npyBytes(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", i8));
-    EXPECT_EQ(ints.tensors[0].data, (std::vector<float>{-1, 2, 3}));
+    const WeightsFile ints
+        = read("i.npy", npyBytes(1, "{'descr': '<i8', 'fortran_order': False, 'shape': (3,), }", i8));
+    EXPECT_EQ(ints.tensors[0].data, (std::vector<float> { -1, 2, 3 }));
     EXPECT_EQ(ints.source_dtypes.at("i"), "int64");
-    const WeightsFile b = read("b.npy", npyBytes(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }",
-                                                 std::string("\x01\x00", 2)));
-    EXPECT_EQ(b.tensors[0].data, (std::vector<float>{1, 0}));
-    const WeightsFile h = read("h.npy", npyBytes(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (), }",
-                                                 le(0xBC00, 2)));
+    const WeightsFile b = read(
+        "b.npy", npyBytes(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (2,), }", std::string("\x01\x00", 2)));
+    EXPECT_EQ(b.tensors[0].data, (std::vector<float> { 1, 0 }));
+    const WeightsFile h
+        = read("h.npy", npyBytes(1, "{'descr': '<f2', 'fortran_order': False, 'shape': (), }", le(0xBC00, 2)));
     EXPECT_TRUE(h.tensors[0].shape.empty());
-    EXPECT_EQ(h.tensors[0].data, (std::vector<float>{-1.0f}));
-    const WeightsFile d = read("d.npy", npyBytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }",
-                                                 le(0xC004000000000000ull, 8)));
-    EXPECT_EQ(d.tensors[0].data, (std::vector<float>{-2.5f}));
+    EXPECT_EQ(h.tensors[0].data, (std::vector<float> { -1.0f }));
+    const WeightsFile d = read("d.npy",
+        npyBytes(1, "{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }", le(0xC004000000000000ull, 8)));
+    EXPECT_EQ(d.tensors[0].data, (std::vector<float> { -2.5f }));
 
     const auto err = [&](const std::string& header, const std::string& data) {
         return errorOf([&] { read("bad.npy", npyBytes(1, header, data)); });
     };
     EXPECT_NE(err("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }", std::string(8, '\0')).find("<c8"),
-              std::string::npos);
+        std::string::npos);
     EXPECT_NE(err("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", std::string(4, '\0'))
                   .find("structured"),
-              std::string::npos);
-    EXPECT_NE(err("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", floatBytes(rowMajor)).find("truncated"),
-              std::string::npos);
-    EXPECT_NE(err("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", "")
-                  .find("overflows"),
-              std::string::npos);
-    EXPECT_NE(err("{'descr': '<f4', 'shape': (1,), }", floatBytes({1})).find("lacks"), std::string::npos);
+        std::string::npos);
+    EXPECT_NE(
+        err("{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }", floatBytes(rowMajor)).find("truncated"),
+        std::string::npos);
+    EXPECT_NE(
+        err("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", "").find("overflows"),
+        std::string::npos);
+    EXPECT_NE(err("{'descr': '<f4', 'shape': (1,), }", floatBytes({ 1 })).find("lacks"), std::string::npos);
     EXPECT_NE(err("not a dict", "").find(".npy header"), std::string::npos);
 }
 
@@ -790,12 +813,12 @@ std::vector<NamedArray> writerTensors()
     uint32_t nan_bits = 0x7FC01234u;
     float nan;
     std::memcpy(&nan, &nan_bits, 4);
-    t.push_back({"special", {6},
-                 {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), nan, -0.0f,
-                  std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max()}});
-    t.push_back({"scalar", {}, {3.25f}});
-    t.push_back({"empty", {0, 3}, {}});
-    t.push_back({"h\xc3\xa9llo/w\xc3\xb6rld.weight", {1, 2}, {1.0f, 2.0f}});  // UTF-8 and a slash
+    t.push_back({ "special", { 6 },
+        { std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), nan, -0.0f,
+            std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max() } });
+    t.push_back({ "scalar", {}, { 3.25f } });
+    t.push_back({ "empty", { 0, 3 }, {} });
+    t.push_back({ "h\xc3\xa9llo/w\xc3\xb6rld.weight", { 1, 2 }, { 1.0f, 2.0f } }); // UTF-8 and a slash
     return t;
 }
 
@@ -816,7 +839,8 @@ TEST(WeightsFile, SafetensorsRoundTripIsBitwise)
 {
     fixtures::ScratchDir dir("weights_st_write");
     const std::vector<NamedArray> tensors = writerTensors();
-    const std::map<std::string, std::string> metadata{{"format", "pt"}, {"icl_workbench_config", "{\"x\": [1, 2]}"}};
+    const std::map<std::string, std::string> metadata { { "format", "pt" },
+        { "icl_workbench_config", "{\"x\": [1, 2]}" } };
     icl::writeSafetensors(dir.file("w.safetensors"), tensors, metadata);
     const WeightsFile got = icl::readWeightsFile(dir.file("w.safetensors"));
     EXPECT_EQ(got.format, WeightsFormat::Safetensors);
@@ -832,7 +856,7 @@ TEST(WeightsFile, SafetensorsRoundTripIsBitwise)
     const nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n));
     EXPECT_EQ(header["__metadata__"]["format"], "pt");
     EXPECT_EQ(header["_read_in.weight"]["dtype"], "F32");
-    EXPECT_EQ(header["_read_in.weight"]["data_offsets"], nlohmann::json::array({0, 32 * 5 * 4}));
+    EXPECT_EQ(header["_read_in.weight"]["data_offsets"], nlohmann::json::array({ 0, 32 * 5 * 4 }));
     EXPECT_EQ(bytes.substr(8 + n, 32 * 5 * 4), floatBytes(bare().tensors[0].data));
 
     icl::writeSafetensors(dir.file("plain.safetensors"), tensors);
@@ -851,7 +875,8 @@ TEST(WeightsFile, TorchZipRoundTripIsBitwise)
     EXPECT_TRUE(plain.metadata.empty());
     expectSameFile(plain, tensors);
 
-    const std::map<std::string, std::string> metadata{{"icl_workbench_config", "{\"model\": {}}"}, {"note", "\xc3\xa9"}};
+    const std::map<std::string, std::string> metadata { { "icl_workbench_config", "{\"model\": {}}" },
+        { "note", "\xc3\xa9" } };
     icl::writeTorchZip(dir.file("m.pt"), tensors, metadata);
     const WeightsFile with = icl::readWeightsFile(dir.file("m.pt"));
     EXPECT_EQ(with.container_key, "state_dict");
@@ -875,7 +900,7 @@ TEST(WeightsFile, TorchZipRoundTripIsBitwise)
     };
     for (zip_int64_t i = 0; i < zip_get_num_entries(z, 0); ++i)
         entries.insert(zip_get_name(z, zip_uint64_t(i), 0));
-    std::set<std::string> want{"archive/data.pkl", "archive/version", "archive/byteorder"};
+    std::set<std::string> want { "archive/data.pkl", "archive/version", "archive/byteorder" };
     for (size_t i = 0; i < tensors.size(); ++i)
         want.insert("archive/data/" + std::to_string(i));
     EXPECT_EQ(entries, want);
@@ -896,19 +921,19 @@ TEST(WeightsFile, WritersRefuseBadInputAndLeaveNoHalfFile)
 {
     fixtures::ScratchDir dir("weights_write_fail");
     const std::string path = dir.file("w.pt");
-    icl::writeTorchZip(path, {{"a", {2}, {1, 2}}});
+    icl::writeTorchZip(path, { { "a", { 2 }, { 1, 2 } } });
     const std::string before = readBytes(path);
     const std::vector<std::vector<NamedArray>> bad = {
-        {{"a", {3}, {1, 2}}},                      // shape does not match the values
-        {{"a", {1}, {1}}, {"a", {1}, {2}}},        // two tensors of one name
-        {{"ok", {1}, {1}}, {"\xff\xfe", {1}, {2}}}, // not UTF-8
+        { { "a", { 3 }, { 1, 2 } } }, // shape does not match the values
+        { { "a", { 1 }, { 1 } }, { "a", { 1 }, { 2 } } }, // two tensors of one name
+        { { "ok", { 1 }, { 1 } }, { "\xff\xfe", { 1 }, { 2 } } }, // not UTF-8
     };
     for (const auto& tensors : bad) {
         EXPECT_NE(errorOf([&] { icl::writeTorchZip(path, tensors); }), "");
         EXPECT_NE(errorOf([&] { icl::writeSafetensors(path, tensors); }), "");
         EXPECT_EQ(readBytes(path), before);
     }
-    EXPECT_NE(errorOf([&] { icl::writeTorchZip(path, {{"a", {1}, {1}}}, {{"state_dict", "x"}}); }), "");
+    EXPECT_NE(errorOf([&] { icl::writeTorchZip(path, { { "a", { 1 }, { 1 } } }, { { "state_dict", "x" } }); }), "");
     EXPECT_EQ(readBytes(path), before);
     size_t files = 0;
     for (const auto& e : fs::directory_iterator(dir.path)) {
@@ -918,7 +943,13 @@ TEST(WeightsFile, WritersRefuseBadInputAndLeaveNoHalfFile)
     EXPECT_EQ(files, 1u) << "no temporary file is left behind";
 
     const std::string nowhere = dir.file("no/such/folder/w.pt");
-    EXPECT_NE(errorOf([&] { icl::writeTorchZip(nowhere, {{"a", {1}, {1}}}); }).find(nowhere), std::string::npos);
-    EXPECT_NE(errorOf([&] { icl::writeSafetensors(nowhere, {{"a", {1}, {1}}}); }).find(nowhere), std::string::npos);
+    EXPECT_NE(errorOf([&] {
+        icl::writeTorchZip(nowhere, { { "a", { 1 }, { 1 } } });
+    }).find(nowhere),
+        std::string::npos);
+    EXPECT_NE(errorOf([&] {
+        icl::writeSafetensors(nowhere, { { "a", { 1 }, { 1 } } });
+    }).find(nowhere),
+        std::string::npos);
     EXPECT_FALSE(fs::exists(nowhere));
 }
