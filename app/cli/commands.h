@@ -44,6 +44,7 @@ struct ExportWeightsArgs {
     std::string out;
     int64_t checkpoint = -1;
     std::string layout = "workbench";
+    bool force = false;  ///< replace an existing --out file
     bool json = false;
 };
 int runExportWeights(const ExportWeightsArgs& args);

@@ -255,6 +255,7 @@ int main(int argc, char** argv)
                    "workbench (the workbench's names, config in the metadata) or garg (a state dict for Garg et al.'s "
                    "TransformerModel, load_state_dict(strict=True))")
         ->check(CLI::IsMember({"workbench", "garg"}));
+    ew->add_flag("--force", exportWeightsArgs.force, "replace an existing output file");
     ew->add_flag("--json", exportWeightsArgs.json, "one JSON object on stdout");
 
     SweepArgs sweep;

@@ -1,4 +1,7 @@
 // icl-cli import and export-weights: foreign checkpoints in, the workbench's weights out (core/training/weights_import.h).
+#include <atomic>
+#include <csignal>
+#include <filesystem>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +16,13 @@ namespace icl::cli {
 namespace {
 
 using nlohmann::json;
+
+std::atomic<bool> g_importInterrupted{false};
+
+extern "C" void onImportInterrupt(int)
+{
+    g_importInterrupted = true;
+}
 
 json planJson(const ImportPlan& plan)
 {
@@ -78,12 +88,30 @@ int runImport(const ImportArgs& args)
         }
         return 0;
     }
+    // Ctrl-C / SIGTERM cancel at the next checkpoint: the import then removes what it wrote and releases the lock.
+    g_importInterrupted = false;
+    auto previousInt = std::signal(SIGINT, onImportInterrupt);
+    auto previousTerm = std::signal(SIGTERM, onImportInterrupt);
     ProgressBar bar("import");
-    const ImportResult r = importWeights(req, [&](int64_t done, int64_t total, const std::string& message) {
-        bar.update(done, total, message);
-        return true;
-    });
+    ImportResult r;
+    try {
+        r = importWeights(req, [&](int64_t done, int64_t total, const std::string& message) {
+            bar.update(done, total, message);
+            return !g_importInterrupted.load();
+        });
+    } catch (...) {
+        std::signal(SIGINT, previousInt);
+        std::signal(SIGTERM, previousTerm);
+        bar.finish();
+        throw;
+    }
+    std::signal(SIGINT, previousInt);
+    std::signal(SIGTERM, previousTerm);
     bar.finish();
+    if (r.cancelled) {
+        std::cerr << "icl-cli: import interrupted: nothing was written (" << args.out << " is unchanged)\n";
+        return 130;
+    }
     if (args.json) {
         json j = planJson(r.plan);
         j["out"] = args.out;
@@ -100,6 +128,9 @@ int runImport(const ImportArgs& args)
 
 int runExportWeights(const ExportWeightsArgs& args)
 {
+    std::error_code ec;
+    if (std::filesystem::exists(args.out, ec) && !args.force)
+        throw Error(args.out + ": file exists (use --force to replace it)");
     exportWeights(args.path, args.out, args.checkpoint, args.layout);
     if (args.json)
         std::cout << json{{"file", args.path}, {"out", args.out}, {"layout", args.layout}, {"checkpoint", args.checkpoint}}

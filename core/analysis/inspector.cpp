@@ -613,8 +613,8 @@ Prompt Inspector::corrupt(const Prompt& clean, const PatchingOptions& o) const
     switch (o.corruption) {
     case Corruption::ChangeLabel: {
         if (o.example < 0 || o.example >= n)
-            throw Error("patching: example " + std::to_string(o.example) + " out of range (0 to " + std::to_string(n - 1)
-                        + ")");
+            throw Error("patching: label y_" + std::to_string(o.example + 1) + " out of range (the prompt has y_1 … y_"
+                        + std::to_string(n) + ")");
         // y_i from an independent task instance at the same x_i, with the prompt's label noise.
         const Prompt other = freshInstance(mixSeed(o.seed, 1));
         p.y[size_t(o.example)]

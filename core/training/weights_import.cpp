@@ -96,8 +96,9 @@ struct LoadedSource {
     WeightsFile file;
 };
 
-/// The checkpoint files of a request, read, in step order.
-std::vector<LoadedSource> loadSources(const std::string& source)
+/// The checkpoint files of a request, read, in step order. Two files of one step (model_<step>.pt and state.pt):
+/// the model file is kept, with a warning in `warnings` when their tensors differ.
+std::vector<LoadedSource> loadSources(const std::string& source, std::vector<std::string>& warnings)
 {
     std::error_code ec;
     if (!fs::exists(source, ec))
@@ -129,10 +130,18 @@ std::vector<LoadedSource> loadSources(const std::string& source)
         s.info.sha256 = sha256File(path);
         if (nameStep >= 0)
             s.info.step = nameStep;
-        else if (s.file.train_step)
+        else if (s.file.train_step) {
+            if (*s.file.train_step < 0)
+                throw Error(path + ": train_step " + std::to_string(*s.file.train_step) + " is negative");
             s.info.step = *s.file.train_step;
-        else if (auto it = s.file.metadata.find("icl_workbench_step"); it != s.file.metadata.end())
-            s.info.step = std::stoll(it->second);
+        }
+        else if (auto it = s.file.metadata.find("icl_workbench_step"); it != s.file.metadata.end()) {
+            try {
+                s.info.step = std::stoll(it->second);
+            } catch (const std::exception&) {
+                throw Error(path + ": damaged icl_workbench_step metadata \"" + it->second + "\"");
+            }
+        }
         else
             s.info.step = 0;
         out.push_back(std::move(s));
@@ -144,9 +153,19 @@ std::vector<LoadedSource> loadSources(const std::string& source)
         return fs::path(a.info.path).filename() != "state.pt" && fs::path(b.info.path).filename() == "state.pt";
     });
     std::vector<LoadedSource> unique;
-    for (auto& s : out)
-        if (steps.insert(s.info.step).second)
+    for (auto& s : out) {
+        if (steps.insert(s.info.step).second) {
             unique.push_back(std::move(s));
+            continue;
+        }
+        const LoadedSource& kept = unique.back();
+        bool same = kept.file.tensors.size() == s.file.tensors.size();
+        for (size_t i = 0; same && i < s.file.tensors.size(); ++i)
+            same = kept.file.tensors[i].name == s.file.tensors[i].name && kept.file.tensors[i].data == s.file.tensors[i].data;
+        warnings.push_back(fs::path(s.info.path).filename().string() + " is also step " + std::to_string(s.info.step)
+                           + (same ? " with the same weights" : " but holds other weights") + ": " +
+                           fs::path(kept.info.path).filename().string() + " is imported");
+    }
     return unique;
 }
 
@@ -473,6 +492,13 @@ void assign(json& j, const std::string& path, const json& value)
 
 std::string valueText(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
+/// The integer at a key path, or 0 when absent or not an integer (parseConfig then names the bad value).
+int64_t integerAt(const json& j, const std::string& path)
+{
+    const json* v = lookup(j, path);
+    return v && v->is_number_integer() ? v->get<int64_t>() : 0;
+}
+
 /// What a config file says, as key path → value of the workbench config, and the file's kind.
 struct ConfigFileValues {
     std::string kind;  ///< "garg" (config.yaml) or "workbench" (a JSON config); "" without a file
@@ -480,6 +506,7 @@ struct ConfigFileValues {
     json base;         ///< workbench: the resolved config
     std::map<std::string, json> values;
     std::vector<std::string> warnings;
+    std::string unsupported;  ///< a refusal that only --set can lift (e.g. a Garg task the workbench does not have)
 };
 
 template <class T>
@@ -517,10 +544,11 @@ ConfigFileValues readGargYaml(const std::string& path)
             static const std::set<std::string> supported
                 = {"linear_regression", "sparse_linear_regression", "noisy_linear_regression"};
             if (!supported.count(*task))
-                throw Error(path + ": training.task: Garg et al.'s " + *task
-                            + " has no workbench task (linear_regression, sparse_linear_regression, "
-                              "noisy_linear_regression); --set task.kind=linear_regression to inspect it on linear prompts");
-            c.values["task.kind"] = *task;
+                c.unsupported = path + ": training.task: Garg et al.'s " + *task
+                                + " has no workbench task (linear_regression, sparse_linear_regression, "
+                                  "noisy_linear_regression); --set task.kind=linear_regression to inspect it on linear prompts";
+            else
+                c.values["task.kind"] = *task;
             const YAML::Node kwargs = training["task_kwargs"];
             if (auto v = yamlValue<int64_t>(kwargs, "sparsity"))
                 c.values["task.sparsity"] = *v;
@@ -616,20 +644,30 @@ Prepared prepare(const ImportRequest& request)
 {
     Prepared p;
     ImportPlan& plan = p.plan;
-    p.sources = loadSources(request.source);
+    p.sources = loadSources(request.source, plan.warnings);
     std::vector<std::vector<NamedArray>> tensors;
     for (LoadedSource& s : p.sources) {
+        for (const NamedArray& a : s.file.tensors)
+            for (float v : a.data)
+                if (!std::isfinite(v))
+                    throw Error(s.info.path + ": tensor " + a.name + " holds " + (std::isnan(v) ? "NaN" : "infinite")
+                                + " values: a damaged or diverged checkpoint is not imported");
         tensors.push_back(stripPrefixes(s.file.tensors, plan.prefixes_removed));
         plan.sources.push_back(s.info);
         std::set<std::string> warned;
         for (const auto& [name, dtype] : s.file.source_dtypes)
             if (dtype != "float32" && warned.insert(dtype).second
-                && (dtype == "float16" || dtype == "bfloat16" || dtype == "float64"))
+                && dtype != "uint8" && dtype != "bool")  // uint8 / bool: the causal-mask buffers, dropped
                 plan.warnings.push_back(fs::path(s.info.path).filename().string() + ": " + dtype
-                                        + " tensors converted to float32");
+                                        + " tensors converted to float32"
+                                        + (dtype.find("int") != std::string::npos ? " (integer weights?)" : ""));
         s.file.tensors.clear();  // the stripped copy is kept
     }
-    plan.layout = detectLayout(tensors.front());
+    try {
+        plan.layout = detectLayout(tensors.front());
+    } catch (const Error& e) {
+        throw Error(p.sources.front().info.path + ": " + e.what());
+    }
     for (size_t i = 1; i < tensors.size(); ++i)
         if (detectLayout(tensors[i]) != plan.layout)
             throw Error(p.sources[i].info.path + ": another layout than " + p.sources.front().info.path);
@@ -648,6 +686,8 @@ Prepared prepare(const ImportRequest& request)
     json sets = json::object();
     for (const std::string& s : request.sets)
         applyOverride(sets, s);
+    if (!file.unsupported.empty() && !lookup(sets, "task.kind"))
+        throw Error(file.unsupported);
 
     json config;
     if (file.kind == "workbench")
@@ -667,7 +707,7 @@ Prepared prepare(const ImportRequest& request)
                     + ": an lsa model's options (tied, heads, softmax layers, …) are not in its tensors: give the run's "
                       "workbench config with --config CONFIG.json");
     }
-    config["description"] = "imported from " + p.sources.back().info.path;
+    config["description"] = "imported from " + fs::absolute(request.source).lexically_normal().string();
     config["training"]["steps"] = std::max<int64_t>(p.sources.back().info.step, 0);
     for (const auto& [key, value] : file.values)
         assign(config, key, value);
@@ -719,9 +759,12 @@ Prepared prepare(const ImportRequest& request)
 
     // The heads count only when something gave them (not the base preset's default).
     const bool headsMissing = std::find(plan.missing.begin(), plan.missing.end(), "model.n_heads") != plan.missing.end();
-    const int64_t H = headsMissing ? 0 : config["model"].value("n_heads", int64_t(0));
+    const int64_t H = headsMissing ? 0 : integerAt(config, "model.n_heads");
     if (plan.layout == "garg" && H > 0 && sizes.d_model % H != 0)
-        throw Error("model.n_heads: " + std::to_string(H) + " does not divide n_embd = " + std::to_string(sizes.d_model));
+        throw Error("model.n_heads: " + std::to_string(H) + " (" + (lookup(sets, "model.n_heads") ? std::string("--set")
+                                                                    : configPath.empty() ? std::string("the config")
+                                                                                         : configPath)
+                    + ") does not divide the width of the tensors, n_embd = " + std::to_string(sizes.d_model));
     if (plan.layout == "garg")
         for (size_t i = 0; i < tensors.size(); ++i)
             p.params.push_back(gargToWorkbench(tensors[i], sizes, std::max<int64_t>(H, 1), i == 0 ? &plan.mapping : nullptr,
@@ -737,7 +780,7 @@ Prepared prepare(const ImportRequest& request)
     if (sizes.kind == "gpt2")
         inferred << ", " << sizes.n_layers << " layers, d_model " << sizes.d_model << ", "
                  << (H > 0 ? std::to_string(H) : std::string("?")) << " heads, " << sizes.n_positions << " positions, d = "
-                 << sizes.d << ", N = " << config["task"].value("n_context", int64_t(0));
+                 << sizes.d << ", N = " << integerAt(config, "task.n_context");
     else
         inferred << ", " << sizes.n_layers << " layers";
     if (config.contains("task") && config["task"].contains("kind") && !(plan.missing.size() && !haveConfig))
@@ -745,6 +788,12 @@ Prepared prepare(const ImportRequest& request)
     plan.inferred = inferred.str();
 
     if (!plan.missing.empty()) {
+        // Check the user's --set values now, with stand-ins for what is missing, so a misspelt key
+        // (model.n_head) is named at once instead of after the missing values are given.
+        json probe = config;
+        for (const std::string& key : plan.missing)
+            assign(probe, key, key == "task.kind" ? json("linear_regression") : json(1));
+        (void)parseConfig(probe);
         p.params.clear();
         return p;
     }
@@ -803,6 +852,9 @@ ImportResult importWeights(const ImportRequest& request, const ImportCallback& c
     ImportResult result;
     Prepared p = prepare(request);
     result.plan = p.plan;
+    for (const ImportSource& s : p.plan.sources)
+        if (fs::exists(out, ec) && fs::equivalent(out, s.path, ec))
+            throw Error(out + ": is the source checkpoint itself; write the experiment file elsewhere");
     if (!p.plan.missing.empty()) {
         std::string keys;
         for (const auto& k : p.plan.missing)
@@ -915,8 +967,10 @@ void exportWeights(const std::string& run_path, const std::string& out_path, int
                         + " holds a " + cfg.model.kind + (cfg.task.kind == "fewshot_classification" ? " classifier" : "")
                         + " (use --layout workbench)");
         tensors = workbenchToGarg(checkpoint.params, cfg, run_path);
-        if (safetensors)
+        if (safetensors) {  // a .pt stays a bare state dict, as Garg's code loads it
             metadata["format"] = "pt";
+            metadata["icl_workbench_step"] = std::to_string(step);
+        }
     }
     if (safetensors)
         writeSafetensors(out_path, tensors, metadata);
