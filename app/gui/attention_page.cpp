@@ -10,6 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include <QApplication>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QEvent>
@@ -23,8 +24,10 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
+#include <QRegularExpression>
 #include <QSignalBlocker>
 #include <QSpinBox>
+#include <QStyledItemDelegate>
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QTabWidget>
@@ -76,6 +79,53 @@ QTableWidgetItem* textItem(const QString& text)
     item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
     return item;
 }
+
+/// Prompt-editor cells: when a number's text (4 significant digits) is wider than its column, paints it with fewer
+/// digits (3, 2, 1, then a short exponent form) instead of eliding it, so that d + 1 columns fit the panel. Only the
+/// painting changes: the item's text (what the editor edits), its tooltip (all 17 digits) and its value stay.
+class FitNumberDelegate : public QStyledItemDelegate {
+public:
+    using QStyledItemDelegate::QStyledItemDelegate;
+
+protected:
+    void initStyleOption(QStyleOptionViewItem* option, const QModelIndex& index) const override
+    {
+        QStyledItemDelegate::initStyleOption(option, index);
+        const QVariant value = index.data(Qt::UserRole);
+        // Size hints (ResizeToContents) come with no rect: they measure the full text.
+        if (option->rect.width() <= 0 || option->text.isEmpty() || !value.isValid())
+            return;
+        const double v = value.toDouble();
+        if (!std::isfinite(v))
+            return;
+        const QStyle* style = option->widget ? option->widget->style() : QApplication::style();
+        const int margin = 2 * (style->pixelMetric(QStyle::PM_FocusFrameHMargin, nullptr, option->widget) + 1);
+        // The style lays the text out with fractional advances: keep a pixel to spare so it never elides.
+        const QFontMetricsF metrics(option->font);
+        const qreal room = option->rect.width() - margin - 1.0;
+        auto fits = [&](const QString& text) { return metrics.horizontalAdvance(text) <= room; };
+        if (fits(option->text))
+            return;
+        QString shortest = option->text;
+        for (int digits = 3; digits >= 1; --digits) {
+            const QString candidate = QString::number(v, 'g', digits);
+            if (candidate.size() < shortest.size())
+                shortest = candidate;
+            if (fits(candidate)) {
+                option->text = candidate;
+                return;
+            }
+        }
+        // 1 digit is still too wide (e.g. -0.0006): "-6e-4".
+        QString exponent = QString::number(v, 'e', 0);
+        exponent.replace(QRegularExpression(QStringLiteral("e([+-])0*(\\d)")), QStringLiteral("e\\1\\2"));
+        exponent.replace(QStringLiteral("e+"), QStringLiteral("e"));
+        option->text = exponent.size() < shortest.size() ? exponent : shortest;
+    }
+};
+
+/// Columns of the prompt editor (x_1 … x_d, y) that share the panel's width without a horizontal scroll bar.
+constexpr int kFittedPromptColumns = 9;
 
 } // namespace
 
@@ -189,9 +239,20 @@ AttentionPage::AttentionPage(QWidget* parent)
     m_promptTable->setObjectName(QStringLiteral("attentionPrompt"));
     m_promptTable->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_promptTable->setSelectionMode(QAbstractItemView::SingleSelection);
+    // A slightly smaller font and columns that share the panel's width (numbers rounded to fit, see
+    // FitNumberDelegate) keep x_1 … x_d and y on screen for d up to 8; wider prompts scroll (fillPromptTable).
+    QFont promptFont = m_promptTable->font();
+    if (promptFont.pointSizeF() > 0)
+        promptFont.setPointSizeF(promptFont.pointSizeF() * 0.9);
+    else if (promptFont.pixelSize() > 0)
+        promptFont.setPixelSize(std::max(8, int(std::lround(promptFont.pixelSize() * 0.9))));
+    m_promptTable->setFont(promptFont);
+    m_promptTable->setItemDelegate(new FitNumberDelegate(m_promptTable));
+    m_promptTable->setWordWrap(false);
     m_promptTable->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_promptTable->horizontalHeader()->setMinimumSectionSize(48);
-    m_promptTable->verticalHeader()->setDefaultSectionSize(22);
+    m_promptTable->horizontalHeader()->setMinimumSectionSize(
+        QFontMetrics(promptFont).horizontalAdvance(QStringLiteral("-0.0")) + 6);
+    m_promptTable->verticalHeader()->setDefaultSectionSize(QFontMetrics(promptFont).height() + 6);
     rightLayout->addWidget(m_promptTable, 3);
 
     auto* rowButtons = new QGridLayout;
@@ -297,7 +358,7 @@ AttentionPage::AttentionPage(QWidget* parent)
     columns->setStretchFactor(0, 3);
     columns->setStretchFactor(1, 4);
     columns->setStretchFactor(2, 3);
-    columns->setSizes({ 310, 460, 330 });
+    columns->setSizes({ 290, 430, 380 }); // the prompt editor: x_1 … x_8 and y side by side
     layout->addWidget(columns, 1);
     m_stack->addWidget(content);
 
@@ -942,6 +1003,9 @@ void AttentionPage::fillPromptTable()
     m_promptTable->clearContents();
     m_promptTable->setRowCount(m_hasPrompt ? int(N + 1) : 0);
     m_promptTable->setColumnCount(m_hasPrompt ? int(d + 1) : 0);
+    // Up to kFittedPromptColumns columns share the panel's width; more keep their natural width and scroll.
+    m_promptTable->horizontalHeader()->setSectionResizeMode(
+        d + 1 <= kFittedPromptColumns ? QHeaderView::Stretch : QHeaderView::ResizeToContents);
     QStringList header, rows;
     for (int64_t c = 0; c < d; ++c)
         header << (d == 1 ? QStringLiteral("x") : QStringLiteral("x[%1]").arg(c + 1));

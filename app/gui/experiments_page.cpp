@@ -1,12 +1,17 @@
 #include "app/gui/experiments_page.h"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 
 #include <QComboBox>
 #include <QDialogButtonBox>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QFormLayout>
+#include <QFrame>
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -75,7 +80,44 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
     auto* summaryBox = new QGroupBox(tr("Experiment"), this);
     auto* summaryLayout = new QVBoxLayout(summaryBox);
     summaryLayout->setContentsMargins(4, 4, 4, 4);
-    summaryLayout->addWidget(m_summary);
+
+    // Provenance of an imported run, above its summary (hidden for runs trained here).
+    m_provenance = new QFrame(summaryBox);
+    m_provenance->setObjectName(QStringLiteral("importProvenance"));
+    auto* provenanceLayout = new QVBoxLayout(m_provenance);
+    provenanceLayout->setContentsMargins(0, 0, 0, 4);
+    provenanceLayout->setSpacing(3);
+    m_provenanceLabel = new QLabel(m_provenance);
+    m_provenanceLabel->setObjectName(QStringLiteral("importProvenanceLabel"));
+    m_provenanceLabel->setWordWrap(true);
+    m_provenanceLabel->setTextFormat(Qt::PlainText);
+    QFont bold = m_provenanceLabel->font();
+    bold.setBold(true);
+    m_provenanceLabel->setFont(bold);
+    m_provenanceLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_provenanceLabel->setToolTip(tr("This run's weights come from a foreign checkpoint (icl-cli import or File ▸ "
+                                     "Import checkpoint…); its checkpoints have no training loss or wall time"));
+    m_provenanceSources = new QTableWidget(0, 4, m_provenance);
+    m_provenanceSources->setObjectName(QStringLiteral("importProvenanceSources"));
+    m_provenanceSources->setHorizontalHeaderLabels({ tr("source"), tr("format"), tr("step"), tr("SHA-256") });
+    m_provenanceSources->verticalHeader()->setVisible(false);
+    m_provenanceSources->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_provenanceSources->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_provenanceSources->setWordWrap(false);
+    m_provenanceSources->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_provenanceSources->horizontalHeader()->setStretchLastSection(true);
+    m_provenanceSources->verticalHeader()->setDefaultSectionSize(m_provenanceSources->fontMetrics().height() + 6);
+    m_provenanceSources->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    m_provenanceNotes = new QLabel(m_provenance);
+    m_provenanceNotes->setObjectName(QStringLiteral("importProvenanceNotes"));
+    m_provenanceNotes->setWordWrap(true);
+    m_provenanceNotes->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    provenanceLayout->addWidget(m_provenanceLabel);
+    provenanceLayout->addWidget(m_provenanceSources);
+    provenanceLayout->addWidget(m_provenanceNotes);
+    m_provenance->setVisible(false);
+    summaryLayout->addWidget(m_provenance);
+    summaryLayout->addWidget(m_summary, 1);
 
     m_presets->setObjectName(QStringLiteral("presetTable"));
     m_presets->setColumnCount(3);
@@ -165,8 +207,91 @@ void ExperimentsPage::newExperimentFromPreset()
     Q_EMIT newExperimentRequested(dialog.preset(), dialog.scale(), dialog.outputPath());
 }
 
+void ExperimentsPage::showProvenance(const std::string& importJson)
+{
+    m_provenanceSources->setRowCount(0);
+    m_provenanceLabel->clear();
+    m_provenanceNotes->clear();
+    m_provenanceNotes->setVisible(false);
+    m_provenance->setVisible(!importJson.empty());
+    if (importJson.empty())
+        return; // trained here
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(importJson);
+        if (!j.is_object())
+            throw std::runtime_error("not a JSON object");
+    } catch (const std::exception& e) {
+        m_provenanceLabel->setText(
+            tr("Imported, not trained here (the file's /import provenance cannot be read: %1)").arg(qs(e.what())));
+        m_provenanceSources->setVisible(false);
+        return;
+    }
+    auto str = [](const nlohmann::json& o, const char* key) {
+        const auto it = o.find(key);
+        return it != o.end() && it->is_string() ? qs(it->get<std::string>()) : QString();
+    };
+    auto strings = [](const nlohmann::json& o, const char* key) {
+        QStringList out;
+        const auto it = o.find(key);
+        if (it != o.end() && it->is_array())
+            for (const nlohmann::json& v : *it)
+                if (v.is_string())
+                    out << qs(v.get<std::string>());
+        return out;
+    };
+    const QString imported = str(j, "imported"), layout = str(j, "layout");
+    QString heading
+        = imported.isEmpty() ? tr("Imported, not trained here") : tr("Imported %1, not trained here").arg(imported);
+    if (!layout.isEmpty())
+        heading += tr(" (%1 layout)").arg(layout);
+    m_provenanceLabel->setText(heading);
+
+    const auto sources = j.find("sources");
+    const bool hasSources = sources != j.end() && sources->is_array() && !sources->empty();
+    m_provenanceSources->setVisible(hasSources);
+    if (hasSources) {
+        m_provenanceSources->setRowCount(int(sources->size()));
+        int row = 0;
+        for (const nlohmann::json& source : *sources) {
+            const nlohmann::json s = source.is_object() ? source : nlohmann::json::object();
+            const QString path = str(s, "path"), sha = str(s, "sha256");
+            auto* file = new QTableWidgetItem(QFileInfo(path).fileName());
+            file->setToolTip(path);
+            auto* format = new QTableWidgetItem(str(s, "format"));
+            const auto step = s.find("step");
+            auto* stepItem = new QTableWidgetItem(
+                step != s.end() && step->is_number_integer() ? QString::number(step->get<int64_t>()) : QStringLiteral("–"));
+            stepItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+            auto* digest = new QTableWidgetItem(sha.size() > 12 ? sha.left(12) + QStringLiteral("…") : sha);
+            digest->setToolTip(tr("SHA-256 of %1:\n%2").arg(QFileInfo(path).fileName(), sha));
+            digest->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+            m_provenanceSources->setItem(row, 0, file);
+            m_provenanceSources->setItem(row, 1, format);
+            m_provenanceSources->setItem(row, 2, stepItem);
+            m_provenanceSources->setItem(row, 3, digest);
+            ++row;
+        }
+        // Every row shown, no scroll bar: the sources are few (one per checkpoint).
+        const int rows = std::min(m_provenanceSources->rowCount(), 8);
+        m_provenanceSources->setFixedHeight(m_provenanceSources->horizontalHeader()->sizeHint().height()
+            + rows * m_provenanceSources->verticalHeader()->defaultSectionSize() + 2 * m_provenanceSources->frameWidth()
+            + 2);
+    }
+
+    QStringList notes;
+    const QStringList prefixes = strings(j, "prefixes_removed");
+    if (!prefixes.isEmpty())
+        notes << tr("prefixes removed: %1").arg(prefixes.join(QStringLiteral(", ")).toHtmlEscaped());
+    for (const QString& warning : strings(j, "warnings"))
+        notes << QStringLiteral("<span style='color:#b35900'>⚠ %1</span>").arg(warning.toHtmlEscaped());
+    m_provenanceNotes->setText(notes.join(QStringLiteral("<br>")));
+    m_provenanceNotes->setVisible(!notes.isEmpty());
+}
+
 void ExperimentsPage::showExperiment(const icl::RunSummary& summary)
 {
+    showProvenance(summary.import_json);
     auto esc = [](const std::string& s) { return qs(s).toHtmlEscaped(); };
     QString html;
     html += QStringLiteral("<h3>%1</h3>").arg(QFileInfo(qs(summary.path)).fileName().toHtmlEscaped());
@@ -190,7 +315,10 @@ void ExperimentsPage::showExperiment(const icl::RunSummary& summary)
 
     html += QStringLiteral("<h4>%1</h4><table cellspacing='2' cellpadding='2'>").arg(tr("Final metrics"));
     for (const auto& [key, values] : summary.metrics) {
-        const double v = summary.lastMetric(key);
+        double v = summary.lastMetric(key);
+        // An imported checkpoint was not trained here: the 0 s the file stores is no wall time.
+        if (!summary.import_json.empty() && key == "wall_time_s" && v == 0.0)
+            v = std::numeric_limits<double>::quiet_NaN();
         html += QStringLiteral("<tr><td style='color:gray'>%1</td><td align='right'>%2</td></tr>")
                     .arg(esc(key), std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 6));
     }

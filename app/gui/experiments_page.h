@@ -17,7 +17,10 @@ class QTextBrowser;
 namespace icl::gui {
 
 /// Lists recent experiment files and the presets, and shows the summary (metadata, checkpoints,
-/// final metrics, config) of the open experiment. Opening and creating are requests to the main
+/// final metrics, config) of the open experiment; for a run imported from a foreign checkpoint
+/// (RunSummary::import_json) also its provenance above the summary: "Imported <time>, not trained here
+/// (<layout> layout)", every source file with format, step and SHA-256 (shortened; the full digest and path
+/// in the tooltips), removed prefixes and warnings. Opening and creating are requests to the main
 /// window, which owns the files. Thread affinity: GUI thread only.
 class ExperimentsPage : public QWidget {
     Q_OBJECT
@@ -31,6 +34,14 @@ public:
     QListWidget* recentList() const { return m_recent; }
     QTableWidget* presetTable() const { return m_presets; }
     QTextBrowser* summaryView() const { return m_summary; }
+    /// The provenance of an imported run (hidden for runs trained here).
+    QWidget* provenanceBox() const { return m_provenance; }
+    /// "Imported <time>, not trained here (<layout> layout)" (empty for runs trained here).
+    QLabel* provenanceLabel() const { return m_provenanceLabel; }
+    /// One row per source file: file name, format, step, SHA-256 (first 12 hex digits and "…").
+    QTableWidget* provenanceSources() const { return m_provenanceSources; }
+    /// Removed prefixes and warnings of the import (hidden when there are none).
+    QLabel* provenanceNotes() const { return m_provenanceNotes; }
 
 public Q_SLOTS:
     /// Asks for a .h5 file and requests to open it.
@@ -43,9 +54,16 @@ Q_SIGNALS:
     void newExperimentRequested(const QString& preset, const QString& scale, const QString& outputPath);
 
 private:
+    /// Fills (or hides, for "") the provenance box from RunSummary::import_json.
+    void showProvenance(const std::string& importJson);
+
     QListWidget* m_recent = nullptr;
     QTableWidget* m_presets = nullptr;
     QTextBrowser* m_summary = nullptr;
+    QWidget* m_provenance = nullptr;
+    QLabel* m_provenanceLabel = nullptr;
+    QTableWidget* m_provenanceSources = nullptr;
+    QLabel* m_provenanceNotes = nullptr;
 };
 
 /// Dialog of "New experiment from preset": preset, scale (quick/paper) and output file.

@@ -1,9 +1,12 @@
 // icl-workbench: the ICL Workbench GUI.
 //
-//   icl-workbench [RUN.h5 | SWEEP_DIR] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
+//   icl-workbench [RUN.h5 | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
 //                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting|
 //                        attention|patching|icl-iwl] [--tab NAME]
 //                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
+//
+// A weights file (PyTorch .pt, .safetensors, .npz, … recognised from its bytes) or a run folder in Garg et al.'s
+// layout (model_<step>.pt or state.pt) opens File ▸ Import checkpoint…'s dialog on it, as a drop does.
 //
 // Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
 // opens the file on that page, waits until the page's jobs are done, saves a screenshot of the
@@ -61,9 +64,11 @@ int main(int argc, char** argv)
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("RUN.h5"),
-        QStringLiteral("Experiment file to open, or a sweep directory aggregated by icl-cli aggregate (or its "
-                       "table.csv), shown on the ICL vs IWL page's Sweep tab."),
-        "[RUN.h5|SWEEP_DIR]");
+        QStringLiteral("Experiment file to open; a sweep directory aggregated by icl-cli aggregate (or its "
+                       "table.csv), shown on the ICL vs IWL page's Sweep tab; or a checkpoint to import (a PyTorch "
+                       ".pt, .safetensors or .npz file, or a run folder with model_<step>.pt / state.pt), opened in "
+                       "the import dialog."),
+        "[RUN.h5|SWEEP_DIR|CHECKPOINT]");
     const QCommandLineOption presetOpt(
         QStringLiteral("preset"), QStringLiteral("Preset to train."), QStringLiteral("NAME"));
     const QCommandLineOption scaleOpt(QStringLiteral("scale"), QStringLiteral("Preset scale: quick or paper."),
@@ -107,9 +112,13 @@ int main(int argc, char** argv)
     const QString scale = parser.value(scaleOpt);
     if (scale != QLatin1String("quick") && scale != QLatin1String("paper"))
         return fail(QStringLiteral("--scale: expected quick or paper, got \"%1\"").arg(scale));
-    // A directory (or a .csv table) is a sweep for the ICL vs IWL page's Sweep tab, not an experiment file.
-    const bool sweepArg = !positional.isEmpty()
-        && (QFileInfo(positional.front()).isDir() || positional.front().endsWith(QLatin1String(".csv")));
+    // A weights file (recognised from its bytes) or a Garg et al. run folder goes to the import dialog, as a drop
+    // does; another directory (or a .csv table) is a sweep for the ICL vs IWL page's Sweep tab; anything else is
+    // opened as an experiment file.
+    using PathKind = icl::gui::MainWindow::PathKind;
+    const PathKind pathKind
+        = positional.isEmpty() ? PathKind::Experiment : icl::gui::MainWindow::pathKind(positional.front());
+    const bool sweepArg = !positional.isEmpty() && pathKind == PathKind::Sweep;
     std::optional<icl::gui::MainWindow::Page> page;
     if (sweepArg && !parser.isSet(pageOpt))
         page = icl::gui::MainWindow::Page::IclIwl;
@@ -161,15 +170,12 @@ int main(int argc, char** argv)
     window.show();
 
     int exitCode = 0;
-    if (sweepArg) {
-        if (!window.iclIwlPage()->openSweep(positional.front())) {
+    // An experiment opens on every page; an import source opens the import dialog; a sweep the Sweep tab (--page and
+    // --tab, applied below, still choose what is shown).
+    if (!positional.isEmpty() && !window.openPath(positional.front())) {
+        if (sweepArg)
             std::fprintf(
                 stderr, "icl-workbench: %s\n", qUtf8Printable(window.iclIwlPage()->sweepStatusLabel()->text()));
-            exitCode = 1;
-        }
-        if (!parser.isSet(tabOpt))
-            window.iclIwlPage()->showTab(QStringLiteral("sweep"));
-    } else if (!positional.isEmpty() && !window.openExperiment(positional.front())) {
         exitCode = 1;
     }
     if (parser.isSet(presetOpt) || train) {

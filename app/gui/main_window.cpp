@@ -6,6 +6,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileInfo>
@@ -18,6 +19,7 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QProgressBar>
+#include <QRegularExpression>
 #include <QPushButton>
 #include <QSettings>
 #include <QStackedWidget>
@@ -40,6 +42,7 @@
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
+#include "core/io/weights_file.h"
 #include "core/training/trainer.h"
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
@@ -459,6 +462,57 @@ void MainWindow::showError(const QString& title, const QString& message)
         return;
     }
     QMessageBox::critical(this, title, message);
+}
+
+bool MainWindow::isGargRunFolder(const QString& path)
+{
+    const QFileInfo info(path);
+    if (!info.isDir())
+        return false;
+    static const QRegularExpression checkpoint(QStringLiteral("^model_[0-9]+\\.pt$"));
+    const QStringList files = QDir(path).entryList(
+        { QStringLiteral("model_*.pt"), QStringLiteral("state.pt") }, QDir::Files | QDir::Readable);
+    for (const QString& name : files)
+        if (name == QLatin1String("state.pt") || checkpoint.match(name).hasMatch())
+            return true;
+    return false;
+}
+
+MainWindow::PathKind MainWindow::pathKind(const QString& path)
+{
+    const QFileInfo info(path);
+    if (info.isDir())
+        return isGargRunFolder(path) ? PathKind::ImportSource : PathKind::Sweep;
+    if (path.endsWith(QLatin1String(".csv"), Qt::CaseInsensitive))
+        return PathKind::Sweep;
+    if (!info.isFile())
+        return PathKind::Experiment;
+    try {
+        // From the bytes, never the name: a renamed checkpoint is still a checkpoint, an .h5 is none.
+        if (icl::detectWeightsFormat(path.toStdString()) != icl::WeightsFormat::Unknown)
+            return PathKind::ImportSource;
+    } catch (const std::exception&) {
+        // Unreadable: openExperiment reports it.
+    }
+    return PathKind::Experiment;
+}
+
+bool MainWindow::openPath(const QString& path)
+{
+    switch (pathKind(path)) {
+    case PathKind::ImportSource:
+        importSource(path);
+        return true;
+    case PathKind::Sweep: {
+        const bool ok = m_iclIwlPage->openSweep(path);
+        m_iclIwlPage->showTab(QStringLiteral("sweep"));
+        showPage(Page::IclIwl);
+        return ok;
+    }
+    case PathKind::Experiment:
+        break;
+    }
+    return openExperiment(path);
 }
 
 bool MainWindow::openExperiment(const QString& path)

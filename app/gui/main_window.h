@@ -70,6 +70,25 @@ public:
     void setScripted(bool scripted);
     bool isScripted() const { return m_scripted; }
 
+    /// What a path given on the command line is (see pathKind).
+    enum class PathKind {
+        Experiment,   ///< an experiment file (or anything else: openExperiment reports what is wrong)
+        ImportSource, ///< a weights file or a Garg et al. run folder: goes to the import dialog
+        Sweep,        ///< a sweep folder aggregated by icl-cli aggregate, or its table.csv
+    };
+    /// ImportSource for a file whose bytes icl::detectWeightsFormat recognises (PyTorch zip or legacy, TorchScript,
+    /// safetensors, .npz, .npy, whatever its name; the dialog explains the refused ones) and for a folder with
+    /// model_<step>.pt or state.pt (isGargRunFolder); Sweep for any other folder and for a .csv file; Experiment
+    /// otherwise, also for a missing or unreadable file. Reads at most the file's first bytes (and a zip's entry
+    /// names); never throws.
+    static PathKind pathKind(const QString& path);
+    /// True for a folder in Garg et al.'s layout: it holds model_<step>.pt or state.pt.
+    static bool isGargRunFolder(const QString& path);
+    /// Opens a path as `icl-workbench PATH` does, by pathKind: an experiment with openExperiment, an import source
+    /// with importSource (as a drop does), a sweep on the ICL vs IWL page's Sweep tab (that page shown). Returns false
+    /// when the experiment or the sweep could not be read (reported by openExperiment, or in the Sweep tab's status).
+    bool openPath(const QString& path);
+
     /// Reads the experiment at `path` and shows it on every page. On failure reports the
     /// icl::Error message (dialog, or stderr when scripted) and returns false; never throws.
     bool openExperiment(const QString& path);

@@ -1,6 +1,7 @@
 #include "app/gui/train_page.h"
 
 #include <cmath>
+#include <set>
 
 #include <QComboBox>
 #include <QDateTime>
@@ -50,6 +51,26 @@ QString formatDuration(double seconds)
             .arg((s / 60) % 60, 2, 10, QChar('0'))
             .arg(s % 60, 2, 10, QChar('0'));
     return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QChar('0'));
+}
+
+/// Steps of the checkpoints of `summary` that were imported from a foreign checkpoint (no wall time): the steps
+/// of /import's sources, or every checkpoint when the provenance does not list them; none for runs trained here.
+std::set<int64_t> importedSteps(const icl::RunSummary& summary)
+{
+    std::set<int64_t> steps;
+    if (summary.import_json.empty())
+        return steps;
+    try {
+        const nlohmann::json j = nlohmann::json::parse(summary.import_json);
+        for (const nlohmann::json& source : j.at("sources"))
+            steps.insert(source.at("step").get<int64_t>());
+    } catch (const std::exception&) {
+        steps.clear();
+    }
+    if (steps.empty())
+        for (const icl::CheckpointInfo& c : summary.checkpoints)
+            steps.insert(c.step);
+    return steps;
 }
 
 QString formatLoss(double v)
@@ -366,8 +387,9 @@ bool TrainPage::resumeTraining()
     }
     m_live.resume(saved);
     m_checkpoints->setRowCount(0);
+    const std::set<int64_t> imported = importedSteps(saved);
     for (const icl::CheckpointInfo& c : saved.checkpoints)
-        addCheckpointRow(c.step, c.train_loss, c.wall_time_s);
+        addCheckpointRow(c.step, c.train_loss, c.wall_time_s, imported.count(c.step) > 0);
     return launch(config, out, true, false);
 }
 
@@ -489,8 +511,9 @@ void TrainPage::showExperiment(const icl::RunSummary& summary)
         m_plot->setFigure(empty);
     }
     m_checkpoints->setRowCount(0);
+    const std::set<int64_t> imported = importedSteps(summary);
     for (const icl::CheckpointInfo& c : summary.checkpoints)
-        addCheckpointRow(c.step, c.train_loss, c.wall_time_s);
+        addCheckpointRow(c.step, c.train_loss, c.wall_time_s, imported.count(c.step) > 0);
     m_output->setText(qs(summary.path));
     try {
         const auto config = nlohmann::json::parse(summary.config_json);
@@ -519,7 +542,7 @@ void TrainPage::selectCheckpoint(qint64 step)
     }
 }
 
-void TrainPage::addCheckpointRow(int64_t step, double trainLoss, double wallTime)
+void TrainPage::addCheckpointRow(int64_t step, double trainLoss, double wallTime, bool imported)
 {
     const int row = m_checkpoints->rowCount();
     m_checkpoints->insertRow(row);
@@ -528,8 +551,10 @@ void TrainPage::addCheckpointRow(int64_t step, double trainLoss, double wallTime
     stepItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     auto* lossItem = new QTableWidgetItem(formatLoss(trainLoss));
     lossItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    auto* timeItem = new QTableWidgetItem(formatDuration(wallTime));
-    timeItem->setToolTip(tr("%1 s of training").arg(wallTime, 0, 'f', 1));
+    // An imported checkpoint was trained elsewhere: the file has no wall time for it (it stores 0).
+    auto* timeItem = new QTableWidgetItem(imported ? QStringLiteral("—") : formatDuration(wallTime));
+    timeItem->setToolTip(imported ? tr("Imported from a foreign checkpoint: not trained here, no wall time")
+                                  : tr("%1 s of training").arg(wallTime, 0, 'f', 1));
     timeItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     m_checkpoints->setItem(row, 0, stepItem);
     m_checkpoints->setItem(row, 1, lossItem);

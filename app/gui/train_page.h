@@ -92,7 +92,8 @@ private:
     void drainProgress();
     void onJobFinished(bool ok, const QString& message);
     void updateButtons();
-    void addCheckpointRow(int64_t step, double trainLoss, double wallTime);
+    /// Appends a row to the checkpoint list; `imported`: the checkpoint came from a foreign file (wall time "—").
+    void addCheckpointRow(int64_t step, double trainLoss, double wallTime, bool imported = false);
     nlohmann::json resolveChosenConfig();
 
     TrainingJob* m_job = nullptr;

@@ -19,6 +19,7 @@
 #include <QMenu>
 #include <QMenuBar>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -735,4 +736,45 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
     EXPECT_TRUE(samePrompt(gpage->prompt(), before));
     EXPECT_TRUE(gpage->statusLabel()->text().contains(tooLong + ": 8 points, the model takes at most 7 (N+1)"))
         << gpage->statusLabel()->text().toStdString();
+}
+
+TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrollingSideways)
+{
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    const std::string path = dir.filePath("d8.h5").toStdString();
+    trainRun(path, "garg-linear-regression",
+        { "task.d=8", "task.n_context=10", "training.curriculum.enabled=false", "model.n_layers=1", "model.n_heads=2",
+            "model.d_model=16", "training.batch_size=16", "training.eval_every=10", "training.checkpoint_every=10",
+            "eval.n_prompts=64", "eval.bootstrap=10" });
+    MainWindow window; // scripted: the default 1280×800 window
+    openOnAttention(window, path);
+    QTest::qWait(50); // pending layout requests
+    AttentionPage* page = window.attentionPage();
+    QTableWidget* table = page->promptTable();
+    ASSERT_EQ(page->prompt().dim(), 8);
+    ASSERT_EQ(table->columnCount(), 9) << "x_1 … x_8 and y";
+    EXPECT_FALSE(table->horizontalScrollBar()->isVisible());
+    const int last = table->columnCount() - 1;
+    EXPECT_EQ(table->horizontalHeaderItem(last)->text(), QStringLiteral("y"));
+    EXPECT_LE(table->columnViewportPosition(last) + table->columnWidth(last), table->viewport()->width())
+        << "the y column is on screen";
+    EXPECT_GE(table->columnViewportPosition(0), 0);
+    // The cells keep their values and texts (the narrower painting only rounds what is drawn).
+    const icl::Prompt& p = page->prompt();
+    for (int r = 0; r < table->rowCount(); ++r)
+        for (int c = 0; c <= last; ++c) {
+            const double v = c < last ? p.x[size_t(r)][size_t(c)] : p.y[size_t(r)];
+            EXPECT_EQ(table->item(r, c)->data(Qt::UserRole).toDouble(), v);
+            EXPECT_EQ(table->item(r, c)->text(), QString::number(v, 'g', 4));
+        }
+
+    // The smaller prompts of the other runs fit too.
+    MainWindow small;
+    openOnAttention(small, s_gpt2);
+    QTest::qWait(50);
+    QTableWidget* four = small.attentionPage()->promptTable();
+    ASSERT_EQ(four->columnCount(), 5);
+    EXPECT_FALSE(four->horizontalScrollBar()->isVisible());
+    EXPECT_LE(four->columnViewportPosition(4) + four->columnWidth(4), four->viewport()->width());
 }

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <fstream>
 
+#include <QCryptographicHash>
+#include <QDir>
 #include <QFile>
 #include <QLabel>
 #include <QListWidget>
@@ -21,13 +23,16 @@
 #include <QTextBrowser>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <qcustomplot.h>
 
 #include "app/gui/experiments_page.h"
+#include "app/gui/import_dialog.h"
 #include "app/gui/train_page.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/trainer.h"
+#include "core/training/weights_import.h"
 #include "widgets/checkpoint_timeline.h"
 #include "widgets/plot_view.h"
 
@@ -98,6 +103,27 @@ std::vector<std::pair<double, double>> metricPoints(const icl::RunSummary& s, co
         if (!std::isnan(values[i]))
             out.emplace_back(steps[i], values[i]);
     return out;
+}
+
+/// A committed foreign fixture (tests/data/foreign, written by real PyTorch with make_fixtures.py).
+QString foreignFixture(const char* name)
+{
+    return QDir::cleanPath(QStringLiteral(ICL_TEST_DATA_DIR "/foreign/") + QString::fromLatin1(name));
+}
+
+QString sha256Of(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    hash.addData(&f);
+    return QString::fromLatin1(hash.result().toHex());
+}
+
+QString jsonString(const nlohmann::json& j, const char* key)
+{
+    return QString::fromStdString(j.at(key).get<std::string>());
 }
 
 } // namespace
@@ -454,4 +480,140 @@ TEST_F(MainWindowTest, AlignmentCurvesUpdateWhileTraining)
     EXPECT_TRUE(found);
     page->stopTraining();
     ASSERT_TRUE(finished.wait(120000) || !finished.isEmpty());
+}
+
+TEST_F(MainWindowTest, AnImportedRunShowsWhereItCameFromAndARunTrainedHereDoesNot)
+{
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    icl::ImportRequest request;
+    request.source = foreignFixture("garg_run").toStdString();
+    request.out_path = dir.filePath("garg.h5").toStdString();
+    request.threads = 1;
+    icl::importWeights(request);
+    // The provenance as the file stores it, read independently of the GUI.
+    const icl::RunSummary file = icl::readRunSummary(request.out_path);
+    ASSERT_FALSE(file.import_json.empty());
+    const nlohmann::json provenance = nlohmann::json::parse(file.import_json);
+    const nlohmann::json& sources = provenance.at("sources");
+    ASSERT_EQ(sources.size(), 3u) << "model_100.pt, model_200.pt, state.pt";
+
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(request.out_path)));
+    icl::gui::ExperimentsPage* page = window.experimentsPage();
+    EXPECT_FALSE(page->provenanceBox()->isHidden());
+    EXPECT_EQ(page->provenanceLabel()->text(),
+        QStringLiteral("Imported %1, not trained here (%2 layout)")
+            .arg(jsonString(provenance, "imported"), jsonString(provenance, "layout")));
+    EXPECT_EQ(jsonString(provenance, "layout"), QStringLiteral("garg"));
+    QTableWidget* table = page->provenanceSources();
+    ASSERT_EQ(table->rowCount(), int(sources.size()));
+    // Garg et al.'s file names and steps (state.pt holds train_step 300), and the digest of each file's bytes.
+    const QStringList names = { "model_100.pt", "model_200.pt", "state.pt" };
+    const QStringList steps = { "100", "200", "300" };
+    for (int r = 0; r < table->rowCount(); ++r) {
+        const nlohmann::json& source = sources.at(size_t(r));
+        const QString path = jsonString(source, "path"), sha = jsonString(source, "sha256");
+        EXPECT_EQ(QFileInfo(path).fileName(), names[r]);
+        EXPECT_EQ(source.at("step").get<int64_t>(), steps[r].toLongLong());
+        EXPECT_EQ(sha, sha256Of(foreignFixture("garg_run") + QStringLiteral("/") + names[r]));
+        EXPECT_EQ(table->item(r, 0)->text(), names[r]);
+        EXPECT_EQ(table->item(r, 0)->toolTip(), path);
+        EXPECT_EQ(table->item(r, 1)->text(), jsonString(source, "format"));
+        EXPECT_EQ(table->item(r, 2)->text(), steps[r]);
+        EXPECT_EQ(table->item(r, 3)->text(), sha.left(12) + QStringLiteral("…")) << "shortened";
+        EXPECT_TRUE(table->item(r, 3)->toolTip().contains(sha)) << "the full digest in the tooltip";
+    }
+    EXPECT_TRUE(provenance.at("warnings").empty());
+    EXPECT_TRUE(page->provenanceNotes()->isHidden()) << "no warnings, no removed prefixes";
+    // The Train page's checkpoint list: no training loss and no wall time for checkpoints trained elsewhere.
+    QTableWidget* checkpoints = window.trainPage()->checkpointTable();
+    ASSERT_EQ(checkpoints->rowCount(), int(file.checkpoints.size()));
+    for (int r = 0; r < checkpoints->rowCount(); ++r) {
+        EXPECT_EQ(checkpoints->item(r, 0)->text(), steps[r]);
+        EXPECT_EQ(checkpoints->item(r, 1)->text(), QStringLiteral("–"));
+        EXPECT_EQ(checkpoints->item(r, 2)->text(), QStringLiteral("—"));
+    }
+
+    // A run trained here has no provenance, and its checkpoints keep their wall times.
+    const icl::RunSummary trained = icl::readRunSummary(s_run);
+    ASSERT_TRUE(trained.import_json.empty());
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
+    EXPECT_TRUE(page->provenanceBox()->isHidden());
+    EXPECT_TRUE(page->provenanceLabel()->text().isEmpty());
+    EXPECT_EQ(page->provenanceSources()->rowCount(), 0);
+    EXPECT_FALSE(page->summaryView()->toPlainText().contains("Imported"));
+    ASSERT_EQ(checkpoints->rowCount(), int(trained.checkpoints.size()));
+    for (int r = 0; r < checkpoints->rowCount(); ++r) {
+        const QString wall = checkpoints->item(r, 2)->text();
+        const qint64 seconds = std::llround(trained.checkpoints[size_t(r)].wall_time_s);
+        EXPECT_EQ(wall, QStringLiteral("%1:%2").arg(seconds / 60).arg(seconds % 60, 2, 10, QChar('0')))
+            << "m:ss of the file's wall time";
+    }
+}
+
+TEST_F(MainWindowTest, CheckpointsOnTheCommandLineOpenTheImportDialogLikeADrop)
+{
+    using Kind = MainWindow::PathKind;
+    QTemporaryDir dir;
+    ASSERT_TRUE(dir.isValid());
+    // Recognised from the bytes, whatever the name: a checkpoint renamed .ckpt is one, an experiment renamed .pt is not.
+    const QString renamed = dir.filePath("weights.ckpt");
+    ASSERT_TRUE(QFile::copy(foreignFixture("bare.pt"), renamed));
+    const QString h5AsPt = dir.filePath("run.pt");
+    ASSERT_TRUE(QFile::copy(QString::fromStdString(s_run), h5AsPt));
+    // Folders: model_<step>.pt or state.pt make a Garg run folder; any other folder stays a sweep folder.
+    const QString gargFolder = dir.filePath("garg");
+    ASSERT_TRUE(QDir().mkpath(gargFolder));
+    ASSERT_TRUE(QFile::copy(foreignFixture("garg_run/model_100.pt"), gargFolder + "/model_100.pt"));
+    const QString stateFolder = dir.filePath("state");
+    ASSERT_TRUE(QDir().mkpath(stateFolder));
+    ASSERT_TRUE(QFile::copy(foreignFixture("garg_run/state.pt"), stateFolder + "/state.pt"));
+    const QString sweepFolder = dir.filePath("sweep");
+    ASSERT_TRUE(QDir().mkpath(sweepFolder));
+    ASSERT_TRUE(QFile::copy(foreignFixture("bare.pt"), sweepFolder + "/model_best.pt"));
+
+    EXPECT_EQ(MainWindow::pathKind(QString::fromStdString(s_run)), Kind::Experiment);
+    EXPECT_EQ(MainWindow::pathKind(h5AsPt), Kind::Experiment);
+    EXPECT_EQ(MainWindow::pathKind(dir.filePath("missing.pt")), Kind::Experiment);
+    EXPECT_EQ(MainWindow::pathKind(foreignFixture("prompt.csv")), Kind::Sweep);
+    EXPECT_EQ(MainWindow::pathKind(sweepFolder), Kind::Sweep);
+    EXPECT_FALSE(MainWindow::isGargRunFolder(sweepFolder));
+    EXPECT_TRUE(MainWindow::isGargRunFolder(gargFolder));
+    EXPECT_TRUE(MainWindow::isGargRunFolder(stateFolder));
+
+    const QStringList sources = { foreignFixture("bare.pt"), foreignFixture("model.safetensors"),
+        foreignFixture("model.npz"), foreignFixture("garg_run"), renamed, gargFolder, stateFolder };
+    MainWindow window;
+    window.setScripted(true);
+    for (const QString& source : sources) {
+        SCOPED_TRACE(source.toStdString());
+        EXPECT_EQ(MainWindow::pathKind(source), Kind::ImportSource);
+        ASSERT_TRUE(window.openPath(source));
+        icl::gui::ImportDialog* dialog = window.importDialog();
+        ASSERT_NE(dialog, nullptr);
+        EXPECT_EQ(dialog->source(), source);
+        EXPECT_TRUE(dialog->isVisible());
+        ASSERT_TRUE(QTest::qWaitFor([&] { return !dialog->isBusy(); }, 120000));
+        EXPECT_TRUE(dialog->hasPlan() || !dialog->errorMessage().isEmpty());
+        EXPECT_TRUE(window.experiment().path.empty()) << "nothing is opened as an experiment";
+    }
+    // The garg run folder's plan: its three checkpoints.
+    ASSERT_TRUE(window.openPath(foreignFixture("garg_run")));
+    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.importDialog()->isBusy(); }, 120000));
+    ASSERT_TRUE(window.importDialog()->hasPlan()) << window.importDialog()->errorMessage().toStdString();
+    EXPECT_EQ(window.importDialog()->sourcesTable()->rowCount(), 3);
+    window.importDialog()->close();
+    ASSERT_TRUE(QTest::qWaitFor([&] { return window.importDialog() == nullptr; }, 10000));
+
+    // An experiment file still opens as one, with no dialog.
+    ASSERT_TRUE(window.openPath(QString::fromStdString(s_run)));
+    EXPECT_EQ(window.importDialog(), nullptr);
+    EXPECT_EQ(QFileInfo(QString::fromStdString(window.experiment().path)).absoluteFilePath(),
+        QFileInfo(QString::fromStdString(s_run)).absoluteFilePath());
+    // A folder without checkpoints is a sweep folder, as before: the ICL vs IWL page says what is missing.
+    EXPECT_FALSE(window.openPath(sweepFolder));
+    EXPECT_EQ(window.importDialog(), nullptr);
+    EXPECT_EQ(window.currentPage(), MainWindow::Page::IclIwl);
 }
