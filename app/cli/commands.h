@@ -67,6 +67,7 @@ struct ExportArgs {
     int dpi = 300;
     int64_t checkpoint = -1;
     uint64_t prompt_seed = 0;            ///< attention, lens, patching: seed of the prompt
+    std::string prompt_file;             ///< attention, lens, patching: the prompt read from this file instead (readPromptFile)
     int64_t layer = 0;                   ///< attention: 0-based layer of the head drawn
     int64_t head = 0;                    ///< attention: 0-based head
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs

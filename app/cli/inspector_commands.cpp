@@ -454,12 +454,19 @@ bool isInspectorPlot(const std::string& plot)
 void exportInspectorPlot(const ExportArgs& args)
 {
     Inspector inspector(args.path, args.checkpoint);
-    const Prompt prompt = inspector.samplePrompt(args.prompt_seed);
-    auto metadata = promptMetadata(args.path, inspector.checkpointStep(), args.prompt_seed);
+    // The same prompt as `analyze … --prompt FILE` / `--prompt-seed S`, and the same metadata.
+    AnalyzeArgs source;
+    source.path = args.path;
+    source.prompt_seed = args.prompt_seed;
+    source.prompt_file = args.prompt_file;
+    const Prompt prompt = commandPrompt(source, inspector);
+    auto metadata = promptMetadata(source, inspector.checkpointStep());
     if (args.plot == "lens") {
         const RegressionLens lens = inspector.lens(prompt);
-        exportPlot(lensFigure(lens, inspector.summary(), {{"prompt_seed", std::to_string(args.prompt_seed)}}), args.out,
-                   args.format, args.dpi);
+        std::map<std::string, std::string> origin = metadata;
+        origin.erase("experiment");
+        origin.erase("checkpoint_step");
+        exportPlot(lensFigure(lens, inspector.summary(), origin), args.out, args.format, args.dpi);
         return;
     }
     if (args.plot == "attention") {

@@ -118,8 +118,13 @@ int main(int argc, char** argv)
     x->add_option("--out", exp.out, "output file")->required();
     x->add_option("--dpi", exp.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
     x->add_option("--checkpoint", exp.checkpoint, "checkpoint step for icl_curve, attention, lens, patching (default: last)");
-    x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
+    auto* exportPromptSeed = x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
         ->check(unsignedInteger());
+    x->add_option("--prompt", exp.prompt_file,
+                  "attention, lens, patching: your own prompt from FILE (JSON or CSV, as analyze --prompt); excludes "
+                  "--prompt-seed")
+        ->type_name("FILE")
+        ->excludes(exportPromptSeed);
     x->add_option("--layer", exp.layer, "attention: 0-based layer of the head (default 0)")->check(atLeast(0));
     x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(atLeast(0));
     x->add_option("--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")

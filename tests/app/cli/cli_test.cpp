@@ -489,6 +489,29 @@ TEST(Cli, AnalyzeWithAPromptFile)
     EXPECT_NEAR(p["least_squares"]["prediction"].get<double>(), ls, 1e-6);
     EXPECT_NEAR(p["least_squares"]["prediction"].get<double>(), s["predictions"]["least_squares"]["prediction"].get<double>(),
                 1e-9);
+    // export --plot attention --prompt FILE draws the file's prompt: the same numbers as the drawn prompt give the same
+    // pattern rows, and the file is named in the metadata.
+    const std::string fromFile = temp("cli_prompt_" + tag + "_file.csv"), fromSeed = temp("cli_prompt_" + tag + "_seed.csv");
+    const Result ef = run("export " + out + " --plot attention --prompt " + jsonPath + " --format csv --out " + fromFile);
+    ASSERT_EQ(ef.code, 0) << ef.err;
+    const Result es = run("export " + out + " --plot attention --prompt-seed 3 --format csv --out " + fromSeed);
+    ASSERT_EQ(es.code, 0) << es.err;
+    auto dataRows = [](const std::string& path, std::string* comments) {
+        std::ifstream in(path);
+        std::string line, rows;
+        while (std::getline(in, line))
+            (line.rfind("#", 0) == 0 ? *comments : rows) += line + "\n";
+        return rows;
+    };
+    std::string fileComments, seedComments;
+    const std::string fileRows = dataRows(fromFile, &fileComments), seedRows = dataRows(fromSeed, &seedComments);
+    EXPECT_FALSE(fileRows.empty());
+    EXPECT_EQ(fileRows, seedRows);
+    EXPECT_NE(fileComments.find(jsonPath), std::string::npos) << fileComments;
+    EXPECT_NE(run("export " + out + " --plot attention --prompt " + jsonPath + " --prompt-seed 2 --format csv --out "
+                  + fromFile).code,
+              0);
+
     const Result text = run("analyze " + out + " attention --prompt " + jsonPath);
     ASSERT_EQ(text.code, 0) << text.err;
     EXPECT_NE(text.out.find("on prompt " + jsonPath), std::string::npos) << text.out;
