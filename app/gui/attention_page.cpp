@@ -81,7 +81,7 @@ QTableWidgetItem* textItem(const QString& text)
 }
 
 /// Prompt-editor cells: when a number's text (4 significant digits) is wider than its column, paints it with fewer
-/// digits (3, 2, 1, then a short exponent form) instead of eliding it, so that d + 1 columns fit the panel. Only the
+/// digits (3, 2, 1, then one digit in exponent form) instead of eliding it, so that d + 1 columns fit the panel. Only the
 /// painting changes: the item's text (what the editor edits), its tooltip (all 17 digits) and its value stay.
 class FitNumberDelegate : public QStyledItemDelegate {
 public:
@@ -106,9 +106,15 @@ protected:
         auto fits = [&](const QString& text) { return metrics.horizontalAdvance(text) <= room; };
         if (fits(option->text))
             return;
+        // "1.2e+02" → "1.2e2", "-6e-04" → "-6e-4".
+        auto compact = [](QString text) {
+            static const QRegularExpression exponent(QStringLiteral("e\\+?(-?)0*(\\d)"));
+            return text.replace(exponent, QStringLiteral("e\\1\\2"));
+        };
         QString shortest = option->text;
-        for (int digits = 3; digits >= 1; --digits) {
-            const QString candidate = QString::number(v, 'g', digits);
+        for (int digits = 3; digits >= 0; --digits) {
+            // 3, 2, 1 significant digits, then one digit in exponent form (e.g. -0.0006: "-6e-4").
+            const QString candidate = compact(digits > 0 ? QString::number(v, 'g', digits) : QString::number(v, 'e', 0));
             if (candidate.size() < shortest.size())
                 shortest = candidate;
             if (fits(candidate)) {
@@ -116,11 +122,7 @@ protected:
                 return;
             }
         }
-        // 1 digit is still too wide (e.g. -0.0006): "-6e-4".
-        QString exponent = QString::number(v, 'e', 0);
-        exponent.replace(QRegularExpression(QStringLiteral("e([+-])0*(\\d)")), QStringLiteral("e\\1\\2"));
-        exponent.replace(QStringLiteral("e+"), QStringLiteral("e"));
-        option->text = exponent.size() < shortest.size() ? exponent : shortest;
+        option->text = shortest; // the style elides what still does not fit
     }
 };
 

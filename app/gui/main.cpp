@@ -198,7 +198,8 @@ int main(int argc, char** argv)
         window.showPage(*page);
     else if (train || parser.isSet(presetOpt))
         window.showPage(icl::gui::MainWindow::Page::Train);
-    if (checkpoint >= 0 && window.selectCheckpoint(checkpoint) < 0 && !positional.isEmpty())
+    if (checkpoint >= 0 && window.selectCheckpoint(checkpoint) < 0 && !positional.isEmpty()
+        && pathKind != PathKind::ImportSource)
         std::fprintf(stderr, "icl-workbench: --checkpoint %lld: the experiment has no checkpoints\n",
             static_cast<long long>(checkpoint));
 

@@ -6,6 +6,7 @@
 #include <clocale>
 #include <cstdlib>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -525,6 +526,9 @@ std::string csvText(const Prompt& p, const std::map<std::string, std::string>& m
 
 Prompt readPromptFile(const std::string& path, const PromptFileLimits& limits)
 {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw Error(path + ": is a folder, expected a prompt file (JSON or CSV)");
     std::string text = readWhole(path);
     if (text.rfind("\xEF\xBB\xBF", 0) == 0)  // UTF-8 byte order mark
         text.erase(0, 3);

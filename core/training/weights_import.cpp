@@ -797,9 +797,9 @@ Prepared prepare(const ImportRequest& request)
         p.params.clear();
         return p;
     }
-    const ExperimentConfig cfg = parseConfig(config);  // throws naming the key path
-    if (cfg.task.kind == "fewshot_classification")
+    if (const json* kind = lookup(config, "task.kind"); kind && *kind == "fewshot_classification")
         throw Error("task.kind: importing few-shot classification models is not supported (regression models only)");
+    const ExperimentConfig cfg = parseConfig(config);  // throws naming the key path
     plan.config_json = toJson(cfg).dump(2);
     // Strict load into the model the config builds: every missing, unexpected or wrongly shaped parameter is named.
     ModelHandle model = makeModel(cfg, seeds::init(cfg.seed));

@@ -21,6 +21,7 @@
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTextBrowser>
+#include <QTextDocument>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -535,6 +536,25 @@ TEST_F(MainWindowTest, AnImportedRunShowsWhereItCameFromAndARunTrainedHereDoesNo
         EXPECT_EQ(checkpoints->item(r, 1)->text(), QStringLiteral("–"));
         EXPECT_EQ(checkpoints->item(r, 2)->text(), QStringLiteral("—"));
     }
+
+    // A float16 checkpoint without a config: every warning of the import is shown.
+    icl::ImportRequest fp16;
+    fp16.source = foreignFixture("fp16.pt").toStdString();
+    fp16.sets = { "model.n_heads=4", "task.kind=linear_regression" };
+    fp16.out_path = dir.filePath("fp16.h5").toStdString();
+    fp16.threads = 1;
+    icl::importWeights(fp16);
+    const nlohmann::json fp16Provenance = nlohmann::json::parse(icl::readRunSummary(fp16.out_path).import_json);
+    ASSERT_FALSE(fp16Provenance.at("warnings").empty()) << "float16 converted to float32";
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(fp16.out_path)));
+    EXPECT_FALSE(page->provenanceNotes()->isHidden());
+    QTextDocument notes;
+    notes.setHtml(page->provenanceNotes()->text());
+    for (const nlohmann::json& warning : fp16Provenance.at("warnings"))
+        EXPECT_TRUE(notes.toPlainText().contains(QString::fromStdString(warning.get<std::string>())))
+            << warning << " in " << notes.toPlainText().toStdString();
+    ASSERT_EQ(page->provenanceSources()->rowCount(), 1);
+    EXPECT_EQ(page->provenanceSources()->item(0, 0)->text(), QStringLiteral("fp16.pt"));
 
     // A run trained here has no provenance, and its checkpoints keep their wall times.
     const icl::RunSummary trained = icl::readRunSummary(s_run);
