@@ -4,6 +4,7 @@
 // come from the fixture script's constants, from SHA-256 of the files' bytes, and from planImport called
 // directly; never from the dialog.
 
+#include "foreign_fixtures.h"
 #include "app/gui/import_dialog.h"
 
 #include <algorithm>
@@ -43,21 +44,6 @@ using icl::gui::MainWindow;
 
 namespace {
 
-QString fixture(const char* name)
-{
-    return QDir::cleanPath(QStringLiteral(ICL_TEST_DATA_DIR "/foreign/") + QString::fromLatin1(name));
-}
-
-QString sha256Of(const QString& path)
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&f);
-    return QString::fromLatin1(hash.result().toHex());
-}
-
 bool waitIdle(const ImportDialog& dialog, int timeoutMs = 120000)
 {
     return QTest::qWaitFor([&] { return !dialog.isBusy(); }, timeoutMs);
@@ -87,7 +73,7 @@ TEST(ImportDialog, GargRunShowsThreeCheckpointsAndTheMappingOfThePlan)
     ASSERT_TRUE(out.isValid());
     ImportDialog dialog;
     dialog.setOutputPath(out.filePath(QStringLiteral("garg.h5")));
-    dialog.setSource(fixture("garg_run"));
+    dialog.setSource(foreignFixture("garg_run"));
     dialog.show();
     ASSERT_TRUE(waitIdle(dialog));
     ASSERT_TRUE(dialog.hasPlan()) << dialog.errorMessage().toStdString();
@@ -101,7 +87,7 @@ TEST(ImportDialog, GargRunShowsThreeCheckpointsAndTheMappingOfThePlan)
         EXPECT_EQ(sources->item(r, 0)->text(), files[r]);
         EXPECT_EQ(sources->item(r, 1)->text(), QStringLiteral("pytorch-zip"));
         EXPECT_EQ(sources->item(r, 2)->text(), steps[r]);
-        const QString sha = sha256Of(fixture("garg_run") + QLatin1Char('/') + files[r]);
+        const QString sha = sha256Of(foreignFixture("garg_run") + QLatin1Char('/') + files[r]);
         ASSERT_EQ(sha.size(), 64);
         EXPECT_EQ(sources->item(r, 3)->toolTip(), sha);
         EXPECT_TRUE(sources->item(r, 3)->text().startsWith(sha.left(12)));
@@ -109,7 +95,7 @@ TEST(ImportDialog, GargRunShowsThreeCheckpointsAndTheMappingOfThePlan)
 
     // The mapping table holds the plan's rows, in order.
     icl::ImportRequest request;
-    request.source = fixture("garg_run").toStdString();
+    request.source = foreignFixture("garg_run").toStdString();
     const icl::ImportPlan plan = icl::planImport(request);
     ASSERT_FALSE(plan.mapping.empty());
     QTableWidget* mapping = dialog.mappingTable();
@@ -137,7 +123,7 @@ TEST(ImportDialog, BarePtAsksForTheHeadsAndImportsOnceTheyAreGiven)
     const QString path = out.filePath(QStringLiteral("bare.h5"));
     ImportDialog dialog;
     dialog.setOutputPath(path);
-    dialog.setSource(fixture("bare.pt"));
+    dialog.setSource(foreignFixture("bare.pt"));
     dialog.show();
     ASSERT_TRUE(waitIdle(dialog));
     ASSERT_TRUE(dialog.hasPlan()) << dialog.errorMessage().toStdString();
@@ -190,7 +176,7 @@ TEST(ImportDialog, AConfigErrorIsShownInRedAndDisablesImport)
     ASSERT_TRUE(out.isValid());
     ImportDialog dialog;
     dialog.setOutputPath(out.filePath(QStringLiteral("bare.h5")));
-    dialog.setSource(fixture("bare.pt"));
+    dialog.setSource(foreignFixture("bare.pt"));
     ASSERT_TRUE(waitIdle(dialog));
     auto* heads = qobject_cast<QSpinBox*>(dialog.missingField(QStringLiteral("model.n_heads")));
     auto* kind = qobject_cast<QComboBox*>(dialog.missingField(QStringLiteral("task.kind")));
@@ -225,7 +211,7 @@ TEST(ImportDialog, HostilePickleIsRefusedNamingTheGlobalAndNothingIsWritten)
     ASSERT_TRUE(out.isValid());
     ImportDialog dialog;
     dialog.setOutputPath(out.filePath(QStringLiteral("hostile.h5")));
-    dialog.setSource(fixture("hostile.pt"));
+    dialog.setSource(foreignFixture("hostile.pt"));
     dialog.show();
     ASSERT_TRUE(waitIdle(dialog));
     EXPECT_FALSE(dialog.hasPlan());
@@ -237,7 +223,7 @@ TEST(ImportDialog, HostilePickleIsRefusedNamingTheGlobalAndNothingIsWritten)
     std::string refusal;
     try {
         icl::ImportRequest request;
-        request.source = fixture("hostile.pt").toStdString();
+        request.source = foreignFixture("hostile.pt").toStdString();
         icl::planImport(request);
     } catch (const icl::Error& e) {
         refusal = e.what();
@@ -258,7 +244,7 @@ TEST(ImportDialog, TruncatedFileIsRefusedWithOneLine)
     ASSERT_TRUE(out.isValid());
     ImportDialog dialog;
     dialog.setOutputPath(out.filePath(QStringLiteral("truncated.h5")));
-    dialog.setSource(fixture("truncated.pt"));
+    dialog.setSource(foreignFixture("truncated.pt"));
     ASSERT_TRUE(waitIdle(dialog));
     EXPECT_FALSE(dialog.hasPlan());
     EXPECT_FALSE(dialog.errorMessage().isEmpty());
@@ -274,7 +260,7 @@ TEST(ImportDialog, CancelDuringImportWritesNoOutputFile)
     const QString path = out.filePath(QStringLiteral("cancelled.h5"));
     ImportDialog dialog;
     dialog.setOutputPath(path);
-    dialog.setSource(fixture("garg_run"));
+    dialog.setSource(foreignFixture("garg_run"));
     dialog.show();
     ASSERT_TRUE(waitIdle(dialog));
     ASSERT_TRUE(dialog.importButton()->isEnabled()) << dialog.errorMessage().toStdString();
@@ -299,7 +285,7 @@ TEST(ImportDialog, DefaultOutputIsTheSourceStemBesideIt)
 {
     QTemporaryDir dir;
     ASSERT_TRUE(dir.isValid());
-    QFile(fixture("model.safetensors")).copy(dir.filePath(QStringLiteral("model.safetensors")));
+    QFile(foreignFixture("model.safetensors")).copy(dir.filePath(QStringLiteral("model.safetensors")));
     EXPECT_EQ(ImportDialog::defaultOutputPath(dir.filePath(QStringLiteral("model.safetensors"))),
         QDir::cleanPath(dir.filePath(QStringLiteral("model.h5"))));
     QFile taken(dir.filePath(QStringLiteral("model.h5")));
@@ -310,9 +296,9 @@ TEST(ImportDialog, DefaultOutputIsTheSourceStemBesideIt)
     ASSERT_TRUE(QDir(dir.path()).mkdir(QStringLiteral("garg_run")));
     EXPECT_EQ(ImportDialog::defaultOutputPath(dir.filePath(QStringLiteral("garg_run"))),
         QDir::cleanPath(dir.filePath(QStringLiteral("garg_run.h5"))));
-    EXPECT_TRUE(ImportDialog::isImportSource(fixture("garg_run")));
-    EXPECT_TRUE(ImportDialog::isImportSource(fixture("model.npz")));
-    EXPECT_FALSE(ImportDialog::isImportSource(fixture("prompt.csv")));
+    EXPECT_TRUE(ImportDialog::isImportSource(foreignFixture("garg_run")));
+    EXPECT_TRUE(ImportDialog::isImportSource(foreignFixture("model.npz")));
+    EXPECT_FALSE(ImportDialog::isImportSource(foreignFixture("prompt.csv")));
 }
 
 TEST(ImportDialog, DroppingAFolderOnTheMainWindowOpensTheDialogWithIt)
@@ -329,7 +315,7 @@ TEST(ImportDialog, DroppingAFolderOnTheMainWindowOpensTheDialogWithIt)
     EXPECT_TRUE(folderAction) << "File ▸ Import run folder…";
 
     QMimeData mime;
-    mime.setUrls({ QUrl::fromLocalFile(fixture("garg_run")) });
+    mime.setUrls({ QUrl::fromLocalFile(foreignFixture("garg_run")) });
     QDragEnterEvent enter(QPoint(20, 20), Qt::CopyAction, &mime, Qt::LeftButton, Qt::NoModifier);
     QApplication::sendEvent(&window, &enter);
     EXPECT_TRUE(enter.isAccepted());
@@ -337,7 +323,7 @@ TEST(ImportDialog, DroppingAFolderOnTheMainWindowOpensTheDialogWithIt)
     QApplication::sendEvent(&window, &drop);
     ImportDialog* dialog = window.importDialog();
     ASSERT_NE(dialog, nullptr);
-    EXPECT_EQ(dialog->source(), fixture("garg_run"));
+    EXPECT_EQ(dialog->source(), foreignFixture("garg_run"));
     EXPECT_TRUE(dialog->isVisible());
     ASSERT_TRUE(waitIdle(*dialog));
     ASSERT_TRUE(dialog->hasPlan()) << dialog->errorMessage().toStdString();
@@ -345,7 +331,7 @@ TEST(ImportDialog, DroppingAFolderOnTheMainWindowOpensTheDialogWithIt)
 
     // A dropped file that is neither an experiment nor a weights file is not taken.
     QMimeData csv;
-    csv.setUrls({ QUrl::fromLocalFile(fixture("prompt.csv")) });
+    csv.setUrls({ QUrl::fromLocalFile(foreignFixture("prompt.csv")) });
     QDragEnterEvent enterCsv(QPoint(20, 20), Qt::CopyAction, &csv, Qt::LeftButton, Qt::NoModifier);
     enterCsv.setAccepted(false);
     QApplication::sendEvent(&window, &enterCsv);
@@ -359,7 +345,7 @@ TEST(ImportDialog, ImportedRunOpensOnTheAttentionPage)
     const QString path = out.filePath(QStringLiteral("garg.h5"));
     MainWindow window;
     window.setScripted(true);
-    ImportDialog* dialog = window.importSource(fixture("garg_run"));
+    ImportDialog* dialog = window.importSource(foreignFixture("garg_run"));
     ASSERT_NE(dialog, nullptr);
     dialog->setOutputPath(path);
     ASSERT_TRUE(waitIdle(*dialog));
@@ -379,7 +365,7 @@ TEST(ImportDialog, ImportedRunOpensOnTheAttentionPage)
     EXPECT_EQ(summary.checkpoints[2].step, 300);
     // The next import dialog starts beside this source (the run folder's parent).
     EXPECT_EQ(QSettings().value(QStringLiteral("import/lastFolder")).toString(),
-        QFileInfo(fixture("garg_run")).absolutePath());
+        QFileInfo(foreignFixture("garg_run")).absolutePath());
     // The dialog closes (and deletes itself) after a written import.
     ASSERT_TRUE(QTest::qWaitFor([&] { return window.importDialog() == nullptr; }, 10000));
     bool idle = false;

@@ -1,6 +1,7 @@
 // The main window on a real experiment file: written once per test binary by icl::train with a
 // tiny config. Expected values are read back from that file, never from the GUI code.
 
+#include "foreign_fixtures.h"
 #include "app/gui/main_window.h"
 #include "app/gui/gd_alignment_page.h"
 
@@ -104,22 +105,6 @@ std::vector<std::pair<double, double>> metricPoints(const icl::RunSummary& s, co
         if (!std::isnan(values[i]))
             out.emplace_back(steps[i], values[i]);
     return out;
-}
-
-/// A committed foreign fixture (tests/data/foreign, written by real PyTorch with make_fixtures.py).
-QString foreignFixture(const char* name)
-{
-    return QDir::cleanPath(QStringLiteral(ICL_TEST_DATA_DIR "/foreign/") + QString::fromLatin1(name));
-}
-
-QString sha256Of(const QString& path)
-{
-    QFile f(path);
-    if (!f.open(QIODevice::ReadOnly))
-        return {};
-    QCryptographicHash hash(QCryptographicHash::Sha256);
-    hash.addData(&f);
-    return QString::fromLatin1(hash.result().toHex());
 }
 
 QString jsonString(const nlohmann::json& j, const char* key)
