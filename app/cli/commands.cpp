@@ -19,6 +19,7 @@
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/report.h"
+#include "core/training/blas.h"
 #include "core/training/trainer.h"
 #include "plot_export.h"
 #include "progress_bar.h"
@@ -229,11 +230,15 @@ int runInfo(const std::string& path, bool asJson)
         out["analyses"] = s.analyses;
         if (!s.import_json.empty())
             out["import"] = json::parse(s.import_json, nullptr, false);
+        const BlasInfo blas = blasInfo();
+        out["blas"] = {{"library", blas.library}, {"core", blas.core}, {"core_source", blas.core_source},
+                       {"best_core", blas.best_core}, {"threads", blas.intra_op_threads}};
         std::cout << out.dump(2) << "\n";
         return 0;
     }
     std::cout << path << "  (" << s.format << " v" << s.format_version << ", app " << s.app_version << ", created "
               << s.created << ")\n";
+    std::cout << "BLAS        " << blasInfo().summary() << "\n";
     if (config.is_object()) {
         if (config.value("preset", "") != "")
             std::cout << "preset      " << config["preset"].get<std::string>() << " (" << config.value("scale", "")

@@ -1,5 +1,5 @@
 // icl-cli: the headless face of ICL Workbench (same core as the GUI). See DESIGN.md for the contract.
-#include "app/openmp_env.h"
+#include "app/runtime_env.h"
 #include <cstdio>
 #include <iostream>
 
@@ -51,14 +51,16 @@ CLI::Validator unsignedInteger()
 
 int main(int argc, char** argv)
 {
-    icl::app::ensurePassiveOpenMpWait(argv);
+    icl::app::ensureRuntimeEnvironment(argv);
     using namespace icl::cli;
     CLI::App app{"ICL Workbench command line: train transformers on in-context-learning tasks and compare them "
                  "with learning algorithms"};
     app.require_subcommand(1);
     // One line on stderr for every command-line error, like every other error of icl-cli.
     app.failure_message([](const CLI::App*, const CLI::Error& e) { return "icl-cli: " + std::string(e.what()) + "\n"; });
-    app.set_version_flag("--version", ICL_APP_VERSION_STRING);
+    app.set_version_flag("--version", [] {
+        return std::string("icl-cli ") + ICL_APP_VERSION_STRING + "\nBLAS: " + icl::blasInfo().summary();
+    });
 
     bool json = false;
 

@@ -15,7 +15,7 @@
 // --run` runs activation patching with the page's default options. `--page attention` waits for the
 // first inspection of the sampled prompt; `--page icl-iwl --tab sequence` for the sequence viewer's first draw.
 
-#include "app/openmp_env.h"
+#include "app/runtime_env.h"
 
 #include <string>
 #include <cstdio>
@@ -23,6 +23,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QLabel>
 #include <QPixmap>
@@ -43,7 +44,7 @@
 
 int main(int argc, char** argv)
 {
-    icl::app::ensurePassiveOpenMpWait(argv);
+    icl::app::ensureRuntimeEnvironment(argv);
     // Without a display, help/version and scripted screenshots still work: render off-screen.
     if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
         && qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM")) {
@@ -98,8 +99,11 @@ int main(int argc, char** argv)
         QStringLiteral("OUT.png"));
     const QCommandLineOption quitOpt(
         QStringLiteral("quit"), QStringLiteral("Quit when the page's jobs are done (after the screenshot)."));
-    parser.addOptions(
-        { presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt, quitOpt });
+    const QCommandLineOption timingOpt(QStringLiteral("timing"),
+        QStringLiteral("With --screenshot or --quit: print on stderr how long the page took from opening the file to "
+                       "its first result (its jobs done), in ms."));
+    parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt,
+        quitOpt, timingOpt });
     parser.process(app);
 
     auto fail = [](const QString& message) {
@@ -168,6 +172,8 @@ int main(int argc, char** argv)
     icl::gui::MainWindow window;
     window.setScripted(scripted);
     window.show();
+    QElapsedTimer sinceOpen;
+    sinceOpen.start();
 
     int exitCode = 0;
     // An experiment opens on every page; an import source opens the import dialog; a sweep the Sweep tab (--page and
@@ -253,6 +259,10 @@ int main(int argc, char** argv)
         QCoreApplication::processEvents();
         window.flushPlots();
         QCoreApplication::processEvents();
+        if (parser.isSet(timingOpt))
+            std::fprintf(stderr, "icl-workbench: page %s: first result %lld ms after opening the file\n",
+                qUtf8Printable(parser.isSet(pageOpt) ? parser.value(pageOpt) : QStringLiteral("experiments")),
+                static_cast<long long>(sinceOpen.elapsed()));
         if (!screenshot.isEmpty()) {
             const QString dir = QFileInfo(screenshot).absolutePath();
             QDir().mkpath(dir);

@@ -43,6 +43,7 @@
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/io/weights_file.h"
+#include "core/training/blas.h"
 #include "core/training/trainer.h"
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
@@ -697,8 +698,10 @@ void MainWindow::about()
         tr("<h3>ICL Workbench %1</h3>"
            "<p>Train small transformers on synthetic in-context-learning tasks, compare them with gradient "
            "descent and other learning algorithms on the same prompts, and export publication-ready plots.</p>"
-           "<p>%2 · Qt %3</p>")
-            .arg(QStringLiteral(ICL_APP_VERSION_STRING), m_deviceLabel->text(), QString::fromLatin1(qVersion())));
+           "<p>%2 · Qt %3</p>"
+           "<p>BLAS: %4</p>")
+            .arg(QStringLiteral(ICL_APP_VERSION_STRING), m_deviceLabel->text(), QString::fromLatin1(qVersion()),
+                QString::fromStdString(icl::blasInfo().summary()).toHtmlEscaped()));
 }
 
 QStringList MainWindow::recentFiles() const

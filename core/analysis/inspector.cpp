@@ -320,8 +320,19 @@ struct Inspector::Impl {
         return std::vector<double>(x.data_ptr<double>(), x.data_ptr<double>() + d);
     }
 
+    /// Largest k of GD-k the inspector and the lens show: the number of layers, or more when the run
+    /// evaluates more GD steps.
+    int64_t gdStepsShown() const
+    {
+        int64_t kMax = nLayers();
+        for (int64_t k : config().eval.gd_steps)
+            kMax = std::max(kMax, k);
+        return kMax;
+    }
+
     /// η of GD-k for the lens: the run's fitted value, else fitted here on fresh prompts of the task
-    /// (closed form for k = 1, line search otherwise).
+    /// (closed form for k = 1, line search otherwise). The first call fits every k up to
+    /// gdStepsShown() that the run did not fit, in one search (lineSearchEtas shares its grid).
     double gdEta(int64_t k)
     {
         auto f = run.fitted.eta.find("gd_" + std::to_string(k));
@@ -332,9 +343,15 @@ struct Inspector::Impl {
             return it->second;
         const PromptBatch tuning
             = samplePrompts(task(), kLensEtaPrompts, mixSeed(config().seed, 0x1E45E7A), torch::kFloat64);
-        const double eta = k == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
-        lens_eta[k] = eta;
-        return eta;
+        std::vector<int64_t> missing;
+        for (int64_t j = 2; j <= std::max(k, gdStepsShown()); ++j)
+            if (!run.fitted.eta.count("gd_" + std::to_string(j)) && !lens_eta.count(j))
+                missing.push_back(j);
+        for (const auto& [j, eta] : lineSearchEtas(tuning, missing))
+            lens_eta[j] = eta;
+        if (k == 1)
+            lens_eta[1] = closedFormEtaOneStep(tuning);
+        return lens_eta.at(k);
     }
 
     std::vector<std::string> tokenLabels(int64_t n) const
@@ -533,9 +550,7 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
         add("least_squares", predictLeastSquares(b64).item<double>());
     if (!listed.count("ridge"))
         add("ridge", predictBaseline("ridge", b64, m.config(), m.run.fitted).item<double>());
-    int64_t kMax = m.nLayers();
-    for (int64_t k : m.config().eval.gd_steps)
-        kMax = std::max(kMax, k);
+    const int64_t kMax = m.gdStepsShown();
     for (int64_t k = 1; k <= kMax; ++k)
         if (!listed.count("gd_" + std::to_string(k)))
             add("gd_" + std::to_string(k), predictGd(b64, k, m.gdEta(k)).item<double>());
@@ -578,9 +593,7 @@ RegressionLens Inspector::lens(const Prompt& prompt, const std::vector<Ablation>
     auto add = [&](const std::string& name, double pred) {
         r.references.push_back({name, pred, 0.5 * (pred - r.target) * (pred - r.target)});
     };
-    int64_t kMax = L;
-    for (int64_t k : m.config().eval.gd_steps)
-        kMax = std::max(kMax, k);
+    const int64_t kMax = m.gdStepsShown();
     for (int64_t k = 1; k <= kMax; ++k)
         add("gd_" + std::to_string(k), predictGd(b64, k, m.gdEta(k)).item<double>());
     add("ridge", predictBaseline("ridge", b64, m.config(), m.run.fitted).item<double>());

@@ -35,10 +35,4 @@ std::string resolveDeviceName(const std::string& spec)
     return resolveDevice(spec).str();
 }
 
-void configureThreads(int threads)
-{
-    const int n = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    torch::set_num_threads(n);
-}
-
 } // namespace icl

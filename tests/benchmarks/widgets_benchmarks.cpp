@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <qcustomplot.h>
 
+#include "core/training/blas.h"
 #include "core/types/matrix.h"
 #include "widgets/attention_grid.h"
 #include "widgets/attention_pattern_view.h"
@@ -104,11 +105,13 @@ BENCHMARK(BM_AttentionPatternRedraw)->Arg(82)->Arg(1024)->Unit(benchmark::kMilli
 
 } // namespace
 
+// The BLAS of the process in the output's context, as in core_benchmarks (the redraws do not use it).
 int main(int argc, char** argv)
 {
     if (qEnvironmentVariableIsEmpty("QT_QPA_PLATFORM"))
         qputenv("QT_QPA_PLATFORM", "offscreen");
     QApplication app(argc, argv);
+    benchmark::AddCustomContext("blas", icl::blasInfo().summary());
     benchmark::Initialize(&argc, argv);
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();

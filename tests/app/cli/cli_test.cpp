@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <cstdlib>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -204,6 +206,25 @@ TEST(Cli, PresetsListsTheDefaultExperiment)
     for (const auto& p : j["presets"])
         found |= p["name"] == "vonoswald-lsa-1layer" && !p["description"].get<std::string>().empty();
     EXPECT_TRUE(found) << r.out;
+}
+
+// --version names the BLAS and the kernel core that matrix products run on (the core the loaded
+// OpenBLAS reports; with OPENBLAS_CORETYPE set, that core), and the restarted process does not
+// restart again (it returns at all).
+TEST(Cli, VersionNamesTheBlasAndItsCore)
+{
+    const Result r = run("--version");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("icl-cli ", 0), 0u) << r.out;
+    const size_t blas = r.out.find("\nBLAS: OpenBLAS ");
+    ASSERT_NE(blas, std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(", core ", blas), std::string::npos) << r.out;
+    if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) {
+        std::string lowerOut = r.out, lowerCore = forced;
+        for (std::string* s : {&lowerOut, &lowerCore})
+            std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        EXPECT_NE(lowerOut.find("core " + lowerCore + " ("), std::string::npos) << r.out;
+    }
 }
 
 // The kernel view from the command line on a freshly trained renliu-kernel run: the exact-kernel

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/baselines/baselines.h"
@@ -97,6 +100,50 @@ TEST(GradientDescent, ClosedFormEtaEqualsFineLineSearch)
     const double closed = icl::closedFormEtaOneStep(b);
     const double searched = icl::lineSearchEta(b, 1);
     EXPECT_NEAR(closed, searched, 1e-6 * closed);
+}
+
+TEST(GradientDescent, SpectralFormEqualsIteratedSteps)
+{
+    // GdSpectrum's closed form against predictGd's explicit iteration W_{t+1} = W_t − η∇L(W_t), for
+    // over- and under-determined prompts (N < d: A is singular, λ_j = 0 directions), several k and η,
+    // including an η past the stable range (the iterates grow, and both must agree on that too).
+    for (const auto& [d, n] : std::vector<std::pair<int64_t, int64_t>>{{5, 12}, {8, 3}, {20, 40}}) {
+        const auto b = prompts(64, d, n, uint64_t(10 + d), 0.1);
+        const icl::GdSpectrum spectrum(b);
+        for (int64_t k : {1, 2, 5, 12})
+            for (double eta : {0.05, 0.7, 1.9, 4.0}) {
+                const torch::Tensor iterated = icl::predictGd(b, k, eta);
+                const std::vector<double> closed = spectrum.predictions(k, eta);
+                const double scale = 1.0 + iterated.abs().max().item<double>();
+                for (int64_t i = 0; i < 64; ++i)
+                    ASSERT_NEAR(closed[size_t(i)], iterated[i].item<double>(), 1e-10 * scale)
+                        << "d = " << d << ", N = " << n << ", k = " << k << ", η = " << eta;
+                const double loss = icl::halfMse(iterated, b.queryY()).item<double>();
+                EXPECT_NEAR(spectrum.loss(k, eta), loss, 1e-10 * (1.0 + loss));
+                EXPECT_NEAR(spectrum.losses(12, eta)[size_t(k - 1)], loss, 1e-10 * (1.0 + loss));
+            }
+    }
+    // No in-context examples: every prediction is 0.
+    const auto empty = prompts(4, 3, 0, 1);
+    for (double y : icl::GdSpectrum(empty).predictions(3, 1.0))
+        EXPECT_EQ(y, 0.0);
+}
+
+TEST(GradientDescent, LineSearchFindsTheMinimumOfIteratedSteps)
+{
+    // The searched η of GD-k is no worse than any point of a fine grid evaluated with the iterated
+    // predictGd (an independent route), and the joint search equals the one-k searches.
+    const auto b = prompts(500, 5, 10, 31, 0.2);
+    const std::map<int64_t, double> joint = icl::lineSearchEtas(b, {2, 3, 6});
+    for (int64_t k : {2, 3, 6}) {
+        const double eta = joint.at(k);
+        EXPECT_DOUBLE_EQ(eta, icl::lineSearchEta(b, k));
+        const double best = icl::halfMse(icl::predictGd(b, k, eta), b.queryY()).item<double>();
+        for (double e = 0.0; e <= 6.0; e += 0.01)
+            EXPECT_LE(best, icl::halfMse(icl::predictGd(b, k, e), b.queryY()).item<double>() + 1e-12)
+                << "k = " << k << ", η = " << e;
+    }
+    EXPECT_THROW(icl::lineSearchEtas(b, {0}), std::exception);
 }
 
 TEST(GradientDescent, BestEtaMatchesTheAnalyticValueForUniformInputs)

@@ -1,0 +1,161 @@
+#include "core/training/blas.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <thread>
+
+#include <torch/torch.h>
+
+namespace icl {
+
+namespace {
+
+std::string lower(std::string s)
+{
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return s;
+}
+
+/// An OpenBLAS function of the loaded library, or nullptr when the BLAS is not OpenBLAS. Looked up
+/// at run time so that the core also works over MKL or the reference BLAS.
+template <typename Fn>
+Fn openBlasFunction(const char* name)
+{
+    return reinterpret_cast<Fn>(::dlsym(RTLD_DEFAULT, name));
+}
+
+std::string envOr(const char* name, const std::string& fallback)
+{
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::string(v) : fallback;
+}
+
+} // namespace
+
+CpuVectorFeatures cpuVectorFeatures()
+{
+    CpuVectorFeatures f;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    f.avx = __builtin_cpu_supports("avx");
+    f.avx2 = __builtin_cpu_supports("avx2");
+    f.fma = __builtin_cpu_supports("fma");
+    f.avx512f = __builtin_cpu_supports("avx512f");
+    f.avx512bw = __builtin_cpu_supports("avx512bw");
+    f.avx512vl = __builtin_cpu_supports("avx512vl");
+    f.avx512dq = __builtin_cpu_supports("avx512dq");
+#endif
+    return f;
+}
+
+std::string bestOpenBlasCore(const CpuVectorFeatures& cpu)
+{
+    if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq)
+        return "SkylakeX";
+    if (cpu.avx2 && cpu.fma)
+        return "Haswell";
+    if (cpu.avx)
+        return "Sandybridge";
+    return "";
+}
+
+int openBlasCoreLevel(const std::string& core)
+{
+    const std::string c = lower(core);
+    for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"})
+        if (c == name)
+            return 3;
+    for (const char* name : {"haswell", "zen"})
+        if (c == name)
+            return 2;
+    for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller", "excavator"})
+        if (c == name)
+            return 1;
+    return 0;
+}
+
+std::string openBlasCoreToForce(const std::string& chosen, const CpuVectorFeatures& cpu)
+{
+    const std::string best = bestOpenBlasCore(cpu);
+    if (best.empty() || openBlasCoreLevel(chosen) >= openBlasCoreLevel(best))
+        return "";
+    return best;
+}
+
+std::string loadedOpenBlasCore()
+{
+    auto corename = openBlasFunction<char* (*)()>("openblas_get_corename");
+    if (corename == nullptr)
+        return "";
+    const char* name = corename();
+    return name != nullptr ? std::string(name) : std::string();
+}
+
+bool preferBestOpenBlasCore()
+{
+    if (std::getenv("OPENBLAS_CORETYPE") != nullptr)
+        return false;  // the user's (or an earlier start's) choice stands
+    const std::string chosen = loadedOpenBlasCore();
+    if (chosen.empty())
+        return false;
+    const std::string force = openBlasCoreToForce(chosen, cpuVectorFeatures());
+    if (force.empty())
+        return false;
+    ::setenv("OPENBLAS_CORETYPE", force.c_str(), 1);
+    ::setenv("ICL_OPENBLAS_FALLBACK", chosen.c_str(), 1);
+    return true;
+}
+
+int defaultThreads()
+{
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void configureThreads(int threads)
+{
+    torch::set_num_threads(threads > 0 ? threads : defaultThreads());
+}
+
+std::string BlasInfo::summary() const
+{
+    std::string s = library;
+    if (!core.empty())
+        s += ", core " + core + " (" + core_source + ")";
+    s += ", " + std::to_string(intra_op_threads) + (intra_op_threads == 1 ? " thread" : " threads");
+    return s;
+}
+
+BlasInfo blasInfo()
+{
+    BlasInfo info;
+    info.best_core = bestOpenBlasCore(cpuVectorFeatures());
+    info.intra_op_threads = defaultThreads();
+    auto config = openBlasFunction<char* (*)()>("openblas_get_config");
+    if (config == nullptr) {
+        info.library = "not OpenBLAS (no openblas_get_config in the process)";
+        return info;
+    }
+    // "OpenBLAS 0.3.21 NO_LAPACKE DYNAMIC_ARCH NO_AFFINITY USE_OPENMP Haswell MAX_THREADS=64"
+    const std::string full = config() != nullptr ? std::string(config()) : std::string("OpenBLAS");
+    size_t cut = full.find(' ');
+    cut = cut == std::string::npos ? cut : full.find(' ', cut + 1);
+    info.library = full.substr(0, cut);
+    info.config = cut == std::string::npos ? std::string() : full.substr(cut + 1);
+    info.core = loadedOpenBlasCore();
+    if (auto threads = openBlasFunction<int (*)()>("openblas_get_num_threads"))
+        info.blas_threads = threads();
+    const std::string fallback = envOr("ICL_OPENBLAS_FALLBACK", "");
+    if (std::getenv("OPENBLAS_CORETYPE") == nullptr)
+        info.core_source = "detected by OpenBLAS";
+    else if (!fallback.empty())
+        info.core_source = "set by ICL Workbench: OpenBLAS had fallen back to " + fallback;
+    else
+        info.core_source = "OPENBLAS_CORETYPE from the environment";
+    if (openBlasCoreLevel(info.core) < openBlasCoreLevel(info.best_core))
+        info.core_source += "; this CPU could run " + info.best_core;
+    return info;
+}
+
+} // namespace icl
