@@ -162,31 +162,29 @@ void IclCurvePage::run()
     m_runner->enqueue(
         CurveJob, tr("ICL curve"),
         [this, generation, path, o, stop]() -> AnalysisRunner::Continuation {
-            auto curve = std::make_shared<icl::IclCurve>(
-                icl::computeIclCurve(path, o, [this, stop](int64_t done, int64_t total) {
+            auto curve = std::make_shared<icl::IclCurve>(icl::computeIclCurve(
+                path, o,
+                [this, stop](int64_t done, int64_t total) {
                     const int percent = int(100 * done / std::max<int64_t>(1, total));
                     QMetaObject::invokeMethod(
                         this,
                         [this, percent] { Q_EMIT progressChanged(percent, tr("ICL curve: %1%").arg(percent)); },
                         Qt::QueuedConnection);
                     return !*stop;
+                },
+                [this, generation](const icl::IclCurve& first) {
+                    QMetaObject::invokeMethod(
+                        this,
+                        [this, generation, first] {
+                            if (generation == m_generation)
+                                showCurve(first, true);
+                        },
+                        Qt::QueuedConnection);
                 }));
             return [this, generation, curve] {
                 if (generation != m_generation)
                     return;
-                m_curve = *curve;
-                m_plot->setFigure(icl::iclCurveFigure(m_curve, m_summary));
-                QString text = tr("Checkpoint %1, %2 prompts").arg(m_curve.checkpoint_step).arg(m_curve.n_prompts);
-                if (!m_curve.n_examples.empty()) {
-                    text += tr("; error with %1 in-context examples:").arg(m_curve.n_examples.back());
-                    QStringList parts;
-                    for (const icl::IclCurveSeries& s : m_curve.series)
-                        if (!s.error.empty())
-                            parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), number(s.error.back()));
-                    text += QLatin1Char(' ') + parts.join(QStringLiteral(", "));
-                }
-                m_summaryLabel->setText(text);
-                m_status->clear();
+                showCurve(*curve, false);
             };
         },
         [this, generation](const QString& error) {
@@ -194,6 +192,27 @@ void IclCurvePage::run()
                 return;
             m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
         });
+}
+
+void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
+{
+    m_curve = curve;
+    m_plot->setFigure(icl::iclCurveFigure(m_curve, m_summary));
+    QString text = tr("Checkpoint %1, %2 prompts").arg(m_curve.checkpoint_step).arg(m_curve.n_prompts);
+    if (!m_curve.n_examples.empty()) {
+        text += tr("; error with %1 in-context examples:").arg(m_curve.n_examples.back());
+        QStringList parts;
+        for (const icl::IclCurveSeries& s : m_curve.series)
+            if (!s.error.empty())
+                parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), number(s.error.back()));
+        text += QLatin1Char(' ') + parts.join(QStringLiteral(", "));
+    }
+    m_summaryLabel->setText(text);
+    if (preview)
+        m_status->setText(tr("First look on the first %1 prompts; computing the curve on all of them…")
+                              .arg(m_curve.n_prompts));
+    else
+        m_status->clear();
 }
 
 } // namespace icl::gui

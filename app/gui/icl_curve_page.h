@@ -66,6 +66,9 @@ Q_SIGNALS:
 
 private:
     void run();
+    /// Plots `curve` and its summary line; a preview (computed on the first prompts only) keeps the
+    /// status line saying that the rest is still being computed.
+    void showCurve(const icl::IclCurve& curve, bool preview);
     bool ready() const;
 
     AnalysisRunner* m_runner = nullptr;

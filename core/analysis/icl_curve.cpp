@@ -44,8 +44,21 @@ void addPoint(IclCurveSeries& s, const torch::Tensor& losses, const torch::Tenso
 
 } // namespace
 
+/// Bootstrap counts [R, P]: row r counts how often each of P prompts is drawn in resample r.
+torch::Tensor bootstrapCounts(int64_t resamples, int64_t P, uint64_t seed)
+{
+    if (resamples <= 0)
+        return {};
+    auto gen = at::detail::createCPUGenerator(seed);
+    const torch::Tensor idx
+        = torch::randint(P, {resamples, P}, gen, torch::TensorOptions().dtype(torch::kLong));
+    return torch::zeros({resamples, P}, torch::kFloat64)
+        .scatter_add_(1, idx, torch::ones({resamples, P}, torch::kFloat64));
+}
+
 IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options,
-                         const std::function<bool(int64_t, int64_t)>& progress)
+                         const std::function<bool(int64_t, int64_t)>& progress,
+                         const std::function<void(const IclCurve&)>& preview)
 {
     const RunSummary summary = readRunSummary(path);
     if (summary.checkpoints.empty())
@@ -71,34 +84,58 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     const int64_t nPrompts = options.n_prompts > 0 ? options.n_prompts : cfg.eval.n_prompts;
     const PromptBatch prompts = samplePrompts(
         cfg.task, nPrompts, options.seed == 0 ? seeds::eval(cfg.seed) : mixSeed(options.seed, 1));
-    torch::Tensor resampleIdx;
-    if (cfg.eval.bootstrap > 0) {
-        auto gen = at::detail::createCPUGenerator(mixSeed(options.seed, 3));
-        const torch::Tensor idx = torch::randint(nPrompts, {cfg.eval.bootstrap, nPrompts}, gen,
-                                                 torch::TensorOptions().dtype(torch::kLong));
-        resampleIdx = torch::zeros({cfg.eval.bootstrap, nPrompts}, torch::kFloat64)
-                          .scatter_add_(1, idx, torch::ones({cfg.eval.bootstrap, nPrompts}, torch::kFloat64));
-    }
-
-    IclCurve curve;
-    curve.checkpoint_step = step;
-    curve.n_prompts = nPrompts;
-    curve.loss_name = "0.5·squared error";
     const int64_t N = cfg.task.n_context;
     const auto names = baselineNames(cfg.eval);
-    for (int64_t n = 1; n <= N; ++n) {
-        if (progress && !progress(n - 1, N))
+
+    // After n examples the query is x_{n+1} (Garg et al.'s per-position evaluation), so a causal model
+    // (gpt2) gives every point of the curve from one forward pass over the whole prompts: its
+    // prediction at the x_{n+1} token sees exactly the n examples before it. Other models (lsa) run
+    // once per n on the first n + 1 points. Chunks of prompts keep memory flat and cancel responsive.
+    const int64_t chunk = 64, nChunks = model.predict_all ? (nPrompts + chunk - 1) / chunk : 0;
+    const bool withPreview = preview && model.predict_all && nChunks > 1;
+    const int64_t total = nChunks + (withPreview ? 2 * N : N);
+    int64_t done = 0;
+    auto tick = [&] {
+        if (progress && !progress(done++, total))
             throw Error("cancelled");
-        const PromptBatch b = prompts.prefix(n);
-        const torch::Tensor y = b.queryY().to(torch::kFloat64);
-        curve.n_examples.push_back(n);
-        auto lossOf = [&](const torch::Tensor& pred) { return 0.5 * (pred.to(torch::kFloat64) - y).pow(2); };
-        addPoint(*seriesFor(curve, "model"), lossOf(model.predict(b)), resampleIdx);
-        for (const auto& name : names)
-            addPoint(*seriesFor(curve, name), lossOf(predictBaseline(name, b, cfg, fitted)), resampleIdx);
+    };
+
+    // The curve over the first P prompts; `all` [P, N+1] holds a causal model's predictions.
+    auto curveOf = [&](int64_t P, const torch::Tensor& all, const torch::Tensor& resampleIdx) {
+        IclCurve curve;
+        curve.checkpoint_step = step;
+        curve.n_prompts = P;
+        curve.loss_name = "0.5·squared error";
+        const PromptBatch used = P == nPrompts ? prompts : prompts.slice(0, P);
+        for (int64_t n = 1; n <= N; ++n) {
+            tick();
+            const PromptBatch b = used.firstPoints(n);
+            const torch::Tensor y = b.queryY().to(torch::kFloat64);
+            curve.n_examples.push_back(n);
+            auto lossOf = [&](const torch::Tensor& pred) { return 0.5 * (pred.to(torch::kFloat64) - y).pow(2); };
+            addPoint(*seriesFor(curve, "model"), lossOf(all.defined() ? all.select(1, n) : model.predict(b)),
+                     resampleIdx);
+            for (const auto& name : names)
+                addPoint(*seriesFor(curve, name), lossOf(predictBaseline(name, b, cfg, fitted)), resampleIdx);
+        }
+        return curve;
+    };
+
+    torch::Tensor all;  // [P, N+1] causal predictions
+    if (model.predict_all) {
+        std::vector<torch::Tensor> parts;
+        for (int64_t c = 0; c < nChunks; ++c) {
+            tick();
+            parts.push_back(model.predict_all(prompts.slice(c * chunk, std::min(nPrompts, (c + 1) * chunk))));
+            if (c == 0 && withPreview)  // a first look on the first chunk's prompts
+                preview(curveOf(chunk, parts.front().to(torch::kFloat64),
+                                bootstrapCounts(cfg.eval.bootstrap, chunk, mixSeed(options.seed, 4))));
+        }
+        all = torch::cat(parts, 0).to(torch::kFloat64);
     }
+    IclCurve curve = curveOf(nPrompts, all, bootstrapCounts(cfg.eval.bootstrap, nPrompts, mixSeed(options.seed, 3)));
     if (progress)
-        progress(N, N);
+        progress(total, total);
 
     if (options.store) {
         nlohmann::json result, opts;

@@ -1,6 +1,8 @@
 #pragma once
-// ICL curve (Garg et al. 2022): error at each number of in-context examples for the model and
-// every baseline, on the same fresh prompts, with bootstrap 95% confidence intervals.
+// ICL curve (Garg et al. 2022): error at each number of in-context examples n for the model and
+// every baseline, on the same prompts, with bootstrap 95% confidence intervals. As in Garg et al.,
+// the point at n is the prediction of y_{n+1} at x_{n+1} from the first n examples (at n = N, the
+// prompt's query), so a causal model's whole curve comes from one forward pass.
 // Torch-free header.
 
 #include <cstdint>
@@ -22,9 +24,12 @@ struct IclCurveOptions {
 };
 
 /// Computes the curve for the experiment at `path`. The progress callback gets (done, total) and
-/// returns false to cancel (then icl::Error("cancelled") is thrown).
-/// Thread affinity: worker thread.
+/// returns false to cancel (then icl::Error("cancelled") is thrown). For a causal model (gpt2) over
+/// more than 64 prompts, `preview` (when given) first receives the curve on the first 64 prompts —
+/// a first look within about a second on the paper-scale model, before the full forward pass.
+/// Thread affinity: worker thread (both callbacks run on it).
 IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options,
-                         const std::function<bool(int64_t, int64_t)>& progress = {});
+                         const std::function<bool(int64_t, int64_t)>& progress = {},
+                         const std::function<void(const IclCurve&)>& preview = {});
 
 } // namespace icl

@@ -16,6 +16,12 @@ PromptBatch PromptBatch::prefix(int64_t n) const
     return {keep(x), keep(y), w};
 }
 
+PromptBatch PromptBatch::firstPoints(int64_t n) const
+{
+    TORCH_CHECK(n >= 0 && n <= nContext(), "prefix length out of range");
+    return {x.narrow(1, 0, n + 1), y.narrow(1, 0, n + 1), w};
+}
+
 PromptBatch PromptBatch::to(const torch::Device& device) const
 {
     return {x.to(device), y.to(device), w.to(device)};

@@ -25,6 +25,10 @@ struct PromptBatch {
 
     /// The same prompts keeping only the first n in-context examples (and the query).
     PromptBatch prefix(int64_t n) const;
+    /// The first n + 1 points of each prompt: n in-context examples and x_{n+1} as the query, the
+    /// prediction a causal model makes at the x_{n+1} token (Garg et al.: every prefix is a query).
+    /// firstPoints(N) is the whole prompt. Requires 0 ≤ n ≤ N.
+    PromptBatch firstPoints(int64_t n) const;
     PromptBatch to(const torch::Device& device) const;    ///< the same prompts on `device`
     PromptBatch slice(int64_t begin, int64_t end) const;  ///< prompts [begin, end)
 };

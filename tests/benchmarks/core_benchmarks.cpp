@@ -10,6 +10,7 @@
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "app/runtime_env.h"
+#include "core/analysis/icl_curve.h"
 #include "core/analysis/inspector.h"
 #include "core/analysis/probe.h"
 #include "core/io/config.h"
@@ -321,6 +322,36 @@ BENCHMARK(BM_InspectFirstOpen)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(3);
+
+// The ICL-curve page's first result on the run's 1,280 evaluation prompts (inspectorRun sets eval.n_prompts
+// to 64, so this sets 1,280 explicitly): the preview on the first 64 prompts (ms_first_look), and the
+// whole curve (the benchmark's time).
+void BM_IclCurve(benchmark::State& state)
+{
+    const std::string path = inspectorRun(state);
+    icl::IclCurveOptions o;
+    o.n_prompts = 1280;
+    o.threads = int(state.range(4));
+    std::vector<double> firstLook;
+    for (auto _ : state) {
+        const auto start = std::chrono::steady_clock::now();
+        const icl::IclCurve curve = icl::computeIclCurve(path, o, {}, [&](const icl::IclCurve&) {
+            firstLook.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        });
+        benchmark::DoNotOptimize(curve.series.front().error.back());
+    }
+    std::sort(firstLook.begin(), firstLook.end());
+    state.counters["ms_first_look"] = firstLook.empty() ? 0.0 : firstLook[firstLook.size() / 2];
+    std::filesystem::remove(path);
+}
+BENCHMARK(BM_IclCurve)
+    ->Args({0, 4, 4, 64, 0})
+    ->Args({0, 4, 4, 64, 1})
+    ->Args({0, 12, 8, 256, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 /// The line search over η as it was before the spectral form: a 250-cell grid refined by golden
 /// section, every loss evaluated by iterating predictGd (k GD steps on the whole batch).

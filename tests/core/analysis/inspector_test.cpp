@@ -10,6 +10,7 @@
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 #include <unistd.h>
 
+#include "core/analysis/icl_curve.h"
 #include "core/analysis/inspector.h"
 #include "core/analysis/run_loader.h"
 #include "core/baselines/baselines.h"
@@ -288,6 +289,47 @@ TEST(Inspector, LensAtTheLastLayerEqualsTheModelsPrediction)
     // LSA: the embedding's read-out is −(query y-slot) = 0.
     icl::Inspector insp(lsaRun());
     EXPECT_EQ(insp.lens(insp.samplePrompt(1)).prediction.front(), 0.0);
+}
+
+// The ICL curve of a causal model comes from one forward pass over whole prompts; each of its points
+// must equal the independent route: the model run on the first n + 1 points of each prompt (n examples,
+// x_{n+1} as the query), and the preview must be the same computation on the first 64 prompts.
+TEST(IclCurve, OneCausalPassEqualsRunningEveryPrefix)
+{
+    for (const std::string* path : {&gptRun(), &lsaRun()}) {
+        icl::IclCurveOptions o;
+        o.n_prompts = 200;
+        o.seed = 5;
+        o.threads = 1;
+        std::vector<icl::IclCurve> previews;
+        const icl::IclCurve curve
+            = icl::computeIclCurve(*path, o, {}, [&](const icl::IclCurve& c) { previews.push_back(c); });
+        const icl::LoadedRun run = icl::loadRun(*path, -1);
+        const icl::PromptBatch prompts = icl::samplePrompts(run.config.task, 200, icl::mixSeed(5, 1));
+        const bool causal = run.config.model.kind == "gpt2";
+        ASSERT_EQ(previews.size(), causal ? 1u : 0u);  // only a causal model's curve has a first look
+        torch::NoGradGuard guard;
+        auto modelError = [&](const icl::PromptBatch& b, int64_t n) {
+            const icl::PromptBatch first = b.firstPoints(n);
+            const torch::Tensor e = run.model.predict(first).to(torch::kFloat64) - first.queryY().to(torch::kFloat64);
+            return (0.5 * e.pow(2)).mean().item<double>();
+        };
+        const int64_t N = run.config.task.n_context;
+        ASSERT_EQ(curve.n_examples.size(), size_t(N));
+        ASSERT_EQ(curve.series.front().name, "model");
+        for (int64_t n = 1; n <= N; ++n) {
+            const double want = modelError(prompts, n);
+            EXPECT_NEAR(curve.series.front().error[size_t(n - 1)], want, 1e-5 * (1.0 + want)) << *path << ", n = " << n;
+            if (causal) {
+                const double first = modelError(prompts.slice(0, 64), n);
+                EXPECT_EQ(previews.front().n_prompts, 64);
+                EXPECT_NEAR(previews.front().series.front().error[size_t(n - 1)], first, 1e-5 * (1.0 + first));
+            }
+        }
+        // At n = N the point is the prompt's own query: the model's ordinary prediction.
+        const torch::Tensor e = run.model.predict(prompts).to(torch::kFloat64) - prompts.queryY().to(torch::kFloat64);
+        EXPECT_NEAR(curve.series.front().error.back(), (0.5 * e.pow(2)).mean().item<double>(), 1e-5);
+    }
 }
 
 TEST(Inspector, LensFitsGdStepsTheRunDidNotFit)
