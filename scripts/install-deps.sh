@@ -11,6 +11,7 @@ PACKAGES=(
     nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev zipcmp zipmerge ziptool libyaml-cpp-dev libssl-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev
     xvfb xauth
+    python3-h5py python3-numpy
     dataset-fashion-mnist
 )
 
