@@ -1,6 +1,6 @@
 // icl-workbench: the ICL Workbench GUI.
 //
-//   icl-workbench [RUN.h5 | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
+//   icl-workbench [RUN.h5 [MORE.h5 ...] | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
 //                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting|
 //                        attention|patching|icl-iwl] [--tab NAME]
 //                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
@@ -24,6 +24,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QIcon>
 #include <QLabel>
 #include <QPixmap>
 #include <QTimer>
@@ -58,6 +59,10 @@ int main(int argc, char** argv)
     QApplication::setApplicationName(QStringLiteral("icl-workbench"));
     QApplication::setApplicationDisplayName(QStringLiteral("ICL Workbench"));
     QApplication::setApplicationVersion(QStringLiteral(ICL_APP_VERSION_STRING));
+    // The installed desktop entry and icon (resources/desktop, resources/icons); the compiled-in SVG otherwise.
+    QGuiApplication::setDesktopFileName(QStringLiteral("org.iclworkbench.icl_workbench"));
+    QApplication::setWindowIcon(
+        QIcon::fromTheme(QStringLiteral("icl-workbench"), QIcon(QStringLiteral(":/icons/icl-workbench.svg"))));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("In-context learning workbench: train, inspect and plot."));
@@ -106,9 +111,13 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "icl-workbench: %s\n", qUtf8Printable(message));
         return 2;
     };
-    const QStringList positional = parser.positionalArguments();
-    if (positional.size() > 1)
-        return fail(QStringLiteral("expected at most one experiment file, got %1").arg(positional.size()));
+    // Several experiment files (a file manager's "Open with" on a selection): the first is opened, the others go to
+    // File ▸ Open recent, as a drop of several files does.
+    const QStringList positional = parser.positionalArguments().mid(0, 1);
+    const QStringList moreFiles = parser.positionalArguments().mid(1);
+    for (const QString& file : moreFiles)
+        if (!QFileInfo(file).isFile())
+            return fail(QStringLiteral("%1: no such experiment file").arg(file));
     const QString scale = parser.value(scaleOpt);
     if (scale != QLatin1String("quick") && scale != QLatin1String("paper"))
         return fail(QStringLiteral("--scale: expected quick or paper, got \"%1\"").arg(scale));
@@ -170,6 +179,8 @@ int main(int argc, char** argv)
     window.show();
 
     int exitCode = 0;
+    for (qsizetype i = moreFiles.size() - 1; i >= 0; --i)
+        window.addRecentFile(QFileInfo(moreFiles[i]).absoluteFilePath());
     // An experiment opens on every page; an import source opens the import dialog; a sweep the Sweep tab (--page and
     // --tab, applied below, still choose what is shown).
     if (!positional.isEmpty() && !window.openPath(positional.front())) {
