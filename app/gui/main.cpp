@@ -69,11 +69,12 @@ int main(int argc, char** argv)
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("RUN.h5"),
-        QStringLiteral("Experiment file to open; a sweep directory aggregated by icl-cli aggregate (or its "
+        QStringLiteral("Experiment file to open (several: the first is opened, the others are listed in File > Open "
+                       "recent); a sweep directory aggregated by icl-cli aggregate (or its "
                        "table.csv), shown on the ICL vs IWL page's Sweep tab; or a checkpoint to import (a PyTorch "
                        ".pt, .safetensors or .npz file, or a run folder with model_<step>.pt / state.pt), opened in "
                        "the import dialog."),
-        "[RUN.h5|SWEEP_DIR|CHECKPOINT]");
+        "[RUN.h5 [MORE.h5 ...]|SWEEP_DIR|CHECKPOINT]");
     const QCommandLineOption presetOpt(
         QStringLiteral("preset"), QStringLiteral("Preset to train."), QStringLiteral("NAME"));
     const QCommandLineOption scaleOpt(QStringLiteral("scale"), QStringLiteral("Preset scale: quick or paper."),
