@@ -11,6 +11,8 @@ PACKAGES=(
     nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev zipcmp zipmerge ziptool libyaml-cpp-dev libssl-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev
     xvfb xauth
+    python3-h5py python3-numpy python3-venv python3-pip
+    help2man desktop-file-utils appstream shared-mime-info libglib2.0-bin bash-completion man-db file
     dataset-fashion-mnist
 )
 

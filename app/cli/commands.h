@@ -119,6 +119,7 @@ struct AnalyzeArgs {
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
     int64_t example = 1;            ///< patching: change_label's example i of y_i (1-based, as the token labels)
     std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
+    bool store_capture = false;        ///< attention --prompts N --store: the capture into RUN.h5 (/analysis/activations)
     std::string show_sequence;         ///< icl-iwl: print one sequence of this kind (FewShotSequenceKind names) instead
 };
 int runAnalyze(const AnalyzeArgs& args);

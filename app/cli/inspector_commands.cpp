@@ -219,11 +219,13 @@ PatchingResult runPatchingWithProgress(Inspector& inspector, const Prompt& clean
 
 } // namespace
 
-/// `analyze attention --out FILE.h5`: the attention patterns (or the --capture names) of --prompts prompts,
-/// streamed to FILE.h5 in chunks after a size estimate.
+/// `analyze attention --out FILE.h5` (or `--store`: into the experiment file under /analysis/activations/<id>): the
+/// attention patterns (or the --capture names) of --prompts prompts, streamed in chunks after a size estimate.
 int runAttentionCapture(const AnalyzeArgs& args)
 {
-    if (fs::exists(args.out) && !args.force)
+    if (args.store_capture && !args.out.empty())
+        throw Error("--store: the capture goes into " + args.path + " itself; leave out --out " + args.out);
+    if (!args.store_capture && fs::exists(args.out) && !args.force)
         throw Error("--out " + args.out + ": the file exists (add --force to replace it)");
     configureThreads(args.threads);
     CaptureOptions o;
@@ -257,6 +259,7 @@ int runAttentionCapture(const AnalyzeArgs& args)
             shapes[e.names[i]] = e.shapes[i];
         std::cout << json{{"analysis", "attention"},
                           {"out", r.file},
+                          {"group", r.group},
                           {"checkpoint_step", r.checkpoint_step},
                           {"n_prompts", e.n_prompts},
                           {"prompt_seed", args.prompt_seed},
@@ -267,7 +270,8 @@ int runAttentionCapture(const AnalyzeArgs& args)
                   << "\n";
         return 0;
     }
-    std::cout << "wrote " << r.file << ": " << e.names.size() << " dataset(s) [" << e.n_prompts
+    std::cout << "wrote " << r.file << (r.group == "/" ? "" : ":" + r.group) << ": " << e.names.size()
+              << " dataset(s) [" << e.n_prompts
               << ", …] at checkpoint " << r.checkpoint_step << ", plus the prompts x and y\n";
     return 0;
 }
@@ -276,7 +280,7 @@ int runAttention(const AnalyzeArgs& args)
 {
     if (!args.out.empty())
         requireOutExtension(args.out, {".csv", ".h5"}, "attention");
-    if (extensionOf(args.out) == ".h5") {
+    if (extensionOf(args.out) == ".h5" || args.store_capture) {
         if (!args.prompt_file.empty())
             throw Error("--prompt: attention --out FILE.h5 captures --prompts prompts drawn from the run's task; "
                         "give --out FILE.csv (or no --out) to inspect the prompt of a file");

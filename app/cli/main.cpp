@@ -168,7 +168,7 @@ int main(int argc, char** argv)
     a->add_option("--example", analyze.example, "patching: the label y_i that change_label changes, i = 1 … N (default 1)")
         ->check(atLeast(1));
     a->add_option("--capture", analyze.capture,
-                  "attention with --out FILE.h5: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
+                  "attention with --out FILE.h5 or --store: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
                   "(default: every attn.pattern.{l}); --prompts prompts are streamed to the file in chunks")
         ->delimiter(',');
     a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
@@ -236,6 +236,9 @@ int main(int argc, char** argv)
                   "file needs --force; removed again if the run is interrupted or fails. attention, lens, patching: "
                   "CSV of the patterns / lens / patching effect; attention also FILE.h5 (activations of --prompts prompts)");
     a->add_flag("--force", analyze.force, "paste, attention --out FILE.h5: replace an existing --out file");
+    a->add_flag("--store", analyze.store_capture,
+                "attention: capture the activations of --prompts prompts (--capture names) into the experiment file "
+                "itself, under /analysis/activations/<id>, instead of a FILE.h5");
 
     ImportArgs importArgs;
     auto* im = app.add_subcommand("import", "write an experiment file from a foreign checkpoint: a PyTorch .pt, .safetensors "

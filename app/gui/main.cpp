@@ -1,6 +1,6 @@
 // icl-workbench: the ICL Workbench GUI.
 //
-//   icl-workbench [RUN.h5 | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
+//   icl-workbench [RUN.h5 [MORE.h5 ...] | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
 //                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting|
 //                        attention|patching|icl-iwl] [--tab NAME]
 //                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
@@ -25,6 +25,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QIcon>
 #include <QLabel>
 #include <QPixmap>
 #include <QTimer>
@@ -59,17 +60,22 @@ int main(int argc, char** argv)
     QApplication::setApplicationName(QStringLiteral("icl-workbench"));
     QApplication::setApplicationDisplayName(QStringLiteral("ICL Workbench"));
     QApplication::setApplicationVersion(QStringLiteral(ICL_APP_VERSION_STRING));
+    // The installed desktop entry and icon (resources/desktop, resources/icons); the compiled-in SVG otherwise.
+    QGuiApplication::setDesktopFileName(QStringLiteral("org.iclworkbench.icl_workbench"));
+    QApplication::setWindowIcon(
+        QIcon::fromTheme(QStringLiteral("icl-workbench"), QIcon(QStringLiteral(":/icons/icl-workbench.svg"))));
 
     QCommandLineParser parser;
     parser.setApplicationDescription(QStringLiteral("In-context learning workbench: train, inspect and plot."));
     parser.addHelpOption();
     parser.addVersionOption();
     parser.addPositionalArgument(QStringLiteral("RUN.h5"),
-        QStringLiteral("Experiment file to open; a sweep directory aggregated by icl-cli aggregate (or its "
+        QStringLiteral("Experiment file to open (several: the first is opened, the others are listed in File > Open "
+                       "recent); a sweep directory aggregated by icl-cli aggregate (or its "
                        "table.csv), shown on the ICL vs IWL page's Sweep tab; or a checkpoint to import (a PyTorch "
                        ".pt, .safetensors or .npz file, or a run folder with model_<step>.pt / state.pt), opened in "
                        "the import dialog."),
-        "[RUN.h5|SWEEP_DIR|CHECKPOINT]");
+        "[RUN.h5 [MORE.h5 ...]|SWEEP_DIR|CHECKPOINT]");
     const QCommandLineOption presetOpt(
         QStringLiteral("preset"), QStringLiteral("Preset to train."), QStringLiteral("NAME"));
     const QCommandLineOption scaleOpt(QStringLiteral("scale"), QStringLiteral("Preset scale: quick or paper."),
@@ -110,9 +116,13 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "icl-workbench: %s\n", qUtf8Printable(message));
         return 2;
     };
-    const QStringList positional = parser.positionalArguments();
-    if (positional.size() > 1)
-        return fail(QStringLiteral("expected at most one experiment file, got %1").arg(positional.size()));
+    // Several experiment files (a file manager's "Open with" on a selection): the first is opened, the others go to
+    // File ▸ Open recent, as a drop of several files does.
+    const QStringList positional = parser.positionalArguments().mid(0, 1);
+    const QStringList moreFiles = parser.positionalArguments().mid(1);
+    for (const QString& file : moreFiles)
+        if (!QFileInfo(file).isFile())
+            return fail(QStringLiteral("%1: no such experiment file").arg(file));
     const QString scale = parser.value(scaleOpt);
     if (scale != QLatin1String("quick") && scale != QLatin1String("paper"))
         return fail(QStringLiteral("--scale: expected quick or paper, got \"%1\"").arg(scale));
@@ -176,6 +186,8 @@ int main(int argc, char** argv)
     sinceOpen.start();
 
     int exitCode = 0;
+    for (qsizetype i = moreFiles.size() - 1; i >= 0; --i)
+        window.addRecentFile(QFileInfo(moreFiles[i]).absoluteFilePath());
     // An experiment opens on every page; an import source opens the import dialog; a sweep the Sweep tab (--page and
     // --tab, applied below, still choose what is shown).
     if (!positional.isEmpty() && !window.openPath(positional.front())) {

@@ -124,6 +124,8 @@ public:
     IclIwlPage* iclIwlPage() const { return m_iclIwlPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
+    /// Puts `path` first in File ▸ Open recent and on the Experiments page (at most 10; saved unless scripted).
+    void addRecentFile(const QString& path);
     /// The open import dialog (File ▸ Import checkpoint…, or a dropped weights file / folder), or nullptr.
     ImportDialog* importDialog() const;
 
@@ -153,7 +155,6 @@ protected:
 private:
     void addPage(const QString& name, QWidget* page, const QString& toolTip);
     void showError(const QString& title, const QString& message);
-    void addRecentFile(const QString& path);
     void updateRecentMenu();
     /// Enables Cancel and the training actions from what runs now; emits idle when nothing does.
     void updateBusy();

@@ -465,6 +465,19 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     EXPECT_EQ(c["bytes"].get<int64_t>() >= 300 * 1 * 6 * 5 * 4, true);
     EXPECT_TRUE(fs::exists(h5));
     expectOneLineError(run("analyze " + out + " attention --prompts 3 --out " + h5), "add --force");
+
+    // --store: the same capture into the experiment file itself, one group per capture, listed by info.
+    for (const char* id : {"0001", "0002"}) {
+        const Result stored = run("analyze " + out + " attention --prompts 5 --store --json");
+        ASSERT_EQ(stored.code, 0) << stored.err;
+        EXPECT_EQ(nlohmann::json::parse(stored.out)["group"], std::string("/analysis/activations/") + id);
+        EXPECT_EQ(nlohmann::json::parse(stored.out)["out"], out);
+    }
+    const Result infoAfter = run("info " + out + " --json");
+    ASSERT_EQ(infoAfter.code, 0) << infoAfter.err;
+    EXPECT_EQ(nlohmann::json::parse(infoAfter.out)["analyses"]["activations"], 2);
+    expectOneLineError(run("analyze " + out + " attention --prompts 3 --store --out " + temp("y.h5")),
+                       "--store: the capture goes into");
 }
 
 // `analyze attention|lens|patching --prompt FILE` on a 1-layer LSA run (d = 5): a prompt file (written here by
