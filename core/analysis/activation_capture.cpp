@@ -7,7 +7,9 @@
 #include <map>
 #include <set>
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/run_loader.h"
@@ -42,6 +44,13 @@ public:
             m_close(m_id);
     }
     hid_t get() const { return m_id; }
+    /// Closes now and returns HDF5's status (closing a file writes what it buffered: a full disk shows here).
+    herr_t close()
+    {
+        const herr_t status = m_id >= 0 ? m_close(m_id) : 0;
+        m_id = -1;
+        return status;
+    }
 
 private:
     hid_t m_id;
@@ -341,7 +350,15 @@ CaptureResult captureActivations(const std::string& path, const CaptureOptions& 
             ys.finish();
             datasets.clear();
             check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), tmp + ": flush failed");
+            check(file.close(), tmp + ": cannot write");
         }
+        // On disk before it replaces the target, as the experiment file's own commits do.
+        const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+        const bool synced = fd >= 0 && ::fsync(fd) == 0;
+        if (fd >= 0)
+            ::close(fd);
+        if (!synced)
+            throw Error(tmp + ": cannot write (fsync failed)");
         fs::rename(tmp, result.file, ec);
         if (ec)
             throw Error(result.file + ": cannot replace with " + tmp + " (" + ec.message() + ")");

@@ -24,11 +24,25 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Files of this process, removed (with their .tmp and .lock) when it exits; forked writers leave with _exit.
+struct TempFiles {
+    std::vector<std::string> paths;
+    ~TempFiles()
+    {
+        std::error_code ec;
+        for (const auto& p : paths)
+            for (const char* suffix : {"", ".tmp", ".lock"})
+                fs::remove(p + suffix, ec);
+    }
+};
+TempFiles g_tempFiles;
+
 std::string tempPath(const std::string& name)
 {
     const std::string p = ::testing::TempDir() + std::to_string(::getpid()) + "_integrity_" + name;
     fs::remove(p);
     fs::remove(p + ".tmp");
+    g_tempFiles.paths.push_back(p);
     return p;
 }
 
