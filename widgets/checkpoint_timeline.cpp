@@ -44,6 +44,7 @@ void CheckpointTimeline::setSteps(std::vector<int64_t> steps)
     std::sort(steps.begin(), steps.end());
     steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
     m_steps = std::move(steps);
+    m_damaged.clear();
     {
         const QSignalBlocker blocker(m_slider);
         m_slider->setRange(0, std::max<int>(0, int(m_steps.size()) - 1));
@@ -76,9 +77,26 @@ int64_t CheckpointTimeline::setCurrentStep(int64_t step)
     return m_steps[best];
 }
 
+void CheckpointTimeline::setDamaged(std::map<int64_t, std::string> damaged)
+{
+    m_damaged = std::move(damaged);
+    const QString text = m_range->text().section(QStringLiteral(" — "), 0, 0);
+    m_range->setText(m_damaged.empty() ? text : tr("%1 — %2 damaged").arg(text).arg(m_damaged.size()));
+    updateLabel();
+}
+
 void CheckpointTimeline::updateLabel()
 {
     const int64_t step = currentStep();
+    const auto damaged = m_damaged.find(step);
+    if (step >= 0 && damaged != m_damaged.end()) {
+        m_label->setText(tr("step %1 (damaged)").arg(step));
+        m_label->setStyleSheet(QStringLiteral("color: #c0392b; font-weight: bold;"));
+        m_label->setToolTip(QString::fromStdString(damaged->second));
+        return;
+    }
+    m_label->setStyleSheet(QString());
+    m_label->setToolTip(QString());
     m_label->setText(step < 0 ? tr("no checkpoints") : tr("step %1").arg(step));
 }
 

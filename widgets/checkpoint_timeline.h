@@ -2,6 +2,8 @@
 // Slider over the saved checkpoints of an experiment.
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
 #include <QWidget>
@@ -23,6 +25,12 @@ public:
     void setSteps(std::vector<int64_t> steps);
     const std::vector<int64_t>& steps() const { return m_steps; }
 
+    /// Marks checkpoints that cannot be used (checksum mismatch): step -> one-line reason. They stay on
+    /// the slider (the others remain usable); when one is selected the label reads "step N (damaged)"
+    /// in red with the reason as its tool tip. Call after setSteps; setSteps clears the marks.
+    void setDamaged(std::map<int64_t, std::string> damaged);
+    bool isDamaged(int64_t step) const { return m_damaged.count(step) > 0; }
+
     /// Selected step, or -1 when there are no checkpoints.
     int64_t currentStep() const;
 
@@ -40,6 +48,7 @@ private:
     void updateLabel();
 
     std::vector<int64_t> m_steps;
+    std::map<int64_t, std::string> m_damaged;
     QSlider* m_slider = nullptr;
     QLabel* m_label = nullptr;
     QLabel* m_range = nullptr;

@@ -122,6 +122,7 @@ int runTrain(const TrainArgs& args)
     options.resume = args.resume;
     options.force = args.force;
     options.threads = args.threads;
+    options.keep_optimizer_every = args.keep_optimizer_every;
     if (args.resume && args.request.steps) {
         options.steps = *args.request.steps;
         const RunSummary s = readRunSummary(args.out);
@@ -223,18 +224,25 @@ int runInfo(const std::string& path, bool asJson)
         out["created"] = s.created;
         out["config"] = config;
         json cps = json::array();
-        for (const auto& c : s.checkpoints)
-            cps.push_back({{"step", c.step}, {"train_loss", number(c.train_loss)}, {"wall_time_s", c.wall_time_s}});
+        for (const auto& c : s.checkpoints) {
+            json cp = {{"step", c.step}, {"train_loss", number(c.train_loss)}, {"wall_time_s", c.wall_time_s}};
+            if (!c.damaged.empty())
+                cp["damaged"] = c.damaged;
+            cps.push_back(cp);
+        }
         out["checkpoints"] = cps;
         out["final"] = finalMetrics(s);
         out["analyses"] = s.analyses;
         if (!s.import_json.empty())
             out["import"] = json::parse(s.import_json, nullptr, false);
+        out["checksums"] = s.checksums;
+        out["damaged"] = s.damaged;
+        out["notes"] = s.notes;
         const BlasInfo blas = blasInfo();
         out["blas"] = {{"library", blas.library}, {"core", blas.core}, {"core_source", blas.core_source},
                        {"best_core", blas.best_core}, {"threads", blas.intra_op_threads}};
         std::cout << out.dump(2) << "\n";
-        return 0;
+        return s.damaged.empty() ? 0 : 1;
     }
     std::cout << path << "  (" << s.format << " v" << s.format_version << ", app " << s.app_version << ", created "
               << s.created << ")\n";
@@ -264,8 +272,14 @@ int runInfo(const std::string& path, bool asJson)
     }
     std::cout << "checkpoints " << s.checkpoints.size() << ":";
     for (const auto& c : s.checkpoints)
-        std::cout << " " << c.step;
+        std::cout << " " << c.step << (c.damaged.empty() ? "" : " (damaged)");
     std::cout << "\n";
+    for (const auto& n : s.notes)
+        std::cout << "note        " << n << "\n";
+    // Damage goes to stderr as the same one-line messages every command prints, and info exits 1.
+    for (const auto& d : s.damaged)
+        std::cerr << "icl-cli: " << d << "\n";
+    const int exitCode = s.damaged.empty() ? 0 : 1;
     if (!s.analyses.empty()) {
         std::cout << "analyses   ";
         for (const auto& [kind, count] : s.analyses)
@@ -274,7 +288,7 @@ int runInfo(const std::string& path, bool asJson)
     }
     if (!s.metrics.count("step") || s.metrics.at("step").empty()) {
         std::cout << "no metrics yet\n";
-        return 0;
+        return exitCode;
     }
     const double trainLoss = s.lastMetric("train_loss");
     std::cout << "at step " << static_cast<long long>(s.lastMetric("step")) << ": train loss "
@@ -290,13 +304,40 @@ int runInfo(const std::string& path, bool asJson)
                       << ", IWL accuracy " << fmt(s.lastMetric("iwl_accuracy_common")) << "\n"
                       << "  rare classes:   ICL accuracy " << fmt(s.lastMetric("icl_accuracy_rare"))
                       << ", IWL accuracy " << fmt(s.lastMetric("iwl_accuracy_rare")) << "\n";
-        return 0;
+        return exitCode;
     }
     std::map<std::string, double> baselines;
     for (const auto& [name, values] : s.metrics)
         if (name.rfind("baseline/", 0) == 0 && !values.empty())
             baselines[name.substr(9)] = values.back();
     printBaselines(baselines, s.lastMetric("eval_loss"), layersOf(config));
+    return exitCode;
+}
+
+int runVerify(const std::string& path, bool asJson)
+{
+    const FileVerification v = verifyExperimentFile(path);
+    if (asJson) {
+        std::cout << json{{"file", path}, {"ok", v.damaged.empty()}, {"checksums", v.checksums},
+                          {"objects_checked", v.objects_checked}, {"damaged", v.damaged}, {"notes", v.notes}}
+                         .dump(2)
+                  << "\n";
+        return v.damaged.empty() ? 0 : 1;
+    }
+    for (const auto& n : v.notes)
+        std::cout << "note: " << n << "\n";
+    for (const auto& d : v.damaged)
+        std::cout << d << "\n";
+    if (!v.damaged.empty()) {
+        std::cerr << "icl-cli: " << path << ": " << v.damaged.size() << " damaged object"
+                  << (v.damaged.size() == 1 ? "" : "s") << "\n";
+        return 1;
+    }
+    if (v.checksums)
+        std::cout << path << ": ok (" << v.objects_checked << " objects match their checksums)\n";
+    else
+        std::cout << path << ": readable (" << v.objects_checked
+                  << " objects read; format version 1 has no checksums, so damage cannot be ruled out)\n";
     return 0;
 }
 

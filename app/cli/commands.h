@@ -17,13 +17,18 @@ struct TrainArgs {
     ConfigRequest request;
     std::string out;
     int threads = 0;
+    int64_t keep_optimizer_every = 0;  ///< --keep-optimizer-every N (0: optimizer state at the last checkpoint only)
     bool resume = false;
     bool force = false;
     bool json = false;
 };
 int runTrain(const TrainArgs& args);
 
+/// icl-cli info RUN.h5: exits 1 (after the summary) when the file lists damaged checkpoints or analyses.
 int runInfo(const std::string& path, bool json);
+
+/// icl-cli verify RUN.h5: reads every object and checks its checksum; lists each damaged object, exits 1 if any.
+int runVerify(const std::string& path, bool json);
 
 /// icl-cli import SRC --out RUN.h5: a foreign checkpoint (file or Garg et al.'s run folder) → an experiment file.
 struct ImportArgs {

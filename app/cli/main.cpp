@@ -87,6 +87,9 @@ int main(int argc, char** argv)
     t->add_option("--threads", train.threads, "LibTorch intra-op threads (default: all cores)")
         ->check(atLeast(1));
     t->add_flag("--resume", train.resume, "continue the file's run from its last checkpoint");
+    t->add_option("--keep-optimizer-every", train.keep_optimizer_every,
+                  "also keep optimizer state at checkpoints whose step is a multiple of N (default: last checkpoint only)")
+        ->check(atLeast(1));
     t->add_flag("--force", train.force, "overwrite an existing output file");
     t->add_flag("--json", train.json, "one JSON object on stdout");
 
@@ -94,6 +97,10 @@ int main(int argc, char** argv)
     auto* info = app.add_subcommand("info", "summary of an experiment file: config, checkpoints, final metrics");
     info->add_option("file", infoPath, "experiment file")->required();
     info->add_flag("--json", json, "one JSON object on stdout");
+    std::string verifyPath;
+    auto* verify = app.add_subcommand("verify", "check every object of an experiment file against its checksum");
+    verify->add_option("file", verifyPath, "experiment file")->required();
+    verify->add_flag("--json", json, "one JSON object on stdout");
 
     EvalArgs eval;
     auto* e = app.add_subcommand("eval", "ICL error vs number of in-context examples, model and baselines");
@@ -305,6 +312,8 @@ int main(int argc, char** argv)
         }
         if (*info)
             return runInfo(infoPath, json);
+        if (*verify)
+            return runVerify(verifyPath, json);
         if (*e)
             return runEval(eval);
         if (*x)

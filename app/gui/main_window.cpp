@@ -529,9 +529,19 @@ bool MainWindow::openExperiment(const QString& path)
     m_experimentsPage->showExperiment(summary);
     m_trainPage->showExperiment(summary);
     std::vector<int64_t> steps;
-    for (const icl::CheckpointInfo& c : summary.checkpoints)
+    std::map<int64_t, std::string> damaged;
+    for (const icl::CheckpointInfo& c : summary.checkpoints) {
         steps.push_back(c.step);
+        if (!c.damaged.empty())
+            damaged[c.step] = c.damaged;
+    }
     m_timeline->setSteps(steps);
+    m_timeline->setDamaged(damaged);
+    if (!summary.damaged.empty()) // the rest of the file stays usable; icl-cli verify lists every object
+        statusBar()->showMessage(tr("%n damaged object(s) in this file, marked on the timeline: %1", nullptr,
+                                    int(summary.damaged.size()))
+                                         .arg(QString::fromStdString(summary.damaged.front())),
+                                 30000);
     if (!steps.empty())
         m_trainPage->selectCheckpoint(m_timeline->currentStep());
     m_gdAlignmentPage->showExperiment(summary, m_timeline->currentStep());

@@ -7,11 +7,14 @@
 #include <map>
 #include <set>
 
+#include <fcntl.h>
 #include <hdf5.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "core/analysis/run_loader.h"
 #include "core/error.h"
+#include "core/io/checksums.h"
 #include "core/models/capture.h"
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
@@ -41,6 +44,13 @@ public:
             m_close(m_id);
     }
     hid_t get() const { return m_id; }
+    /// Closes now and returns HDF5's status (closing a file writes what it buffered: a full disk shows here).
+    herr_t close()
+    {
+        const herr_t status = m_id >= 0 ? m_close(m_id) : 0;
+        m_id = -1;
+        return status;
+    }
 
 private:
     hid_t m_id;
@@ -55,14 +65,7 @@ void check(herr_t status, const std::string& what)
 
 void stringAttr(hid_t obj, const std::string& name, const std::string& value)
 {
-    H5Id type(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
-    H5Tset_size(type.get(), H5T_VARIABLE);
-    H5Tset_cset(type.get(), H5T_CSET_UTF8);
-    H5Id space(H5Screate(H5S_SCALAR), H5Sclose, "H5Screate");
-    H5Id attr(H5Acreate2(obj, name.c_str(), type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
-              "cannot create attribute " + name);
-    const char* data = value.c_str();
-    check(H5Awrite(attr.get(), type.get(), &data), "cannot write attribute " + name);
+    checksums::writeStringAttribute(obj, name, value);  // fixed-length: no unchecksummed global heap
 }
 
 void int64Attr(hid_t obj, const std::string& name, int64_t value)
@@ -99,6 +102,8 @@ public:
         H5Id space(H5Screate_simple(int(dims.size()), dims.data(), maxDims.data()), H5Sclose, "H5Screate_simple");
         H5Id dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "H5Pcreate");
         check(H5Pset_chunk(dcpl.get(), int(chunkDims.size()), chunkDims.data()), "cannot chunk dataset " + name);
+        // HDF5's Fletcher-32 per chunk: a flipped bit fails the read (here, in icl-cli verify and in h5py).
+        check(H5Pset_fletcher32(dcpl.get()), "cannot checksum dataset " + name);
         m_ds = H5Dcreate2(group, name.c_str(), f64 ? H5T_IEEE_F64LE : H5T_IEEE_F32LE, space.get(), H5P_DEFAULT,
                           dcpl.get(), H5P_DEFAULT);
         if (m_ds < 0)
@@ -129,6 +134,15 @@ public:
         H5Id memSpace(H5Screate_simple(int(count.size()), count.data(), nullptr), H5Sclose, "H5Screate_simple");
         check(H5Dwrite(m_ds, m_type, memSpace.get(), fileSpace.get(), H5P_DEFAULT, data), "cannot write " + m_name);
         m_rows += hsize_t(rows);
+    }
+
+    /// Closes the dataset, writing its cached chunks; throws when they cannot be written (a full disk is
+    /// reported only here).
+    void finish()
+    {
+        const hid_t ds = m_ds;
+        m_ds = -1;
+        check(H5Dclose(ds), "cannot write " + m_name);
     }
 
 private:
@@ -268,8 +282,11 @@ CaptureResult captureActivations(const std::string& path, const CaptureOptions& 
     try {
         H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
         {
-            H5Id file(separate ? H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT)
-                               : H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT),
+            // HDF5's 1.8 file format: checksummed object headers and link indexes (docs/file-integrity.md).
+            H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose, "H5Pcreate");
+            H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+            H5Id file(separate ? H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get())
+                               : H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl.get()),
                       H5Fclose, tmp + ": cannot open for writing");
             std::string groupPath = "/";
             if (!separate) {
@@ -299,6 +316,7 @@ CaptureResult captureActivations(const std::string& path, const CaptureOptions& 
             stringAttr(group.get(), "source", path);
             nlohmann::json opts = {{"names", e.names}, {"n_prompts", o.n_prompts}, {"seed", o.seed}, {"chunk", e.chunk}};
             stringAttr(group.get(), "options", opts.dump());
+            checksums::seal(group.get());  // the attributes' SHA-256, checked when the file is opened
 
             const TaskConfig& task = run.config.task;
             std::vector<std::unique_ptr<Appender>> datasets;
@@ -326,9 +344,21 @@ CaptureResult captureActivations(const std::string& path, const CaptureOptions& 
                 if (progress && !progress(done, o.n_prompts))
                     throw Error("cancelled");
             }
+            for (auto& d : datasets)
+                d->finish();
+            xs.finish();
+            ys.finish();
             datasets.clear();
             check(H5Fflush(file.get(), H5F_SCOPE_GLOBAL), tmp + ": flush failed");
+            check(file.close(), tmp + ": cannot write");
         }
+        // On disk before it replaces the target, as the experiment file's own commits do.
+        const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+        const bool synced = fd >= 0 && ::fsync(fd) == 0;
+        if (fd >= 0)
+            ::close(fd);
+        if (!synced)
+            throw Error(tmp + ": cannot write (fsync failed)");
         fs::rename(tmp, result.file, ec);
         if (ec)
             throw Error(result.file + ": cannot replace with " + tmp + " (" + ec.message() + ")");

@@ -1,12 +1,19 @@
 #pragma once
 // The experiment file (HDF5), torch-free. Schema in DESIGN.md:
-//   /  attrs format="icl-workbench", format_version=1, app_version, created
+//   /  attrs format="icl-workbench", format_version=2, app_version, created
 //   /config attr json;  /checkpoints/<step:09d>/{params,optimizer};  /metrics/<series>
+// Format version 2 adds SHA-256 checksums on everything that matters (docs/file-integrity.md); readers
+// recompute them and refuse what does not match with "RUN.h5: damaged: /checkpoints/…/params/… (checksum
+// mismatch)". Version 1 files (no checksums) still open; RunSummary::checksums tells them apart.
 // Every write is a commit: the file is copied to RUN.h5.tmp, changed, flushed and renamed over
 // RUN.h5, so a crash leaves the previous complete version readable.
 // Thread affinity: any thread, but one writer per file; HDF5 calls are serialised by a global mutex.
+//
+// Intended usage: readRunSummary() is *the* way to open a file (format, version, checksums, config
+// validation); readCheckpoint() then verifies the checkpoint it reads; verifyExperimentFile() checks all.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -16,7 +23,9 @@
 namespace icl {
 
 inline constexpr const char* kFileFormat = "icl-workbench";
-inline constexpr int kFileFormatVersion = 1;
+inline constexpr int kFileFormatVersion = 2;
+/// Oldest format version this build reads (version 1: no checksums).
+inline constexpr int kOldestFileFormatVersion = 1;
 
 /// A float32 array with an explicit row-major shape (a parameter or an optimizer state tensor).
 struct NamedArray {
@@ -39,20 +48,44 @@ struct CheckpointData {
 /// the file exists and `overwrite` is false, or when it cannot be written.
 void createExperimentFile(const std::string& path, const std::string& config_json, bool overwrite);
 
-/// Opens and validates an experiment file; throws icl::Error with a one-line reason for a missing,
-/// truncated, damaged or foreign file (wrong `format` attribute or unsupported version).
+/// Opens and validates an experiment file: the one open path of every command and page. Checks the
+/// format and version, verifies the checksums of the root, /config, /metrics and /import, parses and
+/// validates the config (parseConfig). Throws icl::Error with one line ("RUN.h5: damaged: /config
+/// (checksum mismatch)", "RUN.h5: /config: training.lr: …") for a missing, truncated, damaged or foreign
+/// file. A checkpoint or analysis whose own checksum fails does not fail the file: it is listed in
+/// RunSummary::damaged and flagged in CheckpointInfo::damaged, and the rest stays usable.
 RunSummary readRunSummary(const std::string& path);
 
-/// Reads one checkpoint (params and optimizer state). Throws icl::Error if absent.
+/// Reads one checkpoint (params and optimizer state) and verifies every array against the checkpoint's
+/// checksums. Throws icl::Error if absent or damaged ("RUN.h5: damaged: /checkpoints/000000100/params/
+/// blocks.0.attn.w_q (checksum mismatch)"); damaged data is never returned.
 CheckpointData readCheckpoint(const std::string& path, int64_t step);
+
+/// Result of verifyExperimentFile.
+struct FileVerification {
+    bool checksums = false;            ///< false for format version 1 files (damage cannot be detected)
+    int64_t objects_checked = 0;       ///< groups, attributes sets and datasets read and compared
+    std::vector<std::string> damaged;  ///< one line per damaged object ("RUN.h5: damaged: … (…)")
+    std::vector<std::string> notes;    ///< e.g. no checksums, a leftover RUN.h5.tmp
+};
+
+/// Reads every object of the file (every checkpoint, task array, analysis and captured activation) and
+/// checks it against its checksum. Never throws for damage: a file that does not open at all gives one
+/// entry in `damaged`. Cost: one read of the whole file (SHA-256 runs at ~1.8 GB/s here).
+FileVerification verifyExperimentFile(const std::string& path);
 
 /// One row per evaluation: series name -> value. All rows of a file carry the same series.
 using MetricsRow = std::map<std::string, double>;
 
 /// Appends metric rows and, optionally, a checkpoint in one crash-safe commit.
 /// `truncate_after_step` >= 0 first drops metric rows whose "step" exceeds it (used on resume).
+/// A checkpoint that carries optimizer state takes over from the earlier ones: their optimizer state is dropped
+/// (only the last checkpoint's is needed to resume), except at steps that are multiples of
+/// `keep_optimizer_every` (> 0). A damaged earlier checkpoint is left untouched. Existing metric series are
+/// verified first; throws icl::Error naming a damaged series instead of extending it.
 void commitToExperimentFile(const std::string& path, const std::vector<MetricsRow>& rows,
-                            const CheckpointData* checkpoint, int64_t truncate_after_step = -1);
+                            const CheckpointData* checkpoint, int64_t truncate_after_step = -1,
+                            int64_t keep_optimizer_every = 0);
 
 /// Writes fixed arrays of the task under /task/ (e.g. "phi/0/B_1": layer 1 of the representation Φ*_0
 /// of Guo et al., so other tools can recompute Φ*(x)); one crash-safe commit. Existing names are replaced.
@@ -69,5 +102,10 @@ std::string storeAnalysis(const std::string& path, const std::string& kind, int6
 /// Records where an imported run came from under /import (attr json: source paths, formats, SHA-256 of each source
 /// file, key mapping, "trained_here": false); one crash-safe commit. Files of runs trained here have no /import.
 void storeImportProvenance(const std::string& path, const std::string& provenance_json);
+
+/// Test hook: called with the name of each point of a commit ("copy", "copied", "opened", "wrote params/<name>",
+/// "appended metrics/<series>", "sealed checkpoint", "linked checkpoint", "edited", "flushed", "closed", "synced",
+/// "renamed"), so a crash test can kill the writer there. Empty function: no hook (the default).
+void setCommitFaultHookForTesting(std::function<void(const std::string& point)> hook);
 
 } // namespace icl

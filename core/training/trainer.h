@@ -24,6 +24,9 @@ struct TrainOptions {
     bool force = false;      ///< overwrite an existing out_path
     int threads = 0;         ///< LibTorch intra-op threads; 0 = hardware concurrency
     int64_t steps = 0;       ///< with resume: new total number of steps (0 = keep the file's)
+    /// Optimizer state is kept only at the last checkpoint (what resume needs) and, when > 0, at checkpoints whose
+    /// step is a multiple of this.
+    int64_t keep_optimizer_every = 0;
 };
 
 /// Return false to stop training; the run then commits a final checkpoint and returns.

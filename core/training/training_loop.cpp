@@ -13,6 +13,7 @@ TrainingLoop::TrainingLoop(const TrainingConfig& training, const TrainOptions& o
                            const CheckpointData* resume_from, const TrainCallback& callback)
     : m_training(training)
     , m_out(options.out_path)
+    , m_keepOptimizerEvery(options.keep_optimizer_every)
     , m_resumeFrom(resume_from)
     , m_callback(callback)
     , m_step(resume_from ? resume_from->step : 0)
@@ -79,7 +80,7 @@ void TrainingLoop::evaluateAndCommit(torch::nn::Module& module, torch::optim::Op
         saveOptimizerState(optimizer, module, cp);
     }
     commitToExperimentFile(m_out, m_pending, withCheckpoint ? &cp : nullptr,
-                           m_truncatePending ? m_resumeFrom->step : -1);
+                           m_truncatePending ? m_resumeFrom->step : -1, m_keepOptimizerEvery);
     m_truncatePending = false;
     m_pending.clear();
     if (withCheckpoint)

@@ -64,6 +64,7 @@ private:
 
     const TrainingConfig& m_training;
     std::string m_out;
+    int64_t m_keepOptimizerEvery = 0;
     const CheckpointData* m_resumeFrom;
     TrainCallback m_callback;
     int64_t m_step;

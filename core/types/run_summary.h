@@ -14,6 +14,9 @@ struct CheckpointInfo {
     int64_t step = 0;
     double train_loss = 0.0;
     double wall_time_s = 0.0;  ///< seconds of training when the checkpoint was written
+    /// Empty, or the one-line reason the checkpoint cannot be used ("RUN.h5: damaged: /checkpoints/000000100
+    /// (checksum mismatch)"); then step comes from the group's name and the other fields are 0.
+    std::string damaged;
 };
 
 /// Everything in an experiment file except the parameters.
@@ -29,6 +32,12 @@ struct RunSummary {
     std::map<std::string, int> analyses;                     ///< /analysis/<kind> -> number of stored results
     /// /import's provenance JSON of a run imported from a foreign checkpoint (icl-cli import); empty for runs trained here.
     std::string import_json;
+    /// True when the file carries checksums (format version >= 2); version 1 files cannot detect damage.
+    bool checksums = false;
+    /// Objects found damaged while opening (checkpoints, analyses), one line each; the rest is usable.
+    std::vector<std::string> damaged;
+    /// Remarks for `info` and the GUI (no checksums; a leftover RUN.h5.tmp of an interrupted commit).
+    std::vector<std::string> notes;
 
     /// Last value of a metric series, or NaN when the series is missing or empty.
     double lastMetric(const std::string& series) const

@@ -51,3 +51,24 @@ TEST(CheckpointTimeline, EmptyListDisablesTheSlider)
     EXPECT_FALSE(timeline.slider()->isEnabled());
     EXPECT_EQ(timeline.findChild<QLabel*>("checkpointLabel")->text(), "no checkpoints");
 }
+
+TEST(CheckpointTimeline, DamagedCheckpointsAreMarkedAndTheOthersStaySelectable)
+{
+    CheckpointTimeline timeline;
+    timeline.setSteps({ 0, 100, 200 });
+    timeline.setDamaged({ { 100, "run.h5: damaged: /checkpoints/000000100 (checksum mismatch)" } });
+    auto* label = timeline.findChild<QLabel*>("checkpointLabel");
+    EXPECT_EQ(label->text(), "step 200");
+    EXPECT_TRUE(label->toolTip().isEmpty());
+    QSignalSpy spy(&timeline, &CheckpointTimeline::checkpointSelected);
+    EXPECT_EQ(timeline.setCurrentStep(100), 100);
+    EXPECT_EQ(label->text(), "step 100 (damaged)");
+    EXPECT_EQ(label->toolTip(), "run.h5: damaged: /checkpoints/000000100 (checksum mismatch)");
+    EXPECT_TRUE(timeline.isDamaged(100));
+    EXPECT_FALSE(timeline.isDamaged(0));
+    EXPECT_EQ(timeline.setCurrentStep(0), 0);
+    EXPECT_EQ(label->text(), "step 0");
+    EXPECT_EQ(spy.count(), 2);
+    timeline.setSteps({ 0, 100 });
+    EXPECT_FALSE(timeline.isDamaged(100)) << "new steps clear the marks";
+}

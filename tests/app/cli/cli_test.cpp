@@ -197,6 +197,49 @@ TEST(Cli, BadInputExitsNonZeroWithOneClearLine)
     EXPECT_LT(layer.err.size(), 120u) << layer.err;
 }
 
+// A damaged file gets the same one line from every command (never "internal error"), and verify lists it.
+TEST(Cli, ADamagedFileIsOneLineInEveryCommandAndVerifyListsIt)
+{
+    const std::string out = temp("cli_damaged.h5");
+    ASSERT_EQ(run(std::string("train") + kTiny + " --steps 100 --out " + out).code, 0);
+    const Result ok = run("verify " + out);
+    EXPECT_EQ(ok.code, 0) << ok.err;
+    EXPECT_NE(ok.out.find(out + ": ok ("), std::string::npos) << ok.out;
+    const auto okJson = nlohmann::json::parse(run("verify " + out + " --json").out);
+    EXPECT_EQ(okJson["ok"], true);
+    EXPECT_EQ(okJson["checksums"], true);
+    EXPECT_EQ(okJson["damaged"], nlohmann::json::array());
+    const auto info = nlohmann::json::parse(run("info " + out + " --json").out);
+    EXPECT_EQ(info["format_version"], 2);
+    EXPECT_EQ(info["checksums"], true);
+
+    // One changed digit of the learning rate in the stored config (a flipped bit in /config).
+    std::string bytes;
+    {
+        std::ifstream f(out, std::ios::binary);
+        bytes.assign(std::istreambuf_iterator<char>(f), {});
+    }
+    const size_t at = bytes.find("\"lr\": 0.003");
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + 10] = '4';
+    std::ofstream(out, std::ios::binary | std::ios::trunc) << bytes;
+
+    const Result i = run("info " + out);
+    expectOneLineError(i, out + ": damaged: /config");
+    for (const std::string& cmd : {"info " + out + " --json", "eval " + out, "analyze " + out + " gd-alignment",
+                                   "export " + out + " --plot loss --format csv --out " + temp("cli_damaged.csv"),
+                                   "report " + out + " --out " + temp("cli_damaged_report"),
+                                   "train --resume --out " + out}) {
+        const Result r = run(cmd);
+        EXPECT_EQ(r.err, i.err) << cmd;
+        EXPECT_EQ(r.err.find("internal error"), std::string::npos) << cmd;
+        EXPECT_NE(r.code, 0) << cmd;
+    }
+    const Result v = run("verify " + out);
+    EXPECT_EQ(v.code, 1);
+    EXPECT_EQ(v.out, i.err.substr(std::string("icl-cli: ").size())) << "verify lists the damaged object";
+}
+
 TEST(Cli, PresetsListsTheDefaultExperiment)
 {
     const Result r = run("presets --json");

@@ -151,6 +151,34 @@ TEST(ActivationCapture, IntoTheExperimentFileUnderAnalysis)
     EXPECT_EQ(dims, (std::vector<hsize_t>{3, 11, 16}));
     EXPECT_EQ(icl::readRunSummary(run).checkpoints.size(), 1u);  // still a valid experiment file
     EXPECT_EQ(icl::captureActivations(run, o).group, "/analysis/activations/0002");
+    EXPECT_TRUE(icl::verifyExperimentFile(run).damaged.empty());
+
+    // A flipped bit in a captured chunk fails its Fletcher-32 checksum: verify names the dataset.
+    haddr_t chunk = HADDR_UNDEF;
+    {
+        const hid_t f = H5Fopen(run.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+        const hid_t ds = H5Dopen2(f, "/analysis/activations/0001/embed", H5P_DEFAULT);
+        hsize_t offset[3];
+        unsigned mask = 0;
+        hsize_t size = 0;
+        const hid_t space = H5Dget_space(ds);
+        EXPECT_GE(H5Dget_chunk_info(ds, space, 0, offset, &mask, &chunk, &size), 0);
+        H5Sclose(space);
+        H5Dclose(ds);
+        H5Fclose(f);
+    }
+    ASSERT_NE(chunk, HADDR_UNDEF);
+    {
+        std::fstream f(run, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(std::streamoff(chunk + 9));
+        char c = 0;
+        f.read(&c, 1);
+        c = char(c ^ 0x10);
+        f.seekp(std::streamoff(chunk + 9));
+        f.write(&c, 1);
+    }
+    EXPECT_EQ(icl::verifyExperimentFile(run).damaged,
+              std::vector<std::string>{run + ": damaged: /analysis/activations/0001/embed (unreadable or checksum mismatch)"});
 }
 
 TEST(ActivationCapture, LimitsAndCancelLeaveNothingBehind)

@@ -55,7 +55,7 @@ TEST(ExperimentFile, RoundTripIsBitwise)
 
     const icl::RunSummary s = icl::readRunSummary(path);
     EXPECT_EQ(s.format, "icl-workbench");
-    EXPECT_EQ(s.format_version, 1);
+    EXPECT_EQ(s.format_version, icl::kFileFormatVersion);
     EXPECT_EQ(s.config_json, R"({"seed": 1})");
     ASSERT_EQ(s.checkpoints.size(), 1u);
     EXPECT_EQ(s.checkpoints[0].step, 100);
@@ -96,8 +96,8 @@ TEST(ExperimentFile, ExistingFileIsNotOverwrittenUnlessAsked)
     const std::string path = tempPath("exists.h5");
     icl::createExperimentFile(path, "{}", false);
     EXPECT_THROW(icl::createExperimentFile(path, "{}", false), icl::Error);
-    EXPECT_NO_THROW(icl::createExperimentFile(path, R"({"a":1})", true));
-    EXPECT_EQ(icl::readRunSummary(path).config_json, R"({"a":1})");
+    EXPECT_NO_THROW(icl::createExperimentFile(path, R"({"seed":2})", true));
+    EXPECT_EQ(icl::readRunSummary(path).config_json, R"({"seed":2})");
 }
 
 TEST(ExperimentFile, TruncatedFileIsRefused)

@@ -1,0 +1,117 @@
+// Speed of the experiment file: commit time against the size of the file it commits into, the cost of
+// checking checksums on read, and opening a file. Run: ./build/tests/benchmarks/experiment_file_benchmarks
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include <unistd.h>
+
+#include "core/io/checksums.h"
+#include "core/io/experiment_file.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int64_t kFloats = 256 * 1024;  // 1 MiB of float32 per checkpoint (params + optimizer moment)
+
+std::string benchPath(const std::string& name)
+{
+    return (fs::temp_directory_path() / ("icl_bench_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+icl::CheckpointData checkpoint(int64_t step)
+{
+    icl::CheckpointData c;
+    c.step = step;
+    c.train_loss = 1.0 / (step + 1);
+    icl::NamedArray w{"blocks.0.attn.w_q", {kFloats / 2}, std::vector<float>(size_t(kFloats / 2))};
+    for (size_t i = 0; i < w.data.size(); ++i)
+        w.data[i] = std::sin(float(i) + float(step));
+    c.params.push_back(w);
+    w.name = "blocks.0.attn.w_q/exp_avg";
+    c.optimizer.push_back(w);
+    return c;
+}
+
+// A run file with `n` checkpoints of 1 MiB each.
+std::string runWith(int64_t n)
+{
+    const std::string path = benchPath("run_" + std::to_string(n) + ".h5");
+    if (fs::exists(path))
+        return path;
+    icl::createExperimentFile(path, "{}", true);
+    for (int64_t s = 0; s < n; ++s) {
+        const icl::CheckpointData c = checkpoint(s);
+        icl::commitToExperimentFile(path, {{{"step", double(s)}, {"eval_loss", 1.0}}}, &c);
+    }
+    return path;
+}
+
+// One commit (metrics row + 1 MiB checkpoint) into a file that already holds N checkpoints. Flat in N
+// means a commit costs what it writes; linear in N means it copies the file.
+void BM_CommitIntoFileWithCheckpoints(benchmark::State& state)
+{
+    const int64_t n = state.range(0);
+    const std::string base = runWith(n);
+    const std::string path = benchPath("commit.h5");
+    const icl::CheckpointData c = checkpoint(n);
+    for (auto _ : state) {
+        state.PauseTiming();
+        fs::copy_file(base, path, fs::copy_options::overwrite_existing);
+        state.ResumeTiming();
+        icl::commitToExperimentFile(path, {{{"step", double(n)}, {"eval_loss", 1.0}}}, &c);
+    }
+    state.counters["file_MiB"] = double(fs::file_size(base)) / (1 << 20);
+    fs::remove(path);
+}
+BENCHMARK(BM_CommitIntoFileWithCheckpoints)->Arg(0)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
+
+// Reading one 1 MiB checkpoint, every array checked against its SHA-256.
+void BM_ReadCheckpointVerified(benchmark::State& state)
+{
+    const std::string path = runWith(1);
+    for (auto _ : state)
+        benchmark::DoNotOptimize(icl::readCheckpoint(path, 0));
+    state.SetBytesProcessed(int64_t(state.iterations()) * kFloats * 4);
+}
+BENCHMARK(BM_ReadCheckpointVerified)->Unit(benchmark::kMillisecond);
+
+// The checksum's share of that read: SHA-256 of the same 1 MiB.
+void BM_Sha256OfCheckpointArrays(benchmark::State& state)
+{
+    const icl::CheckpointData c = checkpoint(0);
+    for (auto _ : state) {
+        benchmark::DoNotOptimize(icl::checksums::arrayDigest("params/w", c.params[0].shape, c.params[0].data.data(),
+                                                             c.params[0].data.size()));
+        benchmark::DoNotOptimize(icl::checksums::arrayDigest("optimizer/w", c.optimizer[0].shape,
+                                                             c.optimizer[0].data.data(), c.optimizer[0].data.size()));
+    }
+    state.SetBytesProcessed(int64_t(state.iterations()) * kFloats * 4);
+}
+BENCHMARK(BM_Sha256OfCheckpointArrays)->Unit(benchmark::kMillisecond);
+
+// Opening a file (format, seals of every checkpoint, metrics, config validation) against its checkpoints.
+void BM_OpenFileWithCheckpoints(benchmark::State& state)
+{
+    const std::string path = runWith(state.range(0));
+    for (auto _ : state)
+        benchmark::DoNotOptimize(icl::readRunSummary(path));
+}
+BENCHMARK(BM_OpenFileWithCheckpoints)->Arg(1)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv))
+        return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    for (int64_t n : {0, 1, 8, 32})  // the fixture files
+        fs::remove(benchPath("run_" + std::to_string(n) + ".h5"));
+    return 0;
+}
