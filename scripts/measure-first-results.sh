@@ -3,7 +3,8 @@
 # largest quick- and paper-scale preset models, and prints a Markdown table (the one in the README).
 # Usage: scripts/measure-first-results.sh [OUT_DIR]     (default: measure/; needs a built tree)
 # Each model is written with `icl-cli train --steps 0` (its initial checkpoint and fitted baselines):
-# timings depend on the architecture, not on training. GUI pages run off-screen with --timing.
+# timings depend on the architecture, not on training. GUI pages run off-screen with --timing (the
+# Patching page computes nothing until Run is pressed: its time is the `analyze patching` row).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-measure}
@@ -14,10 +15,10 @@ export QT_QPA_PLATFORM=offscreen
 
 # name | preset | scale | pages | analyses
 MODELS=(
-    "gpt2 4/4/64 (garg quick)|garg-linear-regression|quick|attention icl-curve probes patching gd-alignment|attention lens patching probe"
-    "gpt2 12/8/256 (garg paper)|garg-linear-regression|paper|attention icl-curve probes patching gd-alignment|attention lens patching probe"
-    "gpt2 12/8/256, Φ* (guo paper)|guo-representation|paper|attention icl-curve probes patching|attention lens patching probe"
-    "lsa 3 layers (von Oswald multilayer)|vonoswald-lsa-multilayer|paper|attention icl-curve gd-alignment patching|attention lens patching gd-alignment"
+    "gpt2 4/4/64 (garg quick)|garg-linear-regression|quick|attention icl-curve probes|attention lens patching"
+    "gpt2 12/8/256 (garg paper)|garg-linear-regression|paper|attention icl-curve probes|attention lens patching"
+    "gpt2 12/8/256, Φ* (guo paper)|guo-representation|paper|attention icl-curve probes|attention lens patching probe"
+    "lsa 3 layers (von Oswald multilayer)|vonoswald-lsa-multilayer|paper|attention icl-curve gd-alignment|attention lens patching gd-alignment"
     "gpt2 12/8/64 classifier (chan paper)|chan-bursty|paper|icl-iwl|icl-iwl"
     "softmax attention (renliu-kernel)|renliu-kernel|paper|kernel attention|kernel attention"
 )

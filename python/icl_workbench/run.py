@@ -32,7 +32,7 @@ from icl_workbench.layouts import garg_state_dict
 FILE_FORMAT = "icl-workbench"
 
 #: Format versions this reader understands (docs/file-format.md, "Format versions").
-SUPPORTED_FORMAT_VERSIONS: Tuple[int, ...] = (1,)
+SUPPORTED_FORMAT_VERSIONS: Tuple[int, ...] = (1, 2)
 
 
 class ExperimentFileError(Exception):
