@@ -17,6 +17,7 @@ atomically on each commit) can be re-opened to see new checkpoints.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -154,6 +155,8 @@ class Run:
                 self.config: Dict[str, Any] = _json(f["config"].attrs["json"], self.path, "/config")
                 self._checkpoints = self._read_checkpoints(f)
                 self.metrics: Dict[str, np.ndarray] = _read_tree(f["metrics"], self.path) if "metrics" in f else {}
+                if "metrics" in f:
+                    _verify_series(f["metrics"], self.metrics, self.path)
                 self.analyses: List[Analysis] = self._read_analyses(f)
                 self.task_arrays: Dict[str, np.ndarray] = _read_tree(f["task"], self.path) if "task" in f else {}
                 self.import_provenance: Optional[Dict[str, Any]] = (
@@ -205,7 +208,10 @@ class Run:
         """
         s = self._step(step)
         with _open_experiment(self.path) as f:
-            return _read_tree(_group(f, _checkpoint_group(s) + "/params", self.path), self.path)
+            group = _group(f, _checkpoint_group(s), self.path)
+            arrays = _read_tree(_group(f, _checkpoint_group(s) + "/params", self.path), self.path)
+            _verify_arrays(group, arrays, "params/", self.path, _checkpoint_group(s) + "/params")
+            return arrays
 
     def optimizer_state(self, step: Optional[int] = None) -> Tuple[Dict[str, np.ndarray], Dict[str, float]]:
         """Optimizer state of a checkpoint: arrays ``"<param>/exp_avg"``, ``"<param>/exp_avg_sq"`` (Adam) and
@@ -432,6 +438,62 @@ def _read_tree(group: h5py.Group, path: str) -> Dict[str, np.ndarray]:
 
     group.visititems(visit)
     return out
+
+
+# --- checksums (format version 2; docs/file-integrity.md) ---------------------------------------------------------
+# The same digests as core/io/checksums.cpp: SHA-256 over a tag, the name, the shape and the raw little-endian
+# values, every integer as 8 little-endian bytes and every string as its length then its bytes.
+
+
+def _u64(v: int) -> bytes:
+    return int(v).to_bytes(8, "little", signed=False)
+
+
+def _str(v: str) -> bytes:
+    b = v.encode("utf-8")
+    return _u64(len(b)) + b
+
+
+def _array_digest(key: str, a: np.ndarray) -> str:
+    h = hashlib.sha256()
+    h.update(_str("array") + _str(key) + _u64(a.ndim))
+    for n in a.shape:
+        h.update(_u64(n))
+    h.update(_u64(a.size))
+    h.update(np.ascontiguousarray(a, dtype="<f4").tobytes())
+    return h.hexdigest()
+
+
+def _series_digest(name: str, v: np.ndarray) -> str:
+    h = hashlib.sha256()
+    h.update(_str("series") + _str(name) + _u64(v.size))
+    h.update(np.ascontiguousarray(v, dtype="<f8").tobytes())
+    return h.hexdigest()
+
+
+def _verify_arrays(group: h5py.Group, arrays: Dict[str, np.ndarray], prefix: str, path: str, where: str) -> None:
+    """Checks `arrays` (name -> values) against the group's ``manifest`` (keys ``prefix + name``): every array's
+    digest matches and none is missing. Files without a manifest (format version 1) are read as they are."""
+    if "manifest" not in group.attrs:
+        return
+    manifest = _json(group.attrs["manifest"], path, group.name + "@manifest")
+    for name, values in arrays.items():
+        stored = manifest.get(prefix + name)
+        if stored is None:
+            raise ExperimentFileError(f"{path}: damaged: {where}/{name} (not in the checksum manifest)")
+        if stored != _array_digest(prefix + name, values):
+            raise ExperimentFileError(f"{path}: damaged: {where}/{name} (checksum mismatch)")
+    for key in manifest:
+        if key.startswith(prefix) and key[len(prefix):] not in arrays:
+            raise ExperimentFileError(f"{path}: damaged: {where}/{key[len(prefix):]} (missing)")
+
+
+def _verify_series(group: h5py.Group, series: Dict[str, np.ndarray], path: str) -> None:
+    """Checks each metric series that carries a ``sha256`` attribute (format version 2) against its values."""
+    for name, values in series.items():
+        stored = group[name].attrs.get("sha256")
+        if stored is not None and _text(stored) != _series_digest(name, np.asarray(values, dtype=np.float64)):
+            raise ExperimentFileError(f"{path}: damaged: /metrics/{name} (checksum mismatch)")
 
 
 def _is_number(v: Any) -> bool:

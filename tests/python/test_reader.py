@@ -301,6 +301,32 @@ class BadInput(unittest.TestCase):
         with self.assertRaisesRegex(icl_workbench.ExperimentFileError, "/config: not valid JSON"):
             icl_workbench.open(path)
 
+    def test_damaged_weight_and_metric_give_the_cli_line(self):
+        """A changed weight or metric value (its stored SHA-256 no longer matches) is refused with the same line
+        `icl-cli verify` prints for it, never returned."""
+        for what in ("weight", "metric"):
+            path = os.path.join(self.tmp, f"damaged_{what}.h5")
+            shutil.copy(self.good, path)
+            with h5py.File(path, "a") as f:
+                if what == "weight":
+                    step = sorted(f["checkpoints"])[-1]
+                    params = f["checkpoints"][step]["params"]
+                    d = params[sorted(params)[0]]
+                else:
+                    d = f["metrics"]["eval_loss"]
+                values = d[()]
+                values.flat[0] += 1e-3
+                d[...] = values
+            with self.subTest(what=what):
+                with self.assertRaises(icl_workbench.ExperimentFileError) as ctx:
+                    run = icl_workbench.open(path)
+                    run.weights()
+                verify = subprocess.run([icl_cli(), "verify", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+                self.assertEqual(verify.returncode, 1, verify.stderr)
+                self.assertIn(str(ctx.exception), verify.stdout.splitlines())
+                self.assertIn("(checksum mismatch)", str(ctx.exception))
+
 
 if __name__ == "__main__":
     unittest.main()
