@@ -261,6 +261,29 @@ std::vector<double> GdSpectrum::losses(int64_t kMax, double eta) const
     return out;
 }
 
+double goldenSectionMinimum(const std::function<double(double)>& loss, double a, double b)
+{
+    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+    double c = b - phi * (b - a), d = a + phi * (b - a);
+    double fc = loss(c), fd = loss(d);
+    while (b - a > 1e-10 * std::max(1.0, std::abs(b))) {
+        if (fc < fd) {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - phi * (b - a);
+            fc = loss(c);
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + phi * (b - a);
+            fd = loss(d);
+        }
+    }
+    return 0.5 * (a + b);
+}
+
 std::map<int64_t, double> lineSearchEtas(const PromptBatch& batch, const std::vector<int64_t>& ks, double lo, double hi)
 {
     std::map<int64_t, double> out;
@@ -284,30 +307,11 @@ std::map<int64_t, double> lineSearchEtas(const PromptBatch& batch, const std::ve
             }
     }
     // Golden-section refinement in each k's best cell.
-    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
     for (int64_t k : ks) {
         if (out.count(k))
             continue;
-        auto loss = [&](double eta) { return spectrum.loss(k, eta); };
-        double a = std::max(lo, bestEta[size_t(k - 1)] - h), b = std::min(hi, bestEta[size_t(k - 1)] + h);
-        double c = b - phi * (b - a), dd = a + phi * (b - a);
-        double fc = loss(c), fd = loss(dd);
-        while (b - a > 1e-10 * std::max(1.0, std::abs(b))) {
-            if (fc < fd) {
-                b = dd;
-                dd = c;
-                fd = fc;
-                c = b - phi * (b - a);
-                fc = loss(c);
-            } else {
-                a = c;
-                c = dd;
-                fc = fd;
-                dd = a + phi * (b - a);
-                fd = loss(dd);
-            }
-        }
-        out[k] = 0.5 * (a + b);
+        out[k] = goldenSectionMinimum([&](double eta) { return spectrum.loss(k, eta); },
+                                      std::max(lo, bestEta[size_t(k - 1)] - h), std::min(hi, bestEta[size_t(k - 1)] + h));
     }
     return out;
 }

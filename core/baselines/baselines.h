@@ -63,6 +63,9 @@ double closedFormEtaOneStep(const PromptBatch& batch);
 /// search over 2,000 prompts of d = 20 takes milliseconds, not the minutes of iterating predictGd.
 double lineSearchEta(const PromptBatch& batch, int64_t k, double lo = 0.0, double hi = 25.0);
 
+/// Minimum of a unimodal `loss` on [a, b] by golden-section search, to relative tolerance 1e-10.
+double goldenSectionMinimum(const std::function<double(double)>& loss, double a, double b);
+
 /// lineSearchEta for several step counts at once (the grid is evaluated once for all of them).
 /// Returns k → η for every k in `ks` (each k ≥ 1). Throws icl::Error for k < 1.
 std::map<int64_t, double> lineSearchEtas(const PromptBatch& batch, const std::vector<int64_t>& ks,

@@ -366,25 +366,7 @@ double iteratedLineSearchEta(const icl::PromptBatch& batch, int64_t k)
             bestLoss = l;
             bestEta = lo + i * h;
         }
-    double a = std::max(lo, bestEta - h), b = std::min(hi, bestEta + h);
-    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
-    double c = b - phi * (b - a), dd = a + phi * (b - a), fc = loss(c), fd = loss(dd);
-    while (b - a > 1e-10 * std::max(1.0, std::abs(b))) {
-        if (fc < fd) {
-            b = dd;
-            dd = c;
-            fd = fc;
-            c = b - phi * (b - a);
-            fc = loss(c);
-        } else {
-            a = c;
-            c = dd;
-            fc = fd;
-            dd = a + phi * (b - a);
-            fd = loss(dd);
-        }
-    }
-    return 0.5 * (a + b);
+    return icl::goldenSectionMinimum(loss, std::max(lo, bestEta - h), std::min(hi, bestEta + h));
 }
 
 /// 2,000 prompts of Garg et al.'s task (d = 20, N = 40), the inspector's tuning set for GD-k's η.
