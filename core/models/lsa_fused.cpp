@@ -10,64 +10,110 @@ namespace icl {
 
 namespace {
 
-/// Batches per parallel chunk so that a chunk holds at least ~16k multiply-adds.
-int64_t grainFor(int64_t workPerBatch)
+// out[i] (+)= x[i]·y[i]: the one inner loop of the per-prompt products (prompts are innermost, so every
+// product of two per-prompt D × D matrices is a sum of such rows). Compiled for AVX2/FMA and for the
+// baseline ISA; the loader picks the best the CPU has.
+__attribute__((target_clones("arch=haswell", "default"))) void mulAddRow(float* out, const float* x, const float* y,
+                                                                          int64_t len)
 {
-    return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, workPerBatch));
+    for (int64_t i = 0; i < len; ++i)
+        out[i] += x[i] * y[i];
+}
+__attribute__((target_clones("arch=haswell", "default"))) void mulAddRow(double* out, const double* x,
+                                                                          const double* y, int64_t len)
+{
+    for (int64_t i = 0; i < len; ++i)
+        out[i] += x[i] * y[i];
+}
+__attribute__((target_clones("arch=haswell", "default"))) void mulRow(float* out, const float* x, const float* y,
+                                                                       int64_t len)
+{
+    for (int64_t i = 0; i < len; ++i)
+        out[i] = x[i] * y[i];
+}
+__attribute__((target_clones("arch=haswell", "default"))) void mulRow(double* out, const double* x, const double* y,
+                                                                       int64_t len)
+{
+    for (int64_t i = 0; i < len; ++i)
+        out[i] = x[i] * y[i];
 }
 
+/// Prompts per chunk: rows of 256 floats keep a chunk's operands in the L1/L2 caches.
+constexpr int64_t kChunk = 256;
+
+/// A feature-major operand: element (c, t, b) at data[c·cs + t·rs + b].
 template <typename T>
-void atbKernel(const T* X, int64_t sxb, int64_t sxr, const T* Y, int64_t syb, int64_t syr, T* out, int64_t B,
-               int64_t m, int64_t D, int64_t D2)
+struct Fm {
+    T* data;
+    int64_t cs, rs;
+    T* row(int64_t c, int64_t t, int64_t b0) const { return data + c * cs + t * rs + b0; }
+};
+
+/// out[k][j][b] = Σ_h Σ_{t<m} X[h·D+k][t][b] · Y[h·D2+j][t][b]   (out [D, D2, B] contiguous)
+template <typename T>
+void atbKernel(Fm<T> X, Fm<T> Y, T* out, int64_t H, int64_t D, int64_t D2, int64_t m, int64_t B)
 {
-    at::parallel_for(0, B, grainFor(m * D * D2), [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-            T* o = out + b * D * D2;
-            std::fill(o, o + D * D2, T(0));
-            const T* x = X + b * sxb;
-            const T* y = Y + b * syb;
-            for (int64_t t = 0; t < m; ++t) {
-                const T* xr = x + t * sxr;
-                const T* yr = y + t * syr;
-                for (int64_t i = 0; i < D; ++i) {
-                    const T a = xr[i];
-                    T* orow = o + i * D2;
-                    for (int64_t j = 0; j < D2; ++j)
-                        orow[j] += a * yr[j];
+    const int64_t chunks = (B + kChunk - 1) / kChunk;
+    at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+            const int64_t b0 = c * kChunk, len = std::min(kChunk, B - b0);
+            for (int64_t k = 0; k < D; ++k)
+                for (int64_t j = 0; j < D2; ++j) {
+                    T* o = out + (k * D2 + j) * B + b0;
+                    bool first = true;
+                    for (int64_t h = 0; h < H; ++h)
+                        for (int64_t t = 0; t < m; ++t) {
+                            const T* x = X.row(h * D + k, t, b0);
+                            const T* y = Y.row(h * D2 + j, t, b0);
+                            if (first)
+                                mulRow(o, x, y, len);
+                            else
+                                mulAddRow(o, x, y, len);
+                            first = false;
+                        }
+                    if (first)
+                        std::fill(o, o + len, T(0));
                 }
-            }
         }
     });
 }
 
+/// out[h·D2+a][t][b] (+)= Σ_k X[h·D+k][t][b] · M[k][a][b]   (t < m; M [D, D2, B] contiguous)
 template <typename T>
-void abKernel(const T* X, int64_t sxb, int64_t sxr, const T* M, int64_t smb, T* out, int64_t sob, int64_t sor,
-              int64_t B, int64_t m, int64_t D, int64_t D2, bool accumulate)
+void abKernel(Fm<T> X, const T* M, Fm<T> out, int64_t H, int64_t D, int64_t D2, int64_t m, int64_t B,
+              bool accumulate)
 {
-    at::parallel_for(0, B, grainFor(m * D * D2), [&](int64_t b0, int64_t b1) {
-        for (int64_t b = b0; b < b1; ++b) {
-            const T* x = X + b * sxb;
-            const T* mb = M + b * smb;
-            for (int64_t t = 0; t < m; ++t) {
-                const T* xr = x + t * sxr;
-                T* orow = out + b * sob + t * sor;
-                if (!accumulate)
-                    std::fill(orow, orow + D2, T(0));
-                for (int64_t k = 0; k < D; ++k) {
-                    const T a = xr[k];
-                    const T* mrow = mb + k * D2;
-                    for (int64_t j = 0; j < D2; ++j)
-                        orow[j] += a * mrow[j];
-                }
-            }
+    const int64_t chunks = (B + kChunk - 1) / kChunk;
+    at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c) {
+            const int64_t b0 = c * kChunk, len = std::min(kChunk, B - b0);
+            for (int64_t h = 0; h < H; ++h)
+                for (int64_t a = 0; a < D2; ++a)
+                    for (int64_t t = 0; t < m; ++t) {
+                        T* o = out.row(h * D2 + a, t, b0);
+                        for (int64_t k = 0; k < D; ++k) {
+                            const T* x = X.row(h * D + k, t, b0);
+                            const T* mk = M + (k * D2 + a) * B + b0;
+                            if (k == 0 && !accumulate)
+                                mulRow(o, x, mk, len);
+                            else
+                                mulAddRow(o, x, mk, len);
+                        }
+                    }
         }
     });
 }
 
-/// Rows of a [B, m, D] tensor must be contiguous for the CPU kernels.
-bool rowsContiguous(const torch::Tensor& t)
+/// [C, ≥m, B] with prompts contiguous and rows B apart.
+bool featureMajor(const torch::Tensor& t)
 {
-    return t.dim() == 3 && t.stride(2) == 1 && (t.size(1) <= 1 || t.stride(1) >= t.size(2));
+    return t.dim() == 3 && t.stride(2) == 1 && t.stride(1) == t.size(2);
+}
+
+template <typename T>
+Fm<T> fm(const torch::Tensor& t)
+{
+    return Fm<T>{t.data_ptr<T>(), t.stride(0), t.stride(1)};
 }
 
 void setGrad(torch::Tensor& p, const torch::Tensor& g)
@@ -80,40 +126,46 @@ void setGrad(torch::Tensor& p, const torch::Tensor& g)
 
 } // namespace
 
-void batchedAtB(const torch::Tensor& X, const torch::Tensor& Y, torch::Tensor& out)
+void batchedAtB(const torch::Tensor& X, const torch::Tensor& Y, int64_t heads, int64_t rows, torch::Tensor& out)
 {
-    TORCH_CHECK(X.dim() == 3 && Y.dim() == 3 && X.size(0) == Y.size(0) && X.size(1) == Y.size(1),
-                "batchedAtB: X [B, m, D] and Y [B, m, D'] expected, got ", X.sizes(), " and ", Y.sizes());
-    const int64_t B = X.size(0), m = X.size(1), D = X.size(2), D2 = Y.size(2);
-    if (!out.defined() || out.sizes() != torch::IntArrayRef{B, D, D2} || !out.is_contiguous())
-        out = torch::empty({B, D, D2}, X.options());
-    if (!X.device().is_cpu() || !rowsContiguous(X) || !rowsContiguous(Y)) {
-        out.copy_(torch::bmm(X.transpose(1, 2), Y));
+    TORCH_CHECK(X.dim() == 3 && Y.dim() == 3 && X.size(2) == Y.size(2) && heads >= 1 && X.size(0) % heads == 0
+                    && Y.size(0) % heads == 0 && rows >= 0 && rows <= X.size(1) && rows <= Y.size(1),
+                "batchedAtB: X [H·D, ≥m, B] and Y [H·D', ≥m, B] expected, got ", X.sizes(), " and ", Y.sizes());
+    const int64_t H = heads, D = X.size(0) / H, D2 = Y.size(0) / H, B = X.size(2);
+    if (!out.defined() || out.sizes() != torch::IntArrayRef{D, D2, B} || !out.is_contiguous()
+        || out.scalar_type() != X.scalar_type() || out.device() != X.device())
+        out = torch::empty({D, D2, B}, X.options());
+    if (!X.device().is_cpu() || !featureMajor(X) || !featureMajor(Y)) {
+        out.copy_(torch::einsum("hktb,hjtb->kjb", {X.narrow(1, 0, rows).reshape({H, D, rows, B}),
+                                                   Y.narrow(1, 0, rows).reshape({H, D2, rows, B})}));
         return;
     }
     AT_DISPATCH_FLOATING_TYPES(X.scalar_type(), "batchedAtB", [&] {
-        atbKernel<scalar_t>(X.data_ptr<scalar_t>(), X.stride(0), X.stride(1), Y.data_ptr<scalar_t>(), Y.stride(0),
-                            Y.stride(1), out.data_ptr<scalar_t>(), B, m, D, D2);
+        atbKernel<scalar_t>(fm<scalar_t>(X), fm<scalar_t>(Y), out.data_ptr<scalar_t>(), H, D, D2, rows, B);
     });
 }
 
-void batchedAB(const torch::Tensor& X, const torch::Tensor& M, torch::Tensor& out, bool accumulate)
+void batchedAB(const torch::Tensor& X, const torch::Tensor& M, int64_t heads, int64_t rows, torch::Tensor& out,
+               bool accumulate)
 {
-    TORCH_CHECK(X.dim() == 3 && M.dim() == 3 && X.size(0) == M.size(0) && X.size(2) == M.size(1),
-                "batchedAB: X [B, m, D] and M [B, D, D'] expected, got ", X.sizes(), " and ", M.sizes());
-    const int64_t B = X.size(0), m = X.size(1), D = X.size(2), D2 = M.size(2);
-    TORCH_CHECK(out.defined() && out.dim() == 3 && out.size(0) == B && out.size(1) == m && out.size(2) == D2,
-                "batchedAB: out must be [B, m, D']");
-    if (!X.device().is_cpu() || !rowsContiguous(X) || !M.is_contiguous() || !rowsContiguous(out)) {
+    TORCH_CHECK(X.dim() == 3 && M.dim() == 3 && heads >= 1 && X.size(0) % heads == 0
+                    && M.size(0) == X.size(0) / heads && M.size(2) == X.size(2) && rows >= 0 && rows <= X.size(1),
+                "batchedAB: X [H·D, ≥m, B] and M [D, D', B] expected, got ", X.sizes(), " and ", M.sizes());
+    const int64_t H = heads, D = M.size(0), D2 = M.size(1), B = X.size(2);
+    TORCH_CHECK(out.defined() && out.dim() == 3 && out.size(0) == H * D2 && out.size(1) >= rows && out.size(2) == B,
+                "batchedAB: out must be [H·D', ≥m, B]");
+    if (!X.device().is_cpu() || !featureMajor(X) || !M.is_contiguous() || !featureMajor(out)) {
+        const torch::Tensor prod
+            = torch::einsum("hktb,kab->hatb", {X.narrow(1, 0, rows).reshape({H, D, rows, B}), M}).reshape({H * D2, rows, B});
+        torch::Tensor target = out.narrow(1, 0, rows);
         if (accumulate)
-            out.baddbmm_(X, M);
+            target.add_(prod);
         else
-            out.copy_(torch::bmm(X, M));
+            target.copy_(prod);
         return;
     }
     AT_DISPATCH_FLOATING_TYPES(X.scalar_type(), "batchedAB", [&] {
-        abKernel<scalar_t>(X.data_ptr<scalar_t>(), X.stride(0), X.stride(1), M.data_ptr<scalar_t>(), M.stride(0),
-                           out.data_ptr<scalar_t>(), out.stride(0), out.stride(1), B, m, D, D2, accumulate);
+        abKernel<scalar_t>(fm<scalar_t>(X), M.data_ptr<scalar_t>(), fm<scalar_t>(out), H, D, D2, rows, B, accumulate);
     });
 }
 
@@ -145,24 +197,26 @@ void FusedLsa::allocate(int64_t B, int64_t T, int64_t n, const torch::TensorOpti
 {
     if (B == m_B && T == m_T && n == m_n && opts.dtype() == m_opts.dtype() && opts.device() == m_opts.device())
         return;
+    TORCH_CHECK(n == T - 1, "the fused LSA path expects every token but the last (the query) in context");
     const LsaOptions& o = m_model.options();
     const int64_t D = o.tokenDim(), H = o.n_heads, K = o.n_layers;
-    m_layers.assign(size_t(K + 1), LayerBuffers{});
-    for (int64_t l = 0; l <= K; ++l) {
+    m_layers.assign(size_t(K), LayerBuffers{});
+    for (int64_t l = 0; l < K; ++l) {
         LayerBuffers& lb = m_layers[size_t(l)];
-        lb.e = torch::empty({B, T, D}, opts);
-        if (l < K) {
-            lb.g = torch::empty({B, D, D}, opts);
-            lb.f = torch::empty({B * T, H * D}, opts);
-            lb.r = torch::empty({B * T, H * D}, opts);
-        }
+        // The last layer is needed at the query token only.
+        const int64_t rows = l + 1 == K ? 1 : T;
+        lb.e = torch::empty({D, T, B}, opts);
+        lb.g = torch::empty({D, D, B}, opts);
+        lb.f = torch::empty({H * D, rows, B}, opts);
+        lb.r = torch::empty({H * D, rows, B}, opts);
     }
-    m_eBar = torch::empty({B, T, D}, opts);
-    m_eBarNext = torch::empty({B, T, D}, opts);
-    m_rBar = torch::empty({B * T, H * D}, opts);
-    m_gBar = torch::empty({B, D, D}, opts);
-    m_gSym = torch::empty({B, D, D}, opts);
-    m_fBar = torch::empty({B * T, H * D}, opts);
+    m_eQuery = torch::empty({D, B}, opts);
+    m_eBar = torch::empty({D, T, B}, opts);
+    m_eBarNext = torch::empty({D, T, B}, opts);
+    m_rBar = torch::empty({H * D, T, B}, opts);
+    m_fBar = torch::empty({H * D, T, B}, opts);
+    m_gBar = torch::empty({D, D, B}, opts);
+    m_gSym = torch::empty({D, D, B}, opts);
     m_position = o.pos_dim > 0 ? sinusoidalPositions(T, o.pos_dim, opts) : torch::Tensor();
     m_B = B, m_T = T, m_n = n, m_opts = opts;
 }
@@ -176,101 +230,109 @@ void FusedLsa::prepareWeights()
     m_bcat.resize(size_t(blocks));
     for (int64_t b = 0; b < blocks; ++b) {
         const LsaLayerWeights& w = m_model.layer(b);
-        // A_h = W_Qᵀ W_K laid side by side: Acat[:, h·D:(h+1)·D] = A_h.
+        // A_h = W_Qᵀ W_K side by side: Acat[:, h·D:(h+1)·D] = A_h  ([D, H·D]).
         m_acat[size_t(b)] = torch::bmm(w.w_q.transpose(1, 2), w.w_k).permute({1, 0, 2}).reshape({D, H * D});
-        // B_h = W_Vᵀ W_Oᵀ stacked: Bcat[h·D:(h+1)·D, :] = B_h.
+        // B_h = W_Vᵀ W_Oᵀ stacked: Bcat[h·D:(h+1)·D, :] = B_h  ([H·D, D]).
         m_bcat[size_t(b)] = torch::bmm(w.w_v.transpose(1, 2), w.w_o.transpose(1, 2)).reshape({H * D, D});
     }
-}
-
-torch::Tensor FusedLsa::tokens(const PromptBatch& batch)
-{
-    const LsaLayerWeights& w = m_model.layer(0);
-    PromptBatch b = batch;
-    if (batch.x.scalar_type() != w.w_q.scalar_type() || batch.x.device() != w.w_q.device()) {
-        const auto to = w.w_q.options();
-        b.x = batch.x.to(to);
-        b.y = batch.y.to(to);
-    }
-    return m_model.embed(b);  // [B, T, dataDim()]
 }
 
 torch::Tensor FusedLsa::forward(const PromptBatch& batch)
 {
     torch::NoGradGuard noGrad;
     const LsaOptions& o = m_model.options();
-    const torch::Tensor data = tokens(batch);
-    const int64_t B = data.size(0), T = data.size(1), D = o.tokenDim(), H = o.n_heads;
+    const LsaLayerWeights& w0 = m_model.layer(0);
+    PromptBatch pb = batch;
+    if (batch.x.scalar_type() != w0.w_q.scalar_type() || batch.x.device() != w0.w_q.device()) {
+        pb.x = batch.x.to(w0.w_q.options());
+        pb.y = batch.y.to(w0.w_q.options());
+    }
+    const torch::Tensor data = m_model.embed(pb);  // [B, T, dataDim()]
+    const int64_t B = data.size(0), T = data.size(1), D = o.tokenDim(), H = o.n_heads, K = o.n_layers;
     const int64_t n = m_model.contextTokens(batch.nContext());
     allocate(B, T, n, data.options());
     prepareWeights();
+    // Feature-major tokens E [D, T, B]: every per-prompt product runs along the prompts.
     torch::Tensor& e0 = m_layers[0].e;
-    if (o.pos_dim > 0) {
-        e0.narrow(2, 0, o.dataDim()).copy_(data);
-        e0.narrow(2, o.dataDim(), o.pos_dim).copy_(m_position.unsqueeze(0).expand({B, T, o.pos_dim}));
-    } else {
-        e0.copy_(data);
-    }
-    for (int64_t l = 0; l < o.n_layers; ++l) {
+    e0.narrow(0, 0, o.dataDim()).copy_(data.permute({2, 1, 0}));
+    if (o.pos_dim > 0)
+        e0.narrow(0, o.dataDim(), o.pos_dim).copy_(m_position.t().unsqueeze(-1).expand({o.pos_dim, T, B}));
+    for (int64_t l = 0; l < K; ++l) {
         LayerBuffers& lb = m_layers[size_t(l)];
         const torch::Tensor& acat = m_acat[o.tied ? 0 : size_t(l)];
         const torch::Tensor& bcat = m_bcat[o.tied ? 0 : size_t(l)];
-        const torch::Tensor ctx = lb.e.narrow(1, 0, n);                  // C [B, n, D]
-        batchedAtB(ctx, ctx, lb.g);                                       // G = CᵀC
-        torch::mm_out(lb.f, lb.e.view({B * T, D}), acat);                // F = E·Acat
-        torch::Tensor fView = lb.f.view({B, T * H, D}), rView = lb.r.view({B, T * H, D});
-        batchedAB(fView, lb.g, rView, false);                             // R = F G
-        torch::addmm_out(m_layers[size_t(l) + 1].e.view({B * T, D}), lb.e.view({B * T, D}), lb.r, bcat);  // E' = E + R·Bcat
+        batchedAtB(lb.e, lb.e, 1, n, lb.g);  // G = CᵀC over the first n tokens
+        if (l + 1 < K) {
+            torch::Tensor f2 = lb.f.view({H * D, T * B}), r2 = lb.r.view({H * D, T * B});
+            torch::mm_out(f2, acat.t(), lb.e.view({D, T * B}));  // F = Acatᵀ E  (rows: F = E·Acat)
+            batchedAB(lb.f, lb.g, H, T, lb.r, false);            // R = F G
+            torch::Tensor next = m_layers[size_t(l) + 1].e.view({D, T * B});
+            torch::addmm_out(next, lb.e.view({D, T * B}), bcat.t(), r2);  // E' = E + R·Bcat
+        } else {
+            // Last layer: the query token only.
+            const torch::Tensor eq = lb.e.select(1, T - 1);  // [D, B], rows T·B apart
+            torch::Tensor f2 = lb.f.view({H * D, B}), r2 = lb.r.view({H * D, B});
+            torch::mm_out(f2, acat.t(), eq);
+            batchedAB(lb.f, lb.g, H, 1, lb.r, false);
+            torch::addmm_out(m_eQuery, eq, bcat.t(), r2);
+        }
     }
-    return m_layers.back().e;
+    return m_eQuery;  // [D, B]: E_K at the query token
 }
 
 torch::Tensor FusedLsa::predict(const PromptBatch& batch)
 {
     torch::NoGradGuard noGrad;
-    return m_model.readout(forward(batch)).clone();
+    return -forward(batch).select(0, m_model.ySlot());
 }
 
 torch::Tensor FusedLsa::lossAndGrad(const PromptBatch& batch)
 {
     torch::NoGradGuard noGrad;
     const LsaOptions& o = m_model.options();
-    const torch::Tensor eK = forward(batch);
+    const torch::Tensor eq = forward(batch);
     const int64_t B = m_B, T = m_T, n = m_n, D = o.tokenDim(), H = o.n_heads, K = o.n_layers;
     const int64_t ySlot = m_model.ySlot();
 
-    // r = ŷ − y with ŷ = −E_K[:, T−1, y-slot]; L = ½·mean r²; ∂L/∂E_K[b, T−1, y-slot] = −r_b / B.
-    const torch::Tensor target = batch.queryY().to(eK.options());
-    const torch::Tensor r = -(eK.select(1, T - 1).select(1, ySlot) + target);
+    // r = ŷ − y with ŷ = −E_K[y-slot] at the query; L = ½·mean r²; ∂L/∂E_K[y-slot] = −r / B there.
+    const torch::Tensor r = -(eq.select(0, ySlot) + batch.queryY().to(eq.options()));
     const torch::Tensor loss = 0.5 * r.pow(2).mean();
-    m_eBar.zero_();
-    m_eBar.select(1, T - 1).select(1, ySlot).copy_(r * (-1.0 / double(B)));
+    const torch::Tensor outBar = torch::zeros({D, B}, eq.options());  // Ē_K at the query [D, B]
+    outBar.select(0, ySlot).copy_(r * (-1.0 / double(B)));
 
     const int64_t blocks = o.tied ? 1 : K;
-    std::vector<torch::Tensor> dAcat(size_t(blocks)), dBcat(size_t(blocks));
+    std::vector<torch::Tensor> dAcat(static_cast<size_t>(blocks)), dBcat(static_cast<size_t>(blocks));
+    auto accumulate = [](torch::Tensor& sum, const torch::Tensor& term) { sum = sum.defined() ? sum.add_(term) : term; };
     for (int64_t l = K - 1; l >= 0; --l) {
         LayerBuffers& lb = m_layers[size_t(l)];
         const size_t blk = o.tied ? 0 : size_t(l);
-        const torch::Tensor eBar2d = m_eBar.view({B * T, D});
-        // dBcat = Rᵀ Ē'
-        torch::Tensor dB = torch::mm(lb.r.t(), eBar2d);
-        dBcat[blk] = dBcat[blk].defined() ? dBcat[blk].add_(dB) : dB;
-        // R̄ = Ē' Bcatᵀ
-        torch::mm_out(m_rBar, eBar2d, m_bcat[blk].t());
-        torch::Tensor fView = lb.f.view({B, T * H, D}), rBarView = m_rBar.view({B, T * H, D});
-        batchedAtB(fView, rBarView, m_gBar);                              // Ḡ = Fᵀ R̄
-        torch::Tensor fBarView = m_fBar.view({B, T * H, D});
-        batchedAB(rBarView, lb.g, fBarView, false);                       // F̄ = R̄ G (G = Gᵀ)
-        // dAcat = Eᵀ F̄
-        torch::Tensor dA = torch::mm(lb.e.view({B * T, D}).t(), m_fBar);
-        dAcat[blk] = dAcat[blk].defined() ? dAcat[blk].add_(dA) : dA;
+        const torch::Tensor& acat = m_acat[blk];
+        const torch::Tensor& bcat = m_bcat[blk];
+        const bool last = l + 1 == K;
+        const int64_t rows = last ? 1 : T;
+        // Ē' restricted to the rows this layer computed: [D, rows·B].
+        const torch::Tensor eBar2 = last ? outBar : m_eBar.view({D, T * B});
+        const torch::Tensor e2 = last ? lb.e.select(1, T - 1) : lb.e.view({D, T * B});
+        accumulate(dBcat[blk], torch::mm(lb.r.view({H * D, rows * B}), eBar2.t()));  // B̄cat = Rᵀ Ē'
+        torch::Tensor rBar = m_rBar.narrow(1, 0, rows), fBar = m_fBar.narrow(1, 0, rows);
+        torch::Tensor rBar2 = rBar.view({H * D, rows * B}), fBar2 = fBar.view({H * D, rows * B});
+        torch::mm_out(rBar2, bcat, eBar2);                            // R̄ = Ē' Bcatᵀ
+        batchedAtB(lb.f, rBar, H, rows, m_gBar);                      // Ḡ = Fᵀ R̄
+        batchedAB(rBar, lb.g, H, rows, fBar, false);                  // F̄ = R̄ G  (G = Gᵀ)
+        accumulate(dAcat[blk], torch::mm(e2, fBar2.t()));             // Ācat = Eᵀ F̄
         if (l == 0)
             break;  // the tokens themselves need no gradient
         // Ē = Ē' + F̄ Acatᵀ + [C (Ḡ + Ḡᵀ); 0]
-        torch::addmm_out(m_eBarNext.view({B * T, D}), eBar2d, m_fBar, m_acat[blk].t());
-        torch::add_out(m_gSym, m_gBar, m_gBar.transpose(1, 2));
-        torch::Tensor eBarCtx = m_eBarNext.narrow(1, 0, n);
-        batchedAB(lb.e.narrow(1, 0, n), m_gSym, eBarCtx, true);
+        if (last) {
+            m_eBarNext.zero_();
+            torch::Tensor q = m_eBarNext.select(1, T - 1);
+            q.copy_(torch::addmm(eBar2, acat, fBar2));
+        } else {
+            torch::Tensor next2 = m_eBarNext.view({D, T * B});
+            torch::addmm_out(next2, eBar2, acat, fBar2);
+        }
+        torch::add_out(m_gSym, m_gBar, m_gBar.transpose(0, 1));
+        batchedAB(lb.e, m_gSym, 1, n, m_eBarNext, true);
         std::swap(m_eBar, m_eBarNext);
     }
 
@@ -278,8 +340,8 @@ torch::Tensor FusedLsa::lossAndGrad(const PromptBatch& batch)
         LsaLayerWeights& w = m_model.layer(b);
         const torch::Tensor aBar = dAcat[size_t(b)].view({D, H, D}).permute({1, 0, 2});  // Ā_h [H, D, D]
         const torch::Tensor bBar = dBcat[size_t(b)].view({H, D, D});                     // B̄_h [H, D, D]
-        setGrad(w.w_q, torch::bmm(w.w_k, aBar.transpose(1, 2)));               // W_K Āᵀ
-        setGrad(w.w_k, torch::bmm(w.w_q, aBar));                               // W_Q Ā
+        setGrad(w.w_q, torch::bmm(w.w_k, aBar.transpose(1, 2)));                  // W_K Āᵀ
+        setGrad(w.w_k, torch::bmm(w.w_q, aBar));                                  // W_Q Ā
         setGrad(w.w_v, torch::bmm(w.w_o.transpose(1, 2), bBar.transpose(1, 2)));  // W_Oᵀ B̄ᵀ
         setGrad(w.w_o, torch::bmm(bBar.transpose(1, 2), w.w_v.transpose(1, 2)));  // B̄ᵀ W_Vᵀ
     }

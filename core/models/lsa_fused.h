@@ -12,8 +12,9 @@
 //             Ē = Ē' + F̄ Acatᵀ + [C (Ḡ + Ḡᵀ); 0]
 //   weights   dW_Q = W_K Āᵀ,  dW_K = W_Q Ā,  dW_V = W_Oᵀ B̄ᵀ,  dW_O = B̄ᵀ W_Vᵀ   (per head)
 // where Acat = [A_1 … A_H] [D, H·D], Bcat = [B_1; …; B_H] [H·D, D], and the products over all B·T rows
-// are single GEMMs; only G, R, Ḡ, F̄ and C(Ḡ+Ḡᵀ) are per-prompt products (tight loops over the batch
-// on the CPU, batched GEMMs elsewhere). The loss is L = ½·mean_b (ŷ_b − y_b)² with ŷ = −(y-slot of the
+// are single GEMMs; only G, R, Ḡ, F̄ and C(Ḡ+Ḡᵀ) are per-prompt products (rows of prompts in a
+// feature-major layout [D, T, B] on the CPU, einsum elsewhere). The last layer is computed at the query
+// token only (the loss reads nothing else). The loss is L = ½·mean_b (ŷ_b − y_b)² with ŷ = −(y-slot of the
 // query token after the last layer), so Ē_K is zero except Ē_K[b, T−1, y-slot] = −(ŷ_b − y_b)/B.
 
 #include <string>
@@ -52,31 +53,41 @@ public:
     torch::Tensor predict(const PromptBatch& batch);
 
 private:
+    /// Per layer, feature-major (channel, token, prompt; prompts innermost). The last layer keeps F and R
+    /// at the query token only (rows = 1), the others at every token (rows = T).
     struct LayerBuffers {
-        torch::Tensor e;  ///< input tokens of the layer [B, T, D]
-        torch::Tensor g;  ///< Gram matrix of its context tokens [B, D, D]
-        torch::Tensor f;  ///< E·Acat [B·T, H·D]
-        torch::Tensor r;  ///< F G [B·T, H·D]
+        torch::Tensor e;  ///< input tokens of the layer [D, T, B]
+        torch::Tensor g;  ///< Gram matrix of its context tokens [D, D, B]
+        torch::Tensor f;  ///< Acatᵀ E [H·D, rows, B]
+        torch::Tensor r;  ///< F G [H·D, rows, B]
     };
     void allocate(int64_t B, int64_t T, int64_t n, const torch::TensorOptions& opts);
     void prepareWeights();
-    torch::Tensor tokens(const PromptBatch& batch);
-    torch::Tensor forward(const PromptBatch& batch);  ///< fills the layer buffers; returns E_K
+    torch::Tensor forward(const PromptBatch& batch);  ///< fills the layer buffers; returns E_K at the query [D, B]
 
     LsaImpl& m_model;
     int64_t m_B = -1, m_T = -1, m_n = -1;
     torch::TensorOptions m_opts;
-    std::vector<LayerBuffers> m_layers;  ///< K + 1 entries; the last holds only e = E_K
+    std::vector<LayerBuffers> m_layers;         ///< K entries
     std::vector<torch::Tensor> m_acat, m_bcat;  ///< per block: [D, H·D], [H·D, D]
-    torch::Tensor m_eBar, m_eBarNext, m_rBar, m_gBar, m_fBar, m_gSym;
-    torch::Tensor m_position;  ///< [T, pos_dim] position code (when the model has one)
+    torch::Tensor m_eQuery;                     ///< E_K at the query token [D, B]
+    torch::Tensor m_eBar, m_eBarNext;           ///< ∂L/∂E of a layer's output and input [D, T, B]
+    torch::Tensor m_rBar, m_fBar;               ///< [H·D, T, B]
+    torch::Tensor m_gBar, m_gSym;               ///< Ḡ and Ḡ + Ḡᵀ [D, D, B]
+    torch::Tensor m_position;                   ///< [T, pos_dim] position code (when the model has one)
 };
 
-/// Per-prompt products of the fused LSA path, exposed for tests. X [B, m, D] (rows contiguous, any
-/// batch stride), Y [B, m, D'], M [B, D, D']. batchedAtB returns out_b = X_bᵀ Y_b [B, D, D'];
-/// batchedAB writes out_b (+)= X_b M_b into `out` [B, m, D'] (accumulating when `accumulate`).
-/// On the CPU tight loops parallel over b; elsewhere torch::bmm. Float and double.
-void batchedAtB(const torch::Tensor& X, const torch::Tensor& Y, torch::Tensor& out);
-void batchedAB(const torch::Tensor& X, const torch::Tensor& M, torch::Tensor& out, bool accumulate);
+/// Per-prompt products of the fused LSA path (exposed for tests), on feature-major operands
+/// [channels, tokens, B] whose prompts are contiguous (stride 1) and tokens B apart; only the first `rows`
+/// tokens are read or written. With H = `heads`:
+///   batchedAtB: out[k][j][b] = Σ_h Σ_{t<rows} X[h·D+k][t][b] · Y[h·D'+j][t][b]  (X [H·D, ≥rows, B],
+///               Y [H·D', ≥rows, B]; out [D, D', B], reallocated when it does not fit);
+///   batchedAB:  out[h·D'+a][t][b] (+)= Σ_k X[h·D+k][t][b] · M[k][a][b]  (X [H·D, ≥rows, B], M [D, D', B],
+///               out [H·D', ≥rows, B]; accumulating when `accumulate`).
+/// On the CPU loops over rows of prompts (AVX2/FMA where the CPU has it), parallel over chunks of prompts;
+/// elsewhere (or for other strides) torch::einsum. Float and double. Throws c10::Error for wrong shapes.
+void batchedAtB(const torch::Tensor& X, const torch::Tensor& Y, int64_t heads, int64_t rows, torch::Tensor& out);
+void batchedAB(const torch::Tensor& X, const torch::Tensor& M, int64_t heads, int64_t rows, torch::Tensor& out,
+               bool accumulate);
 
 } // namespace icl

@@ -160,27 +160,40 @@ TEST(LsaFused, RefusesWhatItDoesNotCover)
     refused(o, "representation φ");
 }
 
-// The per-prompt kernels against torch::bmm, including strided (narrowed) operands and accumulation.
+// The per-prompt kernels against torch::bmm on the prompt-major transposes, with several heads, a row
+// limit, strided (narrowed) operands, accumulation, and a batch that is not a multiple of the chunk size.
 TEST(LsaFused, BatchedKernelsMatchBmm)
 {
     for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
         const auto opts = torch::TensorOptions().dtype(dtype);
         torch::manual_seed(0);
-        const torch::Tensor big = torch::randn({7, 9, 5}, opts);
-        const torch::Tensor X = big.narrow(1, 0, 6), Y = torch::randn({7, 6, 3}, opts);
+        const int64_t H = 2, D = 5, D2 = 3, T = 7, rows = 4, B = 300;
+        const torch::Tensor big = torch::randn({H * D, T + 2, B}, opts);
+        const torch::Tensor X = big.narrow(1, 1, T);  // tokens B apart, channels (T + 2)·B apart
+        const torch::Tensor Y = torch::randn({H * D2, T, B}, opts);
+        // Prompt-major per head: Xp[b, h, t, k] = X[h·D+k][t][b].
+        auto promptMajor = [&](const torch::Tensor& t, int64_t width) {
+            return t.narrow(1, 0, rows).reshape({H, width, rows, B}).permute({3, 0, 2, 1});  // [B, H, rows, width]
+        };
+        const torch::Tensor Xp = promptMajor(X, D), Yp = promptMajor(Y, D2);
         torch::Tensor out;
-        icl::batchedAtB(X, Y, out);
+        icl::batchedAtB(X, Y, H, rows, out);
+        // Σ_h Σ_t X_hᵀ Y_h per prompt: [B, D, D2] → [D, D2, B]
+        const torch::Tensor expectAtB = torch::matmul(Xp.transpose(-1, -2), Yp).sum(1).permute({1, 2, 0});
         const double tol = dtype == torch::kFloat32 ? 1e-5 : 1e-12;
-        EXPECT_LT(relErr(out, torch::bmm(X.transpose(1, 2), Y)), tol);
-        const torch::Tensor M = torch::randn({7, 5, 4}, opts);
-        torch::Tensor target = torch::randn({7, 8, 4}, opts);
+        EXPECT_LT(relErr(out, expectAtB), tol);
+
+        const torch::Tensor M = torch::randn({D, D2, B}, opts);
+        const torch::Tensor Mp = M.permute({2, 0, 1}).unsqueeze(1);  // [B, 1, D, D2]
+        const torch::Tensor expectAB = torch::matmul(Xp, Mp);         // [B, H, rows, D2]
+        const torch::Tensor expectFm = expectAB.permute({1, 3, 2, 0}).reshape({H * D2, rows, B});
+        torch::Tensor target = torch::randn({H * D2, T, B}, opts);
         const torch::Tensor before = target.clone();
-        torch::Tensor view = target.narrow(1, 0, 6);
-        icl::batchedAB(X, M, view, true);
-        EXPECT_LT(relErr(target.narrow(1, 0, 6), before.narrow(1, 0, 6) + torch::bmm(X, M)), tol);
-        EXPECT_TRUE(torch::equal(target.narrow(1, 6, 2), before.narrow(1, 6, 2)));
-        icl::batchedAB(X, M, view, false);
-        EXPECT_LT(relErr(target.narrow(1, 0, 6), torch::bmm(X, M)), tol);
+        icl::batchedAB(X, M, H, rows, target, true);
+        EXPECT_LT(relErr(target.narrow(1, 0, rows), before.narrow(1, 0, rows) + expectFm), tol);
+        EXPECT_TRUE(torch::equal(target.narrow(1, rows, T - rows), before.narrow(1, rows, T - rows)));
+        icl::batchedAB(X, M, H, rows, target, false);
+        EXPECT_LT(relErr(target.narrow(1, 0, rows), expectFm), tol);
     }
 }
 
