@@ -50,8 +50,9 @@ struct Fm {
 };
 
 /// out[k][j][b] = Σ_h Σ_{t<m} X[h·D+k][t][b] · Y[h·D2+j][t][b]   (out [D, D2, B] contiguous)
+/// With `symmetric` (X and Y the same operand) only j ≥ k is computed and mirrored.
 template <typename T>
-void atbKernel(Fm<T> X, Fm<T> Y, T* out, int64_t H, int64_t D, int64_t D2, int64_t m, int64_t B)
+void atbKernel(Fm<T> X, Fm<T> Y, T* out, int64_t H, int64_t D, int64_t D2, int64_t m, int64_t B, bool symmetric)
 {
     const int64_t chunks = (B + kChunk - 1) / kChunk;
     at::parallel_for(0, chunks, 1, [&](int64_t c0, int64_t c1) {
@@ -60,6 +61,11 @@ void atbKernel(Fm<T> X, Fm<T> Y, T* out, int64_t H, int64_t D, int64_t D2, int64
             for (int64_t k = 0; k < D; ++k)
                 for (int64_t j = 0; j < D2; ++j) {
                     T* o = out + (k * D2 + j) * B + b0;
+                    if (symmetric && j < k) {
+                        const T* mirror = out + (j * D2 + k) * B + b0;
+                        std::copy(mirror, mirror + len, o);
+                        continue;
+                    }
                     bool first = true;
                     for (int64_t h = 0; h < H; ++h)
                         for (int64_t t = 0; t < m; ++t) {
@@ -141,7 +147,8 @@ void batchedAtB(const torch::Tensor& X, const torch::Tensor& Y, int64_t heads, i
         return;
     }
     AT_DISPATCH_FLOATING_TYPES(X.scalar_type(), "batchedAtB", [&] {
-        atbKernel<scalar_t>(fm<scalar_t>(X), fm<scalar_t>(Y), out.data_ptr<scalar_t>(), H, D, D2, rows, B);
+        const bool symmetric = X.data_ptr() == Y.data_ptr() && X.strides() == Y.strides() && X.sizes() == Y.sizes();
+        atbKernel<scalar_t>(fm<scalar_t>(X), fm<scalar_t>(Y), out.data_ptr<scalar_t>(), H, D, D2, rows, B, symmetric);
     });
 }
 
@@ -247,14 +254,21 @@ torch::Tensor FusedLsa::forward(const PromptBatch& batch)
         pb.x = batch.x.to(w0.w_q.options());
         pb.y = batch.y.to(w0.w_q.options());
     }
-    const torch::Tensor data = m_model.embed(pb);  // [B, T, dataDim()]
-    const int64_t B = data.size(0), T = data.size(1), D = o.tokenDim(), H = o.n_heads, K = o.n_layers;
     const int64_t n = m_model.contextTokens(batch.nContext());
-    allocate(B, T, n, data.options());
+    const int64_t B = pb.batchSize(), T = n + 1, D = o.tokenDim(), H = o.n_heads, K = o.n_layers;
+    allocate(B, T, n, pb.x.options());
     prepareWeights();
     // Feature-major tokens E [D, T, B]: every per-prompt product runs along the prompts.
     torch::Tensor& e0 = m_layers[0].e;
-    e0.narrow(0, 0, o.dataDim()).copy_(data.permute({2, 1, 0}));
+    if (o.interleaved) {
+        e0.narrow(0, 0, o.dataDim()).copy_(m_model.embed(pb).permute({2, 1, 0}));
+    } else {
+        // Pair tokens (x_i, y_i) and the query (x_q, 0), as pairTokens.
+        const int64_t d = o.dataDim() - 1;
+        e0.narrow(0, 0, d).copy_(pb.x.permute({2, 1, 0}));
+        e0.select(0, d).copy_(pb.y.t());
+        e0.select(0, d).select(0, T - 1).zero_();
+    }
     if (o.pos_dim > 0)
         e0.narrow(0, o.dataDim(), o.pos_dim).copy_(m_position.t().unsqueeze(-1).expand({o.pos_dim, T, B}));
     for (int64_t l = 0; l < K; ++l) {

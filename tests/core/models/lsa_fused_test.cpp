@@ -182,6 +182,10 @@ TEST(LsaFused, BatchedKernelsMatchBmm)
         const torch::Tensor expectAtB = torch::matmul(Xp.transpose(-1, -2), Yp).sum(1).permute({1, 2, 0});
         const double tol = dtype == torch::kFloat32 ? 1e-5 : 1e-12;
         EXPECT_LT(relErr(out, expectAtB), tol);
+        // The Gram matrix (X with itself: computed on one triangle and mirrored).
+        torch::Tensor gram;
+        icl::batchedAtB(X, X, H, rows, gram);
+        EXPECT_LT(relErr(gram, torch::matmul(Xp.transpose(-1, -2), Xp).sum(1).permute({1, 2, 0})), tol);
 
         const torch::Tensor M = torch::randn({D, D2, B}, opts);
         const torch::Tensor Mp = M.permute({2, 0, 1}).unsqueeze(1);  // [B, 1, D, D2]
