@@ -211,7 +211,6 @@ void FusedLsa::allocate(int64_t B, int64_t T, int64_t n, const torch::TensorOpti
 {
     if (B == m_B && T == m_T && n == m_n && opts.dtype() == m_opts.dtype() && opts.device() == m_opts.device())
         return;
-    TORCH_CHECK(n == T - 1, "the fused LSA path expects every token but the last (the query) in context");
     const LsaOptions& o = m_model.options();
     const int64_t D = o.tokenDim(), H = o.n_heads, K = o.n_layers;
     m_layers.assign(size_t(K), LayerBuffers{});

@@ -43,8 +43,8 @@ public:
     /// the option when supports(model.options()) is false.
     explicit FusedLsa(LsaImpl& model);
 
-    /// Loss L = ½·mean_b (ŷ_b − y_q,b)² of `batch` (x [B, N+1, d], y [B, N+1], in the model's dtype
-    /// and on its device) and its gradient: every attention weight's grad() is set to ∂L/∂W (previous
+    /// Loss L = ½·mean_b (ŷ_b − y_q,b)² of `batch` (x [B, N+1, d], y [B, N+1]; converted to the model's
+    /// dtype and device when they differ) and its gradient: every attention weight's grad() is set to ∂L/∂W (previous
     /// contents overwritten, allocated when undefined). Returns L as a 0-dim tensor without a graph.
     /// Equals halfMse(model.predict(batch), batch.queryY()) followed by backward().
     torch::Tensor lossAndGrad(const PromptBatch& batch);
