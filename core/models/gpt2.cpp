@@ -101,8 +101,7 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
         return r;
     };
     offer("embed", x);
-    const torch::Tensor causal
-        = torch::ones({T, T}, torch::TensorOptions().dtype(torch::kBool).device(x.device())).tril();
+    const torch::Tensor future = futureMask(x.device()).narrow(0, 0, T).narrow(1, 0, T);
     const double scale = 1.0 / std::sqrt(double(dh));
     // A whole-stream replacement of resid_pre.{l} makes the blocks before l irrelevant to the output;
     // when nothing is captured they are skipped (activation patching runs one such pass per layer).
@@ -132,7 +131,7 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
         const auto qkv = torch::addmm(bQkv, h.reshape({B * T, D}), wQkv).view({B, T, 3, H, dh}).permute({2, 0, 3, 1, 4});
         const torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];                       // [B, H, T, dh]
         torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) * scale;  // [B, H, T, T]
-        scores = scores.masked_fill(causal.logical_not(), -std::numeric_limits<float>::infinity());
+        scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
         const torch::Tensor pattern = torch::softmax(scores, -1);
         const torch::Tensor z = torch::matmul(pattern, v);                       // [B, H, T, dh]
         torch::Tensor attnOut;
@@ -165,6 +164,19 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
         x = hook("resid_post" + sfx, x);
     }
     return x;
+}
+
+torch::Tensor Gpt2Impl::futureMask(const torch::Device& device)
+{
+    const std::lock_guard<std::mutex> lock(m_futureMutex);
+    if (!m_future.defined() || m_future.device() != device) {
+        // A normal tensor even when the first forward runs under InferenceMode (evaluation): training
+        // saves the mask for backward, which an inference tensor may not be.
+        c10::InferenceMode normal(false);
+        const int64_t P = m_options.n_positions;
+        m_future = torch::ones({P, P}, torch::TensorOptions().dtype(torch::kBool).device(device)).triu(1);
+    }
+    return m_future;
 }
 
 torch::Tensor Gpt2Impl::readout(const torch::Tensor& resid)

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include <mutex>
+
 #include <torch/torch.h>
 
 #include "core/models/capture.h"
@@ -77,6 +79,12 @@ private:
     torch::Tensor m_posEmbed;  ///< [n_positions, D]
     std::vector<Block> m_blocks;
     torch::nn::LayerNorm m_lnFinal{nullptr};
+    /// Positions a query may not attend to (above the diagonal), [n_positions, n_positions] bool, built once
+    /// per device (under m_futureMutex: analyses may run one model from several threads); a forward over T
+    /// tokens uses its top-left T × T block.
+    torch::Tensor m_future;
+    std::mutex m_futureMutex;
+    torch::Tensor futureMask(const torch::Device& device);
 };
 TORCH_MODULE(Gpt2);
 

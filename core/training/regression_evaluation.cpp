@@ -29,7 +29,7 @@ void storeFixedTaskArrays(const ExperimentConfig& config, const std::string& pat
 
 double evalLoss(const ModelHandle& model, const PromptBatch& eval)
 {
-    torch::NoGradGuard guard;
+    c10::InferenceMode guard;  // no graph, no version counters: evaluation only reads the model
     model.module->eval();
     double sum = 0.0;
     const int64_t chunk = 4096, n = eval.batchSize();

@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <memory>
 
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/analysis/lsa_construction.h"
 #include "core/models/lsa.h"
+#include "core/models/lsa_fused.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
 #include "core/tasks/sine_regression.h"
@@ -134,6 +136,17 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         return model.predict_all ? halfMse(model.predict_all(batch).flatten(), batch.y.flatten())
                                  : halfMse(model.predict(batch), batch.queryY());
     };
+    // Linear LSA models train with the closed-form fused step (the same loss and gradients as autograd).
+    std::unique_ptr<FusedLsa> fused;
+    if (auto* lsa = dynamic_cast<LsaImpl*>(model.module.get());
+        lsa && options.fused && !model.predict_all && FusedLsa::supports(lsa->options()))
+        fused = std::make_unique<FusedLsa>(*lsa);
+    if (fused)
+        hooks.loss_and_grad = [&](int64_t step) {
+            const PromptBatch batch = samplePrompts(trainingTask(cfg, step), tc.batch_size,
+                                                    seeds::train(cfg.seed, step), torch::kFloat32, device);
+            return fused->lossAndGrad(batch);
+        };
     hooks.evaluate = [&](MetricsRow& row) {
         const double eval = evaluation.evaluate(model, row);
         if (tc.curriculum.enabled) {

@@ -27,6 +27,10 @@ struct TrainOptions {
     /// Optimizer state is kept only at the last checkpoint (what resume needs) and, when > 0, at checkpoints whose
     /// step is a multiple of this.
     int64_t keep_optimizer_every = 0;
+    /// Train LSA models whose layers are all linear with the closed-form fused step (core/models/lsa_fused.h,
+    /// docs/fused-lsa.md) instead of autograd; models it does not cover always use autograd. Same losses and
+    /// gradients up to float rounding.
+    bool fused = true;
 };
 
 /// Return false to stop training; the run then commits a final checkpoint and returns.

@@ -120,9 +120,14 @@ TrainResult TrainingLoop::run(torch::nn::Module& module, torch::optim::Optimizer
     while (!stopped && m_step < m_training.steps) {
         const double lr = learningRate(m_training, m_step);
         setLearningRate(optimizer, lr);
-        torch::Tensor loss = hooks.loss(m_step);
-        optimizer.zero_grad();
-        loss.backward();
+        torch::Tensor loss;
+        if (hooks.loss_and_grad) {
+            loss = hooks.loss_and_grad(m_step);  // sets every grad(): nothing to zero
+        } else {
+            loss = hooks.loss(m_step);
+            optimizer.zero_grad();
+            loss.backward();
+        }
         const double gradNorm = torch::nn::utils::clip_grad_norm_(params, maxNorm);
         const double lossValue = loss.item<double>();
         if (!std::isfinite(lossValue) || !std::isfinite(gradNorm))

@@ -26,6 +26,10 @@ public:
         /// Loss of training batch `step` (the batch is a function of the step alone, so a resumed run draws
         /// the same batches), with its graph; step 0 is also evaluated under NoGradGuard as the initial loss.
         std::function<torch::Tensor(int64_t step)> loss;
+        /// Optional fused step (core/models/lsa_fused.h): loss of training batch `step` without a graph, with every
+        /// parameter's grad() already set to its gradient. When given, the loop calls it instead of loss + backward
+        /// for the training steps (loss still gives the step-0 loss).
+        std::function<torch::Tensor(int64_t step)> loss_and_grad;
         /// Evaluates the current model: returns the eval loss (a non-finite value stops training as diverged)
         /// and adds the trainer's own series to `row` (accuracies, baselines, alignment, …). It must leave the
         /// module in training mode.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <filesystem>
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
@@ -17,6 +18,7 @@
 #include "core/baselines/baselines.h"
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
+#include "core/models/lsa_fused.h"
 #include "core/tasks/linear_regression.h"
 #include "core/training/device.h"
 #include "core/training/trainer.h"
@@ -60,6 +62,67 @@ void BM_LsaTrainStep(benchmark::State& state)
     }
 }
 BENCHMARK(BM_LsaTrainStep)->Args({2048, 1})->Args({2048, 4});
+
+// The LSA training loop of von Oswald et al. as train() runs it, per step: draw training batch s
+// (d = 10, N = 10, batch 2,048), loss and gradients, gradient-norm clipping, Adam step, loss to the host.
+// Each iteration runs one step of the workbench's fused path (core/models/lsa_fused.h, train()'s default)
+// and one step of the in-process LibTorch autograd reference (LsaImpl::forward, halfMse, backward) on a
+// twin model, alternately, so both see the same machine state. Args: layers K, intra-op threads (0 = all
+// cores). Counters: steps_per_s (fused), autograd_steps_per_s, ratio (fused / autograd).
+void BM_LsaTrainLoop(benchmark::State& state)
+{
+    using Clock = std::chrono::steady_clock;
+    icl::configureThreads(int(state.range(1)));
+    const int64_t K = state.range(0), batchSize = 2048;
+    const icl::TaskConfig t = task();
+    icl::Lsa fusedModel(11, K, 1, false), refModel(11, K, 1, false);
+    fusedModel->initVarianceScaling(1.0 / double(K), 0);
+    refModel->initVarianceScaling(1.0 / double(K), 0);
+    icl::FusedLsa fused(*fusedModel);
+    torch::optim::Adam fusedOpt(fusedModel->parameters(), torch::optim::AdamOptions(1e-3));
+    torch::optim::Adam refOpt(refModel->parameters(), torch::optim::AdamOptions(1e-3));
+    const auto fusedParams = fusedModel->parameters(), refParams = refModel->parameters();
+    const double noClip = std::numeric_limits<double>::infinity();  // train() always measures the norm
+    uint64_t step = 0;
+    double fusedS = 0.0, refS = 0.0;
+    for (auto _ : state) {
+        ++step;
+        const auto t0 = Clock::now();
+        {
+            const auto batch = icl::sampleLinearRegression(t, batchSize, step);
+            const torch::Tensor loss = fused.lossAndGrad(batch);
+            torch::nn::utils::clip_grad_norm_(fusedParams, noClip);
+            fusedOpt.step();
+            benchmark::DoNotOptimize(loss.item<double>());
+        }
+        const auto t1 = Clock::now();
+        {
+            const auto batch = icl::sampleLinearRegression(t, batchSize, step);
+            refOpt.zero_grad();
+            const torch::Tensor loss = icl::halfMse(refModel->predict(batch), batch.queryY());
+            loss.backward();
+            torch::nn::utils::clip_grad_norm_(refParams, noClip);
+            refOpt.step();
+            benchmark::DoNotOptimize(loss.item<double>());
+        }
+        const auto t2 = Clock::now();
+        const double f = std::chrono::duration<double>(t1 - t0).count();
+        fusedS += f;
+        refS += std::chrono::duration<double>(t2 - t1).count();
+        state.SetIterationTime(f);
+    }
+    const double n = double(state.iterations());
+    state.counters["steps_per_s"] = n / fusedS;
+    state.counters["autograd_steps_per_s"] = n / refS;
+    state.counters["ratio"] = refS / fusedS;
+}
+BENCHMARK(BM_LsaTrainLoop)
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({4, 0})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->MinWarmUpTime(0.5);
 
 void BM_BaselineGdOneStep(benchmark::State& state)
 {
@@ -121,6 +184,153 @@ BENCHMARK(BM_Gpt2TrainStep)
     ->Args({12, 8, 256})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
+    ->MinWarmUpTime(1.0);
+
+// The in-process LibTorch autograd reference of the GPT-2 step: the model of
+// tests/benchmarks/reference/pytorch_gpt2_step.py (PyTorch eager) written op for op with torch::nn modules —
+// fused QKV Linear, [B, H, T, dh] attention with the causal mask passed in, GELU MLP, Adam.
+struct RefBlockImpl : torch::nn::Module {
+    RefBlockImpl(int64_t D, int64_t heads)
+        : H(heads)
+        , ln1(register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D}))))
+        , qkv(register_module("qkv", torch::nn::Linear(D, 3 * D)))
+        , o(register_module("o", torch::nn::Linear(D, D)))
+        , ln2(register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D}))))
+        , w1(register_module("w1", torch::nn::Linear(D, 4 * D)))
+        , w2(register_module("w2", torch::nn::Linear(4 * D, D)))
+    {
+    }
+    torch::Tensor forward(torch::Tensor x, const torch::Tensor& mask)
+    {
+        const int64_t B = x.size(0), T = x.size(1), D = x.size(2);
+        const auto parts = qkv->forward(ln1->forward(x)).view({B, T, 3, H, D / H}).permute({2, 0, 3, 1, 4});
+        torch::Tensor a = torch::matmul(parts[0], parts[1].transpose(-1, -2)) / std::sqrt(double(D / H));
+        a = a.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()).softmax(-1);
+        x = x + o->forward(torch::matmul(a, parts[2]).transpose(1, 2).reshape({B, T, D}));
+        return x + w2->forward(torch::gelu(w1->forward(ln2->forward(x))));
+    }
+    int64_t H;
+    torch::nn::LayerNorm ln1;
+    torch::nn::Linear qkv, o;
+    torch::nn::LayerNorm ln2;
+    torch::nn::Linear w1, w2;
+};
+TORCH_MODULE(RefBlock);
+
+struct RefGpt2Impl : torch::nn::Module {
+    RefGpt2Impl(int64_t L, int64_t H, int64_t D, int64_t d, int64_t T)
+        : read_in(register_module("read_in", torch::nn::Linear(d, D)))
+        , pos(register_parameter("pos", torch::randn({T, D}) * 0.02))
+        , ln(register_module("ln", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D}))))
+        , read_out(register_module("read_out", torch::nn::Linear(D, 1)))
+    {
+        for (int64_t l = 0; l < L; ++l)
+            blocks.push_back(register_module("block" + std::to_string(l), RefBlock(D, H)));
+    }
+    torch::Tensor forward(const torch::Tensor& tok, const torch::Tensor& mask)
+    {
+        torch::Tensor x = read_in->forward(tok) + pos;
+        for (auto& b : blocks)
+            x = b->forward(x, mask);
+        return read_out->forward(ln->forward(x)).squeeze(-1);
+    }
+    torch::nn::Linear read_in;
+    torch::Tensor pos;
+    std::vector<RefBlock> blocks;
+    torch::nn::LayerNorm ln;
+    torch::nn::Linear read_out;
+};
+TORCH_MODULE(RefGpt2);
+
+/// The machine's SGEMM peak in this process: GFLOP/s of a float32 2048 × 2048 torch::mm (best of 8, after
+/// 2 warm-up products) with the current intra-op threads.
+double measuredSgemmPeak()
+{
+    const torch::Tensor a = torch::randn({2048, 2048}), b = torch::randn({2048, 2048});
+    double best = 1e30;
+    for (int i = 0; i < 10; ++i) {
+        const auto t0 = std::chrono::steady_clock::now();
+        benchmark::DoNotOptimize(torch::mm(a, b).data_ptr());
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (i >= 2)
+            best = std::min(best, s);
+    }
+    return 2.0 * 2048.0 * 2048.0 * 2048.0 / best / 1e9;
+}
+
+// The GPT-2 training step (as gpt2TrainStep: d = 20, N = 40, 81 tokens, batch 64, loss over all positions,
+// Adam) of the workbench's model and of the in-process eager reference above, alternately each iteration.
+// Args: layers, heads, d_model. Counters: steps_per_s (workbench), eager_steps_per_s, ratio, gflops
+// (≈ 6·params·tokens + attention, of the workbench step), peak_gflops (a 2048² SGEMM measured in the same
+// run) and peak_share = gflops / peak_gflops.
+void BM_Gpt2TrainStepVsEager(benchmark::State& state)
+{
+    using Clock = std::chrono::steady_clock;
+    icl::configureThreads(0);
+    const double peak = measuredSgemmPeak();
+    icl::Gpt2Options o;
+    o.input_dim = 20;
+    o.n_layers = state.range(0);
+    o.n_heads = state.range(1);
+    o.d_model = state.range(2);
+    o.n_positions = 81;
+    icl::Gpt2 model(o, 0);
+    torch::manual_seed(0);
+    RefGpt2 ref(o.n_layers, o.n_heads, o.d_model, 20, 81);
+    icl::TaskConfig t;
+    t.d = 20;
+    t.n_context = 40;
+    t.x_distribution = "normal";
+    const int64_t batchSize = 64;
+    const auto batch = icl::sampleLinearRegression(t, batchSize, 1);
+    const torch::Tensor tokens = icl::interleavedTokens(batch);
+    const torch::Tensor mask = torch::ones({81, 81}, torch::kBool).tril();
+    torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-4));
+    torch::optim::Adam refOpt(ref->parameters(), torch::optim::AdamOptions(1e-4));
+    double ourS = 0.0, refS = 0.0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        {
+            opt.zero_grad();
+            auto loss = icl::halfMse(model->predictAll(batch).flatten(), batch.y.flatten());
+            loss.backward();
+            opt.step();
+            benchmark::DoNotOptimize(loss.item<float>());
+        }
+        const auto t1 = Clock::now();
+        {
+            refOpt.zero_grad();
+            const torch::Tensor pred = ref->forward(tokens, mask).slice(1, 0, 81, 2);
+            auto loss = icl::halfMse(pred.flatten(), batch.y.flatten());
+            loss.backward();
+            refOpt.step();
+            benchmark::DoNotOptimize(loss.item<float>());
+        }
+        const auto t2 = Clock::now();
+        const double s = std::chrono::duration<double>(t1 - t0).count();
+        ourS += s;
+        refS += std::chrono::duration<double>(t2 - t1).count();
+        state.SetIterationTime(s);
+    }
+    int64_t params = 0;
+    for (const auto& p : model->parameters())
+        params += p.numel();
+    const double B = double(batchSize), D = double(o.d_model), L = double(o.n_layers);
+    const double flops = 6.0 * double(params) * B * 81.0 + 3.0 * 2.0 * 2.0 * L * B * 81.0 * 81.0 * D;
+    const double n = double(state.iterations());
+    state.counters["steps_per_s"] = n / ourS;
+    state.counters["eager_steps_per_s"] = n / refS;
+    state.counters["ratio"] = refS / ourS;
+    state.counters["gflops"] = flops * n / ourS / 1e9;
+    state.counters["eager_gflops"] = flops * n / refS / 1e9;
+    state.counters["peak_gflops"] = peak;
+    state.counters["peak_share"] = flops * n / ourS / 1e9 / peak;
+}
+BENCHMARK(BM_Gpt2TrainStepVsEager)
+    ->Args({3, 2, 64})
+    ->Args({12, 8, 256})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
     ->MinWarmUpTime(1.0);
 
 // On CUDA device 0 (an error instead of a time where there is none). Args: layers, heads, d_model, batch.
