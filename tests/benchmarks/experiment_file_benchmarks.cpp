@@ -2,9 +2,12 @@
 // checking checksums on read, and opening a file. Run: ./build/tests/benchmarks/experiment_file_benchmarks
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <unistd.h>
 
@@ -67,7 +70,36 @@ void BM_CommitIntoFileWithCheckpoints(benchmark::State& state)
     state.counters["file_MiB"] = double(fs::file_size(base)) / (1 << 20);
     fs::remove(path);
 }
-BENCHMARK(BM_CommitIntoFileWithCheckpoints)->Arg(0)->Arg(8)->Arg(32)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CommitIntoFileWithCheckpoints)->Arg(0)->Arg(8)->Arg(32)->Arg(128)->Unit(benchmark::kMillisecond);
+
+// The same commit into a file with 32 checkpoints and into an empty one, alternately in one loop, so both
+// see the same machine state. Counters: ms_empty, ms_32 (medians, wall time including fsync) and
+// ratio_32_vs_empty (1 when commit time does not grow with the file; a whole-file copy gave ~4).
+void BM_CommitTimeRatio32VsEmpty(benchmark::State& state)
+{
+    const std::string base0 = runWith(0), base32 = runWith(32);
+    const std::string path = benchPath("commit_ratio.h5");
+    std::vector<double> ms0, ms32;
+    for (auto _ : state) {
+        for (int64_t n : {int64_t(0), int64_t(32)}) {
+            const icl::CheckpointData c = checkpoint(n);
+            fs::copy_file(n == 0 ? base0 : base32, path, fs::copy_options::overwrite_existing);
+            const auto start = std::chrono::steady_clock::now();
+            icl::commitToExperimentFile(path, {{{"step", double(n)}, {"eval_loss", 1.0}}}, &c);
+            (n == 0 ? ms0 : ms32)
+                .push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        }
+    }
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.empty() ? 0.0 : v[v.size() / 2];
+    };
+    state.counters["ms_empty"] = median(ms0);
+    state.counters["ms_32"] = median(ms32);
+    state.counters["ratio_32_vs_empty"] = median(ms0) > 0 ? median(ms32) / median(ms0) : 0.0;
+    fs::remove(path);
+}
+BENCHMARK(BM_CommitTimeRatio32VsEmpty)->Iterations(30)->Unit(benchmark::kMillisecond);
 
 // Reading one 1 MiB checkpoint, every array checked against its SHA-256.
 void BM_ReadCheckpointVerified(benchmark::State& state)
@@ -111,7 +143,7 @@ int main(int argc, char** argv)
         return 1;
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
-    for (int64_t n : {0, 1, 8, 32})  // the fixture files
+    for (int64_t n : {0, 1, 8, 32, 128})  // the fixture files
         fs::remove(benchPath("run_" + std::to_string(n) + ".h5"));
     return 0;
 }
