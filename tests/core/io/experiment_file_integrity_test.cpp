@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -732,6 +733,13 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
     icl::setCommitFaultHookForTesting([&](const std::string& p) { points.push_back(p); });
     commitStep300(done);
     icl::setCommitFaultHookForTesting({});
+    // How long the commit takes here (a second one into a fresh copy, without the hook), so the kills at
+    // arbitrary instants below spread over all of it.
+    const std::string timed = tempPath("crash_timed.h5");
+    fs::copy_file(base, timed);
+    const auto t0 = std::chrono::steady_clock::now();
+    commitStep300(timed);
+    const double commitUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     const ReadBack after = readEverything(done, steps);
     ASSERT_EQ(difference(after, after), "");
     const auto count = [&](const std::string& name) { return std::count(points.begin(), points.end(), name); };
@@ -768,14 +776,18 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
         EXPECT_TRUE(killedCommit(path, static_cast<int>(k), 0)) << "not killed at " << points[k];
         checkAfterKill("killed at point " + std::to_string(k) + " (" + points[k] + ")");
     }
-    // Kills at arbitrary instants (inside HDF5's calls, the fsyncs, the journal): same guarantee.
-    for (int i = 0; i < 40; ++i) {
+    // Kills at 60 arbitrary instants from the start of the commit to 1.5 times its duration (inside HDF5's calls,
+    // the fsyncs, the journal): same guarantee.
+    const int kInstants = 60;
+    for (int i = 0; i < kInstants; ++i) {
+        const int delayUs = static_cast<int>(1.5 * commitUs * i / kInstants);
         fs::copy_file(base, path, fs::copy_options::overwrite_existing);
-        killedCommit(path, -1, 100 * i);
-        checkAfterKill("killed after " + std::to_string(100 * i) + " µs");
+        killedCommit(path, -1, delayUs);
+        checkAfterKill("killed after " + std::to_string(delayUs) + " µs");
     }
-    std::printf("%zu fault points; killed commits: %d left the previous commit, %d the new one\n", points.size(),
-                keptOld, gotNew);
+    std::printf("%zu fault points and %d instants over a %.0f µs commit; killed commits: %d left the previous "
+                "commit, %d the new one\n",
+                points.size(), kInstants, commitUs, keptOld, gotNew);
     EXPECT_GT(keptOld, 0);
     EXPECT_GT(gotNew, 0);
 }
