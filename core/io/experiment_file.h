@@ -107,7 +107,7 @@ void storeImportProvenance(const std::string& path, const std::string& provenanc
 
 /// Test hook: called with the name of each point of a commit ("locked", "opened", "appended metrics/<series>",
 /// "wrote params/<name>", "sealed checkpoint", "linked checkpoint", "edited", each "HDF5 write" HDF5 makes,
-/// "closed", "synced new data", "journal written", "journal synced", each "overwrote a page", "synced",
+/// "closed", "journal written", "journal synced", each "overwrote a page", "synced",
 /// "journal removed"), so a crash test can kill the writer there. Empty function: no hook (the default). The
 /// hook must not throw (it runs inside HDF5's calls).
 void setCommitFaultHookForTesting(std::function<void(const std::string& point)> hook);

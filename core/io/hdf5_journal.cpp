@@ -512,11 +512,9 @@ void Commit::finish()
     };
     const std::string j = journalPath(m_path);
     fault("closed");
-    // 1. What this commit added past the old size, on disk before anything refers to it.
-    if (::fsync(m_fd) != 0)
-        throw Error(m_path + ": cannot write (" + reason(errno) + ")");
-    fault("synced new data");
-    // 2. The original content of every page about to be overwritten, with its SHA-256.
+    // What this commit added past the old size need not be on disk yet: until the journal is gone, a crash rolls
+    // back to the old size, and the fsync after the overwrite below covers both.
+    // 1. The original content of every page about to be overwritten, with its SHA-256.
     lockByte(m_fd, 0, F_WRLCK);  // readers wait from here until the journal is gone
     {
         std::string header(kMagic, 8);
@@ -552,7 +550,7 @@ void Commit::finish()
         }
     }
     fault("journal synced");
-    // 3. Overwrite the pages; a failure here rolls back from the journal.
+    // 2. Overwrite the pages and sync the file (new bytes included); a failure here rolls back from the journal.
     auto rollBack = [&](int err, const char* what) {
         try {
             recover(m_fd, m_path);
@@ -571,9 +569,11 @@ void Commit::finish()
     if (::fsync(m_fd) != 0)
         rollBack(errno, "cannot write");
     fault("synced");
-    // 4. The commit is complete once the journal is gone.
+    // 3. The commit is complete once the journal is gone. Its removal is not synced: should a power loss bring
+    // it back, the next open rolls back this commit only (the next commit's journal, created and synced in the
+    // same directory, makes the removal durable first).
     std::error_code ec;
-    if (!fs::remove(j, ec) || ec || !syncParent(j))
+    if (!fs::remove(j, ec) || ec)
         throw Error(m_path + ": cannot remove " + j + " (" + ec.message() + ")");
     m_finished = true;
     fault("journal removed");

@@ -10,9 +10,9 @@
 //     file: the previous version does not reach them;
 //   - bytes before it (metadata and metric chunks rewritten in place, space HDF5 reuses) are kept in
 //     memory, in 4 KiB pages, and served back to HDF5's reads.
-// After HDF5 has closed the file, Commit::finish() syncs the new bytes, writes the *original* content of
-// every page it is about to overwrite to RUN.h5.journal (with its SHA-256), syncs it, overwrites the pages,
-// syncs the file and deletes the journal. A journal that is complete (its SHA-256 matches) is a commit
+// After HDF5 has closed the file, Commit::finish() writes the *original* content of every page it is about
+// to overwrite to RUN.h5.journal (with its SHA-256), syncs it and its directory, overwrites the pages, syncs
+// the file (the new bytes with it) and deletes the journal: three fsyncs per commit. A journal that is complete (its SHA-256 matches) is a commit
 // killed while overwriting: the next open rolls the file back from it (the previous version, exactly); an
 // incomplete one is a commit killed before it overwrote anything and is deleted. The file is never
 // copied; the journal holds only the pages a commit overwrites.

@@ -745,7 +745,7 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
     const auto count = [&](const std::string& name) { return std::count(points.begin(), points.end(), name); };
     EXPECT_GE(count("HDF5 write"), 10) << "the arrays and HDF5's metadata";
     EXPECT_GE(count("overwrote a page"), 2) << "metadata rewritten in place";
-    for (const char* step : {"locked", "opened", "edited", "closed", "synced new data", "journal written",
+    for (const char* step : {"locked", "opened", "edited", "closed", "journal written",
                              "journal synced", "synced", "journal removed"})
         EXPECT_EQ(count(step), 1) << step;
 
