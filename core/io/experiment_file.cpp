@@ -988,6 +988,8 @@ void createExperimentFile(const std::string& path, const std::string& config_jso
         }
         if (!syncFile(tmp))
             throw Error(path + ": cannot create (" + std::strerror(errno) + ")");
+        // A journal of the file being replaced (--force) must never be rolled back into the new one.
+        fs::remove(journal::journalPath(path), ec);
         fs::rename(tmp, path, ec);
         if (ec)
             throw Error(path + ": cannot create (" + ec.message() + ")");

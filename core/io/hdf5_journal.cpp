@@ -9,6 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#if H5_VERSION_GE(1, 13, 0)
+#include <H5FDdevelop.h>  // HDF5 >= 1.13 declares the driver interface here
+#endif
+
 #include "core/error.h"
 #include "core/io/checksums.h"
 
@@ -198,7 +202,7 @@ std::string recover(int fd, const std::string& path)
     return "an interrupted commit was rolled back from " + j + " (the file holds the commit before it)";
 }
 
-// ---- The commit's virtual file driver (HDF5 1.10 VFD interface) ----
+// ---- The commit's virtual file driver (HDF5 1.10 VFD interface; 1.13+ adds version and value) ----
 
 struct DriverInfo {
     CommitState* state = nullptr;
@@ -369,6 +373,11 @@ hid_t driverId()
     static H5FD_class_t cls = [] {
         H5FD_class_t c;
         std::memset(&c, 0, sizeof c);
+#if H5_VERSION_GE(1, 13, 0)
+        // Written against HDF5 1.10's interface (Debian 12); these two fields are what 1.13+ adds up front.
+        c.version = H5FD_CLASS_VERSION;
+        c.value = static_cast<H5FD_class_value_t>(510);  // 256-511: drivers not registered with The HDF Group
+#endif
         c.name = "icl_journaled";
         c.maxaddr = (haddr_t(1) << (8 * sizeof(off_t) - 1)) - 1;
         c.fc_degree = H5F_CLOSE_WEAK;

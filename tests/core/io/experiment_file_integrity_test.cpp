@@ -443,6 +443,16 @@ TEST(ExperimentFileIntegrity, ALeftoverTmpIsReportedAndAFailedCommitLeavesNone)
     EXPECT_FALSE(fs::exists(path + ".journal"));
     EXPECT_TRUE(sameMetrics(icl::readRunSummary(path).metrics, summaryBefore.metrics));
 
+    // A new file over an old one (--force) never inherits the old one's journal.
+    {
+        const std::string replaced = tempPath("replaced.h5");
+        fs::copy_file(path, replaced);
+        std::ofstream(replaced + ".journal") << "ICLJRNL1 of the file being replaced";
+        icl::createExperimentFile(replaced, lsaConfig(), true);
+        EXPECT_FALSE(fs::exists(replaced + ".journal"));
+        EXPECT_TRUE(icl::readRunSummary(replaced).notes.empty());
+    }
+
     // A trainer's sidecar lock: reported as left over when nobody holds it, as a live trainer when held.
     std::ofstream(path + ".lock") << "";
     const std::vector<std::string> stale = icl::readRunSummary(path).notes;
