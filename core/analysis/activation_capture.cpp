@@ -15,6 +15,7 @@
 #include "core/analysis/run_loader.h"
 #include "core/error.h"
 #include "core/io/checksums.h"
+#include "core/io/hdf5_journal.h"
 #include "core/models/capture.h"
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
@@ -275,6 +276,8 @@ CaptureResult captureActivations(const std::string& path, const CaptureOptions& 
     const std::string tmp = result.file + ".capture.tmp";
     fs::remove(tmp, ec);
     if (!separate) {
+        // Commits write in place: copy under the readers' lock, so the copy is never of a commit half done.
+        journal::ReadLock lock(path);
         fs::copy_file(path, tmp, fs::copy_options::overwrite_existing, ec);
         if (ec)
             throw Error(path + ": cannot copy to " + tmp + " (" + ec.message() + ")");

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -21,6 +22,7 @@
 #include "core/error.h"
 #include "core/io/checksums.h"
 #include "core/io/config.h"
+#include "core/io/hdf5_journal.h"
 #include "core/version.h"
 
 namespace fs = std::filesystem;
@@ -416,6 +418,7 @@ Hid writeAccess()
 
 // An opened experiment file with its format version.
 struct OpenFile {
+    std::unique_ptr<journal::ReadLock> lock;  // released after the file is closed (declared first)
     Hid file;
     int version = 0;
     bool checksums() const { return version >= 2; }
@@ -430,10 +433,12 @@ OpenFile openFile(const std::string& path, unsigned flags)
         throw Error(path + ": no such file");
     if (fs::is_directory(path, ec))
         throw Error(path + ": is a directory, not an experiment file");
+    OpenFile out;
+    // Waits while a commit overwrites pages in place; rolls back one that a killed process left half done.
+    out.lock = std::make_unique<journal::ReadLock>(path);
     if (H5Fis_hdf5(path.c_str()) <= 0)
         throw Error(path + ": not an ICL Workbench experiment file (not HDF5, or damaged/truncated)");
     Hid fapl = writeAccess();
-    OpenFile out;
     out.file = Hid(H5Fopen(path.c_str(), flags, flags == H5F_ACC_RDONLY ? H5P_DEFAULT : fapl.get()), H5Fclose);
     if (!out.file.valid())
         throw Error(path + ": cannot open (damaged or truncated HDF5 file)");
@@ -492,48 +497,45 @@ bool syncFile(const std::string& path)
     return ok;
 }
 
-// Copy-on-write commit: edit a copy, flush it, then atomically rename it over the original. Whatever
-// fails, the copy is removed (a partial RUN.h5.tmp on a full disk would hold the space the user needs).
+// In-place commit (core/io/hdf5_journal.h): HDF5 edits the file through the journaled driver, which writes
+// new data past the file's old end and holds back every change to existing bytes until the edit is closed;
+// then the changed pages are journaled, overwritten and the journal deleted. Cost: what the commit writes
+// (plus the pages it changes, twice), never a copy of the file. Whatever fails, what the commit created is
+// removed and the file is its previous commit.
 template <typename Edit>
-void commitCopy(const std::string& path, Edit&& edit)
+void commitInPlace(const std::string& path, Edit&& edit)
 {
-    const std::string tmp = path + ".tmp";
     std::error_code ec;
+    std::string systemReason;
     try {
-        faultPoint("copy");
-        fs::copy_file(path, tmp, fs::copy_options::overwrite_existing, ec);
-        if (ec)
-            throw Error(path + ": cannot copy to " + tmp + " (" + ec.message() + ")");
-        faultPoint("copied");
-        {
-            Hid fapl = writeAccess();
-            Hid f(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, fapl.get()), H5Fclose);
+        journal::Commit commit(path, [](const std::string& point) { faultPoint(point); });
+        // A whole-file copy left by an interrupted commit of an older build holds space the user needs.
+        fs::remove(path + ".tmp", ec);
+        faultPoint("locked");
+        try {
+            Hid fapl = check(commit.fileAccess(), H5Pclose, "H5Pcreate");
+            H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_V18, H5F_LIBVER_LATEST);
+            Hid f(H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.get()), H5Fclose);
             if (!f.valid())
-                throw Error(tmp + ": cannot open for writing");
+                throw Error(path + ": cannot open for writing");
             faultPoint("opened");
             edit(f.get());
             faultPoint("edited");
-            checkWrite([&] { return H5Fflush(f.get(), H5F_SCOPE_GLOBAL); }, "cannot write " + tmp);
-            faultPoint("flushed");
-            checkWrite([&] { return f.close(); }, "cannot write " + tmp);
-        }
-        faultPoint("closed");
-        if (!syncFile(tmp))
-            throw Error(tmp + ": cannot write (" + std::strerror(errno) + ")");
-        faultPoint("synced");
-        fs::rename(tmp, path, ec);
-        if (ec)
-            throw Error(path + ": cannot replace with " + tmp + " (" + ec.message() + ")");
-        faultPoint("renamed");
-    } catch (const Error& e) {
-        fs::remove(tmp, ec);
-        const std::string what = e.what();
-        if (what.rfind(path, 0) == 0)
+            checkWrite([&] { return f.close(); }, "cannot write " + path);
+        } catch (const Error&) {
+            systemReason = commit.lastError();
             throw;
+        }
+        commit.finish();
+    } catch (const Error& e) {
+        std::string what = e.what();
+        if (!systemReason.empty() && what.find(systemReason) == std::string::npos)
+            what += ": " + systemReason;
+        if (what == e.what() && what.rfind(path, 0) == 0)
+            throw;
+        if (what.rfind(path, 0) == 0)
+            throw Error(what);
         throw Error(path + ": commit failed, the file is unchanged (" + what + ")");
-    } catch (...) {
-        fs::remove(tmp, ec);
-        throw;
     }
 }
 
@@ -650,7 +652,7 @@ void noteLeftovers(const std::string& path, std::vector<std::string>& notes)
     if (!training && fs::exists(tmp, ec)) {
         const auto size = fs::file_size(tmp, ec);
         notes.push_back(tmp + " is left from an interrupted commit (" + std::to_string(ec ? 0 : size / 1024)
-                        + " KiB); the next commit replaces it, or delete it");
+                        + " KiB); the next commit removes it, or delete it");
     }
 }
 
@@ -745,6 +747,8 @@ RunSummary readRunSummaryLocked(const std::string& path)
             }
         }
     }
+    if (!of.lock->recovery().empty())
+        s.notes.push_back(of.lock->recovery());
     if (!required)
         s.notes.push_back("format version " + std::to_string(of.version)
                           + " has no checksums: damage to this file cannot be detected");
@@ -984,6 +988,8 @@ void createExperimentFile(const std::string& path, const std::string& config_jso
         }
         if (!syncFile(tmp))
             throw Error(path + ": cannot create (" + std::strerror(errno) + ")");
+        // A journal of the file being replaced (--force) must never be rolled back into the new one.
+        fs::remove(journal::journalPath(path), ec);
         fs::rename(tmp, path, ec);
         if (ec)
             throw Error(path + ": cannot create (" + ec.message() + ")");
@@ -1074,7 +1080,7 @@ void commitToExperimentFile(const std::string& path, const std::vector<MetricsRo
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
     const bool required = openFile(path, H5F_ACC_RDONLY).checksums();
-    commitCopy(path, [&](hid_t f) {
+    commitInPlace(path, [&](hid_t f) {
         Hid metrics = openOrCreateGroup(f, "metrics");
         // Current length and, for truncation, how many leading rows to keep. Existing series are verified
         // first, so a damaged series is never extended under a fresh checksum.
@@ -1163,7 +1169,7 @@ void storeTaskArrays(const std::string& path, const std::vector<NamedArray>& arr
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
     const bool required = openFile(path, H5F_ACC_RDONLY).checksums();
-    commitCopy(path, [&](hid_t f) {
+    commitInPlace(path, [&](hid_t f) {
         const bool existed = linkExists(f, "task");
         Hid task = openOrCreateGroup(f, "task");
         nlohmann::json manifest = nlohmann::json::object();
@@ -1196,7 +1202,7 @@ std::string storeAnalysis(const std::string& path, const std::string& kind, int6
     quietHdf5();
     (void)openFile(path, H5F_ACC_RDONLY);
     std::string id;
-    commitCopy(path, [&](hid_t f) {
+    commitInPlace(path, [&](hid_t f) {
         Hid group = openOrCreateGroup(f, "analysis/" + kind);
         const auto existing = childNames(group.get(), path, "/analysis/" + kind);
         char buf[16];
@@ -1218,7 +1224,7 @@ void storeImportProvenance(const std::string& path, const std::string& provenanc
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
     (void)openFile(path, H5F_ACC_RDONLY);
-    commitCopy(path, [&](hid_t f) {
+    commitInPlace(path, [&](hid_t f) {
         Hid g = openOrCreateGroup(f, "import");
         writeStringAttr(g.get(), "json", provenance_json);
         cks::seal(g.get());

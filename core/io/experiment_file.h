@@ -5,8 +5,10 @@
 // Format version 2 adds SHA-256 checksums on everything that matters (docs/file-integrity.md); readers
 // recompute them and refuse what does not match with "RUN.h5: damaged: /checkpoints/…/params/… (checksum
 // mismatch)". Version 1 files (no checksums) still open; RunSummary::checksums tells them apart.
-// Every write is a commit: the file is copied to RUN.h5.tmp, changed, flushed and renamed over
-// RUN.h5, so a crash leaves the previous complete version readable.
+// Every write is a commit, made in place in time proportional to what it writes (core/io/hdf5_journal.h):
+// new data goes past the file's old end, the few pages HDF5 rewrites in place are journaled to
+// RUN.h5.journal first, so a crash at any instant leaves the previous commit readable (the next open rolls a
+// half-done commit back). Readers wait while a commit overwrites pages.
 // Thread affinity: any thread, but one writer per file; HDF5 calls are serialised by a global mutex.
 //
 // Intended usage: readRunSummary() is *the* way to open a file (format, version, checksums, config
@@ -103,9 +105,11 @@ std::string storeAnalysis(const std::string& path, const std::string& kind, int6
 /// file, key mapping, "trained_here": false); one crash-safe commit. Files of runs trained here have no /import.
 void storeImportProvenance(const std::string& path, const std::string& provenance_json);
 
-/// Test hook: called with the name of each point of a commit ("copy", "copied", "opened", "wrote params/<name>",
-/// "appended metrics/<series>", "sealed checkpoint", "linked checkpoint", "edited", "flushed", "closed", "synced",
-/// "renamed"), so a crash test can kill the writer there. Empty function: no hook (the default).
+/// Test hook: called with the name of each point of a commit ("locked", "opened", "appended metrics/<series>",
+/// "wrote params/<name>", "sealed checkpoint", "linked checkpoint", "edited", each "HDF5 write" HDF5 makes,
+/// "closed", "journal written", "journal synced", each "overwrote a page", "synced",
+/// "journal removed"), so a crash test can kill the writer there. Empty function: no hook (the default). The
+/// hook must not throw (it runs inside HDF5's calls).
 void setCommitFaultHookForTesting(std::function<void(const std::string& point)> hook);
 
 } // namespace icl

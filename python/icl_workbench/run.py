@@ -11,12 +11,16 @@ Layout (docs/file-format.md in the repository)::
     /task/<name>           fixed arrays of the task (e.g. Guo et al.'s representation Phi*)
     /import                attr json: provenance of an imported run
 
-Every read opens the file, reads and closes it again, so a run being trained (the trainer replaces the file
-atomically on each commit) can be re-opened to see new checkpoints.
+Every read opens the file, reads and closes it again, so a run being trained can be re-opened to see new
+checkpoints. The trainer commits in place (docs/file-integrity.md, "Commit cost"); while a commit overwrites
+pages it holds a lock on byte 0 of the file, and every read here takes a shared lock on it (``fcntl.lockf``)
+so it never sees a commit half done. A ``RUN.h5.journal`` left by a killed commit is refused with a message:
+``icl-cli info RUN.h5`` rolls it back.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -337,19 +341,51 @@ def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
+class _LockedFile(h5py.File):
+    """An h5py.File that holds a shared lock on byte 0 of the file until it is closed: the lock a commit of the
+    workbench takes exclusively while it overwrites pages in place (core/io/hdf5_journal.h)."""
+
+    def __init__(self, path: str, lock_fd: int):
+        self._icl_lock_fd = lock_fd
+        super().__init__(path, "r")
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            fd, self._icl_lock_fd = self._icl_lock_fd, -1
+            if fd >= 0:
+                os.close(fd)
+
+
 def _open_h5(path: str) -> h5py.File:
     if not os.path.exists(path):
         raise ExperimentFileError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ExperimentFileError(f"{path}: is a directory, not an experiment file")
+    fd = -1
     try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_SH, 1, 0)  # waits while a commit overwrites pages
+        except OSError:
+            pass  # a file system without locks: read unlocked
+        journal = path + ".journal"
+        if os.path.exists(journal):
+            raise ExperimentFileError(
+                f"{path}: an interrupted commit left {journal}; run icl-cli info {path} once to roll it back")
         if not h5py.is_hdf5(path):
             raise ExperimentFileError(f"{path}: not an ICL Workbench experiment file (not HDF5, or truncated)")
-        return h5py.File(path, "r")
+        f = _LockedFile(path, fd)
+        fd = -1
+        return f
     except ExperimentFileError:
         raise
     except (OSError, ValueError, RuntimeError) as e:
         raise ExperimentFileError(f"{path}: cannot open (damaged or truncated HDF5 file: {_one_line(e)})") from None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def _open_experiment(path: str) -> h5py.File:

@@ -2,9 +2,11 @@
 (tests/python/make_runs.py). Expected values come from what icl-cli prints with --json and from the C++
 export-weights files, never from the reader itself."""
 
+import hashlib
 import math
 import os
 import shutil
+import struct
 import subprocess
 import tempfile
 import unittest
@@ -326,6 +328,50 @@ class BadInput(unittest.TestCase):
                 self.assertEqual(verify.returncode, 1, verify.stderr)
                 self.assertIn(str(ctx.exception), verify.stdout.splitlines())
                 self.assertIn("(checksum mismatch)", str(ctx.exception))
+
+    def test_interrupted_commit_is_refused_then_rolled_back_by_the_cli(self):
+        """A journal left by a killed commit (docs/file-format.md, "Commits and the journal"): the reader refuses
+        the file with one line naming the journal; icl-cli info rolls the file back. The journal here is written
+        from the documented layout, independently of the C++ code: it holds the original first page, which the
+        killed commit had already overwritten."""
+        path = os.path.join(self.tmp, "interrupted.h5")
+        shutil.copy(self.good, path)
+        with open(self.good, "rb") as f:
+            original = f.read()
+        self.assertGreater(len(original), 4096)
+        body = b"ICLJRNL1" + struct.pack("<QQQ", 4096, len(original), 1) + struct.pack("<Q", 0) + original[:4096]
+        with open(path + ".journal", "wb") as f:
+            f.write(body + hashlib.sha256(body).hexdigest().encode())
+        with open(path, "r+b") as f:
+            f.write(b"\xff" * 4096)  # the superblock and root group, half overwritten
+            f.seek(0, os.SEEK_END)
+            f.write(b"\0" * 10000)  # and bytes the commit had added
+        with self.assertRaises(icl_workbench.ExperimentFileError) as ctx:
+            icl_workbench.open(path)
+        message = str(ctx.exception)
+        self.assertNotIn("\n", message)
+        self.assertIn(path + ".journal", message)
+        self.assertIn("icl-cli info", message)
+        cli = subprocess.run([icl_cli(), "info", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertIn("rolled back", cli.stdout + cli.stderr)
+        self.assertFalse(os.path.exists(path + ".journal"))
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), original, "the file is its previous commit, byte for byte")
+        self.assertEqual(icl_workbench.open(path).checkpoints, icl_workbench.open(self.good).checkpoints)
+
+        # An incomplete journal (the commit was killed while writing it, before it changed the file): refused
+        # the same way, and removed by the next open of icl-cli.
+        with open(path + ".journal", "wb") as f:
+            f.write(body[:100])
+        with self.assertRaises(icl_workbench.ExperimentFileError):
+            icl_workbench.open(path)
+        cli = subprocess.run([icl_cli(), "info", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(cli.returncode, 0, cli.stderr)
+        self.assertIn("incomplete", cli.stdout + cli.stderr)
+        self.assertFalse(os.path.exists(path + ".journal"))
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), original)
 
 
 if __name__ == "__main__":

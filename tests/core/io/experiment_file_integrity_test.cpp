@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -31,7 +32,7 @@ struct TempFiles {
     {
         std::error_code ec;
         for (const auto& p : paths)
-            for (const char* suffix : {"", ".tmp", ".lock"})
+            for (const char* suffix : {"", ".tmp", ".lock", ".journal"})
                 fs::remove(p + suffix, ec);
     }
 };
@@ -42,6 +43,7 @@ std::string tempPath(const std::string& name)
     const std::string p = ::testing::TempDir() + std::to_string(::getpid()) + "_integrity_" + name;
     fs::remove(p);
     fs::remove(p + ".tmp");
+    fs::remove(p + ".journal");
     g_tempFiles.paths.push_back(p);
     return p;
 }
@@ -106,6 +108,17 @@ bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
 bool sameBits(const std::vector<double>& a, const std::vector<double>& b)
 {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+// Same series, bit for bit (NaN included).
+bool sameMetrics(const std::map<std::string, std::vector<double>>& a, const std::map<std::string, std::vector<double>>& b)
+{
+    if (a.size() != b.size())
+        return false;
+    for (const auto& [name, values] : a)
+        if (!b.count(name) || !sameBits(values, b.at(name)))
+            return false;
+    return true;
 }
 
 // Same names, shapes and bits, in any order (the file lists arrays by name).
@@ -407,12 +420,38 @@ TEST(ExperimentFileIntegrity, ALeftoverTmpIsReportedAndAFailedCommitLeavesNone)
     // The next commit replaces it and leaves nothing behind.
     icl::commitToExperimentFile(path, {{{"step", 300.0}}}, nullptr);
     EXPECT_FALSE(fs::exists(path + ".tmp"));
-    // A commit that fails (an array whose shape does not match its data) removes its copy too.
+    // A commit that fails (an array whose shape does not match its data, after it appended the metrics) removes
+    // what it wrote: the file has its previous size and contents, and no journal is left.
+    const auto sizeBefore = fs::file_size(path);
+    const icl::RunSummary summaryBefore = icl::readRunSummary(path);
     icl::CheckpointData bad = checkpointAt(400);
-    bad.params[0].shape = {7};
+    bad.params[1].shape = {7};
     EXPECT_THROW(icl::commitToExperimentFile(path, {{{"step", 400.0}}}, &bad), icl::Error);
     EXPECT_FALSE(fs::exists(path + ".tmp"));
+    EXPECT_FALSE(fs::exists(path + ".journal"));
+    EXPECT_EQ(fs::file_size(path), sizeBefore);
     EXPECT_EQ(icl::readRunSummary(path).checkpoints.size(), 3u);
+    EXPECT_TRUE(sameMetrics(icl::readRunSummary(path).metrics, summaryBefore.metrics));
+
+    // A journal that a killed commit left incomplete (killed before it overwrote anything) is removed on the
+    // next open, which says so; the file reads as before.
+    std::ofstream(path + ".journal") << "ICLJRNL1 cut short";
+    const std::vector<std::string> cleaned = icl::readRunSummary(path).notes;
+    ASSERT_EQ(cleaned.size(), 1u);
+    EXPECT_NE(cleaned[0].find(path + ".journal of an interrupted commit was incomplete"), std::string::npos)
+        << cleaned[0];
+    EXPECT_FALSE(fs::exists(path + ".journal"));
+    EXPECT_TRUE(sameMetrics(icl::readRunSummary(path).metrics, summaryBefore.metrics));
+
+    // A new file over an old one (--force) never inherits the old one's journal.
+    {
+        const std::string replaced = tempPath("replaced.h5");
+        fs::copy_file(path, replaced);
+        std::ofstream(replaced + ".journal") << "ICLJRNL1 of the file being replaced";
+        icl::createExperimentFile(replaced, lsaConfig(), true);
+        EXPECT_FALSE(fs::exists(replaced + ".journal"));
+        EXPECT_TRUE(icl::readRunSummary(replaced).notes.empty());
+    }
 
     // A trainer's sidecar lock: reported as left over when nobody holds it, as a live trainer when held.
     std::ofstream(path + ".lock") << "";
@@ -593,7 +632,7 @@ TEST(ExperimentFileCrash, AFullDiskFailsTheCommitAndLeavesNothing)
     icl::createExperimentFile(path, lsaConfig(), false);
     std::vector<int64_t> steps;
     std::string failure;
-    for (int64_t step = 0; step < 100 && failure.empty(); step += 10) {
+    for (int64_t step = 0; step < 1000 && failure.empty(); step += 10) {
         icl::CheckpointData cp;
         cp.step = step;
         cp.params.push_back(ramp("layers.0.w_q", {100, 100}, 1.0f + step));  // 40 KB
@@ -609,6 +648,8 @@ TEST(ExperimentFileCrash, AFullDiskFailsTheCommitAndLeavesNothing)
     EXPECT_EQ(failure.rfind(path + ": ", 0), 0u) << failure;
     EXPECT_EQ(failure.find('\n'), std::string::npos) << failure;
     EXPECT_FALSE(fs::exists(path + ".tmp")) << "the partial copy holds the space the user needs";
+    EXPECT_FALSE(fs::exists(path + ".journal"));
+    EXPECT_EQ(fs::file_size(path), fs::file_size(before)) << "what the failed commit wrote holds space";
     EXPECT_EQ(contentDifference(path, before, steps), "") << "the last commit is intact";
     fs::remove(before);
 }
@@ -688,6 +729,8 @@ bool killedCommit(const std::string& path, int killAt, int delayUs)
 
 // A crash at any instant of a commit loses at most that commit: the file reads exactly as before or
 // exactly as after it, and repeating the commit (what --resume does) gives exactly the uninterrupted file.
+// The fault points include every write HDF5 makes through the commit's file driver and every page the
+// commit overwrites in place, so this kills the writer inside HDF5's calls and between the in-place writes.
 TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
 {
     const std::string base = smallRun("crash_base.h5");
@@ -700,9 +743,21 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
     icl::setCommitFaultHookForTesting([&](const std::string& p) { points.push_back(p); });
     commitStep300(done);
     icl::setCommitFaultHookForTesting({});
+    // How long the commit takes here (a second one into a fresh copy, without the hook), so the kills at
+    // arbitrary instants below spread over all of it.
+    const std::string timed = tempPath("crash_timed.h5");
+    fs::copy_file(base, timed);
+    const auto t0 = std::chrono::steady_clock::now();
+    commitStep300(timed);
+    const double commitUs = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
     const ReadBack after = readEverything(done, steps);
     ASSERT_EQ(difference(after, after), "");
-    ASSERT_GE(points.size(), 12u) << "copy, metrics, arrays, seal, link, flush, sync, rename";
+    const auto count = [&](const std::string& name) { return std::count(points.begin(), points.end(), name); };
+    EXPECT_GE(count("HDF5 write"), 10) << "the arrays and HDF5's metadata";
+    EXPECT_GE(count("overwrote a page"), 2) << "metadata rewritten in place";
+    for (const char* step : {"locked", "opened", "edited", "closed", "journal written",
+                             "journal synced", "synced", "journal removed"})
+        EXPECT_EQ(count(step), 1) << step;
 
     const std::string path = tempPath("crash.h5");
     int keptOld = 0, gotNew = 0;
@@ -715,26 +770,73 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
         const bool isNew = difference(got, after).empty();
         EXPECT_TRUE(isOld || isNew) << "neither the previous nor the new commit: " << difference(gotOld, before)
                                     << " / " << difference(got, after);
+        EXPECT_FALSE(fs::exists(path + ".journal")) << "the open rolls back what the killed commit left";
         ++(isNew ? gotNew : keptOld);
-        // Resume repeats the commit: the result is exactly the uninterrupted file, with no leftovers.
+        // Resume repeats the commit: the result is exactly the uninterrupted file, with no leftovers (from the
+        // previous commit, byte for byte the same file size as the uninterrupted one).
         commitStep300(path);
         EXPECT_EQ(difference(readEverything(path, steps), after), "");
         EXPECT_FALSE(fs::exists(path + ".tmp"));
+        EXPECT_FALSE(fs::exists(path + ".journal"));
+        if (isOld && !isNew)
+            EXPECT_EQ(fs::file_size(path), fs::file_size(done)) << "bytes of the killed commit are left over";
     };
     for (size_t k = 0; k < points.size(); ++k) {
         fs::copy_file(base, path, fs::copy_options::overwrite_existing);
         EXPECT_TRUE(killedCommit(path, static_cast<int>(k), 0)) << "not killed at " << points[k];
         checkAfterKill("killed at point " + std::to_string(k) + " (" + points[k] + ")");
     }
-    // Kills at arbitrary instants (inside the copy, HDF5's flush, fsync): same guarantee.
-    for (int i = 0; i < 20; ++i) {
+    // Kills at 60 arbitrary instants from the start of the commit to 1.5 times its duration (inside HDF5's calls,
+    // the fsyncs, the journal): same guarantee.
+    const int kInstants = 60;
+    for (int i = 0; i < kInstants; ++i) {
+        const int delayUs = static_cast<int>(1.5 * commitUs * i / kInstants);
         fs::copy_file(base, path, fs::copy_options::overwrite_existing);
-        killedCommit(path, -1, 200 * i);
-        checkAfterKill("killed after " + std::to_string(200 * i) + " µs");
+        killedCommit(path, -1, delayUs);
+        checkAfterKill("killed after " + std::to_string(delayUs) + " µs");
     }
-    std::printf("killed commits: %d left the previous commit, %d the new one\n", keptOld, gotNew);
+    std::printf("%zu fault points and %d instants over a %.0f µs commit; killed commits: %d left the previous "
+                "commit, %d the new one\n",
+                points.size(), kInstants, commitUs, keptOld, gotNew);
     EXPECT_GT(keptOld, 0);
     EXPECT_GT(gotNew, 0);
+}
+
+// A reader in another process never sees a commit half done: while one process commits, another opens the
+// file and reads its last checkpoint over and over; every read succeeds and gives one of the committed versions.
+TEST(ExperimentFileCrash, ReadersNeverSeeACommitHalfDone)
+{
+    const std::string path = smallRun("concurrent.h5");
+    std::fflush(nullptr);
+    const pid_t reader = ::fork();
+    if (reader == 0) {
+        int reads = 0;
+        for (int i = 0; i < 400; ++i) {
+            try {
+                const icl::RunSummary s = icl::readRunSummary(path);
+                if (!s.damaged.empty() || s.checkpoints.empty())
+                    ::_exit(2);
+                const icl::CheckpointData c = icl::readCheckpoint(path, s.checkpoints.back().step);
+                if (c.params.empty() || c.step != s.checkpoints.back().step)
+                    ::_exit(3);
+                if (s.metrics.at("step").size() < 3)
+                    ::_exit(4);
+                ++reads;
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "reader: %s\n", e.what());
+                ::_exit(1);
+            }
+        }
+        ::_exit(reads == 400 ? 0 : 5);
+    }
+    for (int64_t step = 300; step < 300 + 100 * 40; step += 100) {
+        const icl::CheckpointData cp = checkpointAt(step);
+        icl::commitToExperimentFile(path, {{{"step", double(step)}, {"eval_loss", 1.0 / double(step)}}}, &cp);
+    }
+    int status = 0;
+    ::waitpid(reader, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "reader status " << status;
+    EXPECT_EQ(icl::readRunSummary(path).checkpoints.size(), 3u + 40u);
 }
 
 std::string contentDifference(const std::string& a, const std::string& b, const std::vector<int64_t>& steps)
