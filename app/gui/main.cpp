@@ -194,6 +194,8 @@ int main(int argc, char** argv)
         };
         QObject::connect(window.probesPage(), &icl::gui::ProbesPage::firstLookShown, &window,
             [firstLook] { firstLook("probes"); });
+        QObject::connect(window.patchingPage(), &icl::gui::PatchingPage::firstLookShown, &window,
+            [firstLook] { firstLook("patching"); });
     }
 
     int exitCode = 0;

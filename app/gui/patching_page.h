@@ -98,6 +98,8 @@ Q_SIGNALS:
     void busyStarted();
     void progressChanged(int percent, const QString& text);
     void busyFinished();
+    /// The first patched row (the final layer's) is on screen; the others follow one by one.
+    void firstLookShown();
 
 private:
     struct RunState {
@@ -110,6 +112,10 @@ private:
     struct Output;
 
     void showOutput(const Output& output);
+    /// Rows computed so far (the others NaN) on the heatmap, while the run goes on.
+    void showRows(const Output& partial, int64_t rowsDone);
+    /// Shows out.result's effect on the heatmap (labels, colour limit); returns the matrix shown.
+    icl::Matrix showEffect(const Output& out);
     void clearResult();
     void updateProgress();
     void updateControls();

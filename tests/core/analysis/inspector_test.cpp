@@ -532,8 +532,76 @@ TEST(Inspector, PatchingEveryPositionOfALayerRecoversTheCleanPrediction)
         patch.interventions.push_back(
             {icl::Intervention::Kind::Replace, "resid_pre." + std::to_string(l), -1, -1, cap.values.at("resid_pre." + std::to_string(l))});
         EXPECT_TRUE(torch::equal(gpt->forward(xt, &patch), yClean)) << l;
+        // and of resid_post.{l} (the blocks up to l are skipped; for the last layer all of them)
+        icl::ActivationCapture post;
+        post.interventions.push_back({icl::Intervention::Kind::Replace, "resid_post." + std::to_string(l), -1, -1,
+                                      cap.values.at("resid_post." + std::to_string(l))});
+        EXPECT_TRUE(torch::equal(gpt->forward(xt, &post), yClean)) << l;
     }
     EXPECT_FALSE(torch::equal(gpt->forward(xt), yClean));
+}
+
+TEST(Inspector, PatchedRowsEqualAFullRecomputationAndArriveFromTheFinalRowUp)
+{
+    // Independent: for every row and position, the whole corrupted prompt is run through the model here
+    // with only that one position of that activation replaced by the clean run's (no block skipped).
+    for (const std::string* path : {&gptRun(), &lsaRun()}) {
+        icl::Inspector insp(*path);
+        const icl::Prompt clean = insp.samplePrompt(21);
+        icl::PatchingOptions o;
+        o.corruption = icl::Corruption::DifferentW;
+        std::vector<icl::PatchingResult> partial;
+        const icl::PatchingResult r
+            = insp.patching(clean, o, {}, [&](const icl::PatchingResult& p) { partial.push_back(p); });
+        const int64_t L = insp.nLayers(), T = r.effect.cols;
+        ASSERT_EQ(r.effect.rows, L + 1);
+        ASSERT_EQ(partial.size(), size_t(L + 1));
+        for (size_t k = 0; k < partial.size(); ++k) {
+            EXPECT_EQ(partial[k].corruption, "different_w");
+            for (int64_t row = 0; row <= L; ++row)
+                for (int64_t t = 0; t < T; ++t) {
+                    const double v = partial[k].patched_prediction.at(row, t);
+                    if (row >= L - int64_t(k))  // rows L, L − 1, …: done, as in the final result
+                        EXPECT_EQ(v, r.patched_prediction.at(row, t)) << *path << " k " << k << " row " << row;
+                    else
+                        EXPECT_TRUE(std::isnan(v)) << *path << " k " << k << " row " << row;
+                }
+        }
+
+        const icl::Prompt corrupted = insp.corrupt(clean, o);
+        icl::LoadedRun run = icl::loadRun(*path, -1);
+        auto gpt = std::dynamic_pointer_cast<icl::Gpt2Impl>(run.model.module);
+        auto lsa = std::dynamic_pointer_cast<icl::LsaImpl>(run.model.module);
+        ASSERT_TRUE(gpt || lsa);
+        torch::NoGradGuard guard;
+        auto query = [&](const icl::Prompt& p, icl::ActivationCapture* cap) {
+            const icl::PromptBatch b = batchOf(p, torch::kFloat32);
+            if (gpt) {
+                const torch::Tensor out = gpt->forward(icl::interleavedTokens(b), cap);
+                return out.select(1, out.size(1) - 1).item<double>();
+            }
+            const int64_t n = p.nContext();
+            return lsa->readout(lsa->forward(lsa->embed(b), lsa->contextTokens(n), cap)).item<double>();
+        };
+        icl::ActivationCapture cleanCap;
+        cleanCap.all = true;
+        const double yClean = query(clean, &cleanCap), yCorrupt = query(corrupted, nullptr);
+        EXPECT_NEAR(r.clean_prediction, yClean, 1e-6);
+        EXPECT_NEAR(r.corrupted_prediction, yCorrupt, 1e-6);
+        for (int64_t row = 0; row <= L; ++row) {
+            const std::string name = row < L ? "resid_pre." + std::to_string(row) : "resid_post." + std::to_string(L - 1);
+            for (int64_t t = 0; t < T; ++t) {
+                icl::ActivationCapture patch;
+                patch.interventions.push_back({icl::Intervention::Kind::Replace, name, -1, t,
+                                               cleanCap.values.at(name).select(1, t)});
+                const double want = query(corrupted, &patch);
+                EXPECT_NEAR(r.patched_prediction.at(row, t), want, 1e-5 * (1.0 + std::abs(want)))
+                    << *path << " row " << row << " t " << t;
+                EXPECT_NEAR(r.effect.at(row, t), (want - yCorrupt) / (yClean - yCorrupt), 1e-3)
+                    << *path << " row " << row << " t " << t;
+            }
+        }
+    }
 }
 
 TEST(Inspector, AblationsThatMatchNothingAreErrors)
