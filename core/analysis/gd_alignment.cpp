@@ -199,10 +199,13 @@ EtaScan computeEtaScan(const std::string& path, int64_t checkpoint_step, int64_t
     EtaScan s;
     s.k = k;
     s.checkpoint_step = run.step;
+    // Every grid point from one eigendecomposition per prompt (GdSpectrum: predictGd in closed form, equal
+    // to iterating it up to rounding) instead of `points` iterated GD runs over all prompts.
+    const GdSpectrum spectrum(prompts);
     for (int64_t i = 0; i < points; ++i) {
         const double eta = eta_max * double(i) / double(points - 1);
         s.eta.push_back(eta);
-        s.loss.push_back(lossOf(predictGd(prompts, k, eta), prompts));
+        s.loss.push_back(spectrum.loss(k, eta));
     }
     s.best_eta = lineSearchEta(prompts, k, 0.0, eta_max);
     s.best_loss = lossOf(predictGd(prompts, k, s.best_eta), prompts);
