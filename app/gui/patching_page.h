@@ -40,7 +40,8 @@ class AnalysisRunner;
 /// corruption changes one label, draws a different task vector w, or shuffles the labels among the
 /// examples (seeded). The run goes to the page's worker thread with (done, total) progress and Cancel;
 /// the heatmap shows effect[l][t] = (ŷ_patched − ŷ_corrupted) / (ŷ_clean − ŷ_corrupted) with layer and
-/// token labels and a colour legend, next to the clean and corrupted predictions and labels. Exports
+/// token labels and a colour legend, next to the clean and corrupted predictions and labels; rows appear
+/// as they are computed, the final one first (Inspector::patching's rows callback). Exports
 /// PNG/SVG/PDF and the effect matrix as CSV. Nothing runs until Run is pressed (or --run).
 /// Thread affinity: GUI thread only.
 class PatchingPage : public QWidget {
