@@ -108,8 +108,8 @@ int main(int argc, char** argv)
         QStringLiteral("quit"), QStringLiteral("Quit when the page's jobs are done (after the screenshot)."));
     const QCommandLineOption timingOpt(QStringLiteral("timing"),
         QStringLiteral("With --screenshot or --quit: print on stderr how long the page took from opening the file to "
-                       "its first result (its jobs done), in ms; pages that show a first look before it (Probes, Patching) also print "
-                       "when it appeared."));
+                       "its first result (its jobs done), in ms; pages that show a first look before it (Probes, "
+                       "Patching) also print when it appeared."));
     parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt,
         quitOpt, timingOpt });
     parser.process(app);

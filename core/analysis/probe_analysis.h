@@ -28,8 +28,9 @@ struct ProbeOptions {
 /// (ridge on Φ*, λ = σ²/τ²) or by one GD step (the run's η) from the i − 1 earlier examples; at the query
 /// position the ones of the query. Prompts: fit samplePrompts(task, n_fit, mixSeed(s, 0x9B0E0001)), test
 /// samplePrompts(task, n_test, mixSeed(s, 0x9B0E0002)), s = seed or, when 0, the experiment's seed; the
-/// model runs on them in forward passes of kProbeFirstLookPrompts prompts. Throws icl::Error for a model that is not gpt2, a target the task
-/// lacks (phi, oracle without a representation) or an unknown name. Thread affinity: worker thread.
+/// model runs on them in forward passes of kProbeFirstLookPrompts prompts. Throws icl::Error for a model
+/// that is not gpt2, a target the task lacks (phi, oracle without a representation) or an unknown name.
+/// Thread affinity: worker thread.
 ProbeCurve computeProbe(const std::string& path, const ProbeOptions& options);
 
 /// Prompts of the first look computeProbes shows first (per set: fit and test); also the chunk size of
