@@ -36,6 +36,7 @@
 #include "app/gui/main_window.h"
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
+#include "app/gui/probes_page.h"
 #include "app/gui/train_page.h"
 #include "core/io/config.h"
 
@@ -107,7 +108,8 @@ int main(int argc, char** argv)
         QStringLiteral("quit"), QStringLiteral("Quit when the page's jobs are done (after the screenshot)."));
     const QCommandLineOption timingOpt(QStringLiteral("timing"),
         QStringLiteral("With --screenshot or --quit: print on stderr how long the page took from opening the file to "
-                       "its first result (its jobs done), in ms."));
+                       "its first result (its jobs done), in ms; pages that show a first look before it (Probes, "
+                       "Patching) also print when it appeared."));
     parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt,
         quitOpt, timingOpt });
     parser.process(app);
@@ -184,6 +186,17 @@ int main(int argc, char** argv)
     window.show();
     QElapsedTimer sinceOpen;
     sinceOpen.start();
+    if (parser.isSet(timingOpt)) {
+        // Pages that show a first look (fewer prompts, or the first rows) before their full result.
+        auto firstLook = [&sinceOpen](const char* page) {
+            std::fprintf(stderr, "icl-workbench: page %s: first look %lld ms after opening the file\n", page,
+                static_cast<long long>(sinceOpen.elapsed()));
+        };
+        QObject::connect(window.probesPage(), &icl::gui::ProbesPage::firstLookShown, &window,
+            [firstLook] { firstLook("probes"); });
+        QObject::connect(window.patchingPage(), &icl::gui::PatchingPage::firstLookShown, &window,
+            [firstLook] { firstLook("patching"); });
+    }
 
     int exitCode = 0;
     for (qsizetype i = moreFiles.size() - 1; i >= 0; --i)

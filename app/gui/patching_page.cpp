@@ -12,6 +12,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QMetaObject>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
@@ -63,7 +64,6 @@ struct PatchingPage::Output {
     icl::PatchingResult result;
     icl::Prompt clean;
     icl::Prompt corrupted;
-    std::vector<std::string> tokens;
     icl::PatchingOptions options;
     bool shared = false;
 };
@@ -324,16 +324,33 @@ bool PatchingPage::startPatching()
             out->shared = shared.has_value();
             out->options = o;
             out->corrupted = insp.corrupt(out->clean, o);
-            out->tokens = insp.inspect(out->clean).token_labels;
-            out->result = insp.patching(out->clean, o, [state](int64_t done, int64_t total) {
-                state->done = done;
-                state->total = total;
-                if (state->stop) {
-                    state->cancelled = true;
-                    return false;
-                }
-                return true;
-            });
+            auto rowsDone = std::make_shared<int64_t>(0);
+            out->result = insp.patching(
+                out->clean, o,
+                [state](int64_t done, int64_t total) {
+                    state->done = done;
+                    state->total = total;
+                    if (state->stop) {
+                        state->cancelled = true;
+                        return false;
+                    }
+                    return true;
+                },
+                [this, generation, out, rowsDone](const icl::PatchingResult& partial) {
+                    // Each row as soon as it is done; the last one is the full result, shown below.
+                    const int64_t done = ++*rowsDone;
+                    if (done >= partial.effect.rows)
+                        return;
+                    Output shown = *out;
+                    shown.result = partial;
+                    QMetaObject::invokeMethod(
+                        this,
+                        [this, generation, shown, done] {
+                            if (generation == m_generation)
+                                showRows(shown, done);
+                        },
+                        Qt::QueuedConnection);
+                });
             return [this, generation, out] {
                 if (generation != m_generation)
                     return;
@@ -371,13 +388,8 @@ std::map<std::string, std::string> PatchingPage::metadata() const
     return m;
 }
 
-void PatchingPage::showOutput(const Output& out)
+icl::Matrix PatchingPage::showEffect(const Output& out)
 {
-    m_result = out.result;
-    m_clean = out.clean;
-    m_corrupted = out.corrupted;
-    m_resultOptions = out.options;
-    m_resultShared = out.shared;
     icl::Matrix effect = out.result.effect;
     const int64_t L = effect.rows - 1;
     if (effect.row_labels.size() != size_t(effect.rows)) {
@@ -385,10 +397,7 @@ void PatchingPage::showOutput(const Output& out)
         for (int64_t l = 0; l < effect.rows; ++l)
             effect.row_labels.push_back(l < L ? "layer " + std::to_string(l) + " (resid_pre)" : "final (resid_post)");
     }
-    if (effect.col_labels.size() != size_t(effect.cols) && out.tokens.size() == size_t(effect.cols))
-        effect.col_labels = out.tokens;
     effect.name = "Activation patching effect (" + icl::corruptionName(out.options.corruption) + ")";
-    m_result->effect = effect;
     m_heatmap->setMetadata(metadata());
     m_heatmap->setMatrix(effect);
     // Symmetric around 0 and at least ±1, so that 1 (= clean) has the same colour on every run.
@@ -397,6 +406,31 @@ void PatchingPage::showOutput(const Output& out)
         if (std::isfinite(v))
             largest = std::max(largest, std::abs(v));
     m_heatmap->setColorLimit(largest);
+    return effect;
+}
+
+void PatchingPage::showRows(const Output& partial, int64_t rowsDone)
+{
+    m_clean = partial.clean;
+    m_corrupted = partial.corrupted;
+    m_resultOptions = partial.options;
+    m_resultShared = partial.shared;
+    showEffect(partial);
+    m_status->setText(tr("%1 of %2 layers patched (from the final one up); the rest follow…")
+                          .arg(rowsDone)
+                          .arg(partial.result.effect.rows));
+    if (rowsDone == 1)
+        Q_EMIT firstLookShown();
+}
+
+void PatchingPage::showOutput(const Output& out)
+{
+    m_result = out.result;
+    m_clean = out.clean;
+    m_corrupted = out.corrupted;
+    m_resultOptions = out.options;
+    m_resultShared = out.shared;
+    m_result->effect = showEffect(out);
 
     const icl::PatchingResult& r = out.result;
     QString text = tr("Clean prediction ŷ = <b>%1</b> · corrupted ŷ = <b>%2</b> · true label of the clean query %3")

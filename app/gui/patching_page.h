@@ -40,7 +40,8 @@ class AnalysisRunner;
 /// corruption changes one label, draws a different task vector w, or shuffles the labels among the
 /// examples (seeded). The run goes to the page's worker thread with (done, total) progress and Cancel;
 /// the heatmap shows effect[l][t] = (ŷ_patched − ŷ_corrupted) / (ŷ_clean − ŷ_corrupted) with layer and
-/// token labels and a colour legend, next to the clean and corrupted predictions and labels. Exports
+/// token labels and a colour legend, next to the clean and corrupted predictions and labels; rows appear
+/// as they are computed, the final one first (Inspector::patching's rows callback). Exports
 /// PNG/SVG/PDF and the effect matrix as CSV. Nothing runs until Run is pressed (or --run).
 /// Thread affinity: GUI thread only.
 class PatchingPage : public QWidget {
@@ -98,6 +99,8 @@ Q_SIGNALS:
     void busyStarted();
     void progressChanged(int percent, const QString& text);
     void busyFinished();
+    /// The first patched row (the final layer's) is on screen; the others follow one by one.
+    void firstLookShown();
 
 private:
     struct RunState {
@@ -110,6 +113,10 @@ private:
     struct Output;
 
     void showOutput(const Output& output);
+    /// Rows computed so far (the others NaN) on the heatmap, while the run goes on.
+    void showRows(const Output& partial, int64_t rowsDone);
+    /// Shows out.result's effect on the heatmap (labels, colour limit); returns the matrix shown.
+    icl::Matrix showEffect(const Output& out);
     void clearResult();
     void updateProgress();
     void updateControls();

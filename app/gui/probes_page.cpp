@@ -314,70 +314,49 @@ void ProbesPage::run()
         m_status->setText(tr("Check at least one target."));
         return;
     }
-    std::vector<icl::ProbeOptions> options;
+    const icl::ProbeOptions base = options(targets.front());
+    std::vector<std::string> names;
     for (const QString& t : targets)
-        options.push_back(this->options(t));
+        names.push_back(t.toStdString());
     const std::string path = m_path;
     m_status->setText(tr("Fitting probes at checkpoint %1 for %2…").arg(m_step).arg(targets.join(QStringLiteral(", "))));
     m_runner->enqueue(
         ProbeJob, tr("linear probes"),
-        [this, generation, path, options, stop]() -> AnalysisRunner::Continuation {
-            auto curves = std::make_shared<std::vector<icl::ProbeCurve>>();
-            auto failed = std::make_shared<QStringList>(); // a target that fails leaves the others shown
-            for (size_t i = 0; i < options.size(); ++i) {
-                if (*stop)
-                    throw icl::Error("cancelled");
-                const int percent = int(100 * i / options.size());
-                const QString target = QString::fromStdString(options[i].target);
-                QMetaObject::invokeMethod(
-                    this,
-                    [this, percent, target] {
-                        Q_EMIT progressChanged(percent, tr("Probes: %1 (%2%)").arg(target).arg(percent));
-                    },
-                    Qt::QueuedConnection);
-                try {
-                    curves->push_back(icl::computeProbe(path, options[i]));
-                } catch (const icl::Error& e) {
-                    *failed << QString::fromUtf8(e.what());
-                }
-            }
+        [this, generation, path, base, names, stop]() -> AnalysisRunner::Continuation {
+            // One forward pass for every target; a target that fails leaves the others shown.
+            auto failed = std::make_shared<std::vector<std::string>>();
+            auto curves = std::make_shared<std::vector<icl::ProbeCurve>>(icl::computeProbes(
+                path, base, names, failed.get(),
+                [this, stop](int64_t done, int64_t total) {
+                    const int percent = int(100 * done / std::max<int64_t>(1, total));
+                    QMetaObject::invokeMethod(
+                        this, [this, percent] { Q_EMIT progressChanged(percent, tr("Probes: %1%").arg(percent)); },
+                        Qt::QueuedConnection);
+                    return !*stop;
+                },
+                [this, generation](const std::vector<icl::ProbeCurve>& first) {
+                    QMetaObject::invokeMethod(
+                        this,
+                        [this, generation, first] {
+                            if (generation == m_generation && !first.empty())
+                                showCurves(first, true);
+                        },
+                        Qt::QueuedConnection);
+                }));
             return [this, generation, curves, failed] {
                 if (generation != m_generation)
                     return;
-                m_status->setText(failed->join(QLatin1Char('\n')));
+                QStringList errors;
+                for (const std::string& e : *failed)
+                    errors << QString::fromStdString(e);
                 if (curves->empty()) {
                     m_curves.clear();
                     m_plot->setFigure(icl::Figure {});
                     m_summaryLabel->setText(QStringLiteral("—"));
-                    return;
+                } else {
+                    showCurves(*curves, false);
                 }
-                m_curves = *curves;
-                m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
-                QStringList parts;
-                for (const icl::ProbeCurve& c : m_curves) {
-                    size_t best = 0;
-                    for (size_t l = 1; l < c.normalised_mse.size(); ++l)
-                        if (c.normalised_mse[l] < c.normalised_mse[best])
-                            best = l;
-                    const QString name
-                        = c.target == "phi" ? QStringLiteral("Φ*(x)") : QString::fromStdString(c.target);
-                    if (c.normalised_mse.empty())
-                        continue;
-                    if (best == 0)
-                        parts << tr("%1 %2 at embed (best)").arg(name, number(c.normalised_mse[0]));
-                    else
-                        parts << tr("%1 %2 at %3 (embed %4)")
-                                     .arg(name, number(c.normalised_mse[best]),
-                                         QString::fromStdString(c.layer_labels.at(best)),
-                                         number(c.normalised_mse.front()));
-                }
-                const icl::ProbeCurve& first = m_curves.front();
-                m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")
-                                            .arg(first.checkpoint_step)
-                                            .arg(QString::fromStdString(first.positions))
-                                            .arg(first.n_fit)
-                                            .arg(first.n_test)
-                                            .arg(parts.join(QStringLiteral("; "))));
+                m_status->setText(errors.join(QLatin1Char('\n')));
             };
         },
         [this, generation](const QString& error) {
@@ -385,6 +364,42 @@ void ProbesPage::run()
                 return;
             m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
         });
+}
+
+void ProbesPage::showCurves(const std::vector<icl::ProbeCurve>& curves, bool firstLook)
+{
+    m_curves = curves;
+    m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
+    QStringList parts;
+    for (const icl::ProbeCurve& c : m_curves) {
+        size_t best = 0;
+        for (size_t l = 1; l < c.normalised_mse.size(); ++l)
+            if (c.normalised_mse[l] < c.normalised_mse[best])
+                best = l;
+        const QString name = c.target == "phi" ? QStringLiteral("Φ*(x)") : QString::fromStdString(c.target);
+        if (c.normalised_mse.empty())
+            continue;
+        if (best == 0)
+            parts << tr("%1 %2 at embed (best)").arg(name, number(c.normalised_mse[0]));
+        else
+            parts << tr("%1 %2 at %3 (embed %4)")
+                         .arg(name, number(c.normalised_mse[best]), QString::fromStdString(c.layer_labels.at(best)),
+                             number(c.normalised_mse.front()));
+    }
+    const icl::ProbeCurve& first = m_curves.front();
+    m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")
+                                .arg(first.checkpoint_step)
+                                .arg(QString::fromStdString(first.positions))
+                                .arg(first.n_fit)
+                                .arg(first.n_test)
+                                .arg(parts.join(QStringLiteral("; "))));
+    if (firstLook) {
+        m_status->setText(tr("First look on the first %1 fit and %1 test prompts; fitting on all %2 + %3…")
+                              .arg(icl::kProbeFirstLookPrompts)
+                              .arg(m_nFit)
+                              .arg(m_nTest));
+        Q_EMIT firstLookShown();
+    }
 }
 
 } // namespace icl::gui

@@ -32,8 +32,10 @@ class AnalysisRunner;
 /// For the selected checkpoint: icl::computeProbe for each checked target (x, phi, y, oracle, gd_1;
 /// phi and oracle only on representation tasks) at the chosen positions (x, y or query tokens),
 /// drawn with icl::probeFigure. Follows the checkpoint timeline; the probes are fitted on a worker
-/// thread (AnalysisRunner) while the page is active, one target after another; a superseded or
-/// cancelled batch stops before its next target and its result is dropped. Nothing is written to the
+/// thread (AnalysisRunner) while the page is active by one icl::computeProbes for every checked target
+/// (one forward pass shared by all); a first look on the first icl::kProbeFirstLookPrompts fit and test
+/// prompts is shown first and then replaced by the full result; a superseded or cancelled batch stops
+/// at its next forward chunk or target and its result is dropped. Nothing is written to the
 /// experiment file. gpt2 runs only; others get a message instead.
 /// Thread affinity: GUI thread only.
 class ProbesPage : public QWidget {
@@ -84,10 +86,13 @@ Q_SIGNALS:
     void busyStarted();
     void progressChanged(int percent, const QString& text);
     void busyFinished();
+    /// The first look (fewer prompts) is on screen; the full result follows.
+    void firstLookShown();
 
 private:
     void run();
     void requestRun();
+    void showCurves(const std::vector<icl::ProbeCurve>& curves, bool firstLook);
     bool ready() const;
 
     AnalysisRunner* m_runner = nullptr;

@@ -32,43 +32,63 @@ std::pair<torch::Tensor, torch::Tensor> predictionsAndSensitivities(const Predic
     return {pred.detach(), grad.detach()};
 }
 
-AlignmentMetrics alignmentMetrics(const Predictor& model, const Predictor& reference, const PromptBatch& batch,
-                                  int64_t chunk, torch::Tensor* model_pred, torch::Tensor* ref_pred)
+std::vector<AlignmentMetrics> alignmentMetricsAgainst(const Predictor& model, const std::vector<Predictor>& references,
+                                                     const PromptBatch& batch, int64_t chunk, torch::Tensor* model_pred,
+                                                     torch::Tensor* ref_pred)
 {
     const int64_t n = batch.batchSize();
-    double predDiff = 0, cosine = 0, modelDiff = 0, refNorm = 0, modelLoss = 0, refLoss = 0;
+    const size_t R = references.size();
+    struct Sums {
+        double predDiff = 0, cosine = 0, modelDiff = 0, refNorm = 0, modelLoss = 0, refLoss = 0;
+    };
+    std::vector<Sums> sums(R);
     std::vector<torch::Tensor> mp, rp;
     for (int64_t b = 0; b < n; b += chunk) {
         const PromptBatch part = batch.slice(b, std::min(n, b + chunk));
-        auto [ym, sm] = predictionsAndSensitivities(model, part);
-        auto [yr, sr] = predictionsAndSensitivities(reference, part);
+        auto [ym, sm] = predictionsAndSensitivities(model, part);  // once for every reference
         ym = ym.to(torch::kCPU, torch::kFloat64);
-        yr = yr.to(torch::kCPU, torch::kFloat64);
         sm = sm.to(torch::kCPU, torch::kFloat64);
-        sr = sr.to(torch::kCPU, torch::kFloat64);
         const torch::Tensor y = part.queryY().to(torch::kCPU, torch::kFloat64);
-        predDiff += (ym - yr).abs().sum().item<double>();
-        const torch::Tensor nm = sm.norm(2, -1), nr = sr.norm(2, -1);
-        cosine += ((sm * sr).sum(-1) / ((nm + 1e-8) * (nr + 1e-8))).sum().item<double>();
-        modelDiff += (sm - sr).norm(2, -1).sum().item<double>();
-        refNorm += nr.sum().item<double>();
-        modelLoss += 0.5 * (ym - y).pow(2).sum().item<double>();
-        refLoss += 0.5 * (yr - y).pow(2).sum().item<double>();
+        const torch::Tensor nm = sm.norm(2, -1);
+        for (size_t r = 0; r < R; ++r) {
+            auto [yr, sr] = predictionsAndSensitivities(references[r], part);
+            yr = yr.to(torch::kCPU, torch::kFloat64);
+            sr = sr.to(torch::kCPU, torch::kFloat64);
+            Sums& s = sums[r];
+            s.predDiff += (ym - yr).abs().sum().item<double>();
+            const torch::Tensor nr = sr.norm(2, -1);
+            s.cosine += ((sm * sr).sum(-1) / ((nm + 1e-8) * (nr + 1e-8))).sum().item<double>();
+            s.modelDiff += (sm - sr).norm(2, -1).sum().item<double>();
+            s.refNorm += nr.sum().item<double>();
+            s.modelLoss += 0.5 * (ym - y).pow(2).sum().item<double>();
+            s.refLoss += 0.5 * (yr - y).pow(2).sum().item<double>();
+            if (r == 0)
+                rp.push_back(yr);
+        }
         mp.push_back(ym);
-        rp.push_back(yr);
     }
-    AlignmentMetrics m;
-    m.prediction_difference = predDiff / double(n);
-    m.model_cosine = cosine / double(n);
-    m.model_difference = modelDiff / double(n);
-    m.relative_model_difference = refNorm > 0 ? modelDiff / refNorm : 0.0;
-    m.model_loss = modelLoss / double(n);
-    m.reference_loss = refLoss / double(n);
+    std::vector<AlignmentMetrics> out;
+    for (const Sums& s : sums) {
+        AlignmentMetrics m;
+        m.prediction_difference = s.predDiff / double(n);
+        m.model_cosine = s.cosine / double(n);
+        m.model_difference = s.modelDiff / double(n);
+        m.relative_model_difference = s.refNorm > 0 ? s.modelDiff / s.refNorm : 0.0;
+        m.model_loss = s.modelLoss / double(n);
+        m.reference_loss = s.refLoss / double(n);
+        out.push_back(m);
+    }
     if (model_pred)
         *model_pred = torch::cat(mp);
-    if (ref_pred)
+    if (ref_pred && !rp.empty())
         *ref_pred = torch::cat(rp);
-    return m;
+    return out;
+}
+
+AlignmentMetrics alignmentMetrics(const Predictor& model, const Predictor& reference, const PromptBatch& batch,
+                                  int64_t chunk, torch::Tensor* model_pred, torch::Tensor* ref_pred)
+{
+    return alignmentMetricsAgainst(model, {reference}, batch, chunk, model_pred, ref_pred).at(0);
 }
 
 AlignmentResult computeGdAlignment(const std::string& path, const GdAlignmentOptions& options)
@@ -199,10 +219,13 @@ EtaScan computeEtaScan(const std::string& path, int64_t checkpoint_step, int64_t
     EtaScan s;
     s.k = k;
     s.checkpoint_step = run.step;
+    // Every grid point from one eigendecomposition per prompt (GdSpectrum: predictGd in closed form, equal
+    // to iterating it up to rounding) instead of `points` iterated GD runs over all prompts.
+    const GdSpectrum spectrum(prompts);
     for (int64_t i = 0; i < points; ++i) {
         const double eta = eta_max * double(i) / double(points - 1);
         s.eta.push_back(eta);
-        s.loss.push_back(lossOf(predictGd(prompts, k, eta), prompts));
+        s.loss.push_back(spectrum.loss(k, eta));
     }
     s.best_eta = lineSearchEta(prompts, k, 0.0, eta_max);
     s.best_loss = lossOf(predictGd(prompts, k, s.best_eta), prompts);
@@ -232,18 +255,25 @@ std::vector<LayerStepRow> compareLayersWithSteps(const std::string& path, int64_
         auto fitIt = run.fitted.eta.find("gd_" + std::to_string(k));
         const double eta = fitIt != run.fitted.eta.end() ? fitIt->second
                                                          : (k == 1 ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k));
-        row.vs_gd = alignmentMetrics(readout, [&](const PromptBatch& b) { return predictGd(b, k, eta); }, prompts);
-        row.model_loss = row.vs_gd.model_loss;
-        row.gd_loss = row.vs_gd.reference_loss;
-        row.vs_gdpp = {nan, nan, nan, nan, nan, nan};
+        // The layer's read-out and its sensitivities are computed once for both references.
+        std::vector<Predictor> refs{[&](const PromptBatch& b) { return predictGd(b, k, eta); }};
+        torch::Tensor e, g;
         if (with_gdpp && k > 1) {
             const std::string name = "gdpp_" + std::to_string(k);
             auto it = run.fitted.gdpp.find(name);
             const GdPlusPlusParams p = it != run.fitted.gdpp.end() ? it->second
                                                                    : fitGdPlusPlus(cfg.task, k, seeds::tuning(cfg.seed));
-            const torch::Tensor e = torch::tensor(p.eta, torch::kFloat64), g = torch::tensor(p.gamma, torch::kFloat64);
-            row.vs_gdpp = alignmentMetrics(readout, [&](const PromptBatch& b) { return predictGdPlusPlus(b, e, g); },
-                                           prompts);
+            e = torch::tensor(p.eta, torch::kFloat64);
+            g = torch::tensor(p.gamma, torch::kFloat64);
+            refs.push_back([&](const PromptBatch& b) { return predictGdPlusPlus(b, e, g); });
+        }
+        const std::vector<AlignmentMetrics> m = alignmentMetricsAgainst(readout, refs, prompts);
+        row.vs_gd = m[0];
+        row.model_loss = row.vs_gd.model_loss;
+        row.gd_loss = row.vs_gd.reference_loss;
+        row.vs_gdpp = {nan, nan, nan, nan, nan, nan};
+        if (m.size() > 1) {
+            row.vs_gdpp = m[1];
             row.gdpp_loss = row.vs_gdpp.reference_loss;
         }
         rows.push_back(row);

@@ -2,6 +2,7 @@
 // Core-internal alignment metrics over any two predictors (LibTorch).
 
 #include <functional>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -21,6 +22,14 @@ std::pair<torch::Tensor, torch::Tensor> predictionsAndSensitivities(const Predic
 AlignmentMetrics alignmentMetrics(const Predictor& model, const Predictor& reference, const PromptBatch& batch,
                                   int64_t chunk = 4096, torch::Tensor* model_pred = nullptr,
                                   torch::Tensor* ref_pred = nullptr);
+
+/// alignmentMetrics of `model` against each of `references`, with the model's predictions and
+/// sensitivities computed once per chunk for all of them; entry r equals alignmentMetrics(model,
+/// references[r], …) (the same operations). `ref_pred` receives the first reference's predictions.
+std::vector<AlignmentMetrics> alignmentMetricsAgainst(const Predictor& model, const std::vector<Predictor>& references,
+                                                     const PromptBatch& batch, int64_t chunk = 4096,
+                                                     torch::Tensor* model_pred = nullptr,
+                                                     torch::Tensor* ref_pred = nullptr);
 
 class LsaImpl;
 /// Copy-analysis gradient norms of an interleaved LSA stack on `batch`: G [T, T] (float64, CPU) with

@@ -660,9 +660,17 @@ Prompt Inspector::corrupt(const Prompt& clean, const PatchingOptions& o) const
 }
 
 PatchingResult Inspector::patching(const Prompt& clean, const PatchingOptions& options,
-                                   const std::function<bool(int64_t, int64_t)>& progress)
+                                   const std::function<bool(int64_t, int64_t)>& progress,
+                                   const std::function<void(const PatchingResult&)>& rows)
 {
-    PatchingResult r = patchPrompts(clean, corrupt(clean, options), progress);
+    std::function<void(const PatchingResult&)> named;
+    if (rows)
+        named = [&](const PatchingResult& partial) {
+            PatchingResult p = partial;
+            p.corruption = corruptionName(options.corruption);
+            rows(p);
+        };
+    PatchingResult r = patchPrompts(clean, corrupt(clean, options), progress, named);
     r.corruption = corruptionName(options.corruption);
     return r;
 }
@@ -713,7 +721,8 @@ PatchingResult Inspector::patchingOverPrompts(uint64_t seed, int64_t n_prompts, 
 }
 
 PatchingResult Inspector::patchPrompts(const Prompt& clean, const Prompt& corrupted,
-                                       const std::function<bool(int64_t, int64_t)>& progress)
+                                       const std::function<bool(int64_t, int64_t)>& progress,
+                                       const std::function<void(const PatchingResult&)>& rows)
 {
     Impl& m = *m_impl;
     c10::InferenceMode inference;
@@ -757,10 +766,13 @@ PatchingResult Inspector::patchPrompts(const Prompt& clean, const Prompt& corrup
     r.patched_prediction.name = "patched prediction";
 
     // One forward pass per row: batch row t patches position t (the rest of the stream is the corrupted run's).
+    // The model skips the blocks before the patched layer (a whole-stream resid_pre replacement makes them
+    // irrelevant), so the rows go from the final one (no block to run) up to layer 0 (every block): the
+    // cheapest first, each handed to `rows` as soon as it is done.
     const PromptBatch batch{xb.x.expand({T, -1, -1}), xb.y.expand({T, -1}), xb.w.expand({T, -1})};
     const torch::Tensor idx = torch::arange(T, torch::kLong);
-    for (int64_t row = 0; row <= L; ++row) {
-        if (progress && !progress(row, L + 1))
+    for (int64_t row = L; row >= 0; --row) {
+        if (progress && !progress(L - row, L + 1))
             throw Error("cancelled");
         const std::string& name = names[size_t(row)];
         const torch::Tensor cleanAct = cleanCap.values.at(name)[0];  // [T, D]
@@ -774,6 +786,8 @@ PatchingResult Inspector::patchPrompts(const Prompt& clean, const Prompt& corrup
             r.patched_prediction.data[size_t(row * T + t)] = y;
             r.effect.data[size_t(row * T + t)] = skipped ? kNaN : (y - yCorrupt) / diff;
         }
+        if (rows)
+            rows(r);
     }
     if (progress)
         progress(L + 1, L + 1);

@@ -99,9 +99,14 @@ public:
     RegressionLens lens(const Prompt& prompt, const std::vector<Ablation>& ablations = {});
 
     /// Activation patching from `clean` into its corruption (PatchingOptions), one prompt. The
-    /// progress callback gets (done, total) and returns false to cancel (icl::Error("cancelled")).
+    /// progress callback gets (rows done, L + 1) and returns false to cancel (icl::Error("cancelled")).
+    /// Rows are computed from the final one up to layer 0 (the cheapest first: the blocks before the
+    /// patched layer are not run); after each, `rows` (when given) receives the result so far, the rows
+    /// not yet computed NaN — a first look within a fraction of a second. Both callbacks run on the
+    /// calling thread.
     PatchingResult patching(const Prompt& clean, const PatchingOptions& options,
-                            const std::function<bool(int64_t, int64_t)>& progress = {});
+                            const std::function<bool(int64_t, int64_t)>& progress = {},
+                            const std::function<void(const PatchingResult&)>& rows = {});
 
     /// Activation patching averaged over `n_prompts` prompts of the run's task (samplePrompt(mixSeed(seed,
     /// i)), each corrupted with options.seed mixed with i): effect is the mean over the prompts that
@@ -115,7 +120,8 @@ public:
     /// (clean, corrupt(clean, options))). With clean == corrupted every patched prediction equals the
     /// clean one and the effect is undefined (NaN, n_skipped = 1).
     PatchingResult patchPrompts(const Prompt& clean, const Prompt& corrupted,
-                                const std::function<bool(int64_t, int64_t)>& progress = {});
+                                const std::function<bool(int64_t, int64_t)>& progress = {},
+                                const std::function<void(const PatchingResult&)>& rows = {});
 
     /// The corrupted prompt patching() uses for `clean` and `options` (shown in the GUI):
     /// ChangeLabel: y_i = f_{w'}(x_i) + σ·z with w' (and for a mixture the component) an independent

@@ -114,6 +114,55 @@ ShiftedFeatures shiftedFeatures(const Qkv& x, const torch::Tensor& omega)
     return {torch::exp(lq - qs), qs, torch::exp(lk - ks), ks};
 }
 
+/// The kernels of the shifted random features: qk = fq fkᵀ [..., T, N] and (when `with_kk`) kk = fk fkᵀ
+/// [..., N, N], with q_shift [..., T, 1] and k_shift [..., 1, 1] as in ShiftedFeatures. When q and k
+/// share their leading indices, these are computed a few leading indices at a time, so that the
+/// features [..., m] of one slice (at most about 2^20 values) are all that is held: every value is
+/// computed by the same operations on the same numbers as on the whole batch, without allocating and
+/// paging in hundreds of MB per draw (m = 4096 features of 128 prompts).
+struct FeatureKernels {
+    torch::Tensor qk, q_shift, kk, k_shift;
+};
+
+FeatureKernels featureKernels(const Qkv& x, const torch::Tensor& omega, bool with_kk)
+{
+    auto whole = [&](const torch::Tensor& q, const torch::Tensor& k) {
+        const ShiftedFeatures f = shiftedFeatures({q, k, torch::Tensor()}, omega);
+        FeatureKernels r{torch::matmul(f.fq, f.fk.transpose(-2, -1)), f.q_shift, {}, f.k_shift};
+        if (with_kk)
+            r.kk = torch::matmul(f.fk, f.fk.transpose(-2, -1));
+        return r;
+    };
+    const int64_t d = x.q.dim(), T = x.q.size(-2), N = x.k.size(-2), m = omega.size(1);
+    if (d < 3 || x.k.dim() != d || x.q.sizes().slice(0, size_t(d - 2)) != x.k.sizes().slice(0, size_t(d - 2)))
+        return whole(x.q, x.k);
+    const std::vector<int64_t> lead(x.q.sizes().begin(), x.q.sizes().end() - 2);
+    int64_t B = 1;
+    for (int64_t n : lead)
+        B *= n;
+    const int64_t chunk = std::max<int64_t>(1, (int64_t(1) << 20) / ((T + N) * m));
+    if (chunk >= B)
+        return whole(x.q, x.k);
+    const torch::Tensor q = x.q.reshape({B, T, x.q.size(-1)}), k = x.k.reshape({B, N, x.k.size(-1)});
+    std::vector<torch::Tensor> qk, qs, kk, ks;
+    for (int64_t b = 0; b < B; b += chunk) {
+        const int64_t e = std::min(B, b + chunk);
+        FeatureKernels f = whole(q.slice(0, b, e), k.slice(0, b, e));
+        qk.push_back(f.qk);
+        qs.push_back(f.q_shift);
+        ks.push_back(f.k_shift);
+        if (with_kk)
+            kk.push_back(f.kk);
+    }
+    auto joined = [&](const std::vector<torch::Tensor>& parts, int64_t rows, int64_t cols) {
+        std::vector<int64_t> shape = lead;
+        shape.push_back(rows);
+        shape.push_back(cols);
+        return torch::cat(parts, 0).reshape(shape);
+    };
+    return {joined(qk, T, N), joined(qs, T, 1), with_kk ? joined(kk, N, N) : torch::Tensor(), joined(ks, 1, 1)};
+}
+
 /// One GD step of the reference model from its kernel matrix K [..., T, N] (= φ(k_i)ᵀφ(q_t) up to
 /// a factor per row): A = K / rowsum (the η normalisation), output = A v.
 AttentionResult oneStep(const torch::Tensor& kernel, const torch::Tensor& v, const char* where)
@@ -238,8 +287,8 @@ AttentionResult referenceModelRandomFeatures(const torch::Tensor& q, const torch
     const char* where = "referenceModelRandomFeatures";
     const Qkv x = checkQkv(q, k, v, where);
     const torch::Tensor visible = visibleKeys(mask, x, where);
-    const ShiftedFeatures f = shiftedFeatures(x, checkedOmega(omega, x.q.size(-1), x.q.device(), where));
-    torch::Tensor kernel = torch::matmul(f.fq, f.fk.transpose(-2, -1));
+    torch::Tensor kernel
+        = featureKernels(x, checkedOmega(omega, x.q.size(-1), x.q.device(), where), false).qk;
     if (visible.defined())
         kernel = kernel * visible;
     return oneStep(kernel, x.v, where);
@@ -262,11 +311,11 @@ torch::Tensor referenceModelLoss(const torch::Tensor& q, const torch::Tensor& k,
         const torch::Tensor shift = s.amax({-2, -1}, true);
         kk = {torch::exp(s - shift), shift};
     } else {
-        const ShiftedFeatures f = shiftedFeatures(x, checkedOmega(omega, x.q.size(-1), x.q.device(), where));
-        qk = {torch::matmul(f.fq, f.fk.transpose(-2, -1)), f.q_shift + f.k_shift};
+        const FeatureKernels f = featureKernels(x, checkedOmega(omega, x.q.size(-1), x.q.device(), where), true);
+        qk = {f.qk, f.q_shift + f.k_shift};
         if (visible.defined())
             qk.scaled = qk.scaled * visible;
-        kk = {torch::matmul(f.fk, f.fk.transpose(-2, -1)), 2.0 * f.k_shift};
+        kk = {f.kk, 2.0 * f.k_shift};
     }
     const torch::Tensor z = qk.scaled.sum(-1);
     if (!((z > 0) & torch::isfinite(z)).all().item<bool>())

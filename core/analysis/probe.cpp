@@ -110,6 +110,14 @@ public:
         return dual(xc, yc);
     }
 
+    /// The same decomposition for other targets: `cross` is XcᵀYc [p, q'] (primal) or Yc [n, q'] (dual).
+    RidgePath retarget(const torch::Tensor& cross) const
+    {
+        RidgePath r = *this;
+        r.proj_ = torch::matmul(basis_.transpose(0, 1), cross);
+        return r;
+    }
+
     torch::Tensor weights(double lambda) const  // [p, q]
     {
         const torch::Tensor scaled = proj_ / (eig_ + static_cast<double>(n_) * lambda).unsqueeze(1);
@@ -140,6 +148,26 @@ RidgeProbe fitChecked(const torch::Tensor& x, const torch::Tensor& y, double lam
     const torch::Tensor xm = x.mean(0), ym = y.mean(0);
     const torch::Tensor w = RidgePath::fromCentred(x - xm, y - ym).weights(lambda);
     return {w, ym - torch::matmul(xm, w), lambda};
+}
+
+/// fitChecked for several targets ys[t] [n, q_t] with penalties lambdas[t], sharing the
+/// decomposition of the features (each probe equals its own fitChecked: same operations per target).
+std::vector<RidgeProbe> fitCheckedTargets(const torch::Tensor& x, const std::vector<torch::Tensor>& ys,
+                                          const std::vector<double>& lambdas)
+{
+    const torch::Tensor xm = x.mean(0), xc = x - xm;
+    const bool primal = xc.size(1) <= xc.size(0);
+    std::vector<RidgeProbe> probes;
+    RidgePath first;
+    for (size_t t = 0; t < ys.size(); ++t) {
+        const torch::Tensor ym = ys[t].mean(0), yc = ys[t] - ym;
+        if (t == 0)
+            first = RidgePath::fromCentred(xc, yc);
+        const RidgePath path = t == 0 ? first : first.retarget(primal ? torch::matmul(xc.transpose(0, 1), yc) : yc);
+        const torch::Tensor w = path.weights(lambdas[t]);
+        probes.push_back({w, ym - torch::matmul(xm, w), lambdas[t]});
+    }
+    return probes;
 }
 
 torch::Tensor predictChecked(const RidgeProbe& probe, const torch::Tensor& x)
@@ -177,11 +205,15 @@ std::vector<int64_t> foldOf(int64_t n, int folds, uint64_t seed)
     return fold;
 }
 
-LambdaCv crossValidateChecked(const torch::Tensor& x_in, const torch::Tensor& y_in, const std::vector<double>& grid_in,
-                              int folds, uint64_t seed)
+/// K-fold cross-validation of λ for several targets ys[t] [n, q_t] on the same features: the fold
+/// statistics and eigendecompositions of the features are shared, and each target's curve equals
+/// its own single-target run (the same operations on its columns).
+std::vector<LambdaCv> crossValidateTargets(const torch::Tensor& x_in, const std::vector<torch::Tensor>& ys_in,
+                                           const std::vector<double>& grid_in, int folds, uint64_t seed)
 {
     const std::vector<double> grid = checkedGrid(grid_in);
     const int64_t n = x_in.size(0), p = x_in.size(1);
+    const size_t nt = ys_in.size();
     if (folds < 2)
         throw Error("ridge probe: cross-validation needs at least 2 folds, got " + std::to_string(folds));
     if (n < folds)
@@ -190,101 +222,152 @@ LambdaCv crossValidateChecked(const torch::Tensor& x_in, const torch::Tensor& y_
 
     // Centre on the whole set first: the fold statistics below are then differences of sums of small
     // numbers, so the per-fold centring loses nothing to cancellation. MSEs are unaffected.
-    const torch::Tensor x = x_in - x_in.mean(0), y = y_in - y_in.mean(0);
+    const torch::Tensor x = x_in - x_in.mean(0);
+    std::vector<torch::Tensor> ys;
+    for (const torch::Tensor& y : ys_in)
+        ys.push_back(y - y.mean(0));
     const std::vector<int64_t> fold = foldOf(n, folds, seed);
     const auto long_opts = torch::TensorOptions().dtype(torch::kLong);
 
-    std::vector<torch::Tensor> train_idx(static_cast<size_t>(folds)), x_val, y_val;
+    // x_val[k], y_val[t][k]: the validation rows of fold k
+    std::vector<torch::Tensor> train_idx(static_cast<size_t>(folds)), x_val;
+    std::vector<std::vector<torch::Tensor>> y_val(nt);
     for (int k = 0; k < folds; ++k) {
         std::vector<int64_t> val, train;
         for (int64_t i = 0; i < n; ++i)
             (fold[static_cast<size_t>(i)] == k ? val : train).push_back(i);
         const torch::Tensor val_idx = torch::tensor(val, long_opts).to(x.device());
         x_val.push_back(x.index_select(0, val_idx));
-        y_val.push_back(y.index_select(0, val_idx));
+        for (size_t t = 0; t < nt; ++t)
+            y_val[t].push_back(ys[t].index_select(0, val_idx));
         train_idx[static_cast<size_t>(k)] = torch::tensor(train, long_opts).to(x.device());
     }
     const bool primal = p <= n - (n + folds - 1) / folds;  // p ≤ the smallest training part
 
     // Primal form: per-fold sufficient statistics, training statistics by subtraction from the totals
     // (two passes of Gram products over the data instead of K).
-    torch::Tensor gram_all, cross_all, sx_all, sy_all;
-    std::vector<torch::Tensor> gram_k, cross_k, sx_k, sy_k;
+    torch::Tensor gram_all, sx_all;
+    std::vector<torch::Tensor> gram_k, sx_k, cross_all(nt), sy_all(nt);
+    std::vector<std::vector<torch::Tensor>> cross_k(nt), sy_k(nt);
     if (primal) {
         for (int k = 0; k < folds; ++k) {
             const torch::Tensor& xv = x_val[static_cast<size_t>(k)];
-            const torch::Tensor& yv = y_val[static_cast<size_t>(k)];
             gram_k.push_back(torch::matmul(xv.transpose(0, 1), xv));
-            cross_k.push_back(torch::matmul(xv.transpose(0, 1), yv));
             sx_k.push_back(xv.sum(0));
-            sy_k.push_back(yv.sum(0));
+            for (size_t t = 0; t < nt; ++t) {
+                const torch::Tensor& yv = y_val[t][static_cast<size_t>(k)];
+                cross_k[t].push_back(torch::matmul(xv.transpose(0, 1), yv));
+                sy_k[t].push_back(yv.sum(0));
+            }
         }
         gram_all = torch::stack(gram_k).sum(0);
-        cross_all = torch::stack(cross_k).sum(0);
         sx_all = torch::stack(sx_k).sum(0);
-        sy_all = torch::stack(sy_k).sum(0);
+        for (size_t t = 0; t < nt; ++t) {
+            cross_all[t] = torch::stack(cross_k[t]).sum(0);
+            sy_all[t] = torch::stack(sy_k[t]).sum(0);
+        }
     }
 
-    std::vector<double> total(grid.size(), 0.0);
+    std::vector<std::vector<double>> total(nt, std::vector<double>(grid.size(), 0.0));
     for (int k = 0; k < folds; ++k) {
         const auto ku = static_cast<size_t>(k);
         const torch::Tensor& xv = x_val[ku];
-        const torch::Tensor& yv = y_val[ku];
         const int64_t n_tr = train_idx[ku].size(0);
-        torch::Tensor xm, ym;
-        RidgePath path;
+        torch::Tensor xm, gram, xt_c;
+        RidgePath first;
         if (primal) {
             xm = (sx_all - sx_k[ku]) / static_cast<double>(n_tr);
-            ym = (sy_all - sy_k[ku]) / static_cast<double>(n_tr);
-            const torch::Tensor gram = (gram_all - gram_k[ku]) - static_cast<double>(n_tr) * torch::outer(xm, xm);
-            const torch::Tensor cross = (cross_all - cross_k[ku]) - static_cast<double>(n_tr) * torch::outer(xm, ym);
-            path = RidgePath::primal(gram, cross, n_tr);
+            gram = (gram_all - gram_k[ku]) - static_cast<double>(n_tr) * torch::outer(xm, xm);
         } else {
             const torch::Tensor xt = x.index_select(0, train_idx[ku]);
-            const torch::Tensor yt = y.index_select(0, train_idx[ku]);
             xm = xt.mean(0);
-            ym = yt.mean(0);
-            path = RidgePath::dual(xt - xm, yt - ym);
+            xt_c = xt - xm;
         }
-        const torch::Tensor xv_c = xv - xm, yv_c = yv - ym;
-        for (size_t g = 0; g < grid.size(); ++g)
-            total[g] += meanSquaredError(torch::matmul(xv_c, path.weights(grid[g])), yv_c);
+        const torch::Tensor xv_c = xv - xm;
+        for (size_t t = 0; t < nt; ++t) {
+            torch::Tensor ym;
+            RidgePath path;
+            if (primal) {
+                ym = (sy_all[t] - sy_k[t][ku]) / static_cast<double>(n_tr);
+                const torch::Tensor cross
+                    = (cross_all[t] - cross_k[t][ku]) - static_cast<double>(n_tr) * torch::outer(xm, ym);
+                path = t == 0 ? RidgePath::primal(gram, cross, n_tr) : first.retarget(cross);
+            } else {
+                const torch::Tensor yt = ys[t].index_select(0, train_idx[ku]);
+                ym = yt.mean(0);
+                path = t == 0 ? RidgePath::dual(xt_c, yt - ym) : first.retarget(yt - ym);
+            }
+            if (t == 0)
+                first = path;
+            const torch::Tensor yv_c = y_val[t][ku] - ym;
+            for (size_t g = 0; g < grid.size(); ++g)
+                total[t][g] += meanSquaredError(torch::matmul(xv_c, path.weights(grid[g])), yv_c);
+        }
     }
 
-    LambdaCv cv;
-    cv.grid = grid;
-    for (double t : total)
-        cv.mean_mse.push_back(t / folds);
-    size_t best = 0;
-    for (size_t g = 1; g < grid.size(); ++g)
-        if (cv.mean_mse[g] <= cv.mean_mse[best] * (1.0 + 1e-12))
-            best = g;
-    cv.best_lambda = grid[best];
-    cv.best_mse = cv.mean_mse[best];
-    return cv;
+    std::vector<LambdaCv> out;
+    for (size_t t = 0; t < nt; ++t) {
+        LambdaCv cv;
+        cv.grid = grid;
+        for (double v : total[t])
+            cv.mean_mse.push_back(v / folds);
+        size_t best = 0;
+        for (size_t g = 1; g < grid.size(); ++g)
+            if (cv.mean_mse[g] <= cv.mean_mse[best] * (1.0 + 1e-12))
+                best = g;
+        cv.best_lambda = grid[best];
+        cv.best_mse = cv.mean_mse[best];
+        out.push_back(cv);
+    }
+    return out;
+}
+
+LambdaCv crossValidateChecked(const torch::Tensor& x, const torch::Tensor& y, const std::vector<double>& grid,
+                              int folds, uint64_t seed)
+{
+    return crossValidateTargets(x, {y}, grid, folds, seed).at(0);
+}
+
+/// scoreChecked for several targets on the same features (yfs[t] [n_fit, q_t], yts[t] [n_test, q_t]):
+/// one cross-validation and one refit sharing the features' decompositions; each score equals its
+/// own single-target run.
+std::vector<ProbeScore> scoreCheckedTargets(const torch::Tensor& xf, const std::vector<torch::Tensor>& yfs,
+                                            const torch::Tensor& xt, const std::vector<torch::Tensor>& yts,
+                                            const std::vector<double>& grid, int folds, uint64_t seed)
+{
+    if (xf.size(1) != xt.size(1))
+        throw Error("ridge probe: fit features have " + std::to_string(xf.size(1)) + " columns, test features "
+                    + std::to_string(xt.size(1)));
+    for (size_t t = 0; t < yfs.size(); ++t)
+        if (yfs[t].size(1) != yts[t].size(1))
+            throw Error("ridge probe: fit targets have " + std::to_string(yfs[t].size(1))
+                        + " columns, test targets " + std::to_string(yts[t].size(1)));
+    if (xf.device() != xt.device())
+        throw Error("ridge probe: fit and test sets are on different devices");
+    const std::vector<LambdaCv> cvs = crossValidateTargets(xf, yfs, grid, folds, seed);
+    std::vector<double> lambdas;
+    for (const LambdaCv& cv : cvs)
+        lambdas.push_back(cv.best_lambda);
+    const std::vector<RidgeProbe> probes = fitCheckedTargets(xf, yfs, lambdas);
+    std::vector<ProbeScore> scores;
+    for (size_t t = 0; t < yfs.size(); ++t) {
+        ProbeScore s;
+        s.lambda = cvs[t].best_lambda;
+        s.cv_mse = cvs[t].best_mse;
+        s.mse = meanSquaredError(predictChecked(probes[t], xt), yts[t]);
+        s.target_variance = yts[t].var(0, /*unbiased=*/false).mean().item<double>();
+        s.normalised_mse
+            = s.target_variance > 0.0 ? s.mse / s.target_variance : std::numeric_limits<double>::quiet_NaN();
+        s.r2 = 1.0 - s.normalised_mse;
+        scores.push_back(s);
+    }
+    return scores;
 }
 
 ProbeScore scoreChecked(const torch::Tensor& xf, const torch::Tensor& yf, const torch::Tensor& xt,
                         const torch::Tensor& yt, const std::vector<double>& grid, int folds, uint64_t seed)
 {
-    if (xf.size(1) != xt.size(1))
-        throw Error("ridge probe: fit features have " + std::to_string(xf.size(1)) + " columns, test features "
-                    + std::to_string(xt.size(1)));
-    if (yf.size(1) != yt.size(1))
-        throw Error("ridge probe: fit targets have " + std::to_string(yf.size(1)) + " columns, test targets "
-                    + std::to_string(yt.size(1)));
-    if (xf.device() != xt.device())
-        throw Error("ridge probe: fit and test sets are on different devices");
-    const LambdaCv cv = crossValidateChecked(xf, yf, grid, folds, seed);
-    const RidgeProbe probe = fitChecked(xf, yf, cv.best_lambda);
-    ProbeScore s;
-    s.lambda = cv.best_lambda;
-    s.cv_mse = cv.best_mse;
-    s.mse = meanSquaredError(predictChecked(probe, xt), yt);
-    s.target_variance = yt.var(0, /*unbiased=*/false).mean().item<double>();
-    s.normalised_mse = s.target_variance > 0.0 ? s.mse / s.target_variance : std::numeric_limits<double>::quiet_NaN();
-    s.r2 = 1.0 - s.normalised_mse;
-    return s;
+    return scoreCheckedTargets(xf, {yf}, xt, {yt}, grid, folds, seed).at(0);
 }
 
 } // namespace
@@ -342,23 +425,49 @@ std::vector<ProbeScore> probeLayers(const std::vector<torch::Tensor>& fit_layers
                                     const std::vector<torch::Tensor>& test_layers, const torch::Tensor& test_targets,
                                     const std::vector<double>& grid, int folds, uint64_t seed)
 {
+    return probeLayersForTargets(fit_layers, {fit_targets}, test_layers, {test_targets}, grid, folds, seed).at(0);
+}
+
+std::vector<std::vector<ProbeScore>> probeLayersForTargets(const std::vector<torch::Tensor>& fit_layers,
+                                                           const std::vector<torch::Tensor>& fit_targets,
+                                                           const std::vector<torch::Tensor>& test_layers,
+                                                           const std::vector<torch::Tensor>& test_targets,
+                                                           const std::vector<double>& grid, int folds, uint64_t seed)
+{
     if (fit_layers.empty())
         throw Error("probeLayers: no layers");
     if (fit_layers.size() != test_layers.size())
         throw Error("probeLayers: " + std::to_string(fit_layers.size()) + " fit layers but "
                     + std::to_string(test_layers.size()) + " test layers");
-    checkMatrix(fit_targets, "fit targets");
-    checkMatrix(test_targets, "test targets");
-    const torch::Tensor yf = fit_targets.to(torch::kFloat64), yt = test_targets.to(torch::kFloat64);
-    checkFinite(yf, "fit targets");
-    checkFinite(yt, "test targets");
-    std::vector<ProbeScore> scores;
+    if (fit_targets.empty() || fit_targets.size() != test_targets.size())
+        throw Error("probeLayers: " + std::to_string(fit_targets.size()) + " fit targets but "
+                    + std::to_string(test_targets.size()) + " test targets");
+    std::vector<torch::Tensor> yfs, yts;
+    for (size_t t = 0; t < fit_targets.size(); ++t) {
+        checkMatrix(fit_targets[t], "fit targets");
+        checkMatrix(test_targets[t], "test targets");
+        yfs.push_back(fit_targets[t].to(torch::kFloat64));
+        yts.push_back(test_targets[t].to(torch::kFloat64));
+        checkFinite(yfs.back(), "fit targets");
+        checkFinite(yts.back(), "test targets");
+    }
+    std::vector<std::vector<ProbeScore>> scores(fit_targets.size());
     for (size_t l = 0; l < fit_layers.size(); ++l) {
         const std::string where = "layer " + std::to_string(l) + ": ";
         try {
-            const auto [xf, yf_l] = checkedSet(fit_layers[l], yf, "fit");
-            const auto [xt, yt_l] = checkedSet(test_layers[l], yt, "test");
-            scores.push_back(scoreChecked(xf, yf_l, xt, yt_l, grid, folds, seed));
+            std::vector<torch::Tensor> yf_l, yt_l;
+            torch::Tensor xf, xt;
+            for (size_t t = 0; t < yfs.size(); ++t) {
+                const auto [f, yf] = checkedSet(fit_layers[l], yfs[t], "fit");
+                const auto [e, yt] = checkedSet(test_layers[l], yts[t], "test");
+                xf = f;
+                xt = e;
+                yf_l.push_back(yf);
+                yt_l.push_back(yt);
+            }
+            const std::vector<ProbeScore> s = scoreCheckedTargets(xf, yf_l, xt, yt_l, grid, folds, seed);
+            for (size_t t = 0; t < s.size(); ++t)
+                scores[t].push_back(s[t]);
         } catch (const Error& e) {
             throw Error("probeLayers: " + where + e.what());
         }

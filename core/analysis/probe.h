@@ -88,6 +88,17 @@ std::vector<ProbeScore> probeLayers(const std::vector<torch::Tensor>& fit_layers
                                     const std::vector<double>& grid = defaultLambdaGrid(), int folds = 5,
                                     uint64_t seed = 0);
 
+/// probeLayers for several targets on the same layers: fit_targets[t] [n_fit, q_t] and test_targets[t]
+/// [n_test, q_t]; returns scores[t][l]. Each layer's features are centred, cross-validated and
+/// decomposed once for all targets; every target's scores equal probeLayers on that target alone (the
+/// same operations on its columns, so bit for bit). Needs at least one target.
+std::vector<std::vector<ProbeScore>> probeLayersForTargets(const std::vector<torch::Tensor>& fit_layers,
+                                                           const std::vector<torch::Tensor>& fit_targets,
+                                                           const std::vector<torch::Tensor>& test_layers,
+                                                           const std::vector<torch::Tensor>& test_targets,
+                                                           const std::vector<double>& grid = defaultLambdaGrid(),
+                                                           int folds = 5, uint64_t seed = 0);
+
 /// Packs per-layer scores into the torch-free curve; layer labels from probeLayerLabels(scores.size() − 1).
 ProbeCurve makeProbeCurve(const std::string& target, const std::string& positions,
                           const std::vector<ProbeScore>& scores, int64_t n_fit, int64_t n_test);

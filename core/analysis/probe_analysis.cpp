@@ -61,6 +61,14 @@ torch::Tensor targetsFor(const ProbeOptions& o, const PromptBatch& p, const Expe
 
 ProbeCurve computeProbe(const std::string& path, const ProbeOptions& o)
 {
+    return computeProbes(path, o, {o.target}).at(0);
+}
+
+std::vector<ProbeCurve> computeProbes(const std::string& path, const ProbeOptions& o,
+                                      const std::vector<std::string>& targets, std::vector<std::string>* errors,
+                                      const std::function<bool(int64_t, int64_t)>& progress,
+                                      const std::function<void(const std::vector<ProbeCurve>&)>& first_look)
+{
     if (o.positions != "x" && o.positions != "y" && o.positions != "query")
         throw Error("probe positions \"" + o.positions + "\": expected x, y or query");
     if (o.n_fit < 8 || o.n_test < 8)
@@ -72,45 +80,117 @@ ProbeCurve computeProbe(const std::string& path, const ProbeOptions& o)
         throw Error(path + ": probes read the residual stream of a gpt2 model; this run has " + run.config.model.kind);
     const ExperimentConfig& cfg = run.config;
     const int64_t N = cfg.task.n_context, L = cfg.model.n_layers;
-
-    auto layersAndTargets = [&](int64_t n, uint64_t stream) {
-        const PromptBatch p = samplePrompts(cfg.task, n, o.seed == 0 ? mixSeed(cfg.seed, stream) : mixSeed(o.seed, stream));
-        ActivationCapture capture;
-        capture.names.insert("embed");
-        for (int64_t l = 0; l < L; ++l)
-            capture.names.insert("resid_post." + std::to_string(l));
-        {
-            torch::NoGradGuard guard;
-            gpt->predictAll(p, &capture);
-        }
-        // token index of each probed position: x_i at 2i, y_i at 2i + 1, the query at 2N
-        torch::Tensor idx = o.positions == "x" ? torch::arange(0, 2 * N, 2)
-                            : o.positions == "y" ? torch::arange(1, 2 * N, 2)
-                                                 : torch::full({1}, 2 * N, torch::kLong);
-        std::vector<torch::Tensor> layers;
-        for (int64_t l = -1; l < L; ++l) {
-            const torch::Tensor r = capture.values.at(l < 0 ? "embed" : "resid_post." + std::to_string(l));
-            const torch::Tensor sel = r.index_select(1, idx);  // [B, P, D]
-            layers.push_back(sel.reshape({-1, sel.size(2)}).to(torch::kFloat64));
-        }
-        const torch::Tensor t = targetsFor(o, p, cfg, run.fitted);
-        return std::make_pair(layers, t.reshape({-1, t.size(2)}).to(torch::kFloat64));
+    const int64_t chunk = kProbeFirstLookPrompts;
+    auto prompts = [&](int64_t n, uint64_t stream) {
+        return samplePrompts(cfg.task, n, o.seed == 0 ? mixSeed(cfg.seed, stream) : mixSeed(o.seed, stream));
     };
-    const auto [fitLayers, fitTargets] = layersAndTargets(o.n_fit, 0x9B0E0001);
-    const auto [testLayers, testTargets] = layersAndTargets(o.n_test, 0x9B0E0002);
-    const auto scores = probeLayers(fitLayers, fitTargets, testLayers, testTargets);
-    ProbeCurve c = makeProbeCurve(o.target, o.positions, scores, fitTargets.size(0), testTargets.size(0));
-    c.checkpoint_step = run.step;
-    if (o.store) {
-        nlohmann::json result = {{"target", c.target},         {"positions", c.positions},
-                                 {"layers", c.layer_labels},    {"normalized_mse", c.normalised_mse},
-                                 {"lambda", c.lambda},          {"n_fit", c.n_fit},
-                                 {"n_test", c.n_test}};
-        nlohmann::json opts = {{"target", o.target}, {"positions", o.positions}, {"n_fit", o.n_fit},
-                               {"n_test", o.n_test}, {"seed", o.seed}};
-        storeAnalysis(path, "probe", run.step, o.seed, opts.dump(), result.dump());
+    const PromptBatch fitP = prompts(o.n_fit, 0x9B0E0001), testP = prompts(o.n_test, 0x9B0E0002);
+    const int64_t chunks = (o.n_fit + chunk - 1) / chunk + (o.n_test + chunk - 1) / chunk;
+    const int64_t total = chunks + 1;  // the forward chunks, then the probes
+    int64_t done = 0;
+    auto step = [&] {
+        if (progress && !progress(done, total))
+            throw Error("cancelled");
+        ++done;
+    };
+
+    // token index of each probed position: x_i at 2i, y_i at 2i + 1, the query at 2N
+    const torch::Tensor idx = o.positions == "x" ? torch::arange(0, 2 * N, 2)
+                              : o.positions == "y" ? torch::arange(1, 2 * N, 2)
+                                                   : torch::full({1}, 2 * N, torch::kLong);
+    // The residual stream of every layer (embed, resid_post.{l}) at the probed positions of prompts
+    // [begin, end), in forward passes of `chunk` prompts: L + 1 tensors [(end − begin)·P, D] float64.
+    auto layersOf = [&](const PromptBatch& p, int64_t begin, int64_t end) {
+        std::vector<std::vector<torch::Tensor>> parts(static_cast<size_t>(L + 1));
+        for (int64_t b = begin; b < end; b += chunk) {
+            step();
+            ActivationCapture capture;
+            capture.names.insert("embed");
+            for (int64_t l = 0; l < L; ++l)
+                capture.names.insert("resid_post." + std::to_string(l));
+            {
+                torch::NoGradGuard guard;
+                gpt->predictAll(p.slice(b, std::min(end, b + chunk)), &capture);
+            }
+            for (int64_t l = -1; l < L; ++l) {
+                const torch::Tensor r = capture.values.at(l < 0 ? "embed" : "resid_post." + std::to_string(l));
+                const torch::Tensor sel = r.index_select(1, idx);  // [b, P, D]
+                parts[static_cast<size_t>(l + 1)].push_back(sel.reshape({-1, sel.size(2)}).to(torch::kFloat64));
+            }
+        }
+        std::vector<torch::Tensor> layers;
+        for (const auto& pieces : parts)
+            layers.push_back(torch::cat(pieces, 0));
+        return layers;
+    };
+    auto flat = [](const torch::Tensor& t) { return t.reshape({-1, t.size(2)}).to(torch::kFloat64); };
+    // Every target's probes on the given activations (one cross-validation per layer shared by all
+    // targets); a target whose values cannot be computed goes to `failed` (or is thrown).
+    auto fit = [&](const std::vector<torch::Tensor>& fitLayers, const PromptBatch& fitPrompts,
+                   const std::vector<torch::Tensor>& testLayers, const PromptBatch& testPrompts,
+                   std::vector<std::string>* failed) {
+        std::vector<std::string> names;
+        std::vector<torch::Tensor> fitTargets, testTargets;
+        for (const std::string& target : targets) {
+            ProbeOptions ot = o;
+            ot.target = target;
+            try {
+                torch::Tensor ft = flat(targetsFor(ot, fitPrompts, cfg, run.fitted));
+                torch::Tensor tt = flat(targetsFor(ot, testPrompts, cfg, run.fitted));
+                names.push_back(target);
+                fitTargets.push_back(ft);
+                testTargets.push_back(tt);
+            } catch (const Error& e) {
+                if (!failed)
+                    throw;
+                failed->push_back(e.what());
+            }
+        }
+        std::vector<ProbeCurve> curves;
+        if (names.empty())
+            return curves;
+        const auto scores = probeLayersForTargets(fitLayers, fitTargets, testLayers, testTargets);
+        for (size_t t = 0; t < names.size(); ++t) {
+            ProbeCurve c = makeProbeCurve(names[t], o.positions, scores[t], fitTargets[t].size(0),
+                                          testTargets[t].size(0));
+            c.checkpoint_step = run.step;
+            curves.push_back(std::move(c));
+        }
+        return curves;
+    };
+
+    const int64_t firstFit = std::min(o.n_fit, chunk), firstTest = std::min(o.n_test, chunk);
+    std::vector<torch::Tensor> fitLayers = layersOf(fitP, 0, firstFit);
+    std::vector<torch::Tensor> testLayers = layersOf(testP, 0, firstTest);
+    if (first_look && (firstFit < o.n_fit || firstTest < o.n_test)) {
+        std::vector<std::string> ignored;  // the full pass reports them
+        first_look(fit(fitLayers, fitP.slice(0, firstFit), testLayers, testP.slice(0, firstTest), &ignored));
     }
-    return c;
+    auto extend = [&](std::vector<torch::Tensor>& layers, const PromptBatch& p, int64_t begin, int64_t end) {
+        if (begin >= end)
+            return;
+        const std::vector<torch::Tensor> rest = layersOf(p, begin, end);
+        for (size_t l = 0; l < layers.size(); ++l)
+            layers[l] = torch::cat({layers[l], rest[l]}, 0);
+    };
+    extend(fitLayers, fitP, firstFit, o.n_fit);
+    extend(testLayers, testP, firstTest, o.n_test);
+    step();
+    std::vector<ProbeCurve> curves = fit(fitLayers, fitP, testLayers, testP, errors);
+    if (progress)
+        progress(total, total);
+    if (o.store) {
+        nlohmann::json opts = {{"positions", o.positions}, {"n_fit", o.n_fit}, {"n_test", o.n_test}, {"seed", o.seed}};
+        for (const ProbeCurve& c : curves) {
+            nlohmann::json result = {{"target", c.target},         {"positions", c.positions},
+                                     {"layers", c.layer_labels},    {"normalized_mse", c.normalised_mse},
+                                     {"lambda", c.lambda},          {"n_fit", c.n_fit},
+                                     {"n_test", c.n_test}};
+            opts["target"] = c.target;
+            storeAnalysis(path, "probe", run.step, o.seed, opts.dump(), result.dump());
+        }
+    }
+    return curves;
 }
 
 } // namespace icl

@@ -2,7 +2,9 @@
 // Linear probes on every layer of a trained GPT-2 (Guo et al. 2023, PAPERS.md §2). Torch-free facade.
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "core/types/probe.h"
 
@@ -24,8 +26,34 @@ struct ProbeOptions {
 /// chosen target; fitted on one set of prompts, scored on another (normalised MSE = test MSE / test
 /// target variance). Targets at example i: x_i, Φ*(x_i), y_i, or the prediction of y_i by the oracle
 /// (ridge on Φ*, λ = σ²/τ²) or by one GD step (the run's η) from the i − 1 earlier examples; at the query
-/// position the ones of the query. Throws icl::Error for a model that is not gpt2, a target the task
-/// lacks (phi, oracle without a representation) or an unknown name. Thread affinity: worker thread.
+/// position the ones of the query. Prompts: fit samplePrompts(task, n_fit, mixSeed(s, 0x9B0E0001)), test
+/// samplePrompts(task, n_test, mixSeed(s, 0x9B0E0002)), s = seed or, when 0, the experiment's seed; the
+/// model runs on them in forward passes of kProbeFirstLookPrompts prompts. Throws icl::Error for a model
+/// that is not gpt2, a target the task lacks (phi, oracle without a representation) or an unknown name.
+/// Thread affinity: worker thread.
 ProbeCurve computeProbe(const std::string& path, const ProbeOptions& options);
+
+/// Prompts of the first look computeProbes shows first (per set: fit and test); also the chunk size of
+/// its forward passes.
+inline constexpr int64_t kProbeFirstLookPrompts = 16;
+
+/// computeProbe for several targets (options.target is ignored) from one forward pass over the fit
+/// prompts and one over the test prompts: the residual stream of every layer is captured once and
+/// every target's probes read it. Each curve equals computeProbe's for that target (same prompts, same
+/// chunked forward passes of kProbeFirstLookPrompts prompts). Curves come back in `targets` order;
+/// a target that fails (e.g. phi on a task without Φ*) is left out and its icl::Error message appended
+/// to `errors`, or thrown when `errors` is null. Errors of the run itself (not gpt2, bad positions or
+/// counts) are always thrown. `progress` gets (done, total) steps (the forward chunks, then the probes) and
+/// returns false to cancel: icl::Error("cancelled"). When `first_look` is given and either set has more
+/// than kProbeFirstLookPrompts prompts, it first receives the curves fitted and scored on the first
+/// kProbeFirstLookPrompts fit and test prompts (the same draws; their activations are reused by the
+/// full result), about a second on the paper-scale GPT-2 before the full passes.
+/// With options.store each full curve is stored as computeProbe stores it.
+/// Thread affinity: worker thread (the callbacks run on it).
+std::vector<ProbeCurve> computeProbes(const std::string& path, const ProbeOptions& options,
+                                      const std::vector<std::string>& targets,
+                                      std::vector<std::string>* errors = nullptr,
+                                      const std::function<bool(int64_t, int64_t)>& progress = {},
+                                      const std::function<void(const std::vector<ProbeCurve>&)>& first_look = {});
 
 } // namespace icl

@@ -103,15 +103,17 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
     offer("embed", x);
     const torch::Tensor future = futureMask(x.device()).narrow(0, 0, T).narrow(1, 0, T);
     const double scale = 1.0 / std::sqrt(double(dh));
-    // A whole-stream replacement of resid_pre.{l} makes the blocks before l irrelevant to the output;
-    // when nothing is captured they are skipped (activation patching runs one such pass per layer).
+    // A whole-stream replacement of resid_pre.{l} makes the blocks before l irrelevant to the output,
+    // one of resid_post.{l} the blocks up to l (resid_post.{L−1}: every block); when nothing is captured
+    // they are skipped (activation patching runs one such pass per layer).
     size_t first = 0;
     if (intervene && capture->names.empty() && !capture->all) {
         for (const Intervention& iv : capture->interventions) {
             const auto [base, layer] = splitActivationName(iv.name);
-            if (iv.kind == Intervention::Kind::Replace && base == "resid_pre" && iv.head < 0 && iv.position < 0
-                && iv.value.sizes() == x.sizes() && size_t(layer) > first) {
-                first = size_t(layer);
+            const size_t start = base == "resid_post" ? size_t(layer) + 1 : size_t(layer);
+            if (iv.kind == Intervention::Kind::Replace && (base == "resid_pre" || base == "resid_post") && iv.head < 0
+                && iv.position < 0 && iv.value.sizes() == x.sizes() && start > first) {
+                first = start;
                 x = iv.value.to(x.options());
             }
         }

@@ -14,6 +14,7 @@
 #include "core/analysis/icl_curve.h"
 #include "core/analysis/inspector.h"
 #include "core/analysis/probe.h"
+#include "core/analysis/probe_analysis.h"
 #include "core/io/config.h"
 #include "core/baselines/baselines.h"
 #include "core/models/gpt2.h"
@@ -483,7 +484,9 @@ BENCHMARK(BM_InspectPromptEdit)
     ->UseRealTime();
 
 // Activation patching of one prompt (change_label): (L + 1) forward passes of a batch of T = 81
-// patched copies, each starting at the patched layer. Counters ms_median, ms_min.
+// patched copies, each starting after the patched activation, the final row first (no block to run).
+// Counters ms_median, ms_min (whole result) and ms_first_row (median time to the first row the
+// Patching page shows).
 void BM_InspectPatching(benchmark::State& state)
 {
     const std::string path = inspectorRun(state);
@@ -491,13 +494,22 @@ void BM_InspectPatching(benchmark::State& state)
     const icl::Prompt p = insp.samplePrompt(1);
     icl::PatchingOptions o;
     o.example = 5;
-    std::vector<double> ms;
+    std::vector<double> ms, first;
     for (auto _ : state) {
         const auto start = std::chrono::steady_clock::now();
-        benchmark::DoNotOptimize(insp.patching(p, o).effect.data.front());
+        bool seen = false;
+        benchmark::DoNotOptimize(insp.patching(p, o, {}, [&](const icl::PatchingResult&) {
+                                         if (!seen)
+                                             first.push_back(std::chrono::duration<double, std::milli>(
+                                                 std::chrono::steady_clock::now() - start).count());
+                                         seen = true;
+                                     })
+                                     .effect.data.front());
         ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     }
     reportTimes(state, ms);
+    std::sort(first.begin(), first.end());
+    state.counters["ms_first_row"] = first.empty() ? 0.0 : first[first.size() / 2];
     std::filesystem::remove(path);
 }
 BENCHMARK(BM_InspectPatching)
@@ -506,6 +518,45 @@ BENCHMARK(BM_InspectPatching)
     ->Args({1, 1, 1, 0, 0})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The Probes page's first result (Guo et al. probes, every layer): icl::computeProbes for the targets
+// x and y at the x tokens, 512 fit and 512 test prompts through one shared forward pass. Counters:
+// ms_first_look (the first look on the first icl::kProbeFirstLookPrompts fit and test prompts, what
+// the page shows first) and, as the same-run baseline, ms_one_target (computeProbe for x alone); the
+// benchmark's time is both targets.
+void BM_Probes(benchmark::State& state)
+{
+    const std::string path = inspectorRun(state);
+    icl::ProbeOptions o;
+    o.store = false;
+    o.threads = int(state.range(4));
+    std::vector<double> firstLook, one;
+    for (auto _ : state) {
+        const auto start = std::chrono::steady_clock::now();
+        const auto curves = icl::computeProbes(path, o, {"x", "y"}, nullptr, {}, [&](const std::vector<icl::ProbeCurve>&) {
+            firstLook.push_back(
+                std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+        });
+        benchmark::DoNotOptimize(curves.front().normalised_mse.back());
+        state.PauseTiming();
+        const auto t0 = std::chrono::steady_clock::now();
+        o.target = "x";
+        benchmark::DoNotOptimize(icl::computeProbe(path, o).normalised_mse.back());
+        one.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        state.ResumeTiming();
+    }
+    std::sort(firstLook.begin(), firstLook.end());
+    std::sort(one.begin(), one.end());
+    state.counters["ms_first_look"] = firstLook.empty() ? 0.0 : firstLook[firstLook.size() / 2];
+    state.counters["ms_one_target"] = one.empty() ? 0.0 : one[one.size() / 2];
+    std::filesystem::remove(path);
+}
+BENCHMARK(BM_Probes)
+    ->Args({0, 4, 4, 64, 0})
+    ->Args({0, 12, 8, 256, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 // First inspect of a run, as the Attention page and `icl-cli analyze attention` do it: open the file
 // (config, checkpoint, fitted baselines), sample a prompt, and inspect it with every baseline — the

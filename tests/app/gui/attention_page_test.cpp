@@ -23,6 +23,7 @@
 #include <QSpinBox>
 #include <QTableWidget>
 #include <QTemporaryDir>
+#include <QSignalSpy>
 #include <QTest>
 #include <QXmlStreamReader>
 
@@ -505,9 +506,11 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
         page->corruptionChooser()->setCurrentIndex(page->corruptionChooser()->findData(QString(corruption)));
         page->exampleChooser()->setValue(2);
         page->seedChooser()->setValue(11);
+        QSignalSpy firstRows(page, &PatchingPage::firstLookShown);
         page->runButton()->click();
         ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
         ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
+        EXPECT_EQ(firstRows.count(), 1); // rows appeared one by one before the full result
         icl::PatchingOptions o;
         o.corruption = icl::corruptionFromName(corruption);
         o.example = 1;

@@ -13,6 +13,7 @@
 #include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
+#include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -216,10 +217,13 @@ TEST_F(IclCurveProbesPageTest, ProbesShowComputeProbePerTargetAndFollowTheTimeli
     EXPECT_EQ(page->targetCheck("gd_1")->isEnabled(),
         icl::readRunSummary(s_gpt2).metrics.count("baseline_eta/gd_1") > 0);
     page->setTargetChecked("y", false);
+    QSignalSpy firstLook(page, &ProbesPage::firstLookShown);
     window.showPage(MainWindow::Page::Probes);
     ASSERT_TRUE(page->isBusy());
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
+    // kFit > icl::kProbeFirstLookPrompts: a first look came before the full result replaced it
+    EXPECT_EQ(firstLook.count(), 1);
 
     auto expectFacade = [&](qint64 step, const std::string& positions) {
         const QStringList targets = page->checkedTargets();

@@ -12,6 +12,9 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/checkpoint.h"
+#include "core/training/seeds.h"
+#include "core/tasks/sine_regression.h"
+#include "core/analysis/run_loader.h"
 
 namespace {
 
@@ -112,3 +115,25 @@ TEST(AnalysesOnFile, LayerReadoutsAreTheGdIterates)
 }
 
 } // namespace
+
+TEST(AnalysesOnFile, EtaScanEqualsIteratedGdAtEveryEtaAndTheModelAtItsOwnEta)
+{
+    const std::string path = writeConstructionRun("eta_scan_construction.h5", 2, false);
+    const icl::EtaScan scan = icl::computeEtaScan(path, -1, 2, 4.0, 41, false);
+    const icl::LoadedRun run = icl::loadRun(path, -1);
+    const icl::PromptBatch prompts
+        = icl::samplePrompts(run.config.task, run.config.eval.n_prompts, icl::seeds::eval(run.config.seed));
+    ASSERT_EQ(scan.eta.size(), 41u);
+    for (size_t i = 0; i < scan.eta.size(); ++i) {
+        EXPECT_DOUBLE_EQ(scan.eta[i], 4.0 * double(i) / 40.0);
+        // independent: GD iterated step by step on the same prompts (predictGd hands its float64
+        // predictions back in the prompts' float32, hence the tolerance)
+        const torch::Tensor e = icl::predictGd(prompts, 2, scan.eta[i]).to(torch::kFloat64)
+                                - prompts.queryY().to(torch::kFloat64);
+        const double want = 0.5 * e.pow(2).mean().item<double>();
+        EXPECT_NEAR(scan.loss[i], want, 1e-7 * (1.0 + want)) << "eta " << scan.eta[i];
+    }
+    // The model is two GD steps with η = kEta: its loss is the scan's at η = kEta (grid point 6).
+    EXPECT_NEAR(scan.loss[6], scan.model_loss, 1e-4 * scan.model_loss);
+    EXPECT_LE(scan.best_loss, scan.loss[6] * (1.0 + 1e-12));
+}

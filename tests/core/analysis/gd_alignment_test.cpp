@@ -74,3 +74,29 @@ TEST(GdAlignment, OppositeModelsHaveCosineMinusOne)
 }
 
 } // namespace
+
+TEST(GdAlignment, SeveralReferencesAtOnceEqualEachReferenceAlone)
+{
+    // The model's predictions and sensitivities are shared between the references; each entry must be
+    // what comparing the model with that reference alone gives (the same operations, bit for bit).
+    const auto b = prompts(300, 5);
+    const std::vector<icl::Predictor> refs{gd(1, 0.4), gd(3, 0.9), gd(2, 0.2)};
+    torch::Tensor modelPred, refPred;
+    const std::vector<icl::AlignmentMetrics> all
+        = icl::alignmentMetricsAgainst(gd(2, 0.7), refs, b, 128, &modelPred, &refPred);
+    ASSERT_EQ(all.size(), refs.size());
+    for (size_t r = 0; r < refs.size(); ++r) {
+        torch::Tensor mp, rp;
+        const icl::AlignmentMetrics one = icl::alignmentMetrics(gd(2, 0.7), refs[r], b, 128, &mp, &rp);
+        EXPECT_EQ(all[r].prediction_difference, one.prediction_difference) << r;
+        EXPECT_EQ(all[r].model_cosine, one.model_cosine) << r;
+        EXPECT_EQ(all[r].model_difference, one.model_difference) << r;
+        EXPECT_EQ(all[r].relative_model_difference, one.relative_model_difference) << r;
+        EXPECT_EQ(all[r].model_loss, one.model_loss) << r;
+        EXPECT_EQ(all[r].reference_loss, one.reference_loss) << r;
+        EXPECT_TRUE(torch::equal(modelPred, mp)) << r;
+        if (r == 0)
+            EXPECT_TRUE(torch::equal(refPred, rp));
+    }
+    EXPECT_NE(all[0].reference_loss, all[1].reference_loss);  // the references differ
+}

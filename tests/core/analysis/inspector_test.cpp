@@ -12,6 +12,8 @@
 
 #include "core/analysis/icl_curve.h"
 #include "core/analysis/inspector.h"
+#include "core/analysis/probe.h"
+#include "core/analysis/probe_analysis.h"
 #include "core/analysis/run_loader.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
@@ -332,6 +334,129 @@ TEST(IclCurve, OneCausalPassEqualsRunningEveryPrefix)
     }
 }
 
+TEST(ProbeAnalysis, SharedPassEqualsIndependentProbesPerTarget)
+{
+    // Independent: the documented prompt draws run through the model in one forward pass here, the
+    // targets built from the prompts (x, Φ*(x), y, the oracle's predictions by predictBaseline on each
+    // prefix), one probeLayers per target.
+    const std::string& path = representationRun();
+    for (const std::string positions : {"x", "query"}) {
+        icl::ProbeOptions o;
+        o.positions = positions;
+        o.n_fit = 40;
+        o.n_test = 24;
+        o.seed = 5;
+        o.store = false;
+        o.threads = 1;
+        const std::vector<std::string> targets{"x", "phi", "gd_1", "y", "oracle"};
+        std::vector<std::string> errors;
+        std::vector<std::vector<icl::ProbeCurve>> looks;
+        int64_t lastDone = -1, lastTotal = 0;
+        const std::vector<icl::ProbeCurve> curves = icl::computeProbes(
+            path, o, targets, &errors,
+            [&](int64_t done, int64_t total) {
+                EXPECT_GT(done, lastDone);
+                lastDone = done;
+                lastTotal = total;
+                return true;
+            },
+            [&](const std::vector<icl::ProbeCurve>& c) { looks.push_back(c); });
+        EXPECT_EQ(lastDone, lastTotal);
+        ASSERT_EQ(errors.size(), 1u);  // gd_1: the run fitted no GD step size
+        EXPECT_NE(errors[0].find("gd_1"), std::string::npos) << errors[0];
+        ASSERT_EQ(curves.size(), 4u);
+        ASSERT_EQ(looks.size(), 1u);  // 40 > kProbeFirstLookPrompts fit prompts
+        ASSERT_EQ(looks[0].size(), 4u);
+
+        const icl::LoadedRun run = icl::loadRun(path, -1);
+        const icl::ExperimentConfig& cfg = run.config;
+        const int64_t N = cfg.task.n_context, L = cfg.model.n_layers;
+        auto gpt = std::dynamic_pointer_cast<icl::Gpt2Impl>(run.model.module);
+        ASSERT_TRUE(gpt);
+        const bool query = positions == "query";
+        auto layersOf = [&](const icl::PromptBatch& p) {
+            icl::ActivationCapture cap;
+            cap.names.insert("embed");
+            for (int64_t l = 0; l < L; ++l)
+                cap.names.insert("resid_post." + std::to_string(l));
+            torch::NoGradGuard guard;
+            gpt->predictAll(p, &cap);
+            std::vector<torch::Tensor> layers;
+            for (int64_t l = -1; l < L; ++l) {
+                const torch::Tensor r = cap.values.at(l < 0 ? "embed" : "resid_post." + std::to_string(l));
+                const torch::Tensor sel = query ? r.narrow(1, 2 * N, 1) : r.slice(1, 0, 2 * N, 2);  // x_i at 2i
+                layers.push_back(sel.reshape({-1, sel.size(2)}).to(torch::kFloat64));
+            }
+            return layers;
+        };
+        auto targetOf = [&](const std::string& t, const icl::PromptBatch& p) {
+            torch::Tensor v;
+            const int64_t first = query ? N : 0, count = query ? 1 : N;
+            if (t == "x")
+                v = p.x.narrow(1, first, count);
+            else if (t == "y")
+                v = p.y.narrow(1, first, count).unsqueeze(-1);
+            else if (t == "phi")
+                v = icl::taskRepresentations(cfg.task)[0](p.x.to(torch::kFloat64)).narrow(1, first, count);
+            else {  // oracle: ridge on Φ* from the i earlier examples, 0 with none
+                std::vector<torch::Tensor> cols;
+                for (int64_t i = first; i < first + count; ++i)
+                    cols.push_back(i == 0 ? torch::zeros({p.batchSize()}, torch::kFloat64)
+                                          : icl::predictBaseline("oracle_ridge_phi", p.firstPoints(i), cfg, run.fitted)
+                                                .to(torch::kFloat64));
+                v = torch::stack(cols, 1).unsqueeze(-1);
+            }
+            return v.reshape({-1, v.size(2)}).to(torch::kFloat64);
+        };
+        const icl::PromptBatch fitP = icl::samplePrompts(cfg.task, 40, icl::mixSeed(5, 0x9B0E0001));
+        const icl::PromptBatch testP = icl::samplePrompts(cfg.task, 24, icl::mixSeed(5, 0x9B0E0002));
+        auto expectCurve = [&](const icl::ProbeCurve& c, const std::string& t, const icl::PromptBatch& f,
+                               const icl::PromptBatch& e) {
+            const torch::Tensor yf = targetOf(t, f), yt = targetOf(t, e);
+            const std::vector<icl::ProbeScore> want = icl::probeLayers(layersOf(f), yf, layersOf(e), yt);
+            EXPECT_EQ(c.target, t);
+            EXPECT_EQ(c.positions, positions);
+            EXPECT_EQ(c.checkpoint_step, 100);
+            EXPECT_EQ(c.n_fit, yf.size(0));
+            EXPECT_EQ(c.n_test, yt.size(0));
+            ASSERT_EQ(c.normalised_mse.size(), size_t(L + 1));
+            for (size_t l = 0; l < want.size(); ++l) {
+                // float32 forward passes in chunks here and whole there: equal up to rounding
+                EXPECT_NEAR(c.normalised_mse[l], want[l].normalised_mse, 1e-4 * (1.0 + want[l].normalised_mse))
+                    << positions << " " << t << " layer " << l;
+                EXPECT_NEAR(c.lambda[l], want[l].lambda, 1e-12) << positions << " " << t << " layer " << l;
+            }
+        };
+        const std::vector<std::string> ok{"x", "phi", "y", "oracle"};
+        const int64_t k = icl::kProbeFirstLookPrompts;
+        for (size_t i = 0; i < ok.size(); ++i) {
+            expectCurve(curves[i], ok[i], fitP, testP);
+            expectCurve(looks[0][i], ok[i], fitP.slice(0, k), testP.slice(0, k));
+            // computeProbe for that target alone: the same curve, bit for bit
+            icl::ProbeOptions one = o;
+            one.target = ok[i];
+            const icl::ProbeCurve alone = icl::computeProbe(path, one);
+            EXPECT_EQ(alone.normalised_mse, curves[i].normalised_mse) << ok[i];
+            EXPECT_EQ(alone.lambda, curves[i].lambda) << ok[i];
+        }
+    }
+}
+
+TEST(ProbeAnalysis, FailuresAndCancelling)
+{
+    icl::ProbeOptions o;
+    o.n_fit = 40;
+    o.n_test = 24;
+    o.store = false;
+    expectError([&] { icl::computeProbes(representationRun(), o, {"x", "gd_1"}); }, "gd_1");
+    expectError([&] { icl::computeProbes(lsaRun(), o, {"x"}); }, "gpt2");
+    expectError([&] { icl::computeProbes(representationRun(), o, {"x"}, nullptr, [](int64_t, int64_t) { return false; }); },
+                "cancelled");
+    std::vector<std::string> errors;
+    EXPECT_TRUE(icl::computeProbes(representationRun(), o, {"gd_1"}, &errors).empty());
+    EXPECT_EQ(errors.size(), 1u);
+}
+
 TEST(Inspector, LensFitsGdStepsTheRunDidNotFit)
 {
     // gpt2 with 2 layers and only gd_1 fitted: the lens adds GD-2 with η from a line search; that
@@ -407,8 +532,76 @@ TEST(Inspector, PatchingEveryPositionOfALayerRecoversTheCleanPrediction)
         patch.interventions.push_back(
             {icl::Intervention::Kind::Replace, "resid_pre." + std::to_string(l), -1, -1, cap.values.at("resid_pre." + std::to_string(l))});
         EXPECT_TRUE(torch::equal(gpt->forward(xt, &patch), yClean)) << l;
+        // and of resid_post.{l} (the blocks up to l are skipped; for the last layer all of them)
+        icl::ActivationCapture post;
+        post.interventions.push_back({icl::Intervention::Kind::Replace, "resid_post." + std::to_string(l), -1, -1,
+                                      cap.values.at("resid_post." + std::to_string(l))});
+        EXPECT_TRUE(torch::equal(gpt->forward(xt, &post), yClean)) << l;
     }
     EXPECT_FALSE(torch::equal(gpt->forward(xt), yClean));
+}
+
+TEST(Inspector, PatchedRowsEqualAFullRecomputationAndArriveFromTheFinalRowUp)
+{
+    // Independent: for every row and position, the whole corrupted prompt is run through the model here
+    // with only that one position of that activation replaced by the clean run's (no block skipped).
+    for (const std::string* path : {&gptRun(), &lsaRun()}) {
+        icl::Inspector insp(*path);
+        const icl::Prompt clean = insp.samplePrompt(21);
+        icl::PatchingOptions o;
+        o.corruption = icl::Corruption::DifferentW;
+        std::vector<icl::PatchingResult> partial;
+        const icl::PatchingResult r
+            = insp.patching(clean, o, {}, [&](const icl::PatchingResult& p) { partial.push_back(p); });
+        const int64_t L = insp.nLayers(), T = r.effect.cols;
+        ASSERT_EQ(r.effect.rows, L + 1);
+        ASSERT_EQ(partial.size(), size_t(L + 1));
+        for (size_t k = 0; k < partial.size(); ++k) {
+            EXPECT_EQ(partial[k].corruption, "different_w");
+            for (int64_t row = 0; row <= L; ++row)
+                for (int64_t t = 0; t < T; ++t) {
+                    const double v = partial[k].patched_prediction.at(row, t);
+                    if (row >= L - int64_t(k))  // rows L, L − 1, …: done, as in the final result
+                        EXPECT_EQ(v, r.patched_prediction.at(row, t)) << *path << " k " << k << " row " << row;
+                    else
+                        EXPECT_TRUE(std::isnan(v)) << *path << " k " << k << " row " << row;
+                }
+        }
+
+        const icl::Prompt corrupted = insp.corrupt(clean, o);
+        icl::LoadedRun run = icl::loadRun(*path, -1);
+        auto gpt = std::dynamic_pointer_cast<icl::Gpt2Impl>(run.model.module);
+        auto lsa = std::dynamic_pointer_cast<icl::LsaImpl>(run.model.module);
+        ASSERT_TRUE(gpt || lsa);
+        torch::NoGradGuard guard;
+        auto query = [&](const icl::Prompt& p, icl::ActivationCapture* cap) {
+            const icl::PromptBatch b = batchOf(p, torch::kFloat32);
+            if (gpt) {
+                const torch::Tensor out = gpt->forward(icl::interleavedTokens(b), cap);
+                return out.select(1, out.size(1) - 1).item<double>();
+            }
+            const int64_t n = p.nContext();
+            return lsa->readout(lsa->forward(lsa->embed(b), lsa->contextTokens(n), cap)).item<double>();
+        };
+        icl::ActivationCapture cleanCap;
+        cleanCap.all = true;
+        const double yClean = query(clean, &cleanCap), yCorrupt = query(corrupted, nullptr);
+        EXPECT_NEAR(r.clean_prediction, yClean, 1e-6);
+        EXPECT_NEAR(r.corrupted_prediction, yCorrupt, 1e-6);
+        for (int64_t row = 0; row <= L; ++row) {
+            const std::string name = row < L ? "resid_pre." + std::to_string(row) : "resid_post." + std::to_string(L - 1);
+            for (int64_t t = 0; t < T; ++t) {
+                icl::ActivationCapture patch;
+                patch.interventions.push_back({icl::Intervention::Kind::Replace, name, -1, t,
+                                               cleanCap.values.at(name).select(1, t)});
+                const double want = query(corrupted, &patch);
+                EXPECT_NEAR(r.patched_prediction.at(row, t), want, 1e-5 * (1.0 + std::abs(want)))
+                    << *path << " row " << row << " t " << t;
+                EXPECT_NEAR(r.effect.at(row, t), (want - yCorrupt) / (yClean - yCorrupt), 1e-3)
+                    << *path << " row " << row << " t " << t;
+            }
+        }
+    }
 }
 
 TEST(Inspector, AblationsThatMatchNothingAreErrors)

@@ -238,6 +238,26 @@ TEST(KernelRandomFeatures, ApproachesSoftmaxAttentionAsMGrows)
     EXPECT_LT(fine, 0.01);
 }
 
+TEST(KernelRandomFeatures, BatchesComputedInSlicesEqualEachPromptAlone)
+{
+    // 3 × 4 leading indices with m = 8192 features: the batch is worked through a few leading indices at
+    // a time; each prompt alone (2-D, never sliced) is the independent reference.
+    const int64_t T = 9, N = 8, D = 4, m = 8192;
+    const torch::Tensor q = gaussian({3, 4, T, D}, 41, 0.5), k = gaussian({3, 4, N, D}, 42, 0.5),
+                        v = gaussian({3, 4, N, 2}, 43);
+    const torch::Tensor omega = icl::drawOmega(D, m, 7);
+    const icl::AttentionResult batch = icl::referenceModelRandomFeatures(q, k, v, omega);
+    const torch::Tensor loss = icl::referenceModelLoss(q, k, v, 5, 0.5, omega);
+    for (int64_t a = 0; a < 3; ++a)
+        for (int64_t b = 0; b < 4; ++b) {
+            const icl::AttentionResult one = icl::referenceModelRandomFeatures(q[a][b], k[a][b], v[a][b], omega);
+            EXPECT_LE(maxAbsDiff(batch.attention[a][b], one.attention), 1e-13) << a << ", " << b;
+            EXPECT_LE(maxAbsDiff(batch.output[a][b], one.output), 1e-13) << a << ", " << b;
+            const torch::Tensor l = icl::referenceModelLoss(q[a][b], k[a][b], v[a][b], 5, 0.5, omega);
+            EXPECT_LE(maxAbsDiff(loss[a][b], l), 1e-12 * (1.0 + l.abs().max().item<double>())) << a << ", " << b;
+        }
+}
+
 TEST(KernelSweep, ErrorFallsAsOneOverSqrtM)
 {
     // Small query/key norms (‖q‖² ≈ 0.16): the random-feature estimator exp(ωᵀ(q + k) − …) is

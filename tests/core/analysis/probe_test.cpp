@@ -226,6 +226,41 @@ TEST(ProbeLayers, NoiseLayerScoresOneAndPlantedLayerZero)
     EXPECT_EQ(icl::probeLayerLabels(3).back(), "block 2");
 }
 
+TEST(ProbeLayers, SharedAcrossTargetsEqualsEachTargetAlone)
+{
+    // Primal (n ≫ p) and dual (p > the training folds) regimes; targets of different widths, one planted.
+    for (const auto& [n_fit, p] : std::vector<std::pair<int64_t, int64_t>>{{300, 6}, {20, 30}}) {
+        const int64_t n_test = 50;
+        const std::vector<torch::Tensor> fit{features(n_fit, p, 70), features(n_fit, p + 2, 71)};
+        const std::vector<torch::Tensor> test{features(n_test, p, 72), features(n_test, p + 2, 73)};
+        const torch::Tensor A = randn({p, 2}, 74);
+        const std::vector<torch::Tensor> yf{torch::matmul(fit[0], A), randn({n_fit, 1}, 75), randn({n_fit, 3}, 76)};
+        const std::vector<torch::Tensor> yt{torch::matmul(test[0], A), randn({n_test, 1}, 77),
+                                            randn({n_test, 3}, 78)};
+        const auto shared = icl::probeLayersForTargets(fit, yf, test, yt);
+        ASSERT_EQ(shared.size(), yf.size());
+        for (size_t t = 0; t < yf.size(); ++t) {
+            const std::vector<icl::ProbeScore> alone = icl::probeLayers(fit, yf[t], test, yt[t]);
+            ASSERT_EQ(shared[t].size(), alone.size());
+            for (size_t l = 0; l < alone.size(); ++l) {
+                // the same operations on each target's columns: equal bit for bit
+                EXPECT_EQ(shared[t][l].lambda, alone[l].lambda) << "n " << n_fit << " target " << t << " layer " << l;
+                EXPECT_EQ(shared[t][l].cv_mse, alone[l].cv_mse) << "n " << n_fit << " target " << t;
+                EXPECT_EQ(shared[t][l].mse, alone[l].mse) << "n " << n_fit << " target " << t;
+                EXPECT_EQ(shared[t][l].normalised_mse, alone[l].normalised_mse) << "n " << n_fit << " target " << t;
+                // and each equals scoreProbe on that layer alone
+                const icl::ProbeScore s = icl::scoreProbe(fit[l], yf[t], test[l], yt[t]);
+                EXPECT_EQ(shared[t][l].lambda, s.lambda);
+                EXPECT_NEAR(shared[t][l].normalised_mse, s.normalised_mse, 1e-12 * (1.0 + s.normalised_mse));
+            }
+        }
+        if (n_fit > p)
+            EXPECT_LE(shared[0][0].normalised_mse, 1e-9);  // the planted map on layer 0
+    }
+    EXPECT_TRUE(errorMatches([] { icl::probeLayersForTargets({randn({10, 2}, 1)}, {}, {randn({10, 2}, 2)}, {}); },
+                             "targets"));
+}
+
 TEST(ProbeErrors, BadShapesAndValuesThrowWithAClearMessage)
 {
     const torch::Tensor x = randn({10, 3}, 70), y = randn({10, 2}, 71);
