@@ -90,10 +90,8 @@ QLabel* valueLabel(QWidget* parent, const char* name)
 } // namespace
 
 IclIwlPage::IclIwlPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("iclIwl"), parent)
 {
-    setObjectName(QStringLiteral("iclIwlPage"));
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(4, 4, 4, 4);
     m_tabs = new QTabWidget(this);
@@ -167,9 +165,6 @@ IclIwlPage::IclIwlPage(QWidget* parent)
         form->setRowVisible(*value, false);
     }
     m_panelForm = form;
-    m_status = new QLabel(panel);
-    m_status->setObjectName(QStringLiteral("iclIwlStatus"));
-    m_status->setWordWrap(true);
     form->addRow(m_status);
     panel->setFixedWidth(340);
     body->addWidget(panel, 0, Qt::AlignTop);
@@ -300,19 +295,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     });
     connect(m_sweepColumn, &QComboBox::currentTextChanged, this, [this] { showSweep(); });
 
-    connect(m_sequences, qOverload<int>(&QSpinBox::valueChanged), this, [this] {
-        m_stale = true;
-        if (ready())
-            run();
-    });
-    connect(m_runner, &AnalysisRunner::started, this, &IclIwlPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, &IclIwlPage::busyFinished);
-}
-
-IclIwlPage::~IclIwlPage()
-{
-    if (m_stop)
-        *m_stop = true;
+    connect(m_sequences, qOverload<int>(&QSpinBox::valueChanged), this, &IclIwlPage::requestCompute);
 }
 
 QString IclIwlPage::fractionText(double value, int64_t n)
@@ -356,7 +339,7 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_stale = true;
     m_sequenceStale = true;
     if (ready())
-        run();
+        compute();
     if (sequenceReady())
         runSequence();
 }
@@ -399,35 +382,21 @@ void IclIwlPage::selectCheckpoint(qint64 step)
         m_sequenceStale = true;
     }
     if (m_stale && ready())
-        run();
+        compute();
     if (m_sequenceStale && sequenceReady())
         runSequence();
 }
 
 void IclIwlPage::setActive(bool active)
 {
-    m_active = active;
-    if (active && m_stale && ready())
-        run();
+    AnalysisPage::setActive(active);
     if (active && m_sequenceStale && sequenceReady())
         runSequence();
 }
 
-bool IclIwlPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void IclIwlPage::cancel()
 {
-    if (m_stop)
-        *m_stop = true;
-    const bool wasBusy = m_runner->isBusy();
-    m_runner->cancel();
-    if (wasBusy) {
-        m_stale = true;
-        m_status->setText(tr("Cancelled. Select a checkpoint to evaluate again."));
-    }
+    AnalysisPage::cancel();
     if (m_sequencePending) { // its result is dropped with the runner's queue
         m_sequencePending = false;
         m_sequenceStale = true;
@@ -448,34 +417,19 @@ icl::IclIwlOptions IclIwlPage::options() const
     return o;
 }
 
-bool IclIwlPage::ready() const
+void IclIwlPage::compute()
 {
-    return m_active && m_supported && !m_path.empty() && m_step >= 0;
-}
-
-void IclIwlPage::run()
-{
-    m_stale = false;
-    const quint64 generation = ++m_generation;
-    if (m_stop)
-        *m_stop = true; // the previous evaluation is superseded
-    auto stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = stop;
+    const Ticket t = newTicket();
     const icl::IclIwlOptions o = options();
     const std::string path = m_path;
     m_status->setText(tr("Evaluating checkpoint %1…").arg(m_step));
-    m_runner->enqueue(
+    const Progress progress = progressReporter(t, tr("ICL vs IWL"));
+    runner()->enqueue(
         IclIwlJob, tr("ICL vs IWL"),
-        [this, generation, path, o, stop]() -> AnalysisRunner::Continuation {
-            const icl::IclIwlResult r = icl::computeIclIwl(path, o, [this, stop](int64_t done, int64_t total) {
-                const int percent = int(100 * done / std::max<int64_t>(1, total));
-                QMetaObject::invokeMethod(
-                    this, [this, percent] { Q_EMIT progressChanged(percent, tr("ICL vs IWL: %1%").arg(percent)); },
-                    Qt::QueuedConnection);
-                return !*stop;
-            });
-            return [this, generation, r] {
-                if (generation != m_generation)
+        [this, t, path, o, progress]() -> AnalysisRunner::Continuation {
+            const icl::IclIwlResult r = icl::computeIclIwl(path, o, progress);
+            return [this, t, r] {
+                if (!isCurrent(t))
                     return;
                 m_result = r;
                 m_checkpointValue->setText(tr("step %1").arg(r.checkpoint_step));
@@ -494,12 +448,7 @@ void IclIwlPage::run()
                 m_status->clear();
             };
         },
-        [this, generation](const QString& error) {
-            if (generation != m_generation)
-                return;
-            clearPanel();
-            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
-        });
+        statusErrorHandler(t, [this] { clearPanel(); }));
 }
 
 widgets::PlotView* IclIwlPage::currentPlot() const
@@ -585,7 +534,7 @@ void IclIwlPage::runSequence()
     const icl::FewShotSequenceKind kind = sequenceKind();
     const uint64_t seed = sequenceSeed();
     m_sequenceStatus->setText(tr("Sampling a sequence (checkpoint %1)…").arg(step));
-    m_runner->enqueue(
+    runner()->enqueue(
         SequenceJob, tr("Sequence viewer"),
         [this, generation, path, step, kind, seed]() -> AnalysisRunner::Continuation {
             const icl::FewShotSequence s = icl::sampleFewShotSequence(path, step, kind, seed);

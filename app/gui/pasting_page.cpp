@@ -133,26 +133,11 @@ std::vector<double> toDouble(const std::vector<int64_t>& v)
 } // namespace
 
 PastingPage::PastingPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("pasting"), parent)
 {
-    setObjectName(QStringLiteral("pastingPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-
-    m_message = new QLabel(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a layer, "
-                              "train a new embedding under its frozen upper blocks and compare it with a model "
-                              "trained from scratch."),
-        this);
-    m_message->setObjectName(QStringLiteral("pastingMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
+    QWidget* content = createContent(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a "
+                                        "layer, train a new embedding under its frozen upper blocks and compare it "
+                                        "with a model trained from scratch."));
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
@@ -287,9 +272,6 @@ PastingPage::PastingPage(QWidget* parent)
     runRow->addWidget(m_progress, 1);
     layout->addLayout(runRow);
 
-    m_status = new QLabel(content);
-    m_status->setObjectName(QStringLiteral("pastingStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
     auto* summaryRow = new QHBoxLayout;
     m_summaryLabel = new QLabel(QStringLiteral("—"), content);
@@ -318,7 +300,6 @@ PastingPage::PastingPage(QWidget* parent)
     for (widgets::PlotView* plot : { m_iclPlot, m_lossPlot })
         if (QWidget* canvas = plot->findChild<QWidget*>(QStringLiteral("plot")))
             canvas->installEventFilter(this);
-    m_stack->addWidget(content);
 
     m_progressTimer = new QTimer(this);
     m_progressTimer->setInterval(100); // progress is polled, never posted per training step
@@ -335,13 +316,13 @@ PastingPage::PastingPage(QWidget* parent)
         if (m_result && !m_result->out_path.empty())
             Q_EMIT openRequested(QString::fromStdString(m_result->out_path));
     });
-    connect(m_runner, &AnalysisRunner::started, this, &PastingPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, [this] {
-        m_progressTimer->stop();
-        updateProgress();
-        updateControls();
-        Q_EMIT busyFinished();
-    });
+    updateControls();
+}
+
+void PastingPage::jobsFinished()
+{
+    m_progressTimer->stop();
+    updateProgress();
     updateControls();
 }
 
@@ -404,12 +385,11 @@ void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_supported = supports(summary, &why);
     if (!m_supported) {
         m_parentLayers = 0;
-        m_message->setText(why);
-        m_stack->setCurrentWidget(m_message);
+        showMessage(why);
         updateControls();
         return;
     }
-    m_stack->setCurrentIndex(1);
+    showContent();
     const ParentConfig p = parentConfig(summary);
     m_parentLayers = p.n_layers;
     {
@@ -446,14 +426,9 @@ void PastingPage::selectCheckpoint(qint64 step)
     updateControls();
 }
 
-bool PastingPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void PastingPage::cancel()
 {
-    if (!m_runner->isBusy() || !m_state)
+    if (!isBusy() || !m_state)
         return;
     m_state->stop = true; // the job's error continuation reports the cancellation
     m_cancel->setEnabled(false);
@@ -528,7 +503,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
                           .arg(QString::fromStdString(o.embedding))
                           .arg(m_step));
     const std::string parentPath = m_summary.path;
-    m_runner->enqueue(
+    runner()->enqueue(
         PastingJob, tr("pasting"),
         [this, generation, parentPath, o, state]() -> AnalysisRunner::Continuation {
             icl::PastingResult result;

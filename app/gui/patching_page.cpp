@@ -69,25 +69,11 @@ struct PatchingPage::Output {
 };
 
 PatchingPage::PatchingPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("patching"), parent)
     , m_worker(std::make_shared<WorkerState>())
 {
-    setObjectName(QStringLiteral("patchingPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-    m_message = new QLabel(tr("Open a trained experiment to patch its residual stream from a clean prompt into a "
-                              "corrupted one."),
-        this);
-    m_message->setObjectName(QStringLiteral("patchingMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
+    QWidget* content = createContent(
+        tr("Open a trained experiment to patch its residual stream from a clean prompt into a corrupted one."));
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
@@ -155,9 +141,6 @@ PatchingPage::PatchingPage(QWidget* parent)
     runRow->addWidget(m_cancel);
     runRow->addWidget(m_progress, 1);
     layout->addLayout(runRow);
-    m_status = new QLabel(content);
-    m_status->setObjectName(QStringLiteral("patchingStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
 
     auto* split = new QSplitter(Qt::Horizontal, content);
@@ -189,7 +172,6 @@ PatchingPage::PatchingPage(QWidget* parent)
     split->setStretchFactor(1, 1);
     split->setSizes({ 820, 260 });
     layout->addWidget(split, 1);
-    m_stack->addWidget(content);
 
     m_progressTimer = new QTimer(this);
     m_progressTimer->setInterval(100);
@@ -198,13 +180,13 @@ PatchingPage::PatchingPage(QWidget* parent)
     connect(m_useShared, &QCheckBox::toggled, this, &PatchingPage::updateControls);
     connect(m_run, &QPushButton::clicked, this, [this] { startPatching(); });
     connect(m_cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
-    connect(m_runner, &AnalysisRunner::started, this, &PatchingPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, [this] {
-        m_progressTimer->stop();
-        updateProgress();
-        updateControls();
-        Q_EMIT busyFinished();
-    });
+    updateControls();
+}
+
+void PatchingPage::jobsFinished()
+{
+    m_progressTimer->stop();
+    updateProgress();
     updateControls();
 }
 
@@ -218,7 +200,7 @@ void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
     if (m_state)
         m_state->stop = true;
-    m_runner->cancel();
+    runner()->cancel();
     ++m_generation;
     ++m_experimentGeneration;
     m_summary = summary;
@@ -234,10 +216,9 @@ void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     clearResult();
     m_status->clear();
     if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
-        m_message->setText(tr("This experiment has no saved checkpoint to patch."));
-        m_stack->setCurrentWidget(m_message);
+        showMessage(tr("This experiment has no saved checkpoint to patch."));
     } else {
-        m_stack->setCurrentIndex(1);
+        showContent();
     }
     selectCheckpoint(step);
     updateControls();
@@ -268,14 +249,9 @@ std::optional<icl::Prompt> PatchingPage::sharedPrompt() const
     return std::nullopt;
 }
 
-bool PatchingPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void PatchingPage::cancel()
 {
-    if (!m_runner->isBusy() || !m_state)
+    if (!isBusy() || !m_state)
         return;
     m_state->stop = true;
     m_cancel->setEnabled(false);
@@ -307,7 +283,7 @@ bool PatchingPage::startPatching()
     const quint64 fileGeneration = m_experimentGeneration;
     const int64_t step = m_step;
     m_status->setText(tr("Patching (%1) at checkpoint %2…").arg(m_corruption->currentText()).arg(step));
-    m_runner->enqueue(
+    runner()->enqueue(
         PatchingJob, tr("patching"),
         [this, generation, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
             -> AnalysisRunner::Continuation {

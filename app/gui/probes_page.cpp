@@ -32,25 +32,10 @@ QString number(double v)
 } // namespace
 
 ProbesPage::ProbesPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("probes"), parent)
 {
-    setObjectName(QStringLiteral("probesPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-
-    m_message = new QLabel(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its residual "
-                              "stream layer by layer."),
-        this);
-    m_message->setObjectName(QStringLiteral("probesMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
+    QWidget* content = createContent(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its "
+                                        "residual stream layer by layer."));
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
@@ -82,7 +67,7 @@ ProbesPage::ProbesPage(QWidget* parent)
         box->setChecked(true);
         controls->addWidget(box);
         m_targets[t] = box;
-        connect(box, &QCheckBox::toggled, this, &ProbesPage::requestRun);
+        connect(box, &QCheckBox::toggled, this, &ProbesPage::requestCompute);
     }
     controls->addStretch(1);
     layout->addLayout(controls);
@@ -92,25 +77,13 @@ ProbesPage::ProbesPage(QWidget* parent)
     m_summaryLabel->setWordWrap(true);
     m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     layout->addWidget(m_summaryLabel);
-    m_status = new QLabel(content);
-    m_status->setObjectName(QStringLiteral("probesStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
 
     m_plot = new widgets::PlotView(content);
     m_plot->setObjectName(QStringLiteral("probesPlot"));
     layout->addWidget(m_plot, 1);
-    m_stack->addWidget(content);
 
-    connect(m_positions, qOverload<int>(&QComboBox::currentIndexChanged), this, &ProbesPage::requestRun);
-    connect(m_runner, &AnalysisRunner::started, this, &ProbesPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, &ProbesPage::busyFinished);
-}
-
-ProbesPage::~ProbesPage()
-{
-    if (m_stop)
-        *m_stop = true;
+    connect(m_positions, qOverload<int>(&QComboBox::currentIndexChanged), this, &ProbesPage::requestCompute);
 }
 
 QStringList ProbesPage::targetNames()
@@ -160,26 +133,16 @@ bool ProbesPage::supports(const icl::RunSummary& summary, QString* why)
     }
 }
 
-void ProbesPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool ProbesPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    cancel();
-    ++m_generation;
-    m_summary = summary;
-    m_path = summary.path;
-    m_step = step;
     m_curves.clear();
     m_plot->setFigure(icl::Figure {});
     m_summaryLabel->setText(QStringLiteral("—"));
-    m_status->clear();
-    QString why;
-    m_supported = supports(summary, &why);
-    if (!m_supported) {
-        m_message->setText(why);
-        m_stack->setCurrentWidget(m_message);
-        m_stale = false;
-        return;
+    if (!supports(summary, why)) {
+        showMessage(*why);
+        return false;
     }
-    m_stack->setCurrentIndex(1);
+    showContent();
     const QStringList supported = supportedTargets(summary);
     for (const auto& [name, box] : m_targets) {
         const QSignalBlocker block(box);
@@ -192,43 +155,7 @@ void ProbesPage::showExperiment(const icl::RunSummary& summary, qint64 step)
             : tr("a representation task (task.kind representation or representation_mixture)");
         box->setToolTip(ok ? base : tr("%1 — not available: needs %2").arg(base, need));
     }
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void ProbesPage::selectCheckpoint(qint64 step)
-{
-    if (step == m_step && !m_stale)
-        return;
-    m_step = step;
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void ProbesPage::setActive(bool active)
-{
-    m_active = active;
-    if (active && m_stale && ready())
-        run();
-}
-
-bool ProbesPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
-void ProbesPage::cancel()
-{
-    if (m_stop)
-        *m_stop = true;
-    const bool wasBusy = m_runner->isBusy();
-    m_runner->cancel();
-    if (wasBusy) {
-        m_stale = true;
-        m_status->setText(tr("Cancelled. Select a checkpoint to compute again."));
-    }
+    return true;
 }
 
 void ProbesPage::setPromptCounts(int64_t nFit, int64_t nTest)
@@ -237,7 +164,7 @@ void ProbesPage::setPromptCounts(int64_t nFit, int64_t nTest)
         return;
     m_nFit = nFit;
     m_nTest = nTest;
-    requestRun();
+    requestCompute();
 }
 
 bool ProbesPage::setPositions(const QString& positions)
@@ -285,29 +212,14 @@ icl::ProbeOptions ProbesPage::options(const QString& target) const
     return o;
 }
 
-bool ProbesPage::ready() const
+void ProbesPage::compute()
 {
-    return m_supported && m_active && !m_path.empty() && m_step >= 0;
-}
-
-void ProbesPage::requestRun()
-{
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void ProbesPage::run()
-{
-    m_stale = false;
-    const quint64 generation = ++m_generation;
-    if (m_stop)
-        *m_stop = true; // the previous batch is superseded
-    auto stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = stop;
+    const Ticket t = newTicket();
+    const auto stop = t.stop;
+    const quint64 generation = t.generation;
     const QStringList targets = checkedTargets();
     if (targets.isEmpty()) {
-        m_runner->cancel();
+        runner()->cancel();
         m_curves.clear();
         m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
         m_summaryLabel->setText(QStringLiteral("—"));
@@ -319,7 +231,7 @@ void ProbesPage::run()
         options.push_back(this->options(t));
     const std::string path = m_path;
     m_status->setText(tr("Fitting probes at checkpoint %1 for %2…").arg(m_step).arg(targets.join(QStringLiteral(", "))));
-    m_runner->enqueue(
+    runner()->enqueue(
         ProbeJob, tr("linear probes"),
         [this, generation, path, options, stop]() -> AnalysisRunner::Continuation {
             auto curves = std::make_shared<std::vector<icl::ProbeCurve>>();
@@ -380,11 +292,7 @@ void ProbesPage::run()
                                             .arg(parts.join(QStringLiteral("; "))));
             };
         },
-        [this, generation](const QString& error) {
-            if (generation != m_generation)
-                return;
-            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
-        });
+        statusErrorHandler(t));
 }
 
 } // namespace icl::gui
