@@ -13,14 +13,8 @@
 #include <QWidget>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/gui_forward.h"
 #include "core/types/run_summary.h"
-
-class QLabel;
-class QStackedWidget;
-
-namespace icl::widgets {
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 

@@ -35,6 +35,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "widgets/attention_grid.h"
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
@@ -45,11 +46,6 @@ namespace icl::gui {
 namespace {
 
 enum JobKey { InspectJob = 500 };
-
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 6) : QStringLiteral("—");
-}
 
 /// A table cell that shows a rounded number and sorts by the exact value (Qt::UserRole; NaN last).
 class NumberItem : public QTableWidgetItem {
@@ -154,9 +150,7 @@ AttentionPage::AttentionPage(QWidget* parent)
     QWidget* content = createContent(tr("Open a trained experiment to see what each head attends to, edit the prompt "
                                         "and compare the model's prediction with gradient descent, ridge and least "
                                         "squares."));
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(content);
     m_headingLabel = new QLabel(content);
     m_headingLabel->setObjectName(QStringLiteral("attentionHeading"));
     m_headingLabel->setWordWrap(true);
@@ -383,7 +377,7 @@ AttentionPage::AttentionPage(QWidget* parent)
         }
         if (!ok) {
             const QSignalBlocker block(m_promptTable);
-            item->setText(std::isfinite(slot) ? number(slot) : QString());
+            item->setText(std::isfinite(slot) ? formatValue(slot, 6) : QString());
             m_status->setText(tr("“%1” is not a number").arg(text));
             return;
         }
@@ -957,7 +951,7 @@ void AttentionPage::fillPredictions()
         m_predictionTable->setItem(int(i), 1, numberItem(p.prediction));
         m_predictionTable->setItem(int(i), 2, numberItem(p.error));
     }
-    m_target->setText((std::isfinite(in.target) ? tr("True label of the query y = <b>%1</b>%2").arg(number(in.target))
+    m_target->setText((std::isfinite(in.target) ? tr("True label of the query y = <b>%1</b>%2").arg(formatValue(in.target, 6))
                                                 : tr("True label of the query: <b>unknown</b> (type it in the query's y "
                                                      "cell to see the errors)%1"))
                           .arg(m_ablation->currentIndex() > 0

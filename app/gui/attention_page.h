@@ -11,24 +11,13 @@
 #include <QString>
 #include <QStringList>
 #include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
 #include "core/analysis/inspector.h"
 #include "core/types/figure.h"
 #include "core/types/inspection.h"
 #include "core/types/run_summary.h"
 
-class QComboBox;
-class QDoubleSpinBox;
-class QLabel;
-class QPushButton;
-class QSpinBox;
-class QTabWidget;
-class QTableWidget;
-
 namespace icl::widgets {
-class AttentionGrid;
-class AttentionPatternView;
-class BarChartView;
-class PlotView;
 struct BarChart;
 } // namespace icl::widgets
 

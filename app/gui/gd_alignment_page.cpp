@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/report.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
@@ -76,9 +77,7 @@ QLabel* makeStatusLabel(const QString& objectName, QWidget* parent)
 QWidget* tabPage(QWidget* controls, QLabel* status, QWidget* body)
 {
     auto* page = new QWidget;
-    auto* layout = new QVBoxLayout(page);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(page);
     if (controls)
         layout->addWidget(controls);
     layout->addWidget(status);
@@ -275,10 +274,7 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     });
 
     // (g) copy analysis (interleaved layout)
-    m_copySummary = new QLabel(this);
-    m_copySummary->setObjectName(QStringLiteral("copySummary"));
-    m_copySummary->setWordWrap(true);
-    m_copySummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_copySummary = makeTextLine(QStringLiteral("copySummary"), this);
     m_copyHeatmap = new widgets::HeatmapView(this);
     m_copyHeatmap->setObjectName(QStringLiteral("copyHeatmap"));
     m_copyStatus = makeStatusLabel(QStringLiteral("copyStatus"), this);

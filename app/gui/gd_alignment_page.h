@@ -7,19 +7,8 @@
 #include <vector>
 
 #include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
 #include "core/analysis/gd_alignment.h"
-
-class QCheckBox;
-class QComboBox;
-class QLabel;
-class QSpinBox;
-class QTabWidget;
-class QTableWidget;
-
-namespace icl::widgets {
-class HeatmapView;
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 

@@ -1,4 +1,5 @@
 #include "app/gui/icl_curve_page.h"
+#include "app/gui/page_widgets.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,19 +21,12 @@ namespace {
 
 enum JobKey { CurveJob = 200 };
 
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
-}
-
 } // namespace
 
 IclCurvePage::IclCurvePage(QWidget* parent)
     : AnalysisPage(QStringLiteral("iclCurve"), parent)
 {
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(this);
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompts"), this));
@@ -47,10 +41,7 @@ IclCurvePage::IclCurvePage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = new QLabel(QStringLiteral("—"), this);
-    m_summaryLabel->setObjectName(QStringLiteral("iclCurveSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("iclCurveSummary"), this, QStringLiteral("—"));
     layout->addWidget(m_summaryLabel);
     layout->addWidget(m_status);
 
@@ -115,7 +106,7 @@ void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
         QStringList parts;
         for (const icl::IclCurveSeries& s : m_curve.series)
             if (!s.error.empty())
-                parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), number(s.error.back()));
+                parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), formatValue(s.error.back()));
         text += QLatin1Char(' ') + parts.join(QStringLiteral(", "));
     }
     m_summaryLabel->setText(text);

@@ -5,16 +5,10 @@
 #include <cstdint>
 
 #include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
 #include "core/analysis/icl_curve.h"
 #include "core/types/icl_curve.h"
 #include "core/types/run_summary.h"
-
-class QLabel;
-class QSpinBox;
-
-namespace icl::widgets {
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 

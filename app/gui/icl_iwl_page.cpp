@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/analysis/fewshot_sequence.h"
 #include "core/report.h"
 #include "widgets/bar_chart_view.h"
@@ -99,9 +100,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     outer->addWidget(m_tabs);
     auto* training = new QWidget(m_tabs);
     m_tabs->addTab(training, tr("Over training"));
-    auto* layout = new QVBoxLayout(training);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(training);
 
     m_message = new QLabel(training);
     m_message->setObjectName(QStringLiteral("iclIwlMessage"));
@@ -175,9 +174,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     // --- sweep tab ---
     auto* sweep = new QWidget(m_tabs);
     m_tabs->addTab(sweep, tr("Sweep"));
-    auto* sweepLayout = new QVBoxLayout(sweep);
-    sweepLayout->setContentsMargins(4, 4, 4, 4);
-    sweepLayout->setSpacing(4);
+    auto* sweepLayout = makeContentLayout(sweep);
     auto* sweepControls = new QHBoxLayout;
     m_openSweep = new QPushButton(tr("Open sweep…"), sweep);
     m_openSweep->setObjectName(QStringLiteral("iclIwlOpenSweep"));
@@ -192,10 +189,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     sweepControls->addWidget(m_sweepColumn);
     sweepControls->addStretch(1);
     sweepLayout->addLayout(sweepControls);
-    m_sweepStatus = new QLabel(tr("Open a directory aggregated with icl-cli aggregate."), sweep);
-    m_sweepStatus->setObjectName(QStringLiteral("iclIwlSweepStatus"));
-    m_sweepStatus->setWordWrap(true);
-    m_sweepStatus->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_sweepStatus = makeTextLine(QStringLiteral("iclIwlSweepStatus"), sweep, tr("Open a directory aggregated with icl-cli aggregate."));
     sweepLayout->addWidget(m_sweepStatus);
     m_sweepPlot = new widgets::PlotView(sweep);
     m_sweepPlot->setObjectName(QStringLiteral("iclIwlSweepPlot"));
@@ -206,9 +200,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     m_sequenceTab = new QWidget(m_tabs);
     m_sequenceTab->setObjectName(QStringLiteral("iclIwlSequenceTab"));
     m_tabs->addTab(m_sequenceTab, tr("Sequence"));
-    auto* seqLayout = new QVBoxLayout(m_sequenceTab);
-    seqLayout->setContentsMargins(4, 4, 4, 4);
-    seqLayout->setSpacing(4);
+    auto* seqLayout = makeContentLayout(m_sequenceTab);
     auto* seqControls = new QHBoxLayout;
     seqControls->addWidget(new QLabel(tr("Sequence"), m_sequenceTab));
     m_sequenceKind = new QComboBox(m_sequenceTab);
@@ -232,10 +224,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     m_resample->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     m_resample->setToolTip(tr("Draw the next sequence (seed + 1) (Ctrl+R)"));
     seqControls->addWidget(m_resample);
-    m_sequenceStatus = new QLabel(m_sequenceTab);
-    m_sequenceStatus->setObjectName(QStringLiteral("iclIwlSequenceStatus"));
-    m_sequenceStatus->setWordWrap(true);
-    m_sequenceStatus->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_sequenceStatus = makeTextLine(QStringLiteral("iclIwlSequenceStatus"), m_sequenceTab);
     seqControls->addWidget(m_sequenceStatus, 1);
     seqLayout->addLayout(seqControls);
 

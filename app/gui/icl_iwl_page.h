@@ -9,25 +9,11 @@
 #include <QStringList>
 
 #include "app/gui/analysis_page.h"
-
+#include "app/gui/gui_forward.h"
 #include "core/analysis/icl_iwl.h"
 #include "core/types/fewshot_sequence.h"
 #include "core/types/icl_iwl.h"
 #include "core/types/run_summary.h"
-
-class QComboBox;
-class QFormLayout;
-class QLabel;
-class QPushButton;
-class QScrollArea;
-class QSpinBox;
-class QTabWidget;
-
-namespace icl::widgets {
-class BarChartView;
-class ExemplarStrip;
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/analysis/kernel_view.h"
 #include "core/io/experiment_file.h"
 #include "widgets/heatmap_view.h"
@@ -30,11 +31,6 @@ namespace icl::gui {
 namespace {
 
 enum JobKey { KernelJob = 100, VariantsJob = 101 };
-
-QString sci(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
-}
 
 /// The `task` section and softmax layers of a run's config ({} when unreadable).
 nlohmann::json taskOf(const icl::RunSummary& s)
@@ -53,9 +49,7 @@ KernelViewPage::KernelViewPage(QWidget* parent)
 {
     QWidget* content = createContent(tr("Open an experiment with a softmax-attention layer (e.g. the renliu-kernel "
                                         "preset) to compare it with its contrastive reference model."));
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(content);
 
     auto* controls = new QHBoxLayout;
     auto spin = [&](const QString& label, const QString& name, const QString& tip) {
@@ -82,10 +76,7 @@ KernelViewPage::KernelViewPage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
-    m_summaryLabel->setObjectName(QStringLiteral("kernelSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("kernelSummary"), content, QStringLiteral("—"));
     layout->addWidget(m_summaryLabel);
     m_status->setObjectName(QStringLiteral("kernelStatus"));
     layout->addWidget(m_status);
@@ -276,7 +267,7 @@ void KernelViewPage::compute()
                         .arg(kv.n_prompts)
                         .arg(kv.n_queries)
                         .arg(kv.n_keys)
-                        .arg(sci(kv.exact_max_error), sci(kv.exact_output_max_abs), sci(kv.exact_attention_max_abs),
+                        .arg(formatValue(kv.exact_max_error), formatValue(kv.exact_output_max_abs), formatValue(kv.exact_attention_max_abs),
                             QString::number(kv.sweep.output_rmse.slope, 'f', 3),
                             QString::number(kv.sweep.attention_rmse.slope, 'f', 3), QString::number(kv.query_norm_mean, 'f', 2),
                             QString::number(kv.key_norm_mean, 'f', 2)));

@@ -8,17 +8,7 @@
 #include <QStringList>
 
 #include "app/gui/analysis_page.h"
-
-class QComboBox;
-class QLabel;
-class QListWidget;
-class QPushButton;
-class QSpinBox;
-
-namespace icl::widgets {
-class HeatmapView;
-class PlotView;
-} // namespace icl::widgets
+#include "app/gui/gui_forward.h"
 
 namespace icl::gui {
 

@@ -12,20 +12,8 @@
 #include <QStringList>
 #include <QStyle>
 
+#include "app/gui/gui_forward.h"
 #include "core/types/run_summary.h"
-
-class QAction;
-class QLabel;
-class QListWidget;
-class QMenu;
-class QProgressBar;
-class QPushButton;
-class QStackedWidget;
-
-namespace icl::widgets {
-class CheckpointTimeline;
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 

@@ -12,24 +12,10 @@
 #include <QString>
 
 #include "app/gui/analysis_page.h"
-
+#include "app/gui/gui_forward.h"
 #include "core/analysis/pasting.h"
 #include "core/types/figure.h"
 #include "core/types/run_summary.h"
-
-class QCheckBox;
-class QComboBox;
-class QDoubleSpinBox;
-class QLabel;
-class QLineEdit;
-class QProgressBar;
-class QPushButton;
-class QSpinBox;
-class QTimer;
-
-namespace icl::widgets {
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 

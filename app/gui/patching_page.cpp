@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "widgets/heatmap_view.h"
 
 namespace icl::gui {
@@ -31,11 +32,6 @@ namespace icl::gui {
 namespace {
 
 enum JobKey { PatchingJob = 600 };
-
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 6) : QStringLiteral("—");
-}
 
 QString corruptionText(icl::Corruption c)
 {
@@ -74,24 +70,16 @@ PatchingPage::PatchingPage(QWidget* parent)
 {
     QWidget* content = createContent(
         tr("Open a trained experiment to patch its residual stream from a clean prompt into a corrupted one."));
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(content);
     m_heading = new QLabel(content);
     m_heading->setObjectName(QStringLiteral("patchingHeading"));
     m_heading->setWordWrap(true);
     layout->addWidget(m_heading);
 
-    auto* grid = new QGridLayout;
-    grid->setHorizontalSpacing(8);
-    grid->setVerticalSpacing(4);
-    auto addField = [&](int row, int column, const QString& label, QWidget* field, const QString& tip) {
-        auto* l = new QLabel(label, content);
-        l->setBuddy(field);
-        l->setToolTip(tip);
-        field->setToolTip(tip);
-        grid->addWidget(l, row, 2 * column);
-        grid->addWidget(field, row, 2 * column + 1);
+    FieldGrid fields(content);
+    QGridLayout* grid = fields.layout();
+    const auto addField = [&fields](int row, int column, const QString& label, QWidget* field, const QString& tip) {
+        fields.add(row, column, label, field, tip);
     };
     m_corruption = new QComboBox(content);
     m_corruption->setObjectName(QStringLiteral("patchingCorruption"));
@@ -126,20 +114,13 @@ PatchingPage::PatchingPage(QWidget* parent)
         grid->setColumnStretch(c, 1);
     layout->addLayout(grid);
 
-    auto* runRow = new QHBoxLayout;
-    m_run = new QPushButton(tr("Run patching"), content);
-    m_run->setObjectName(QStringLiteral("patchingRun"));
-    m_run->setToolTip(tr("Patch the clean residual stream at every (layer, position) into the corrupted run"));
-    m_cancel = new QPushButton(tr("Cancel"), content);
-    m_cancel->setObjectName(QStringLiteral("patchingCancel"));
-    m_progress = new QProgressBar(content);
-    m_progress->setObjectName(QStringLiteral("patchingProgress"));
-    m_progress->setRange(0, 1);
-    m_progress->setValue(0);
-    m_progress->setFormat(tr("%v / %m patched runs"));
-    runRow->addWidget(m_run);
-    runRow->addWidget(m_cancel);
-    runRow->addWidget(m_progress, 1);
+    const RunRow run = makeRunRow(QStringLiteral("patching"), content, tr("Run patching"),
+        tr("Patch the clean residual stream at every (layer, position) into the corrupted run"),
+        tr("%v / %m patched runs"));
+    m_run = run.run;
+    m_cancel = run.cancel;
+    m_progress = run.progress;
+    QHBoxLayout* runRow = run.layout;
     layout->addLayout(runRow);
     layout->addWidget(m_status);
 
@@ -153,10 +134,7 @@ PatchingPage::PatchingPage(QWidget* parent)
     auto* side = new QWidget(split);
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
-    m_summaryLabel = new QLabel(QStringLiteral("—"), side);
-    m_summaryLabel->setObjectName(QStringLiteral("patchingSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("patchingSummary"), side, QStringLiteral("—"));
     sideLayout->addWidget(m_summaryLabel);
     m_labels = new QTableWidget(side);
     m_labels->setObjectName(QStringLiteral("patchingLabels"));
@@ -376,8 +354,8 @@ void PatchingPage::showOutput(const Output& out)
 
     const icl::PatchingResult& r = out.result;
     QString text = tr("Clean prediction ŷ = <b>%1</b> · corrupted ŷ = <b>%2</b> · true label of the clean query %3")
-                       .arg(number(r.clean_prediction), number(r.corrupted_prediction),
-                           number(out.clean.y.empty() ? NAN : out.clean.y.back()));
+                       .arg(formatValue(r.clean_prediction, 6), formatValue(r.corrupted_prediction, 6),
+                           formatValue(out.clean.y.empty() ? NAN : out.clean.y.back(), 6));
     if (r.n_skipped > 0)
         text += tr("<br><span style='color:#B2182B'>The clean and corrupted predictions agree (|Δŷ| < 1e-6): the "
                    "effect is undefined; try another corruption or seed.</span>");
@@ -389,8 +367,8 @@ void PatchingPage::showOutput(const Output& out)
         rows << (i + 1 < n ? QString::number(i + 1) : tr("query"));
         const double a = out.clean.y[i];
         const double b = i < out.corrupted.y.size() ? out.corrupted.y[i] : NAN;
-        auto* ca = new QTableWidgetItem(number(a));
-        auto* cb = new QTableWidgetItem(number(b));
+        auto* ca = new QTableWidgetItem(formatValue(a, 6));
+        auto* cb = new QTableWidgetItem(formatValue(b, 6));
         if (a != b) {
             QFont bold = cb->font();
             bold.setBold(true);

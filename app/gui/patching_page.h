@@ -12,23 +12,10 @@
 #include <QString>
 
 #include "app/gui/analysis_page.h"
-
+#include "app/gui/gui_forward.h"
 #include "core/analysis/inspector.h"
 #include "core/types/inspection.h"
 #include "core/types/run_summary.h"
-
-class QCheckBox;
-class QComboBox;
-class QLabel;
-class QProgressBar;
-class QPushButton;
-class QSpinBox;
-class QTableWidget;
-class QTimer;
-
-namespace icl::widgets {
-class HeatmapView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/error.h"
 #include "core/report.h"
 #include "widgets/plot_view.h"
@@ -24,11 +25,6 @@ namespace {
 
 enum JobKey { ProbeJob = 300 };
 
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
-}
-
 } // namespace
 
 ProbesPage::ProbesPage(QWidget* parent)
@@ -36,9 +32,7 @@ ProbesPage::ProbesPage(QWidget* parent)
 {
     QWidget* content = createContent(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its "
                                         "residual stream layer by layer."));
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(content);
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Positions"), content));
@@ -72,10 +66,7 @@ ProbesPage::ProbesPage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
-    m_summaryLabel->setObjectName(QStringLiteral("probesSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("probesSummary"), content, QStringLiteral("—"));
     layout->addWidget(m_summaryLabel);
     layout->addWidget(m_status);
 
@@ -115,22 +106,8 @@ QStringList ProbesPage::supportedTargets(const icl::RunSummary& summary)
 
 bool ProbesPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        const std::string kind = cfg.at("model").value("kind", std::string("?"));
-        if (kind != "gpt2") {
-            if (why)
-                *why = tr("Probes read the residual stream of a GPT-2 model; this run has a %1 model. Train the "
-                          "guo-representation or garg-linear-regression preset for an example.")
-                           .arg(QString::fromStdString(kind));
-            return false;
-        }
-        return true;
-    } catch (const std::exception& e) {
-        if (why)
-            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
-        return false;
-    }
+    return modelKindIs(summary, "gpt2", tr("Probes read the residual stream of a GPT-2 model"),
+        tr("Train the guo-representation or garg-linear-regression preset for an example."), why);
 }
 
 bool ProbesPage::bind(const icl::RunSummary& summary, QString* why)
@@ -276,12 +253,12 @@ void ProbesPage::compute()
                     if (c.normalised_mse.empty())
                         continue;
                     if (best == 0)
-                        parts << tr("%1 %2 at embed (best)").arg(name, number(c.normalised_mse[0]));
+                        parts << tr("%1 %2 at embed (best)").arg(name, formatValue(c.normalised_mse[0]));
                     else
                         parts << tr("%1 %2 at %3 (embed %4)")
-                                     .arg(name, number(c.normalised_mse[best]),
+                                     .arg(name, formatValue(c.normalised_mse[best]),
                                          QString::fromStdString(c.layer_labels.at(best)),
-                                         number(c.normalised_mse.front()));
+                                         formatValue(c.normalised_mse.front()));
                 }
                 const icl::ProbeCurve& first = m_curves.front();
                 m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")

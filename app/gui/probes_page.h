@@ -9,18 +9,10 @@
 #include <QStringList>
 
 #include "app/gui/analysis_page.h"
-
+#include "app/gui/gui_forward.h"
 #include "core/analysis/probe_analysis.h"
 #include "core/types/probe.h"
 #include "core/types/run_summary.h"
-
-class QCheckBox;
-class QComboBox;
-class QLabel;
-
-namespace icl::widgets {
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 
