@@ -10,6 +10,7 @@
 
 #include "app/gui/analysis_page.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/sweep_view.h"
 #include "core/analysis/icl_iwl.h"
 #include "core/types/fewshot_sequence.h"
 #include "core/types/icl_iwl.h"
@@ -84,11 +85,9 @@ public:
     bool openSweep(const QString& dir);
     /// Grid columns of the open sweep with at least two values (seed excluded), in table order: numeric ones
     /// (p_bursty, number of classes, Zipf α) and others such as model.kind (gpt2, lstm, rnn).
-    QStringList sweepColumns() const;
+    QStringList sweepColumns() const { return m_sweepView->sweepColumns(); }
     /// Draws ICL and IWL accuracy against grid column `column` (one of sweepColumns()); false if it is not one.
-    bool setSweepColumn(const QString& column);
-    /// Asks for a sweep directory and opens it.
-    void openSweepWithDialog();
+    bool setSweepColumn(const QString& column) { return m_sweepView->setSweepColumn(column); }
     /// The plot of the tab on screen (none on the sequence tab; see exportCurrentPlot).
     widgets::PlotView* currentPlot() const override;
     /// Opens the export dialog of the plot or chart of the tab on screen; false when it has none.
@@ -118,10 +117,10 @@ public:
     QLabel* predicted01Label() const { return m_predicted01; }
     QLabel* inContextLabel() const { return m_inContext; }
     QTabWidget* tabs() const { return m_tabs; }
-    widgets::PlotView* sweepPlot() const { return m_sweepPlot; }
-    QComboBox* sweepColumnChooser() const { return m_sweepColumn; }
-    QPushButton* openSweepButton() const { return m_openSweep; }
-    QLabel* sweepStatusLabel() const { return m_sweepStatus; }
+    widgets::PlotView* sweepPlot() const { return m_sweepView->plot(); }
+    QComboBox* sweepColumnChooser() const { return m_sweepView->columnChooser(); }
+    QPushButton* openSweepButton() const { return m_sweepView->openButton(); }
+    QLabel* sweepStatusLabel() const { return m_sweepView->statusLabel(); }
 
     /// How the panel writes a fraction of `n` sequences: the value with 4 decimals and the count ("0.8125 (52/64)").
     static QString fractionText(double value, int64_t n);
@@ -130,20 +129,11 @@ private:
     void compute() override;
     void clearPanel();
     void showCurves();
-    void showSweep();
     bool sequenceReady() const;
     void runSequence();
     void showSequence(const icl::FewShotSequence& s);
     void clearSequence();
 
-    /// The open sweep table: column names and one row of cells per run (numbers parsed where they are numbers).
-    struct SweepTable {
-        QString path;
-        QStringList columns;           ///< grid columns, "step", then the metrics
-        int n_grid = 0;                ///< the grid columns come first
-        std::vector<QStringList> rows; ///< cells as written
-    };
-    SweepTable m_sweep;
 
     std::optional<icl::IclIwlResult> m_result;
 
@@ -162,10 +152,7 @@ private:
     QFormLayout* m_panelForm = nullptr;
     widgets::PlotView* m_plot = nullptr;
     QTabWidget* m_tabs = nullptr;
-    QPushButton* m_openSweep = nullptr;
-    QComboBox* m_sweepColumn = nullptr;
-    QLabel* m_sweepStatus = nullptr;
-    widgets::PlotView* m_sweepPlot = nullptr;
+    SweepView* m_sweepView = nullptr;
 
     // Sequence viewer tab.
     QWidget* m_sequenceTab = nullptr;
