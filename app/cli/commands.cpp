@@ -106,6 +106,19 @@ int runPresets(bool asJson)
     return 0;
 }
 
+int runConfigList(bool asJson, bool markdown)
+{
+    if (asJson && markdown)
+        throw Error("config --list: give --json or --markdown, not both");
+    if (asJson)
+        std::cout << configReferenceJson().dump(2) << "\n";
+    else if (markdown)
+        std::cout << configReferenceMarkdown();
+    else
+        std::cout << configReferenceText();
+    return 0;
+}
+
 int runTrain(const TrainArgs& args)
 {
     json config;
@@ -349,7 +362,7 @@ IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64
     // The curve runs the regression model on regression prompts; a few-shot classification run has neither.
     const json cfg = json::parse(readRunSummary(path).config_json, nullptr, false);
     if (cfg.is_object() && cfg.contains("task") && cfg["task"].is_object()
-        && cfg["task"].value("kind", std::string()) == "fewshot_classification")
+        && kindFromName<TaskKind>(cfg["task"].value("kind", std::string())) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); the ICL curve (error vs number of "
                     "in-context examples) is for the regression tasks, use: icl-cli analyze " + path + " icl-iwl");
     IclCurveOptions o;

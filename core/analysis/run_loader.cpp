@@ -16,7 +16,7 @@ LoadedRun loadRun(const std::string& path, int64_t step)
     } catch (const nlohmann::json::exception&) {
         throw Error(path + ": damaged /config (not JSON)");
     }
-    if (r.config.task.kind == "fewshot_classification")
+    if (kindOf(r.config.task) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); this analysis is for the regression tasks "
                     "(use the ICL vs IWL evaluation)");
     if (step < -1)

@@ -11,7 +11,7 @@ namespace icl {
 
 void storeFixedTaskArrays(const ExperimentConfig& config, const std::string& path)
 {
-    if (config.task.kind != "representation" && config.task.kind != "representation_mixture")
+    if (!isRepresentationTask(kindOf(config.task)))
         return;
     std::vector<NamedArray> arrays;
     const auto& reps = taskRepresentations(config.task);

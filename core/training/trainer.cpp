@@ -101,7 +101,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         storeFixedTaskArrays(cfg, out);
     }
 
-    if (cfg.task.kind == "fewshot_classification")
+    if (kindOf(cfg.task) == TaskKind::FewshotClassification)
         return trainClassification(cfg, options, resuming ? &resumeFrom : nullptr, device, callback);
 
     const TrainingConfig& tc = cfg.training;
