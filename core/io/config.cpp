@@ -187,7 +187,7 @@ std::vector<KeyRecord> buildSchema()
                                throw Error("seed: expected a non-negative integer, got " + shortJson(v));
                            c.seed = v.get<uint64_t>();
                        },
-                       "seed of every random draw of the experiment (initialisation, prompts, evaluation set)"));
+                       "the experiment's seed: initialisation, training batches and evaluation prompts derive from it"));
     k.push_back(record("device", "string", "\"auto\", \"cpu\", \"cuda\" or \"cuda:N\"", {}, ICL_FIELD(device),
                        [](Cfg& c, const Json& v) {
                            if (!v.is_string())
