@@ -7,6 +7,12 @@
 //   req.sets = {"training.lr=5e-4"};
 //   nlohmann::json cfg = resolveConfig(req);          // validated, every default filled in
 //   ExperimentConfig typed = parseConfig(cfg);          // typed view used by the trainer
+//
+// Every key is declared once, in the schema of config.cpp (buildSchema: path, type, default from the
+// struct below, range or choices, one line of documentation, and checks against keys declared before
+// it); parseConfig, toJson, applyOverride and the reference (configKeys, `icl-cli config --list`,
+// docs/config.md) are derived from it. Adding a key: a field below plus one record there, then
+// regenerate docs/config.md.
 
 #include <cstdint>
 #include <optional>
@@ -206,7 +212,7 @@ ExperimentConfig parseConfig(const nlohmann::json& config);
 nlohmann::json toJson(const ExperimentConfig& config);
 
 /// One key of the config schema: every key of ExperimentConfig's JSON form is declared once in
-/// core/io/config.cpp (kSchema), and parsing, validation, toJson, --set and this reference come from it.
+/// core/io/config.cpp (buildSchema), and parsing, validation, toJson, --set and this reference come from it.
 struct ConfigKey {
     std::string path;               ///< key path, e.g. "training.lr"
     std::string type;               ///< "integer", "number", "boolean", "string", "choice", "integer list", "string list"
