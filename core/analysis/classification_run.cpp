@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/training/checkpoint.h"
 
 namespace icl {

@@ -4,6 +4,7 @@
 
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/tasks/sine_regression.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"

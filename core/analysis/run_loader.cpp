@@ -1,6 +1,7 @@
 #include "core/analysis/run_loader.h"
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/training/checkpoint.h"
 
 namespace icl {

@@ -10,6 +10,7 @@
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/seeds.h"

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io/config_schema.h"
+#include "core/io/kinds.h"
 
 namespace icl {
 namespace detail {

@@ -7,12 +7,6 @@
 //   req.sets = {"training.lr=5e-4"};
 //   nlohmann::json cfg = resolveConfig(req);          // validated, every default filled in
 //   ExperimentConfig typed = parseConfig(cfg);          // typed view used by the trainer
-//
-// Every key is declared once, in the schema of config.cpp (buildSchema: path, type, default from the
-// struct below, range or choices, one line of documentation, and checks against keys declared before
-// it); parseConfig, toJson, applyOverride and the reference (configKeys, `icl-cli config --list`,
-// docs/config.md) are derived from it. Adding a key: a field below plus one record there, then
-// regenerate docs/config.md.
 
 #include <cstdint>
 #include <optional>
@@ -20,8 +14,6 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-
-#include "core/io/kinds.h"
 
 namespace icl {
 
@@ -196,13 +188,6 @@ struct ExperimentConfig {
     std::string device = "auto";  ///< "auto", "cpu", "cuda" or "cuda:N"
 };
 
-/// The typed kind of a parsed config (the string fields hold the config's names, see core/io/kinds.h).
-/// Throws icl::Error naming the key ("task.kind: unknown task kind \"x\"") for a hand-built struct
-/// whose string is not in the name table; never for a struct from parseConfig.
-TaskKind kindOf(const TaskConfig& task);
-ModelKind kindOf(const ModelConfig& model);   ///< as above, for model.kind
-TaskLayout layoutOf(const TaskConfig& task);  ///< as above, for task.layout
-
 /// Parses and validates a config. Missing keys take the defaults above; unknown keys, wrong types
 /// and out-of-range values throw icl::Error naming the key path, e.g.
 /// `training.lr: expected a number > 0, got "fast"`.
@@ -210,29 +195,6 @@ ExperimentConfig parseConfig(const nlohmann::json& config);
 
 /// Full JSON form of a config (every key present). parseConfig(toJson(c)) == c.
 nlohmann::json toJson(const ExperimentConfig& config);
-
-/// One key of the config schema: every key of ExperimentConfig's JSON form is declared once in
-/// core/io/config.cpp (buildSchema), and parsing, validation, toJson, --set and this reference come from it.
-struct ConfigKey {
-    std::string path;               ///< key path, e.g. "training.lr"
-    std::string type;               ///< "integer", "number", "boolean", "string", "choice", "integer list", "string list"
-    nlohmann::json default_value;   ///< the value a config without the key gets
-    std::string range;              ///< allowed values in words ("an integer in [1, 4096]"); "" = any value of the type
-    std::vector<std::string> choices;  ///< "choice" and "string list": the allowed names
-    std::string doc;                ///< one line of documentation
-};
-
-/// Every key of the schema, in declaration order (root keys, task, model, training, training.curriculum, eval).
-const std::vector<ConfigKey>& configKeys();
-
-/// The schema as JSON: {"keys": [{"path", "type", "default", "range", "choices", "doc"}, …]}.
-nlohmann::json configReferenceJson();
-
-/// The schema as plain text, one block per key (`icl-cli config --list`).
-std::string configReferenceText();
-
-/// The schema as Markdown: the content of docs/config.md (`icl-cli config --list --markdown`).
-std::string configReferenceMarkdown();
 
 /// Size of the training prompts at optimisation step `step` (0-based) under training.curriculum.
 struct CurriculumStage {
@@ -248,10 +210,9 @@ CurriculumStage curriculumStage(const ExperimentConfig& config, int64_t step);
 /// set to curriculumStage(config, step). Equal to config.task when the curriculum is off.
 TaskConfig trainingTask(const ExperimentConfig& config, int64_t step);
 
-/// Sets `key.path=value` in a JSON config. For a key the schema declares a string or a choice the
-/// value is the text itself (a JSON string literal such as "\"x\"" is unquoted); otherwise it is parsed
-/// as JSON when it parses (numbers, true/false, arrays), else taken as a string. Throws icl::Error for a
-/// malformed assignment; unknown keys and wrong values are caught later by parseConfig.
+/// Sets `key.path=value` in a JSON config. The value is parsed as JSON when it parses
+/// (numbers, true/false, arrays), otherwise taken as a string. Throws icl::Error for a malformed
+/// assignment; unknown keys are caught later by parseConfig.
 void applyOverride(nlohmann::json& config, const std::string& assignment);
 
 /// Where a config comes from and what to change in it.

@@ -3,7 +3,7 @@
 // with one name table: the names are the config's JSON values (`task.kind: "fewshot_classification"`)
 // and the only place they are spelled. Torch-free; safe to include from the app.
 //
-//   if (kindOf(config.model) == ModelKind::Gpt2) …          // kindOf: core/io/config.h
+//   if (kindOf(config.model) == ModelKind::Gpt2) …
 //   const char* n = kindName(TaskKind::SineRegression);     // "sine_regression"
 //   std::optional<ModelKind> k = kindFromName<ModelKind>("lstm");
 //
@@ -121,5 +121,15 @@ inline bool isRepresentationTask(TaskKind k)
 
 /// True for Chan et al.'s recurrent baselines (lstm, rnn).
 inline bool isRecurrent(ModelKind k) { return k == ModelKind::Lstm || k == ModelKind::Rnn; }
+
+struct TaskConfig;   // core/io/config.h
+struct ModelConfig;  // core/io/config.h
+
+/// The typed kind of a parsed config (its string fields hold the names of the tables above).
+/// Throws icl::Error naming the key ("task.kind: unknown task kind \"x\"") for a hand-built struct
+/// whose string is not in the name table; never for a struct from parseConfig.
+TaskKind kindOf(const TaskConfig& task);
+ModelKind kindOf(const ModelConfig& model);   ///< as above, for model.kind
+TaskLayout layoutOf(const TaskConfig& task);  ///< as above, for task.layout (all three in core/io/config.cpp)
 
 } // namespace icl

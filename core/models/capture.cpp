@@ -1,6 +1,7 @@
 #include "core/models/capture.h"
 
 #include "core/error.h"
+#include "core/models/names.h"
 
 namespace icl {
 

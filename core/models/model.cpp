@@ -1,6 +1,7 @@
 #include "core/models/model.h"
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
 

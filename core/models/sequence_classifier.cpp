@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 
 namespace icl {
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/analysis/gd_alignment_impl.h"
+#include "core/io/kinds.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"  // samplePrompts of every regression task
 #include "core/training/seeds.h"

@@ -5,6 +5,7 @@
 
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/analysis/lsa_construction.h"
+#include "core/io/kinds.h"
 #include "core/models/lsa.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"

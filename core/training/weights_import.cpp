@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
+#include "core/io/kinds.h"
 #include "core/io/weights_file.h"
 #include "core/models/model.h"
 #include "core/models/names.h"

@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 #include "core/io/config.h"
+#include "core/io/config_schema.h"
+#include "core/io/kinds.h"
 
 namespace {
 
