@@ -20,13 +20,14 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
 #include "core/report.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
+#include "core/io/kinds.h"
 
 namespace icl::gui {
 
@@ -361,16 +362,13 @@ widgets::HeatmapView* GdAlignmentPage::heatmap(bool kq, bool construction) const
 
 bool GdAlignmentPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    std::string kind;
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        kind = cfg.at("model").at("kind").get<std::string>();
-    } catch (const std::exception&) {
+    if (!summary.config) {
         if (why)
-            *why = tr("The experiment's config names no model kind.");
+            *why = tr("The experiment's config was not read.");
         return false;
     }
-    if (kind != "lsa") {
+    const std::string& kind = summary.config->model.kind;
+    if (icl::kindOf(summary.config->model) != icl::ModelKind::Lsa) {
         if (why)
             *why = tr("This page needs an LSA model (model.kind \"lsa\", as in the vonoswald-* presets); this "
                       "experiment trains a \"%1\" model.")
@@ -405,12 +403,8 @@ std::map<std::string, std::string> GdAlignmentPage::metadata() const
     std::map<std::string, std::string> m;
     m["experiment"] = std::filesystem::path(m_summary.path).filename().string();
     m["checkpoint_step"] = std::to_string(m_step);
-    try {
-        const auto cfg = nlohmann::json::parse(m_summary.config_json);
-        if (cfg.contains("seed"))
-            m["seed"] = cfg["seed"].dump();
-    } catch (const std::exception&) {
-    }
+    if (m_summary.config)
+        m["seed"] = std::to_string(m_summary.config->seed);
     return m;
 }
 
@@ -432,22 +426,12 @@ bool GdAlignmentPage::bind(const icl::RunSummary& summary, QString* why)
         return false;
     }
     showContent();
-    m_layers = 1;
-    m_linearLayers = 1;
-    m_tied = false;
-    m_interleaved = false;
-    m_reference.clear();
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        m_layers = cfg.at("model").value("n_layers", int64_t(1));
-        m_linearLayers = std::max<int64_t>(1, m_layers - cfg.at("model").value("softmax_layers", int64_t(0)));
-        m_tied = cfg.at("model").value("tied", false);
-        m_interleaved = cfg.at("task").value("layout", std::string("pair")) == "interleaved";
-        const auto& alignment = cfg.at("eval").value("alignment", nlohmann::json::array());
-        if (!alignment.empty() && alignment[0].is_string())
-            m_reference = alignment[0].get<std::string>();
-    } catch (const std::exception&) {
-    }
+    const icl::ExperimentConfig& config = *summary.config; // supports() checked it is there
+    m_layers = config.model.n_layers;
+    m_linearLayers = std::max<int64_t>(1, m_layers - config.model.softmax_layers);
+    m_tied = config.model.tied;
+    m_interleaved = icl::layoutOf(config.task) == icl::TaskLayout::Interleaved;
+    m_reference = config.eval.alignment.empty() ? std::string() : config.eval.alignment.front();
     m_tabs->setTabEnabled(6, m_interleaved);
     {
         const QSignalBlocker blockK(m_etaK);

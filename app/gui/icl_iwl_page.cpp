@@ -25,7 +25,6 @@
 #include <QTextStream>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
@@ -35,6 +34,7 @@
 #include "widgets/bar_chart_view.h"
 #include "widgets/exemplar_strip.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
@@ -60,25 +60,13 @@ const std::vector<std::pair<icl::FewShotSequenceKind, const char*>>& sequenceKin
 /// task.kind of the run's stored config ("" when it cannot be read).
 std::string taskKind(const icl::RunSummary& summary)
 {
-    try {
-        const nlohmann::json config = nlohmann::json::parse(summary.config_json);
-        if (config.contains("task") && config["task"].contains("kind") && config["task"]["kind"].is_string())
-            return config["task"]["kind"].get<std::string>();
-    } catch (const nlohmann::json::exception&) {
-    }
-    return {};
+    return summary.config ? summary.config->task.kind : std::string();
 }
 
 /// True when the run splits its training classes into common and rare ones (task.n_common_classes > 0).
 bool hasCommonRareSplit(const icl::RunSummary& summary)
 {
-    try {
-        const nlohmann::json config = nlohmann::json::parse(summary.config_json);
-        return config.contains("task") && config["task"].is_object()
-            && config["task"].value("n_common_classes", int64_t(0)) > 0;
-    } catch (const nlohmann::json::exception&) {
-    }
-    return false;
+    return summary.config && summary.config->task.n_common_classes > 0;
 }
 
 QLabel* valueLabel(QWidget* parent, const char* name)

@@ -25,6 +25,7 @@
 #include "core/io/experiment_file.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
@@ -138,27 +139,15 @@ KernelViewPage::KernelViewPage(QWidget* parent)
 
 bool KernelViewPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        const auto& model = cfg.at("model");
-        if (model.value("kind", std::string()) != "lsa") {
-            if (why)
-                *why = tr("The kernel view needs an lsa model with a softmax attention layer; this run has a %1 model.")
-                           .arg(QString::fromStdString(model.value("kind", std::string("?"))));
-            return false;
-        }
-        if (model.value("softmax_layers", int64_t(0)) < 1) {
-            if (why)
-                *why = tr("The kernel view needs a softmax attention layer (model.softmax_layers ≥ 1); every layer "
-                          "of this run is linear. Train the renliu-kernel preset for an example.");
-            return false;
-        }
-        return true;
-    } catch (const std::exception& e) {
+    if (!modelKindIs(summary, "lsa", tr("The kernel view needs an lsa model with a softmax attention layer"), {}, why))
+        return false;
+    if (summary.config->model.softmax_layers < 1) {
         if (why)
-            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
+            *why = tr("The kernel view needs a softmax attention layer (model.softmax_layers ≥ 1); every layer "
+                      "of this run is linear. Train the renliu-kernel preset for an example.");
         return false;
     }
+    return true;
 }
 
 bool KernelViewPage::bind(const icl::RunSummary& summary, QString* why)
@@ -169,11 +158,10 @@ bool KernelViewPage::bind(const icl::RunSummary& summary, QString* why)
         return false;
     }
     showContent();
-    const auto cfg = nlohmann::json::parse(summary.config_json);
     {
         const QSignalBlocker b1(m_layer), b2(m_head), b3(m_prompt);
-        m_layer->setRange(0, int(cfg["model"].value("softmax_layers", int64_t(1))) - 1);
-        m_head->setRange(0, int(cfg["model"].value("n_heads", int64_t(1))) - 1);
+        m_layer->setRange(0, int(summary.config->model.softmax_layers) - 1);
+        m_head->setRange(0, int(summary.config->model.n_heads) - 1);
         m_prompt->setRange(0, 127);
         m_layer->setValue(0);
         m_head->setValue(0);

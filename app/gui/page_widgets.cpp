@@ -1,7 +1,7 @@
 #include "app/gui/page_widgets.h"
+#include "core/io/config.h"
 
 #include <cmath>
-#include <exception>
 
 #include <QCoreApplication>
 #include <QGridLayout>
@@ -11,8 +11,6 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 #include <QWidget>
-
-#include <nlohmann/json.hpp>
 
 namespace icl::gui {
 
@@ -80,24 +78,21 @@ void FieldGrid::add(int row, int column, const QString& label, QWidget* field, c
 bool modelKindIs(const icl::RunSummary& summary, const std::string& kind, const QString& what, const QString& hint,
     QString* why)
 {
-    try {
-        const std::string actual
-            = nlohmann::json::parse(summary.config_json).at("model").value("kind", std::string("?"));
-        if (actual == kind)
-            return true;
-        if (why) {
-            *why = QCoreApplication::translate("icl::gui::AnalysisPage", "%1; this run has a %2 model.")
-                       .arg(what, QString::fromStdString(actual));
-            if (!hint.isEmpty())
-                *why += QLatin1Char(' ') + hint;
-        }
-        return false;
-    } catch (const std::exception& e) {
+    if (!summary.config) {
         if (why)
-            *why = QCoreApplication::translate("icl::gui::AnalysisPage", "The experiment's config cannot be read: %1")
-                       .arg(QString::fromUtf8(e.what()));
+            *why = QCoreApplication::translate("icl::gui::AnalysisPage", "The experiment's config was not read.");
         return false;
     }
+    const std::string& actual = summary.config->model.kind;
+    if (actual == kind)
+        return true;
+    if (why) {
+        *why = QCoreApplication::translate("icl::gui::AnalysisPage", "%1; this run has a %2 model.")
+                   .arg(what, QString::fromStdString(actual));
+        if (!hint.isEmpty())
+            *why += QLatin1Char(' ') + hint;
+    }
+    return false;
 }
 
 } // namespace icl::gui

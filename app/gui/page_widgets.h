@@ -43,8 +43,8 @@ private:
     QGridLayout* m_grid;
 };
 
-/// For a page's supports(): true when the run's model.kind is `kind`. Otherwise `why` (if given) gets
-/// "<what>; this run has a <kind> model. <hint>" (hint may be empty), or the config's read error.
+/// For a page's supports(): true when the run's model.kind (its typed config, RunSummary::config) is `kind`.
+/// Otherwise `why` (if given) gets "<what>; this run has a <kind> model. <hint>" (hint may be empty).
 bool modelKindIs(const icl::RunSummary& summary, const std::string& kind, const QString& what, const QString& hint,
     QString* why);
 

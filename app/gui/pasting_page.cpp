@@ -28,13 +28,13 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
@@ -67,14 +67,14 @@ struct ParentConfig {
 
 ParentConfig parentConfig(const icl::RunSummary& summary)
 {
-    const auto cfg = nlohmann::json::parse(summary.config_json);
     ParentConfig p;
-    p.kind = cfg.at("model").value("kind", std::string("?"));
-    p.n_layers = cfg.at("model").value("n_layers", int64_t(0));
-    p.d_model = cfg.at("model").value("d_model", int64_t(0));
-    if (cfg.contains("task"))
-        p.w_scale = cfg.at("task").value("w_scale", 0.0);
-    p.seed = cfg.value("seed", uint64_t(0));
+    if (!summary.config)
+        return p;
+    p.kind = summary.config->model.kind;
+    p.n_layers = summary.config->model.n_layers;
+    p.d_model = summary.config->model.d_model;
+    p.w_scale = summary.config->task.w_scale;
+    p.seed = summary.config->seed;
     return p;
 }
 

@@ -21,11 +21,11 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
 #include "widgets/heatmap_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
@@ -184,13 +184,7 @@ void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_summary = summary;
     m_step = step;
     m_shared.reset();
-    m_contextLength = 0;
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        if (cfg.contains("task"))
-            m_contextLength = cfg.at("task").value("n_context", int64_t(0));
-    } catch (const std::exception&) {
-    }
+    m_contextLength = summary.config ? summary.config->task.n_context : 0;
     clearResult();
     m_status->clear();
     if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {

@@ -11,13 +11,14 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
 #include "core/error.h"
 #include "core/report.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
+#include "core/io/kinds.h"
 
 namespace icl::gui {
 
@@ -85,12 +86,9 @@ QStringList ProbesPage::targetNames()
 
 QStringList ProbesPage::supportedTargets(const icl::RunSummary& summary)
 {
-    bool representation = false;
-    try {
-        const std::string kind = nlohmann::json::parse(summary.config_json).at("task").value("kind", std::string());
-        representation = kind == "representation" || kind == "representation_mixture";
-    } catch (const std::exception&) {
-    }
+    const bool representation = summary.config
+        && (icl::kindOf(summary.config->task) == icl::TaskKind::Representation
+            || icl::kindOf(summary.config->task) == icl::TaskKind::RepresentationMixture);
     // One GD step needs the step size fitted at training time (eval.gd_steps containing 1).
     const bool gd1 = summary.metrics.count("baseline_eta/gd_1") > 0;
     QStringList out;
