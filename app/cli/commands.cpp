@@ -17,7 +17,9 @@
 #include "core/analysis/probe_analysis.h"
 #include "core/analysis/kernel_view.h"
 #include "core/error.h"
+#include "core/io/config_schema.h"
 #include "core/io/experiment_file.h"
+#include "core/io/kinds.h"
 #include "core/report.h"
 #include "core/training/blas.h"
 #include "core/training/trainer.h"
@@ -103,6 +105,19 @@ int runPresets(bool asJson)
     }
     for (const auto& p : presets)
         std::cout << p.name << "  " << p.description << "\n    reproduces: " << p.reproduces << "\n";
+    return 0;
+}
+
+int runConfigList(bool asJson, bool markdown)
+{
+    if (asJson && markdown)
+        throw Error("config --list: give --json or --markdown, not both");
+    if (asJson)
+        std::cout << configReferenceJson().dump(2) << "\n";
+    else if (markdown)
+        std::cout << configReferenceMarkdown();
+    else
+        std::cout << configReferenceText();
     return 0;
 }
 
@@ -349,7 +364,7 @@ IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64
     // The curve runs the regression model on regression prompts; a few-shot classification run has neither.
     const json cfg = json::parse(readRunSummary(path).config_json, nullptr, false);
     if (cfg.is_object() && cfg.contains("task") && cfg["task"].is_object()
-        && cfg["task"].value("kind", std::string()) == "fewshot_classification")
+        && kindFromName<TaskKind>(cfg["task"].value("kind", std::string())) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); the ICL curve (error vs number of "
                     "in-context examples) is for the regression tasks, use: icl-cli analyze " + path + " icl-iwl");
     IclCurveOptions o;

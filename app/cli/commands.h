@@ -13,6 +13,10 @@ namespace icl::cli {
 
 int runPresets(bool json);
 
+/// icl-cli config --list: every config key (path, type, default, allowed values, one line of documentation)
+/// from the schema (configKeys); --json one JSON object, --markdown the text of docs/config.md.
+int runConfigList(bool json, bool markdown);
+
 struct TrainArgs {
     ConfigRequest request;
     std::string out;

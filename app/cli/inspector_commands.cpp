@@ -17,6 +17,7 @@
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/io/prompt_file.h"
+#include "core/models/names.h"
 #include "core/report.h"
 #include "core/training/trainer.h"
 #include "core/types/matrix_csv.h"
@@ -241,7 +242,7 @@ int runAttentionCapture(const AnalyzeArgs& args)
         const json cfg = json::parse(s.config_json, nullptr, false);
         const int64_t layers = cfg.is_object() ? cfg["model"].value("n_layers", int64_t(1)) : 1;
         for (int64_t l = 0; l < layers; ++l)
-            o.names.push_back("attn.pattern." + std::to_string(l));
+            o.names.push_back(actName(Act::AttnPattern, l));
     }
     const CaptureEstimate e = estimateCapture(args.path, o.names, o.n_prompts, o.chunk, o.checkpoint_step);
     std::cerr << "capturing " << e.names.size() << " activation(s) of " << e.n_prompts << " prompt(s): "

@@ -67,6 +67,14 @@ int main(int argc, char** argv)
     auto* presets = app.add_subcommand("presets", "list presets with one-line descriptions");
     presets->add_flag("--json", json, "one JSON object on stdout");
 
+    bool configList = false;
+    bool configMarkdown = false;
+    auto* configCmd = app.add_subcommand("config", "the config reference: every key with its type, default and "
+                                                   "allowed values");
+    configCmd->add_flag("--list", configList, "list every config key (the schema behind --set and --config)");
+    configCmd->add_flag("--json", json, "one JSON object on stdout");
+    configCmd->add_flag("--markdown", configMarkdown, "the reference as Markdown (the content of docs/config.md)");
+
     TrainArgs train;
     std::vector<std::string> sets;
     int64_t steps = -1;
@@ -77,7 +85,7 @@ int main(int argc, char** argv)
     auto* configOpt = t->add_option("--config", train.request.config_file, "JSON config file")->check(CLI::ExistingFile);
     presetOpt->excludes(configOpt);
     t->add_option("--scale", train.request.scale, "preset scale")->check(CLI::IsMember({"quick", "paper"}));
-    t->add_option("--set", sets, "override a config value: key.path=value (repeatable)");
+    t->add_option("--set", sets, "override a config value: key.path=value (repeatable; keys: icl-cli config --list)");
     t->add_option("--out", train.out, "experiment file to write (RUN.h5)")->required();
     t->add_option("--steps", steps,
                   "number of training steps (0 stores the initial model, e.g. a construction of model.init)")
@@ -298,6 +306,11 @@ int main(int argc, char** argv)
     try {
         if (*presets)
             return runPresets(json);
+        if (*configCmd) {
+            if (!configList)
+                throw icl::Error("config: give --list (the reference of every config key)");
+            return runConfigList(json, configMarkdown);
+        }
         if (*t) {
             if (train.request.preset.empty() && train.request.config_file.empty() && !train.resume)
                 throw icl::Error("train: give --preset NAME or --config FILE (or --resume an existing --out file)");

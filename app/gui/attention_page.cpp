@@ -35,6 +35,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "widgets/attention_grid.h"
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
@@ -45,11 +46,6 @@ namespace icl::gui {
 namespace {
 
 enum JobKey { InspectJob = 500 };
-
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 6) : QStringLiteral("—");
-}
 
 /// A table cell that shows a rounded number and sorts by the exact value (Qt::UserRole; NaN last).
 class NumberItem : public QTableWidgetItem {
@@ -148,29 +144,13 @@ struct AttentionPage::WorkerState {
 };
 
 AttentionPage::AttentionPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("attention"), parent)
     , m_worker(std::make_shared<WorkerState>())
 {
-    setObjectName(QStringLiteral("attentionPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-
-    m_message = new QLabel(tr("Open a trained experiment to see what each head attends to, edit the prompt and "
-                              "compare the model's prediction with gradient descent, ridge and least squares."),
-        this);
-    m_message->setObjectName(QStringLiteral("attentionMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    QWidget* content = createContent(tr("Open a trained experiment to see what each head attends to, edit the prompt "
+                                        "and compare the model's prediction with gradient descent, ridge and least "
+                                        "squares."));
+    auto* layout = makeContentLayout(content);
     m_headingLabel = new QLabel(content);
     m_headingLabel->setObjectName(QStringLiteral("attentionHeading"));
     m_headingLabel->setWordWrap(true);
@@ -349,9 +329,6 @@ AttentionPage::AttentionPage(QWidget* parent)
     m_predictionTable->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
     m_predictionTable->horizontalHeader()->setSectionResizeMode(2, QHeaderView::ResizeToContents);
     rightLayout->addWidget(m_predictionTable, 2);
-    m_status = new QLabel(right);
-    m_status->setObjectName(QStringLiteral("attentionStatus"));
-    m_status->setWordWrap(true);
     rightLayout->addWidget(m_status);
 
     columns->addWidget(left);
@@ -362,7 +339,6 @@ AttentionPage::AttentionPage(QWidget* parent)
     columns->setStretchFactor(2, 3);
     columns->setSizes({ 290, 430, 380 }); // the prompt editor: x_1 … x_8 and y side by side
     layout->addWidget(columns, 1);
-    m_stack->addWidget(content);
 
     m_currentView = m_patternView;
     for (QWidget* view : std::initializer_list<QWidget*> { m_patternView, m_rowChart, m_lensPlot })
@@ -401,7 +377,7 @@ AttentionPage::AttentionPage(QWidget* parent)
         }
         if (!ok) {
             const QSignalBlocker block(m_promptTable);
-            item->setText(std::isfinite(slot) ? number(slot) : QString());
+            item->setText(std::isfinite(slot) ? formatValue(slot, 6) : QString());
             m_status->setText(tr("“%1” is not a number").arg(text));
             return;
         }
@@ -510,11 +486,6 @@ AttentionPage::AttentionPage(QWidget* parent)
         else
             m_status->setText(tr("Saved the prompt to %1.").arg(QFileInfo(path).fileName()));
     });
-    connect(m_runner, &AnalysisRunner::started, this, &AttentionPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, [this] {
-        updateControls();
-        Q_EMIT busyFinished();
-    });
     clearViews();
     updateControls();
 }
@@ -555,7 +526,7 @@ QString AttentionPage::predictorLabel(const std::string& name)
 
 void AttentionPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
-    m_runner->cancel();
+    runner()->cancel();
     ++m_experimentGeneration;
     m_summary = summary;
     m_step = step;
@@ -577,15 +548,14 @@ void AttentionPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     fillPromptTable();
     m_status->clear();
     if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
-        m_message->setText(summary.path.empty()
+        showMessage(summary.path.empty()
                 ? tr("Open a trained experiment to inspect its attention.")
                 : tr("%1 has no saved checkpoint to inspect.").arg(QFileInfo(QString::fromStdString(summary.path)).fileName()));
-        m_stack->setCurrentWidget(m_message);
         m_dirty = false;
         updateControls();
         return;
     }
-    m_stack->setCurrentIndex(1);
+    showContent();
     m_headingLabel->setText(tr("%1 · checkpoint %2 · loading…")
                                 .arg(QFileInfo(QString::fromStdString(summary.path)).fileName())
                                 .arg(step));
@@ -610,16 +580,11 @@ void AttentionPage::setActive(bool active)
         request();
 }
 
-bool AttentionPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void AttentionPage::cancel()
 {
-    if (!m_runner->isBusy())
+    if (!isBusy())
         return;
-    m_runner->cancel();
+    runner()->cancel();
     ++m_request; // a result still running is dropped
     m_pendingMutation.reset();
     m_status->setText(tr("Cancelled."));
@@ -698,7 +663,7 @@ void AttentionPage::request(std::optional<Mutation> mutation)
     const icl::Prompt prompt = m_prompt;
     const std::optional<Mutation> mutation_ = m_pendingMutation;
     const std::vector<icl::Ablation> ablation = ablations();
-    m_runner->enqueue(
+    runner()->enqueue(
         InspectJob, tr("attention"),
         [this, id, worker, path, generation, step, prompt, mutation_, ablation]() -> AnalysisRunner::Continuation {
             // Worker thread: only this job touches the Inspector.
@@ -986,7 +951,7 @@ void AttentionPage::fillPredictions()
         m_predictionTable->setItem(int(i), 1, numberItem(p.prediction));
         m_predictionTable->setItem(int(i), 2, numberItem(p.error));
     }
-    m_target->setText((std::isfinite(in.target) ? tr("True label of the query y = <b>%1</b>%2").arg(number(in.target))
+    m_target->setText((std::isfinite(in.target) ? tr("True label of the query y = <b>%1</b>%2").arg(formatValue(in.target, 6))
                                                 : tr("True label of the query: <b>unknown</b> (type it in the query's y "
                                                      "cell to see the errors)%1"))
                           .arg(m_ablation->currentIndex() > 0

@@ -10,33 +10,18 @@
 
 #include <QString>
 #include <QStringList>
-#include <QWidget>
-
+#include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
 #include "core/analysis/inspector.h"
 #include "core/types/figure.h"
 #include "core/types/inspection.h"
 #include "core/types/run_summary.h"
 
-class QComboBox;
-class QDoubleSpinBox;
-class QLabel;
-class QPushButton;
-class QSpinBox;
-class QStackedWidget;
-class QTabWidget;
-class QTableWidget;
-
 namespace icl::widgets {
-class AttentionGrid;
-class AttentionPatternView;
-class BarChartView;
-class PlotView;
 struct BarChart;
 } // namespace icl::widgets
 
 namespace icl::gui {
-
-class AnalysisRunner;
 
 /// Interactive inspector of one checkpoint (issue "Interactive inspector"; von Oswald et al. 2023 for
 /// LSA, Guo et al. 2023 for GPT-2). One icl::Inspector lives on the page's worker thread
@@ -51,7 +36,7 @@ class AnalysisRunner;
 /// the true label (none when the query's label is unknown, e.g. left out of an opened file). Computes
 /// only while shown (setActive).
 /// Thread affinity: GUI thread only.
-class AttentionPage : public QWidget {
+class AttentionPage : public AnalysisPage {
     Q_OBJECT
 public:
     explicit AttentionPage(QWidget* parent = nullptr);
@@ -59,14 +44,15 @@ public:
 
     /// Shows an experiment at checkpoint `step`: drops the previous prompt and results; the checkpoint is
     /// loaded and a prompt sampled (seed from the seed box) when the page is (or becomes) active.
-    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
     /// Follows the timeline: re-runs the current prompt on the checkpoint at `step`.
-    void selectCheckpoint(qint64 step);
+    void selectCheckpoint(qint64 step) override;
     /// Pages compute only while shown; activating a page with pending work starts it.
-    void setActive(bool active);
-    bool isBusy() const;
+    void setActive(bool active) override;
     /// Drops queued requests and the result of the running one.
-    void cancel();
+    void cancel() override;
+    /// Prompt edits re-run in milliseconds: they drive Cancel and idle, not the progress bar.
+    bool reportsProgress() const override { return false; }
 
     /// The prompt shown in the editor (empty before the first sample).
     const icl::Prompt& prompt() const { return m_prompt; }
@@ -83,7 +69,6 @@ public:
     /// The inspection shown (empty before the first result and after an error).
     const std::optional<icl::Inspection>& inspection() const { return m_inspection; }
     const std::optional<icl::RegressionLens>& lens() const { return m_lens; }
-    qint64 checkpointStep() const { return m_step; }
     int selectedLayer() const { return m_layer; }
     int selectedHead() const { return m_head; }
     int selectedQuery() const { return m_query; }
@@ -113,7 +98,7 @@ public:
     void showTab(const QString& name);
 
     /// Exports the plot last clicked (File ▸ Export current plot); false when none is shown.
-    bool exportCurrentPlot();
+    bool exportCurrentPlot() override;
 
     widgets::AttentionGrid* grid() const { return m_grid; }
     widgets::AttentionPatternView* patternView() const { return m_patternView; }
@@ -135,19 +120,15 @@ public:
     QPushButton* relabelButton() const { return m_relabel; }
     QPushButton* openPromptButton() const { return m_openPrompt; }
     QPushButton* savePromptButton() const { return m_savePrompt; }
-    QLabel* statusLabel() const { return m_status; }
     QLabel* targetLabel() const { return m_target; }
-    QLabel* messageLabel() const { return m_message; }
 
 Q_SIGNALS:
-    void busyStarted();
-    void progressChanged(int percent, const QString& text);
-    void busyFinished();
     /// The prompt changed (edit, resample, new experiment); the Patching page can follow it.
     void promptChanged(const icl::Prompt& prompt);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void jobsFinished() override { updateControls(); }
 
 private:
     /// A change of the prompt that needs the Inspector (the task instance), applied on the worker.
@@ -176,13 +157,9 @@ private:
     uint64_t nextSeed();
     std::vector<icl::Ablation> ablations() const;
 
-    AnalysisRunner* m_runner = nullptr;
     /// The Inspector and what it has loaded; used only by jobs on the runner's worker thread.
     std::shared_ptr<WorkerState> m_worker;
     quint64 m_experimentGeneration = 0; ///< bumped by showExperiment: the worker reloads the file
-    icl::RunSummary m_summary;
-    qint64 m_step = -1;
-    bool m_active = false;
     bool m_dirty = false; ///< work waits for the page to be shown
     quint64 m_request = 0; ///< id of the latest request; older results are dropped
     std::optional<Mutation> m_pendingMutation;
@@ -199,8 +176,6 @@ private:
     int m_query = -1;
     bool m_filling = false;
 
-    QStackedWidget* m_stack = nullptr;
-    QLabel* m_message = nullptr;
     widgets::AttentionGrid* m_grid = nullptr;
     widgets::AttentionPatternView* m_patternView = nullptr;
     widgets::BarChartView* m_rowChart = nullptr;
@@ -222,7 +197,6 @@ private:
     QPushButton* m_relabel = nullptr;
     QPushButton* m_openPrompt = nullptr;
     QPushButton* m_savePrompt = nullptr;
-    QLabel* m_status = nullptr;
     QLabel* m_target = nullptr;
     QLabel* m_headingLabel = nullptr;
     QWidget* m_currentView = nullptr;

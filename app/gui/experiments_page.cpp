@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/train_page.h"
+#include "app/gui/page_widgets.h"
 #include "core/error.h"
 #include "core/io/config.h"
 
@@ -108,10 +109,7 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
     m_provenanceSources->horizontalHeader()->setStretchLastSection(true);
     m_provenanceSources->verticalHeader()->setDefaultSectionSize(m_provenanceSources->fontMetrics().height() + 6);
     m_provenanceSources->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-    m_provenanceNotes = new QLabel(m_provenance);
-    m_provenanceNotes->setObjectName(QStringLiteral("importProvenanceNotes"));
-    m_provenanceNotes->setWordWrap(true);
-    m_provenanceNotes->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_provenanceNotes = makeTextLine(QStringLiteral("importProvenanceNotes"), m_provenance);
     provenanceLayout->addWidget(m_provenanceLabel);
     provenanceLayout->addWidget(m_provenanceSources);
     provenanceLayout->addWidget(m_provenanceNotes);

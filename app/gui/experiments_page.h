@@ -5,14 +5,8 @@
 #include <QStringList>
 #include <QWidget>
 
+#include "app/gui/gui_forward.h"
 #include "core/types/run_summary.h"
-
-class QComboBox;
-class QLabel;
-class QLineEdit;
-class QListWidget;
-class QTableWidget;
-class QTextBrowser;
 
 namespace icl::gui {
 

@@ -20,12 +20,14 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/report.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
+#include "core/io/kinds.h"
 
 namespace icl::gui {
 
@@ -63,7 +65,7 @@ QLabel* valueLabel(const QString& objectName, QWidget* parent)
     return label;
 }
 
-QLabel* statusLabel(const QString& objectName, QWidget* parent)
+QLabel* makeStatusLabel(const QString& objectName, QWidget* parent)
 {
     auto* label = new QLabel(parent);
     label->setObjectName(objectName);
@@ -76,9 +78,7 @@ QLabel* statusLabel(const QString& objectName, QWidget* parent)
 QWidget* tabPage(QWidget* controls, QLabel* status, QWidget* body)
 {
     auto* page = new QWidget;
-    auto* layout = new QVBoxLayout(page);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(page);
     if (controls)
         layout->addWidget(controls);
     layout->addWidget(status);
@@ -89,25 +89,11 @@ QWidget* tabPage(QWidget* controls, QLabel* status, QWidget* body)
 } // namespace
 
 GdAlignmentPage::GdAlignmentPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("gdAlignment"), parent)
 {
-    setObjectName(QStringLiteral("gdAlignmentPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-
-    m_message = new QLabel(tr("Open an experiment with a linear self-attention (LSA) model to compare it with "
-                              "gradient descent."),
-        this);
-    m_message->setObjectName(QStringLiteral("gdAlignmentMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
+    m_status->hide(); // each tab has its own status line
+    QWidget* content = createContent(
+        tr("Open an experiment with a linear self-attention (LSA) model to compare it with gradient descent."));
     auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->setSpacing(4);
@@ -170,14 +156,14 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     // (a) over training
     m_alignmentPlot = new widgets::PlotView(this);
     m_alignmentPlot->setObjectName(QStringLiteral("alignmentPlot"));
-    m_alignmentStatus = statusLabel(QStringLiteral("alignmentStatus"), this);
+    m_alignmentStatus = makeStatusLabel(QStringLiteral("alignmentStatus"), this);
     m_tabs->addTab(tabPage(nullptr, m_alignmentStatus, m_alignmentPlot), tr("Over training"));
     m_tabs->setTabToolTip(0, tr("Alignment metrics recorded at each evaluation during training"));
 
     // (b) model vs GD predictions
     m_scatterPlot = new widgets::PlotView(this);
     m_scatterPlot->setObjectName(QStringLiteral("scatterPlot"));
-    m_scatterStatus = statusLabel(QStringLiteral("scatterStatus"), this);
+    m_scatterStatus = makeStatusLabel(QStringLiteral("scatterStatus"), this);
     m_tabs->addTab(tabPage(nullptr, m_scatterStatus, m_scatterPlot), tr("Model vs GD"));
     m_tabs->setTabToolTip(1, tr("Predictions of the selected checkpoint against GD on the same prompts"));
 
@@ -213,7 +199,7 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     hg->addWidget(m_kqConstruction, 0, 1);
     hg->addWidget(m_pv, 1, 0);
     hg->addWidget(m_pvConstruction, 1, 1);
-    m_weightsStatus = statusLabel(QStringLiteral("weightsStatus"), this);
+    m_weightsStatus = makeStatusLabel(QStringLiteral("weightsStatus"), this);
     m_tabs->addTab(tabPage(weightControls, m_weightsStatus, heatmaps), tr("Weights"));
     m_tabs->setTabToolTip(2, tr("Learned W_KᵀW_Q and P·W_V next to the GD construction"));
     connect(m_layer, qOverload<int>(&QComboBox::currentIndexChanged), this, &GdAlignmentPage::showLayer);
@@ -231,7 +217,7 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     ec->addStretch(1);
     m_etaPlot = new widgets::PlotView(this);
     m_etaPlot->setObjectName(QStringLiteral("etaScanPlot"));
-    m_etaStatus = statusLabel(QStringLiteral("etaStatus"), this);
+    m_etaStatus = makeStatusLabel(QStringLiteral("etaStatus"), this);
     m_tabs->addTab(tabPage(etaControls, m_etaStatus, m_etaPlot), tr("η scan"));
     m_tabs->setTabToolTip(3, tr("Loss of k GD steps against the step size η, next to the model's loss"));
     connect(m_etaK, qOverload<int>(&QSpinBox::valueChanged), this, [this] {
@@ -257,7 +243,7 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     m_layerTable->setEditTriggers(QAbstractItemView::NoEditTriggers);
     m_layerTable->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_layerTable->setAlternatingRowColors(true);
-    m_layersStatus = statusLabel(QStringLiteral("layersStatus"), this);
+    m_layersStatus = makeStatusLabel(QStringLiteral("layersStatus"), this);
     m_tabs->addTab(tabPage(layerControls, m_layersStatus, m_layerTable), tr("Layers vs steps"));
     m_tabs->setTabToolTip(4, tr("The read-out after k layers against k steps of GD and of GD++"));
     connect(m_withGdpp, &QCheckBox::toggled, this, [this] {
@@ -280,7 +266,7 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     oc->addStretch(1);
     m_oodPlot = new widgets::PlotView(this);
     m_oodPlot->setObjectName(QStringLiteral("oodPlot"));
-    m_oodStatus = statusLabel(QStringLiteral("oodStatus"), this);
+    m_oodStatus = makeStatusLabel(QStringLiteral("oodStatus"), this);
     m_tabs->addTab(tabPage(oodControls, m_oodStatus, m_oodPlot), tr("Out of distribution"));
     m_tabs->setTabToolTip(5, tr("Model, GD and least squares on prompts from a shifted distribution"));
     connect(m_oodKind, qOverload<int>(&QComboBox::currentIndexChanged), this, [this] {
@@ -289,24 +275,16 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     });
 
     // (g) copy analysis (interleaved layout)
-    m_copySummary = new QLabel(this);
-    m_copySummary->setObjectName(QStringLiteral("copySummary"));
-    m_copySummary->setWordWrap(true);
-    m_copySummary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_copySummary = makeTextLine(QStringLiteral("copySummary"), this);
     m_copyHeatmap = new widgets::HeatmapView(this);
     m_copyHeatmap->setObjectName(QStringLiteral("copyHeatmap"));
-    m_copyStatus = statusLabel(QStringLiteral("copyStatus"), this);
+    m_copyStatus = makeStatusLabel(QStringLiteral("copyStatus"), this);
     m_tabs->addTab(tabPage(m_copySummary, m_copyStatus, m_copyHeatmap), tr("Copy (layer 1)"));
     m_tabs->setTabToolTip(6, tr("Interleaved layout: how strongly each layer-1 output token depends on each input "
                                 "token; a first layer that copies y_i into the x_i token lights up the diagonal "
                                 "next to the main one"));
 
-    m_stack->addWidget(content);
-    m_stack->setCurrentWidget(m_message);
-
-    connect(m_runner, &AnalysisRunner::started, this, &GdAlignmentPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, &GdAlignmentPage::busyFinished);
-    connect(m_runner, &AnalysisRunner::progress, this, [this](int done, int total, const QString& label) {
+    connect(runner(), &AnalysisRunner::progress, this, [this](int done, int total, const QString& label) {
         if (!label.isEmpty())
             m_currentJob = label;
         const int percent = total > 0 ? 100 * done / total : 0;
@@ -316,9 +294,7 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
 
 GdAlignmentPage::~GdAlignmentPage()
 {
-    // Join the worker before the widgets its results would go to are destroyed.
-    delete m_runner;
-    m_runner = nullptr;
+    stopWorker(); // join the worker before the widgets its results would go to are destroyed
 }
 
 QStringList GdAlignmentPage::tabNames()
@@ -386,16 +362,13 @@ widgets::HeatmapView* GdAlignmentPage::heatmap(bool kq, bool construction) const
 
 bool GdAlignmentPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    std::string kind;
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        kind = cfg.at("model").at("kind").get<std::string>();
-    } catch (const std::exception&) {
+    if (!summary.config) {
         if (why)
-            *why = tr("The experiment's config names no model kind.");
+            *why = tr("The experiment's config was not read.");
         return false;
     }
-    if (kind != "lsa") {
+    const std::string& kind = summary.config->model.kind;
+    if (icl::kindOf(summary.config->model) != icl::ModelKind::Lsa) {
         if (why)
             *why = tr("This page needs an LSA model (model.kind \"lsa\", as in the vonoswald-* presets); this "
                       "experiment trains a \"%1\" model.")
@@ -415,14 +388,9 @@ std::string GdAlignmentPage::reference() const
     return m_reference.empty() ? "gd_" + std::to_string(m_linearLayers) : m_reference;
 }
 
-bool GdAlignmentPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void GdAlignmentPage::cancel()
 {
-    m_runner->cancel();
+    runner()->cancel();
     // Everything not computed for this checkpoint is computed again when asked.
     m_stale = true;
     for (QLabel* s : { m_scatterStatus, m_weightsStatus, m_etaStatus, m_layersStatus, m_oodStatus, m_copyStatus })
@@ -430,22 +398,13 @@ void GdAlignmentPage::cancel()
             setStatus(s, tr("Cancelled. Select a checkpoint to compute again."));
 }
 
-bool GdAlignmentPage::ready() const
-{
-    return m_supported && m_active && !m_path.empty() && m_step >= 0;
-}
-
 std::map<std::string, std::string> GdAlignmentPage::metadata() const
 {
     std::map<std::string, std::string> m;
     m["experiment"] = std::filesystem::path(m_summary.path).filename().string();
     m["checkpoint_step"] = std::to_string(m_step);
-    try {
-        const auto cfg = nlohmann::json::parse(m_summary.config_json);
-        if (cfg.contains("seed"))
-            m["seed"] = cfg["seed"].dump();
-    } catch (const std::exception&) {
-    }
+    if (m_summary.config)
+        m["seed"] = std::to_string(m_summary.config->seed);
     return m;
 }
 
@@ -458,39 +417,21 @@ void GdAlignmentPage::setStatus(QLabel* label, const QString& text, bool error, 
     label->setVisible(!text.isEmpty());
 }
 
-void GdAlignmentPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool GdAlignmentPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    m_summary = summary;
-    m_path = summary.path;
-    m_step = step;
-    for (quint64& g : m_generation)
+    for (quint64& g : m_analysisGeneration)
         ++g; // results for the previous file are dropped
-    m_runner->cancel();
-    QString why;
-    m_supported = supports(summary, &why);
-    if (!m_supported) {
-        m_message->setText(why);
-        m_stack->setCurrentWidget(m_message);
-        m_stale = false;
-        return;
+    if (!supports(summary, why)) {
+        showMessage(*why);
+        return false;
     }
-    m_stack->setCurrentWidget(m_stack->widget(1));
-    m_layers = 1;
-    m_linearLayers = 1;
-    m_tied = false;
-    m_interleaved = false;
-    m_reference.clear();
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        m_layers = cfg.at("model").value("n_layers", int64_t(1));
-        m_linearLayers = std::max<int64_t>(1, m_layers - cfg.at("model").value("softmax_layers", int64_t(0)));
-        m_tied = cfg.at("model").value("tied", false);
-        m_interleaved = cfg.at("task").value("layout", std::string("pair")) == "interleaved";
-        const auto& alignment = cfg.at("eval").value("alignment", nlohmann::json::array());
-        if (!alignment.empty() && alignment[0].is_string())
-            m_reference = alignment[0].get<std::string>();
-    } catch (const std::exception&) {
-    }
+    showContent();
+    const icl::ExperimentConfig& config = *summary.config; // supports() checked it is there
+    m_layers = config.model.n_layers;
+    m_linearLayers = std::max<int64_t>(1, m_layers - config.model.softmax_layers);
+    m_tied = config.model.tied;
+    m_interleaved = icl::layoutOf(config.task) == icl::TaskLayout::Interleaved;
+    m_reference = config.eval.alignment.empty() ? std::string() : config.eval.alignment.front();
     m_tabs->setTabEnabled(6, m_interleaved);
     {
         const QSignalBlocker blockK(m_etaK);
@@ -505,9 +446,7 @@ void GdAlignmentPage::showExperiment(const icl::RunSummary& summary, qint64 step
         m_withGdpp->setEnabled(m_layers > 1);
     }
     showAlignmentOverTraining();
-    m_stale = true;
-    if (m_active)
-        runAll();
+    return true;
 }
 
 void GdAlignmentPage::updateTrainingCurves(const icl::RunSummary& summary)
@@ -518,23 +457,6 @@ void GdAlignmentPage::updateTrainingCurves(const icl::RunSummary& summary)
     }
     m_summary = summary;
     showAlignmentOverTraining();
-}
-
-void GdAlignmentPage::selectCheckpoint(qint64 step)
-{
-    if (step == m_step && !m_stale)
-        return;
-    m_step = step;
-    m_stale = true;
-    if (ready())
-        runAll();
-}
-
-void GdAlignmentPage::setActive(bool active)
-{
-    m_active = active;
-    if (active && m_stale && ready())
-        runAll();
 }
 
 void GdAlignmentPage::showAlignmentOverTraining()
@@ -555,7 +477,7 @@ void GdAlignmentPage::showAlignmentOverTraining()
     }
 }
 
-void GdAlignmentPage::runAll()
+void GdAlignmentPage::compute()
 {
     m_stale = false;
     m_metricsTitle->setText(tr("Checkpoint %1 vs %2").arg(m_step).arg(prettyReference(reference())));
@@ -570,7 +492,7 @@ void GdAlignmentPage::runAll()
 
 void GdAlignmentPage::runMetrics()
 {
-    const quint64 generation = ++m_generation[Metrics];
+    const quint64 generation = ++m_analysisGeneration[Metrics];
     for (QLabel* l :
         { m_cosine, m_predictionDifference, m_modelDifference, m_relativeDifference, m_modelLoss, m_referenceLoss })
         l->setText(QStringLiteral("…"));
@@ -583,13 +505,13 @@ void GdAlignmentPage::runMetrics()
     options.store = false;
     const std::string path = m_path;
     const icl::RunSummary summary = m_summary;
-    m_runner->enqueue(
+    runner()->enqueue(
         Metrics, tr("alignment with %1").arg(refName),
         [this, generation, path, options, summary]() -> AnalysisRunner::Continuation {
             auto result = std::make_shared<icl::AlignmentResult>(icl::computeGdAlignment(path, options));
             auto figure = std::make_shared<icl::Figure>(icl::predictionScatterFigure(*result, summary));
             return [this, generation, result, figure] {
-                if (generation != m_generation[Metrics])
+                if (generation != m_analysisGeneration[Metrics])
                     return;
                 const icl::AlignmentMetrics& m = result->metrics;
                 m_cosine->setText(number(m.model_cosine));
@@ -608,7 +530,7 @@ void GdAlignmentPage::runMetrics()
             };
         },
         [this, generation](const QString& error) {
-            if (generation != m_generation[Metrics])
+            if (generation != m_analysisGeneration[Metrics])
                 return;
             for (QLabel* l : { m_cosine, m_predictionDifference, m_modelDifference, m_relativeDifference, m_modelLoss,
                      m_referenceLoss })
@@ -620,16 +542,16 @@ void GdAlignmentPage::runMetrics()
 
 void GdAlignmentPage::runWeights()
 {
-    const quint64 generation = ++m_generation[Weights];
+    const quint64 generation = ++m_analysisGeneration[Weights];
     setStatus(m_weightsStatus, tr("Reading the weights of checkpoint %1…").arg(m_step), false, true);
     const std::string path = m_path;
     const qint64 step = m_step;
-    m_runner->enqueue(
+    runner()->enqueue(
         Weights, tr("learned weights"),
         [this, generation, path, step]() -> AnalysisRunner::Continuation {
             auto views = std::make_shared<std::vector<icl::LsaWeightView>>(icl::lsaWeightViews(path, step));
             return [this, generation, views] {
-                if (generation != m_generation[Weights])
+                if (generation != m_analysisGeneration[Weights])
                     return;
                 m_weightViews = *views;
                 const int keep = m_layer->currentIndex();
@@ -645,7 +567,7 @@ void GdAlignmentPage::runWeights()
             };
         },
         [this, generation](const QString& error) {
-            if (generation != m_generation[Weights])
+            if (generation != m_analysisGeneration[Weights])
                 return;
             m_weightViews.clear();
             m_layer->clear();
@@ -676,13 +598,13 @@ void GdAlignmentPage::showLayer(int index)
 
 void GdAlignmentPage::runEtaScan()
 {
-    const quint64 generation = ++m_generation[EtaScan];
+    const quint64 generation = ++m_analysisGeneration[EtaScan];
     const int64_t k = m_etaK->value();
     setStatus(m_etaStatus, tr("Scanning η for %1 GD step(s)…").arg(k), false, true);
     const std::string path = m_path;
     const qint64 step = m_step;
     const icl::RunSummary summary = m_summary;
-    m_runner->enqueue(
+    runner()->enqueue(
         EtaScan, tr("η scan"),
         [this, generation, path, step, k, summary]() -> AnalysisRunner::Continuation {
             const icl::EtaScan scan = icl::computeEtaScan(path, step, k, 4.0, 200, false);
@@ -692,7 +614,7 @@ void GdAlignmentPage::runEtaScan()
             figure->log_y = true;
             const double bestEta = scan.best_eta, bestLoss = scan.best_loss, modelLoss = scan.model_loss;
             return [this, generation, figure, bestEta, bestLoss, modelLoss, k] {
-                if (generation != m_generation[EtaScan])
+                if (generation != m_analysisGeneration[EtaScan])
                     return;
                 m_etaPlot->setFigure(*figure);
                 setStatus(m_etaStatus,
@@ -702,7 +624,7 @@ void GdAlignmentPage::runEtaScan()
             };
         },
         [this, generation](const QString& error) {
-            if (generation != m_generation[EtaScan])
+            if (generation != m_analysisGeneration[EtaScan])
                 return;
             m_etaPlot->setFigure(icl::Figure {});
             setStatus(m_etaStatus, error, true);
@@ -711,26 +633,26 @@ void GdAlignmentPage::runEtaScan()
 
 void GdAlignmentPage::runOod()
 {
-    const quint64 generation = ++m_generation[Ood];
+    const quint64 generation = ++m_analysisGeneration[Ood];
     const std::string kind = m_oodKind->currentData().toString().toStdString();
     setStatus(m_oodStatus, tr("Evaluating out of distribution (%1)…").arg(m_oodKind->currentText()), false, true);
     const std::string path = m_path;
     const qint64 step = m_step;
     const icl::RunSummary summary = m_summary;
-    m_runner->enqueue(
+    runner()->enqueue(
         Ood, tr("out-of-distribution curves"),
         [this, generation, path, step, kind, summary]() -> AnalysisRunner::Continuation {
             const icl::OodCurve curve = icl::computeOod(path, step, kind, {}, 4000, false);
             auto figure = std::make_shared<icl::Figure>(icl::oodFigure(curve, summary));
             return [this, generation, figure] {
-                if (generation != m_generation[Ood])
+                if (generation != m_analysisGeneration[Ood])
                     return;
                 m_oodPlot->setFigure(*figure);
                 setStatus(m_oodStatus, QString());
             };
         },
         [this, generation](const QString& error) {
-            if (generation != m_generation[Ood])
+            if (generation != m_analysisGeneration[Ood])
                 return;
             m_oodPlot->setFigure(icl::Figure {});
             setStatus(m_oodStatus, error, true);
@@ -739,7 +661,7 @@ void GdAlignmentPage::runOod()
 
 void GdAlignmentPage::runLayers()
 {
-    const quint64 generation = ++m_generation[Layers];
+    const quint64 generation = ++m_analysisGeneration[Layers];
     const bool gdpp = m_withGdpp->isChecked() && m_layers > 1;
     setStatus(m_layersStatus,
         gdpp ? tr("Comparing %1 layer read-outs with GD and GD++ (fitting GD++ takes a while)…").arg(m_layers)
@@ -747,12 +669,12 @@ void GdAlignmentPage::runLayers()
         false, true);
     const std::string path = m_path;
     const qint64 step = m_step;
-    m_runner->enqueue(
+    runner()->enqueue(
         Layers, gdpp ? tr("K layers vs K steps of GD and GD++") : tr("K layers vs K steps of GD"),
         [this, generation, path, step, gdpp]() -> AnalysisRunner::Continuation {
             auto rows = std::make_shared<std::vector<icl::LayerStepRow>>(icl::compareLayersWithSteps(path, step, gdpp));
             return [this, generation, rows] {
-                if (generation != m_generation[Layers])
+                if (generation != m_analysisGeneration[Layers])
                     return;
                 m_layerTable->setRowCount(int(rows->size()));
                 for (size_t i = 0; i < rows->size(); ++i) {
@@ -772,7 +694,7 @@ void GdAlignmentPage::runLayers()
             };
         },
         [this, generation](const QString& error) {
-            if (generation != m_generation[Layers])
+            if (generation != m_analysisGeneration[Layers])
                 return;
             m_layerTable->setRowCount(0);
             setStatus(m_layersStatus, error, true);
@@ -781,16 +703,16 @@ void GdAlignmentPage::runLayers()
 
 void GdAlignmentPage::runCopy()
 {
-    const quint64 generation = ++m_generation[Copy];
+    const quint64 generation = ++m_analysisGeneration[Copy];
     setStatus(m_copyStatus, tr("Computing layer-1 gradient norms of checkpoint %1…").arg(m_step), false, true);
     const std::string path = m_path;
     const qint64 step = m_step;
-    m_runner->enqueue(
+    runner()->enqueue(
         Copy, tr("copy analysis of layer 1"),
         [this, generation, path, step]() -> AnalysisRunner::Continuation {
             auto copy = std::make_shared<icl::CopyAnalysis>(icl::computeCopyAnalysis(path, step, 64, false));
             return [this, generation, copy] {
-                if (generation != m_generation[Copy])
+                if (generation != m_analysisGeneration[Copy])
                     return;
                 icl::Matrix m;
                 m.name = "‖∂ layer-1 output (row) / ∂ input token (column)‖, checkpoint " + std::to_string(copy->checkpoint_step);
@@ -810,7 +732,7 @@ void GdAlignmentPage::runCopy()
             };
         },
         [this, generation](const QString& error) {
-            if (generation != m_generation[Copy])
+            if (generation != m_analysisGeneration[Copy])
                 return;
             m_copyHeatmap->setMatrix(icl::Matrix {});
             setStatus(m_copyStatus, error, true);

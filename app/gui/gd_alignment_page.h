@@ -6,27 +6,11 @@
 #include <string>
 #include <vector>
 
-#include <QWidget>
-
+#include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
 #include "core/analysis/gd_alignment.h"
-#include "core/types/run_summary.h"
-
-class QCheckBox;
-class QComboBox;
-class QLabel;
-class QSpinBox;
-class QStackedWidget;
-class QTabWidget;
-class QTableWidget;
-
-namespace icl::widgets {
-class HeatmapView;
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
-
-class AnalysisRunner;
 
 /// Tabs: alignment metrics over training (from the file's metrics), model vs GD-K predictions of
 /// the selected checkpoint, learned W_KᵀW_Q and P·W_V next to the GD construction, the η scan, K
@@ -36,7 +20,7 @@ class AnalysisRunner;
 /// changes; results of superseded jobs are dropped by a per-analysis generation counter. Nothing is
 /// written to the experiment file. Needs an LSA model; other runs get a message instead.
 /// Thread affinity: GUI thread only.
-class GdAlignmentPage : public QWidget {
+class GdAlignmentPage : public AnalysisPage {
     Q_OBJECT
 public:
     /// Checkpoint analyses, in the order they run.
@@ -45,36 +29,27 @@ public:
     explicit GdAlignmentPage(QWidget* parent = nullptr);
     ~GdAlignmentPage() override;
 
-    /// Shows a file: the alignment-over-training plot at once, the checkpoint analyses for `step`
-    /// when the page is active (else when it becomes active).
-    void showExperiment(const icl::RunSummary& summary, qint64 step);
     /// A running job wrote new rows to `summary`'s file: redraws the alignment-over-training plot (the
     /// paper's figure, live while training). A file other than the one shown is opened instead
     /// (showExperiment at its last checkpoint). Checkpoint analyses are not re-run.
     void updateTrainingCurves(const icl::RunSummary& summary);
-    /// Follows the timeline: re-runs the checkpoint analyses for `step` (now if active, else later).
-    void selectCheckpoint(qint64 step);
-    /// The page is on screen (runs pending analyses) or not (defers them).
-    void setActive(bool active);
-
-    /// True while analyses are queued or running.
-    bool isBusy() const;
     /// Drops queued analyses and the result of the running one (which runs to its end).
-    void cancel();
+    void cancel() override;
+    QString cancelledMessage() const override { return tr("Analyses cancelled (a running computation finishes first)"); }
+    QString doneMessage() const override { return tr("GD alignment: analyses done"); }
 
     /// Selects a tab by name: training, scatter, weights, eta, layers, ood, copy. False if unknown.
     bool showTab(const QString& name);
     static QStringList tabNames();
 
     /// The plot of the visible tab (nullptr on the weights and layers tabs).
-    widgets::PlotView* currentPlot() const;
+    widgets::PlotView* currentPlot() const override;
     /// Opens the export dialog of the visible tab's plot (the learned W_KᵀW_Q on the weights tab).
-    bool exportCurrentPlot();
+    bool exportCurrentPlot() override;
 
     /// "lsa" models only; `why` gets the message shown otherwise.
     static bool supports(const icl::RunSummary& summary, QString* why);
 
-    qint64 checkpointStep() const { return m_step; }
     /// The reference the checkpoint is compared with: the first of the config's eval.alignment
     /// ("features_gd_1" for the sine preset), else "gd_K" with K the number of layers.
     std::string reference() const;
@@ -94,19 +69,11 @@ public:
     QCheckBox* gdppCheck() const { return m_withGdpp; }
     /// Learned (construction=false) or constructed W_KᵀW_Q (kq=true) / P·W_V heatmap.
     widgets::HeatmapView* heatmap(bool kq, bool construction) const;
-    /// The message shown instead of the page for runs it does not fit (or on errors).
-    QLabel* messageLabel() const { return m_message; }
-
-Q_SIGNALS:
-    /// Analyses started (the page was idle).
-    void busyStarted();
-    /// Progress for the status bar: percent in [0, 100].
-    void progressChanged(int percent, const QString& text);
-    /// All analyses finished (or were cancelled).
-    void busyFinished();
 
 private:
-    void runAll();
+    /// The alignment-over-training plot at once; the checkpoint analyses (compute) when shown.
+    bool bind(const icl::RunSummary& summary, QString* why) override;
+    void compute() override;
     void runMetrics();
     void runWeights();
     void runEtaScan();
@@ -116,27 +83,17 @@ private:
     void showLayer(int index);
     void showAlignmentOverTraining();
     void setStatus(QLabel* label, const QString& text, bool error = false, bool pending = false);
-    bool ready() const;
     std::map<std::string, std::string> metadata() const;
 
-    AnalysisRunner* m_runner = nullptr;
-    icl::RunSummary m_summary;
-    std::string m_path;
-    qint64 m_step = -1;
     int64_t m_layers = 1;
     int64_t m_linearLayers = 1; ///< layers without softmax: the number of GD steps they compare with
     bool m_tied = false;
     bool m_interleaved = false;
     std::string m_reference;
-    bool m_supported = false;
-    bool m_active = false;
-    bool m_stale = false; ///< checkpoint analyses not run for (m_path, m_step) yet
-    std::array<quint64, AnalysisCount> m_generation {};
+    std::array<quint64, AnalysisCount> m_analysisGeneration {};
     QString m_currentJob;
     std::vector<icl::LsaWeightView> m_weightViews;
 
-    QStackedWidget* m_stack = nullptr;
-    QLabel* m_message = nullptr;
     QLabel* m_metricsTitle = nullptr;
     QLabel* m_cosine = nullptr;
     QLabel* m_predictionDifference = nullptr;

@@ -1,4 +1,5 @@
 #include "app/gui/icl_curve_page.h"
+#include "app/gui/page_widgets.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +12,6 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
-#include "app/gui/analysis_runner.h"
 #include "core/report.h"
 #include "widgets/plot_view.h"
 
@@ -21,21 +21,12 @@ namespace {
 
 enum JobKey { CurveJob = 200 };
 
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
-}
-
 } // namespace
 
 IclCurvePage::IclCurvePage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("iclCurve"), parent)
 {
-    setObjectName(QStringLiteral("iclCurvePage"));
-    auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(this);
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompts"), this));
@@ -50,83 +41,23 @@ IclCurvePage::IclCurvePage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = new QLabel(QStringLiteral("—"), this);
-    m_summaryLabel->setObjectName(QStringLiteral("iclCurveSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("iclCurveSummary"), this, QStringLiteral("—"));
     layout->addWidget(m_summaryLabel);
-    m_status = new QLabel(this);
-    m_status->setObjectName(QStringLiteral("iclCurveStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
 
     m_plot = new widgets::PlotView(this);
     m_plot->setObjectName(QStringLiteral("iclCurvePlot"));
     layout->addWidget(m_plot, 1);
 
-    connect(m_prompts, qOverload<int>(&QSpinBox::valueChanged), this, [this] {
-        m_stale = true;
-        if (ready())
-            run();
-    });
-    connect(m_runner, &AnalysisRunner::started, this, &IclCurvePage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, &IclCurvePage::busyFinished);
+    connect(m_prompts, qOverload<int>(&QSpinBox::valueChanged), this, &IclCurvePage::requestCompute);
 }
 
-IclCurvePage::~IclCurvePage()
+bool IclCurvePage::bind(const icl::RunSummary&, QString*)
 {
-    if (m_stop)
-        *m_stop = true;
-}
-
-void IclCurvePage::showExperiment(const icl::RunSummary& summary, qint64 step)
-{
-    cancel();
-    ++m_generation;
-    m_summary = summary;
-    m_path = summary.path;
-    m_step = step;
     m_curve = {};
     m_plot->setFigure(icl::Figure {});
     m_summaryLabel->setText(QStringLiteral("—"));
-    m_status->clear();
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void IclCurvePage::selectCheckpoint(qint64 step)
-{
-    if (step == m_step && !m_stale)
-        return;
-    m_step = step;
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void IclCurvePage::setActive(bool active)
-{
-    m_active = active;
-    if (active && m_stale && ready())
-        run();
-}
-
-bool IclCurvePage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
-void IclCurvePage::cancel()
-{
-    if (m_stop)
-        *m_stop = true;
-    const bool wasBusy = m_runner->isBusy();
-    m_runner->cancel();
-    if (wasBusy) {
-        m_stale = true;
-        m_status->setText(tr("Cancelled. Select a checkpoint to compute again."));
-    }
+    return true;
 }
 
 void IclCurvePage::setPromptCount(int64_t n)
@@ -143,55 +74,26 @@ icl::IclCurveOptions IclCurvePage::options() const
     return o;
 }
 
-bool IclCurvePage::ready() const
+void IclCurvePage::compute()
 {
-    return m_active && !m_path.empty() && m_step >= 0;
-}
-
-void IclCurvePage::run()
-{
-    m_stale = false;
-    const quint64 generation = ++m_generation;
-    if (m_stop)
-        *m_stop = true; // the previous analysis is superseded
-    auto stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = stop;
+    const Ticket t = newTicket();
     const icl::IclCurveOptions o = options();
     const std::string path = m_path;
     m_status->setText(tr("Computing the ICL curve at checkpoint %1…").arg(m_step));
-    m_runner->enqueue(
-        CurveJob, tr("ICL curve"),
-        [this, generation, path, o, stop]() -> AnalysisRunner::Continuation {
-            auto curve = std::make_shared<icl::IclCurve>(icl::computeIclCurve(
-                path, o,
-                [this, stop](int64_t done, int64_t total) {
-                    const int percent = int(100 * done / std::max<int64_t>(1, total));
-                    QMetaObject::invokeMethod(
-                        this,
-                        [this, percent] { Q_EMIT progressChanged(percent, tr("ICL curve: %1%").arg(percent)); },
-                        Qt::QueuedConnection);
-                    return !*stop;
-                },
-                [this, generation](const icl::IclCurve& first) {
-                    QMetaObject::invokeMethod(
-                        this,
-                        [this, generation, first] {
-                            if (generation == m_generation)
-                                showCurve(first, true);
-                        },
-                        Qt::QueuedConnection);
-                }));
-            return [this, generation, curve] {
-                if (generation != m_generation)
-                    return;
-                showCurve(*curve, false);
-            };
-        },
-        [this, generation](const QString& error) {
-            if (generation != m_generation)
-                return;
-            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
-        });
+    const Progress progress = progressReporter(t, tr("ICL curve"));
+    // The first look (the curve on the first prompts) is shown while the rest is computed.
+    auto preview = [this, t](const icl::IclCurve& first) {
+        QMetaObject::invokeMethod(
+            this,
+            [this, t, first] {
+                if (isCurrent(t))
+                    showCurve(first, true);
+            },
+            Qt::QueuedConnection);
+    };
+    submit<icl::IclCurve>(
+        CurveJob, tr("ICL curve"), t, [path, o, progress, preview] { return icl::computeIclCurve(path, o, progress, preview); },
+        [this](const icl::IclCurve& curve) { showCurve(curve, false); });
 }
 
 void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
@@ -204,7 +106,7 @@ void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
         QStringList parts;
         for (const icl::IclCurveSeries& s : m_curve.series)
             if (!s.error.empty())
-                parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), number(s.error.back()));
+                parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), formatValue(s.error.back()));
         text += QLatin1Char(' ') + parts.join(QStringLiteral(", "));
     }
     m_summaryLabel->setText(text);

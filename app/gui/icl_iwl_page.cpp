@@ -25,14 +25,16 @@
 #include <QTextStream>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
+#include "app/gui/sweep_view.h"
 #include "core/analysis/fewshot_sequence.h"
 #include "core/report.h"
 #include "widgets/bar_chart_view.h"
 #include "widgets/exemplar_strip.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
@@ -58,25 +60,13 @@ const std::vector<std::pair<icl::FewShotSequenceKind, const char*>>& sequenceKin
 /// task.kind of the run's stored config ("" when it cannot be read).
 std::string taskKind(const icl::RunSummary& summary)
 {
-    try {
-        const nlohmann::json config = nlohmann::json::parse(summary.config_json);
-        if (config.contains("task") && config["task"].contains("kind") && config["task"]["kind"].is_string())
-            return config["task"]["kind"].get<std::string>();
-    } catch (const nlohmann::json::exception&) {
-    }
-    return {};
+    return summary.config ? summary.config->task.kind : std::string();
 }
 
 /// True when the run splits its training classes into common and rare ones (task.n_common_classes > 0).
 bool hasCommonRareSplit(const icl::RunSummary& summary)
 {
-    try {
-        const nlohmann::json config = nlohmann::json::parse(summary.config_json);
-        return config.contains("task") && config["task"].is_object()
-            && config["task"].value("n_common_classes", int64_t(0)) > 0;
-    } catch (const nlohmann::json::exception&) {
-    }
-    return false;
+    return summary.config && summary.config->task.n_common_classes > 0;
 }
 
 QLabel* valueLabel(QWidget* parent, const char* name)
@@ -90,10 +80,8 @@ QLabel* valueLabel(QWidget* parent, const char* name)
 } // namespace
 
 IclIwlPage::IclIwlPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("iclIwl"), parent)
 {
-    setObjectName(QStringLiteral("iclIwlPage"));
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(4, 4, 4, 4);
     m_tabs = new QTabWidget(this);
@@ -101,9 +89,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     outer->addWidget(m_tabs);
     auto* training = new QWidget(m_tabs);
     m_tabs->addTab(training, tr("Over training"));
-    auto* layout = new QVBoxLayout(training);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    auto* layout = makeContentLayout(training);
 
     m_message = new QLabel(training);
     m_message->setObjectName(QStringLiteral("iclIwlMessage"));
@@ -167,9 +153,6 @@ IclIwlPage::IclIwlPage(QWidget* parent)
         form->setRowVisible(*value, false);
     }
     m_panelForm = form;
-    m_status = new QLabel(panel);
-    m_status->setObjectName(QStringLiteral("iclIwlStatus"));
-    m_status->setWordWrap(true);
     form->addRow(m_status);
     panel->setFixedWidth(340);
     body->addWidget(panel, 0, Qt::AlignTop);
@@ -178,42 +161,14 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     layout->addStretch(0);
 
     // --- sweep tab ---
-    auto* sweep = new QWidget(m_tabs);
-    m_tabs->addTab(sweep, tr("Sweep"));
-    auto* sweepLayout = new QVBoxLayout(sweep);
-    sweepLayout->setContentsMargins(4, 4, 4, 4);
-    sweepLayout->setSpacing(4);
-    auto* sweepControls = new QHBoxLayout;
-    m_openSweep = new QPushButton(tr("Open sweep…"), sweep);
-    m_openSweep->setObjectName(QStringLiteral("iclIwlOpenSweep"));
-    m_openSweep->setToolTip(tr("A directory written by icl-cli sweep and icl-cli aggregate (reads aggregate/table.csv)"));
-    sweepControls->addWidget(m_openSweep);
-    sweepControls->addWidget(new QLabel(tr("against"), sweep));
-    m_sweepColumn = new QComboBox(sweep);
-    m_sweepColumn->setObjectName(QStringLiteral("iclIwlSweepColumn"));
-    m_sweepColumn->setToolTip(tr("Grid column on the x axis; one line per combination of the other columns, averaged "
-                                 "over seeds"));
-    m_sweepColumn->setEnabled(false);
-    sweepControls->addWidget(m_sweepColumn);
-    sweepControls->addStretch(1);
-    sweepLayout->addLayout(sweepControls);
-    m_sweepStatus = new QLabel(tr("Open a directory aggregated with icl-cli aggregate."), sweep);
-    m_sweepStatus->setObjectName(QStringLiteral("iclIwlSweepStatus"));
-    m_sweepStatus->setWordWrap(true);
-    m_sweepStatus->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    sweepLayout->addWidget(m_sweepStatus);
-    m_sweepPlot = new widgets::PlotView(sweep);
-    m_sweepPlot->setObjectName(QStringLiteral("iclIwlSweepPlot"));
-    sweepLayout->addWidget(m_sweepPlot, 1);
-    connect(m_openSweep, &QPushButton::clicked, this, &IclIwlPage::openSweepWithDialog);
+    m_sweepView = new SweepView(m_tabs);
+    m_tabs->addTab(m_sweepView, tr("Sweep"));
 
     // --- sequence viewer tab ---
     m_sequenceTab = new QWidget(m_tabs);
     m_sequenceTab->setObjectName(QStringLiteral("iclIwlSequenceTab"));
     m_tabs->addTab(m_sequenceTab, tr("Sequence"));
-    auto* seqLayout = new QVBoxLayout(m_sequenceTab);
-    seqLayout->setContentsMargins(4, 4, 4, 4);
-    seqLayout->setSpacing(4);
+    auto* seqLayout = makeContentLayout(m_sequenceTab);
     auto* seqControls = new QHBoxLayout;
     seqControls->addWidget(new QLabel(tr("Sequence"), m_sequenceTab));
     m_sequenceKind = new QComboBox(m_sequenceTab);
@@ -237,10 +192,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     m_resample->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
     m_resample->setToolTip(tr("Draw the next sequence (seed + 1) (Ctrl+R)"));
     seqControls->addWidget(m_resample);
-    m_sequenceStatus = new QLabel(m_sequenceTab);
-    m_sequenceStatus->setObjectName(QStringLiteral("iclIwlSequenceStatus"));
-    m_sequenceStatus->setWordWrap(true);
-    m_sequenceStatus->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_sequenceStatus = makeTextLine(QStringLiteral("iclIwlSequenceStatus"), m_sequenceTab);
     seqControls->addWidget(m_sequenceStatus, 1);
     seqLayout->addLayout(seqControls);
 
@@ -298,21 +250,8 @@ IclIwlPage::IclIwlPage(QWidget* parent)
         if (m_sequenceStale && sequenceReady())
             runSequence();
     });
-    connect(m_sweepColumn, &QComboBox::currentTextChanged, this, [this] { showSweep(); });
 
-    connect(m_sequences, qOverload<int>(&QSpinBox::valueChanged), this, [this] {
-        m_stale = true;
-        if (ready())
-            run();
-    });
-    connect(m_runner, &AnalysisRunner::started, this, &IclIwlPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, &IclIwlPage::busyFinished);
-}
-
-IclIwlPage::~IclIwlPage()
-{
-    if (m_stop)
-        *m_stop = true;
+    connect(m_sequences, qOverload<int>(&QSpinBox::valueChanged), this, &IclIwlPage::requestCompute);
 }
 
 QString IclIwlPage::fractionText(double value, int64_t n)
@@ -356,7 +295,7 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_stale = true;
     m_sequenceStale = true;
     if (ready())
-        run();
+        compute();
     if (sequenceReady())
         runSequence();
 }
@@ -399,35 +338,21 @@ void IclIwlPage::selectCheckpoint(qint64 step)
         m_sequenceStale = true;
     }
     if (m_stale && ready())
-        run();
+        compute();
     if (m_sequenceStale && sequenceReady())
         runSequence();
 }
 
 void IclIwlPage::setActive(bool active)
 {
-    m_active = active;
-    if (active && m_stale && ready())
-        run();
+    AnalysisPage::setActive(active);
     if (active && m_sequenceStale && sequenceReady())
         runSequence();
 }
 
-bool IclIwlPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void IclIwlPage::cancel()
 {
-    if (m_stop)
-        *m_stop = true;
-    const bool wasBusy = m_runner->isBusy();
-    m_runner->cancel();
-    if (wasBusy) {
-        m_stale = true;
-        m_status->setText(tr("Cancelled. Select a checkpoint to evaluate again."));
-    }
+    AnalysisPage::cancel();
     if (m_sequencePending) { // its result is dropped with the runner's queue
         m_sequencePending = false;
         m_sequenceStale = true;
@@ -448,34 +373,19 @@ icl::IclIwlOptions IclIwlPage::options() const
     return o;
 }
 
-bool IclIwlPage::ready() const
+void IclIwlPage::compute()
 {
-    return m_active && m_supported && !m_path.empty() && m_step >= 0;
-}
-
-void IclIwlPage::run()
-{
-    m_stale = false;
-    const quint64 generation = ++m_generation;
-    if (m_stop)
-        *m_stop = true; // the previous evaluation is superseded
-    auto stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = stop;
+    const Ticket t = newTicket();
     const icl::IclIwlOptions o = options();
     const std::string path = m_path;
     m_status->setText(tr("Evaluating checkpoint %1…").arg(m_step));
-    m_runner->enqueue(
+    const Progress progress = progressReporter(t, tr("ICL vs IWL"));
+    runner()->enqueue(
         IclIwlJob, tr("ICL vs IWL"),
-        [this, generation, path, o, stop]() -> AnalysisRunner::Continuation {
-            const icl::IclIwlResult r = icl::computeIclIwl(path, o, [this, stop](int64_t done, int64_t total) {
-                const int percent = int(100 * done / std::max<int64_t>(1, total));
-                QMetaObject::invokeMethod(
-                    this, [this, percent] { Q_EMIT progressChanged(percent, tr("ICL vs IWL: %1%").arg(percent)); },
-                    Qt::QueuedConnection);
-                return !*stop;
-            });
-            return [this, generation, r] {
-                if (generation != m_generation)
+        [this, t, path, o, progress]() -> AnalysisRunner::Continuation {
+            const icl::IclIwlResult r = icl::computeIclIwl(path, o, progress);
+            return [this, t, r] {
+                if (!isCurrent(t))
                     return;
                 m_result = r;
                 m_checkpointValue->setText(tr("step %1").arg(r.checkpoint_step));
@@ -494,19 +404,14 @@ void IclIwlPage::run()
                 m_status->clear();
             };
         },
-        [this, generation](const QString& error) {
-            if (generation != m_generation)
-                return;
-            clearPanel();
-            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
-        });
+        statusErrorHandler(t, [this] { clearPanel(); }));
 }
 
 widgets::PlotView* IclIwlPage::currentPlot() const
 {
     switch (m_tabs->currentIndex()) {
     case SweepTab:
-        return m_sweepPlot;
+        return m_sweepView->plot();
     case SequenceTab:
         return nullptr;
     default:
@@ -538,6 +443,12 @@ bool IclIwlPage::showTab(const QString& name)
         return false;
     m_tabs->setCurrentIndex(index);
     return true;
+}
+
+bool IclIwlPage::openSweep(const QString& dir)
+{
+    m_tabs->setCurrentIndex(SweepTab);
+    return m_sweepView->openSweep(dir);
 }
 
 void IclIwlPage::setSequence(icl::FewShotSequenceKind kind, uint64_t seed)
@@ -585,7 +496,7 @@ void IclIwlPage::runSequence()
     const icl::FewShotSequenceKind kind = sequenceKind();
     const uint64_t seed = sequenceSeed();
     m_sequenceStatus->setText(tr("Sampling a sequence (checkpoint %1)…").arg(step));
-    m_runner->enqueue(
+    runner()->enqueue(
         SequenceJob, tr("Sequence viewer"),
         [this, generation, path, step, kind, seed]() -> AnalysisRunner::Continuation {
             const icl::FewShotSequence s = icl::sampleFewShotSequence(path, step, kind, seed);
@@ -690,192 +601,6 @@ void IclIwlPage::showSequence(const icl::FewShotSequence& s)
         { "sequence", icl::fewShotSequenceKindName(s.kind) }, { "seed", std::to_string(s.seed) },
         { "true_label", std::to_string(s.true_label) } };
     m_probabilities->setChart(chart);
-}
-
-void IclIwlPage::openSweepWithDialog()
-{
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Open sweep directory"));
-    if (!dir.isEmpty())
-        openSweep(dir);
-}
-
-bool IclIwlPage::openSweep(const QString& dir)
-{
-    m_tabs->setCurrentIndex(1);
-    QString path = dir;
-    if (QFileInfo(dir).isDir()) {
-        path = QDir(dir).filePath(QStringLiteral("aggregate/table.csv"));
-        if (!QFileInfo::exists(path) && QFileInfo::exists(QDir(dir).filePath(QStringLiteral("table.csv"))))
-            path = QDir(dir).filePath(QStringLiteral("table.csv"));
-    }
-    auto fail = [this](const QString& message) {
-        m_sweep = {};
-        {
-            const QSignalBlocker block(m_sweepColumn);
-            m_sweepColumn->clear();
-        }
-        m_sweepColumn->setEnabled(false);
-        m_sweepPlot->setFigure(icl::Figure {});
-        m_sweepStatus->setText(message);
-        return false;
-    };
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly | QIODevice::Text))
-        return fail(tr("%1: no aggregated sweep table (run icl-cli aggregate %2 first)").arg(path, dir));
-    QTextStream in(&file);
-    SweepTable table;
-    table.path = path;
-    table.columns = in.readLine().split(QLatin1Char(','));
-    table.n_grid = int(table.columns.indexOf(QStringLiteral("step")));
-    if (table.n_grid < 0 || !table.columns.contains(QStringLiteral("icl_accuracy"))
-        || !table.columns.contains(QStringLiteral("iwl_accuracy")))
-        return fail(tr("%1: not a sweep table (expected grid columns, step, icl_accuracy and iwl_accuracy in the "
-                       "header)")
-                        .arg(path));
-    int line = 1;
-    while (!in.atEnd()) {
-        const QString text = in.readLine();
-        ++line;
-        if (text.trimmed().isEmpty())
-            continue;
-        const QStringList cells = text.split(QLatin1Char(','));
-        if (cells.size() != table.columns.size())
-            return fail(tr("%1, line %2: %3 cells, the header has %4").arg(path).arg(line).arg(cells.size()).arg(
-                table.columns.size()));
-        table.rows.push_back(cells);
-    }
-    if (table.rows.empty())
-        return fail(tr("%1: no runs in the table").arg(path));
-    m_sweep = table;
-    const QStringList columns = sweepColumns();
-    {
-        const QSignalBlocker block(m_sweepColumn);
-        m_sweepColumn->clear();
-        m_sweepColumn->addItems(columns);
-    }
-    m_sweepColumn->setEnabled(!columns.isEmpty());
-    if (columns.isEmpty()) {
-        m_sweepPlot->setFigure(icl::Figure {});
-        m_sweepStatus->setText(
-            tr("%1: %2 runs, but no grid column with two or more values to plot against")
-                .arg(path)
-                .arg(table.rows.size()));
-        return true;
-    }
-    showSweep();
-    return true;
-}
-
-QStringList IclIwlPage::sweepColumns() const
-{
-    QStringList out;
-    for (int c = 0; c < m_sweep.n_grid; ++c) {
-        if (m_sweep.columns[c] == QLatin1String("seed"))
-            continue;
-        // A numeric column counts its distinct numbers (0.9 and 0.90 are one value), any other its distinct texts.
-        std::set<double> numbers;
-        std::set<QString> texts;
-        bool numeric = true;
-        for (const QStringList& row : m_sweep.rows) {
-            bool ok = false;
-            numbers.insert(row[c].toDouble(&ok));
-            numeric &= ok;
-            texts.insert(row[c]);
-        }
-        if ((numeric ? numbers.size() : texts.size()) >= 2)
-            out << m_sweep.columns[c];
-    }
-    return out;
-}
-
-bool IclIwlPage::setSweepColumn(const QString& column)
-{
-    const int index = m_sweepColumn->findText(column);
-    if (index < 0)
-        return false;
-    m_sweepColumn->setCurrentIndex(index);
-    showSweep(); // also when it was already current
-    return true;
-}
-
-void IclIwlPage::showSweep()
-{
-    const int x = int(m_sweep.columns.indexOf(m_sweepColumn->currentText()));
-    if (x < 0 || x >= m_sweep.n_grid)
-        return;
-    const QString xName = m_sweep.columns[x];
-    // A numeric column is the x axis itself; any other (model.kind: gpt2, lstm, rnn) gets one named tick per value
-    // at 0, 1, … in the order of the table (the grid's order, as icl-cli aggregate draws it) and markers.
-    bool numeric = true;
-    std::vector<QString> categories;
-    std::set<double> numbers;
-    for (const QStringList& row : m_sweep.rows) {
-        bool ok = false;
-        numbers.insert(row[x].toDouble(&ok));
-        numeric &= ok;
-        if (std::find(categories.begin(), categories.end(), row[x]) == categories.end())
-            categories.push_back(row[x]);
-    }
-    auto position = [&](const QStringList& row) {
-        return numeric ? row[x].toDouble()
-                       : double(std::find(categories.begin(), categories.end(), row[x]) - categories.begin());
-    };
-    icl::Figure f;
-    f.name = "sweep_" + xName.toStdString();
-    f.title = "ICL and IWL accuracy vs " + xName.toStdString();
-    f.x_label = xName.toStdString();
-    f.y_label = "final accuracy";
-    f.metadata = { { "sweep", m_sweep.path.toStdString() }, { "runs", std::to_string(m_sweep.rows.size()) } };
-    // Values spanning two decades or more (number of classes 100 … 12,800) on a log axis, as icl-cli aggregate.
-    f.log_x = numeric && *numbers.begin() > 0 && *numbers.rbegin() >= 100 * *numbers.begin();
-    if (!numeric)
-        for (size_t i = 0; i < categories.size(); ++i) {
-            f.x_ticks.push_back(double(i));
-            f.x_tick_labels.push_back(categories[i].toStdString());
-        }
-    // Group by the other non-seed grid columns (short names: the part after the last '.').
-    std::map<QString, std::map<double, std::vector<const QStringList*>>> groups;
-    for (const QStringList& row : m_sweep.rows) {
-        QString group;
-        for (int c = 0; c < m_sweep.n_grid; ++c) {
-            if (c == x || m_sweep.columns[c] == QLatin1String("seed"))
-                continue;
-            const QString& key = m_sweep.columns[c];
-            group += (group.isEmpty() ? QString() : QStringLiteral(", ")) + key.mid(key.lastIndexOf(QLatin1Char('.')) + 1)
-                + QLatin1Char(' ') + row[c];
-        }
-        groups[group][position(row)].push_back(&row);
-    }
-    const std::vector<std::pair<QString, QString>> shown
-        = { { QStringLiteral("icl_accuracy"), QStringLiteral("ICL") }, { QStringLiteral("iwl_accuracy"), QStringLiteral("IWL") } };
-    for (const auto& [group, points] : groups)
-        for (const auto& [metric, label] : shown) {
-            const int column = int(m_sweep.columns.indexOf(metric));
-            icl::Series s;
-            s.name = (label + (group.isEmpty() ? QString() : QStringLiteral(" (%1)").arg(group))).toStdString();
-            s.style = !numeric                                ? icl::Series::Style::Markers
-                : metric == QLatin1String("iwl_accuracy") ? icl::Series::Style::Dashed
-                                                          : icl::Series::Style::Line;
-            for (const auto& [xv, rows] : points) {
-                double sum = 0.0;
-                int n = 0;
-                for (const QStringList* r : rows) {
-                    bool ok = false;
-                    const double v = (*r)[column].toDouble(&ok);
-                    if (ok && std::isfinite(v)) {
-                        sum += v;
-                        ++n;
-                    }
-                }
-                if (n == 0)
-                    continue; // a run without that metric (empty cell)
-                s.x.push_back(xv);
-                s.y.push_back(sum / n);
-            }
-            f.series.push_back(std::move(s));
-        }
-    m_sweepPlot->setFigure(f);
-    m_sweepStatus->setText(tr("%1: %2 runs; final accuracies, averaged over seeds").arg(m_sweep.path).arg(m_sweep.rows.size()));
 }
 
 } // namespace icl::gui

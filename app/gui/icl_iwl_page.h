@@ -2,38 +2,21 @@
 // ICL vs IWL page (Chan et al. 2022, PAPERS.md §4): for a few-shot classification run, the in-context and
 // in-weights accuracies over training and the on-demand evaluation of the selected checkpoint.
 
-#include <atomic>
 #include <cstdint>
-#include <memory>
 #include <optional>
-#include <string>
 #include <vector>
 
 #include <QStringList>
-#include <QWidget>
 
+#include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
+#include "app/gui/sweep_view.h"
 #include "core/analysis/icl_iwl.h"
 #include "core/types/fewshot_sequence.h"
 #include "core/types/icl_iwl.h"
 #include "core/types/run_summary.h"
 
-class QComboBox;
-class QFormLayout;
-class QLabel;
-class QPushButton;
-class QScrollArea;
-class QSpinBox;
-class QTabWidget;
-
-namespace icl::widgets {
-class BarChartView;
-class ExemplarStrip;
-class PlotView;
-} // namespace icl::widgets
-
 namespace icl::gui {
-
-class AnalysisRunner;
 
 /// For a `fewshot_classification` run: icl::iclIwlFigure of the file's metrics (ICL accuracy on holdout
 /// classes over labels {0, 1} and over all labels, IWL accuracy on no-support sequences, against training
@@ -55,23 +38,23 @@ class AnalysisRunner;
 /// prediction over {0, 1} for ICL sequences, whether the prediction is a label of the context, and the five
 /// most probable labels as a bar chart. It runs on the same worker thread when its tab is on screen.
 /// Thread affinity: GUI thread only.
-class IclIwlPage : public QWidget {
+class IclIwlPage : public AnalysisPage {
     Q_OBJECT
 public:
     explicit IclIwlPage(QWidget* parent = nullptr);
-    ~IclIwlPage() override;
 
-    /// Shows a file at checkpoint `step` (the evaluation runs when the page is active).
-    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    /// Shows a file at checkpoint `step` (the evaluation and the sequence viewer run when the page is active).
+    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
     /// Redraws the curves from a newer summary of the same file (live training); another file is shown anew.
     void updateTrainingCurves(const icl::RunSummary& summary);
-    /// Follows the timeline.
-    void selectCheckpoint(qint64 step);
-    /// The page is on screen (runs a pending evaluation) or not.
-    void setActive(bool active);
-    bool isBusy() const;
+    /// Follows the timeline (evaluation and sequence viewer).
+    void selectCheckpoint(qint64 step) override;
+    /// The page is on screen (runs a pending evaluation or sequence) or not.
+    void setActive(bool active) override;
     /// Drops queued work and stops the running evaluation at its next progress report.
-    void cancel();
+    void cancel() override;
+    QString cancelledMessage() const override { return tr("ICL vs IWL evaluation cancelled"); }
+    QString doneMessage() const override { return tr("ICL vs IWL: evaluation done"); }
 
     /// Sequences per evaluation (0 = the run's own evaluation sequences); re-runs the evaluation when it changes.
     void setSequenceCount(int64_t n);
@@ -80,15 +63,11 @@ public:
 
     /// True when the open run is a few-shot classification run.
     bool isSupported() const { return m_supported; }
-    qint64 checkpointStep() const { return m_step; }
     /// The last evaluation shown (empty before the first one).
     const std::optional<icl::IclIwlResult>& result() const { return m_result; }
 
     widgets::PlotView* plot() const { return m_plot; }
     QSpinBox* sequenceChooser() const { return m_sequences; }
-    /// The one-line message shown instead of the page for runs of another task (hidden otherwise).
-    QLabel* messageLabel() const { return m_message; }
-    QLabel* statusLabel() const { return m_status; }
     QLabel* checkpointLabel() const { return m_checkpointValue; }
     QLabel* iclAccuracyLabel() const { return m_iclValue; }
     QLabel* iclAllLabelsLabel() const { return m_iclAllValue; }
@@ -106,15 +85,13 @@ public:
     bool openSweep(const QString& dir);
     /// Grid columns of the open sweep with at least two values (seed excluded), in table order: numeric ones
     /// (p_bursty, number of classes, Zipf α) and others such as model.kind (gpt2, lstm, rnn).
-    QStringList sweepColumns() const;
+    QStringList sweepColumns() const { return m_sweepView->sweepColumns(); }
     /// Draws ICL and IWL accuracy against grid column `column` (one of sweepColumns()); false if it is not one.
-    bool setSweepColumn(const QString& column);
-    /// Asks for a sweep directory and opens it.
-    void openSweepWithDialog();
+    bool setSweepColumn(const QString& column) { return m_sweepView->setSweepColumn(column); }
     /// The plot of the tab on screen (none on the sequence tab; see exportCurrentPlot).
-    widgets::PlotView* currentPlot() const;
+    widgets::PlotView* currentPlot() const override;
     /// Opens the export dialog of the plot or chart of the tab on screen; false when it has none.
-    bool exportCurrentPlot();
+    bool exportCurrentPlot() override;
     /// Tab names for `icl-workbench --page icl-iwl --tab NAME`: "training", "sweep", "sequence".
     static QStringList tabNames();
     /// Shows the tab called `name` (one of tabNames()); false for another name.
@@ -140,54 +117,28 @@ public:
     QLabel* predicted01Label() const { return m_predicted01; }
     QLabel* inContextLabel() const { return m_inContext; }
     QTabWidget* tabs() const { return m_tabs; }
-    widgets::PlotView* sweepPlot() const { return m_sweepPlot; }
-    QComboBox* sweepColumnChooser() const { return m_sweepColumn; }
-    QPushButton* openSweepButton() const { return m_openSweep; }
-    QLabel* sweepStatusLabel() const { return m_sweepStatus; }
+    widgets::PlotView* sweepPlot() const { return m_sweepView->plot(); }
+    QComboBox* sweepColumnChooser() const { return m_sweepView->columnChooser(); }
+    QPushButton* openSweepButton() const { return m_sweepView->openButton(); }
+    QLabel* sweepStatusLabel() const { return m_sweepView->statusLabel(); }
 
     /// How the panel writes a fraction of `n` sequences: the value with 4 decimals and the count ("0.8125 (52/64)").
     static QString fractionText(double value, int64_t n);
 
-Q_SIGNALS:
-    void busyStarted();
-    void progressChanged(int percent, const QString& text);
-    void busyFinished();
-
 private:
-    void run();
-    bool ready() const;
+    void compute() override;
     void clearPanel();
     void showCurves();
-    void showSweep();
     bool sequenceReady() const;
     void runSequence();
     void showSequence(const icl::FewShotSequence& s);
     void clearSequence();
 
-    /// The open sweep table: column names and one row of cells per run (numbers parsed where they are numbers).
-    struct SweepTable {
-        QString path;
-        QStringList columns;           ///< grid columns, "step", then the metrics
-        int n_grid = 0;                ///< the grid columns come first
-        std::vector<QStringList> rows; ///< cells as written
-    };
-    SweepTable m_sweep;
 
-    AnalysisRunner* m_runner = nullptr;
-    icl::RunSummary m_summary;
-    std::string m_path;
-    bool m_supported = false;
-    qint64 m_step = -1;
-    bool m_active = false;
-    bool m_stale = false;
-    quint64 m_generation = 0;
-    std::shared_ptr<std::atomic<bool>> m_stop; ///< the running evaluation's cancel flag
     std::optional<icl::IclIwlResult> m_result;
 
-    QLabel* m_message = nullptr;
     QWidget* m_content = nullptr;
     QSpinBox* m_sequences = nullptr;
-    QLabel* m_status = nullptr;
     QLabel* m_checkpointValue = nullptr;
     QLabel* m_iclValue = nullptr;
     QLabel* m_iclAllValue = nullptr;
@@ -201,10 +152,7 @@ private:
     QFormLayout* m_panelForm = nullptr;
     widgets::PlotView* m_plot = nullptr;
     QTabWidget* m_tabs = nullptr;
-    QPushButton* m_openSweep = nullptr;
-    QComboBox* m_sweepColumn = nullptr;
-    QLabel* m_sweepStatus = nullptr;
-    widgets::PlotView* m_sweepPlot = nullptr;
+    SweepView* m_sweepView = nullptr;
 
     // Sequence viewer tab.
     QWidget* m_sequenceTab = nullptr;

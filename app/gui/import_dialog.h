@@ -11,18 +11,8 @@
 #include <QString>
 #include <QStringList>
 
+#include "app/gui/gui_forward.h"
 #include "core/training/weights_import.h"
-
-class QCheckBox;
-class QFormLayout;
-class QLabel;
-class QLineEdit;
-class QListWidget;
-class QProgressBar;
-class QPushButton;
-class QTabWidget;
-class QTableWidget;
-class QTimer;
 
 namespace icl::gui {
 

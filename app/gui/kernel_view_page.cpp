@@ -20,21 +20,18 @@
 #include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/analysis/kernel_view.h"
 #include "core/io/experiment_file.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
 namespace {
 
 enum JobKey { KernelJob = 100, VariantsJob = 101 };
-
-QString sci(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
-}
 
 /// The `task` section and softmax layers of a run's config ({} when unreadable).
 nlohmann::json taskOf(const icl::RunSummary& s)
@@ -49,28 +46,11 @@ nlohmann::json taskOf(const icl::RunSummary& s)
 } // namespace
 
 KernelViewPage::KernelViewPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("kernelView"), parent)
 {
-    setObjectName(QStringLiteral("kernelViewPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-
-    m_message = new QLabel(tr("Open an experiment with a softmax-attention layer (e.g. the renliu-kernel preset) "
-                              "to compare it with its contrastive reference model."),
-        this);
-    m_message->setObjectName(QStringLiteral("kernelViewMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    QWidget* content = createContent(tr("Open an experiment with a softmax-attention layer (e.g. the renliu-kernel "
+                                        "preset) to compare it with its contrastive reference model."));
+    auto* layout = makeContentLayout(content);
 
     auto* controls = new QHBoxLayout;
     auto spin = [&](const QString& label, const QString& name, const QString& tip) {
@@ -97,14 +77,9 @@ KernelViewPage::KernelViewPage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
-    m_summaryLabel->setObjectName(QStringLiteral("kernelSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("kernelSummary"), content, QStringLiteral("—"));
     layout->addWidget(m_summaryLabel);
-    m_status = new QLabel(content);
     m_status->setObjectName(QStringLiteral("kernelStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
 
     auto* grid = new QGridLayout;
@@ -148,13 +123,8 @@ KernelViewPage::KernelViewPage(QWidget* parent)
     grid->setRowStretch(0, 1);
     grid->setRowStretch(1, 1);
     layout->addLayout(grid, 1);
-    m_stack->addWidget(content);
 
-    auto rerun = [this] {
-        m_stale = true;
-        if (ready())
-            runKernel();
-    };
+    const auto rerun = [this] { requestCompute(); };
     connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
     connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
     connect(m_prompt, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
@@ -165,64 +135,33 @@ KernelViewPage::KernelViewPage(QWidget* parent)
             tr("Experiment files (*.h5);;All files (*)"));
         addVariantFiles(files);
     });
-
-    connect(m_runner, &AnalysisRunner::started, this, &KernelViewPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, &KernelViewPage::busyFinished);
-}
-
-KernelViewPage::~KernelViewPage()
-{
-    if (m_stop)
-        *m_stop = true;
 }
 
 bool KernelViewPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        const auto& model = cfg.at("model");
-        if (model.value("kind", std::string()) != "lsa") {
-            if (why)
-                *why = tr("The kernel view needs an lsa model with a softmax attention layer; this run has a %1 model.")
-                           .arg(QString::fromStdString(model.value("kind", std::string("?"))));
-            return false;
-        }
-        if (model.value("softmax_layers", int64_t(0)) < 1) {
-            if (why)
-                *why = tr("The kernel view needs a softmax attention layer (model.softmax_layers ≥ 1); every layer "
-                          "of this run is linear. Train the renliu-kernel preset for an example.");
-            return false;
-        }
-        return true;
-    } catch (const std::exception& e) {
+    if (!modelKindIs(summary, "lsa", tr("The kernel view needs an lsa model with a softmax attention layer"), {}, why))
+        return false;
+    if (summary.config->model.softmax_layers < 1) {
         if (why)
-            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
+            *why = tr("The kernel view needs a softmax attention layer (model.softmax_layers ≥ 1); every layer "
+                      "of this run is linear. Train the renliu-kernel preset for an example.");
         return false;
     }
+    return true;
 }
 
-void KernelViewPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool KernelViewPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    cancel();
-    ++m_generation;
     ++m_variantGeneration;
-    m_summary = summary;
-    m_path = summary.path;
-    m_step = step;
-    QString why;
-    m_supported = supports(summary, &why);
-    if (!m_supported) {
-        m_message->setText(why);
-        m_stack->setCurrentWidget(m_message);
-        m_stale = false;
-        return;
+    if (!supports(summary, why)) {
+        showMessage(*why);
+        return false;
     }
-    m_stack->setCurrentWidget(m_stack->widget(1));
-    const auto cfg = nlohmann::json::parse(summary.config_json);
+    showContent();
     {
         const QSignalBlocker b1(m_layer), b2(m_head), b3(m_prompt);
-        m_layer->setRange(0, int(cfg["model"].value("softmax_layers", int64_t(1))) - 1);
-        m_head->setRange(0, int(cfg["model"].value("n_heads", int64_t(1))) - 1);
+        m_layer->setRange(0, int(summary.config->model.softmax_layers) - 1);
+        m_head->setRange(0, int(summary.config->model.n_heads) - 1);
         m_prompt->setRange(0, 127);
         m_layer->setValue(0);
         m_head->setValue(0);
@@ -249,49 +188,8 @@ void KernelViewPage::showExperiment(const icl::RunSummary& summary, qint64 step)
             // not an experiment file (or being written): not a variant
         }
     }
-    m_stale = true;
     runVariants();
-    if (ready())
-        runKernel();
-}
-
-void KernelViewPage::selectCheckpoint(qint64 step)
-{
-    if (step == m_step && !m_stale)
-        return;
-    m_step = step;
-    m_stale = true;
-    if (ready())
-        runKernel();
-}
-
-void KernelViewPage::setActive(bool active)
-{
-    m_active = active;
-    if (active && m_stale && ready())
-        runKernel();
-}
-
-bool KernelViewPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
-void KernelViewPage::cancel()
-{
-    if (m_stop)
-        *m_stop = true;
-    const bool wasBusy = m_runner->isBusy();
-    m_runner->cancel();
-    if (wasBusy) {
-        m_stale = true;
-        m_status->setText(tr("Cancelled. Select a checkpoint to compute again."));
-    }
-}
-
-bool KernelViewPage::ready() const
-{
-    return m_supported && m_active && !m_path.empty() && m_step >= 0;
+    return true;
 }
 
 void KernelViewPage::addVariantFiles(const QStringList& paths)
@@ -306,14 +204,9 @@ void KernelViewPage::addVariantFiles(const QStringList& paths)
         runVariants();
 }
 
-void KernelViewPage::runKernel()
+void KernelViewPage::compute()
 {
-    m_stale = false;
-    const quint64 generation = ++m_generation;
-    if (m_stop)
-        *m_stop = true; // the previous analysis is superseded
-    auto stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = stop;
+    const Ticket t = newTicket();
     icl::KernelViewOptions o;
     o.checkpoint_step = m_step;
     o.layer = m_layer->value();
@@ -326,22 +219,10 @@ void KernelViewPage::runKernel()
                           .arg(o.layer)
                           .arg(o.head)
                           .arg(m_step));
-    m_runner->enqueue(
-        KernelJob, tr("kernel view"),
-        [this, generation, path, o, stop]() -> AnalysisRunner::Continuation {
-            auto view = std::make_shared<icl::KernelView>(
-                icl::computeKernelView(path, o, [this, stop](int64_t done, int64_t total) {
-                    const int percent = int(100 * done / std::max<int64_t>(1, total));
-                    QMetaObject::invokeMethod(
-                        this,
-                        [this, percent] { Q_EMIT progressChanged(percent, tr("Kernel view: %1%").arg(percent)); },
-                        Qt::QueuedConnection);
-                    return !*stop;
-                }));
-            return [this, generation, view] {
-                if (generation != m_generation)
-                    return;
-                const icl::KernelView& kv = *view;
+    const Progress progress = progressReporter(t, tr("Kernel view"));
+    submit<icl::KernelView>(
+        KernelJob, tr("kernel view"), t, [path, o, progress] { return icl::computeKernelView(path, o, progress); },
+        [this](const icl::KernelView& kv) {
                 const std::map<std::string, std::string> meta
                     = { { "experiment", std::filesystem::path(kv.path).filename().string() },
                           { "checkpoint_step", std::to_string(kv.checkpoint_step) },
@@ -374,17 +255,11 @@ void KernelViewPage::runKernel()
                         .arg(kv.n_prompts)
                         .arg(kv.n_queries)
                         .arg(kv.n_keys)
-                        .arg(sci(kv.exact_max_error), sci(kv.exact_output_max_abs), sci(kv.exact_attention_max_abs),
+                        .arg(formatValue(kv.exact_max_error), formatValue(kv.exact_output_max_abs), formatValue(kv.exact_attention_max_abs),
                             QString::number(kv.sweep.output_rmse.slope, 'f', 3),
                             QString::number(kv.sweep.attention_rmse.slope, 'f', 3), QString::number(kv.query_norm_mean, 'f', 2),
                             QString::number(kv.key_norm_mean, 'f', 2)));
                 m_status->clear();
-            };
-        },
-        [this, generation](const QString& error) {
-            if (generation != m_generation)
-                return;
-            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
         });
 }
 
@@ -393,7 +268,7 @@ void KernelViewPage::runVariants()
     const quint64 generation = ++m_variantGeneration;
     const QStringList files = m_variantFiles;
     m_variantStatus->setText(tr("Reading %1 experiment file(s)…").arg(files.size()));
-    m_runner->enqueue(
+    runner()->enqueue(
         VariantsJob, tr("variant loss curves"),
         [this, generation, files]() -> AnalysisRunner::Continuation {
             std::vector<icl::RunSummary> runs;

@@ -1,5 +1,6 @@
 #include "app/gui/main_window.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <type_traits>
 
@@ -91,16 +92,6 @@ MainWindow::MainWindow(QWidget* parent)
     : QMainWindow(parent)
     , m_navigator(new QListWidget(this))
     , m_pages(new QStackedWidget(this))
-    , m_experimentsPage(new ExperimentsPage(this))
-    , m_trainPage(new TrainPage(this))
-    , m_gdAlignmentPage(new GdAlignmentPage(this))
-    , m_kernelViewPage(new KernelViewPage(this))
-    , m_iclCurvePage(new IclCurvePage(this))
-    , m_probesPage(new ProbesPage(this))
-    , m_pastingPage(new PastingPage(this))
-    , m_attentionPage(new AttentionPage(this))
-    , m_patchingPage(new PatchingPage(this))
-    , m_iclIwlPage(new IclIwlPage(this))
     , m_timeline(new widgets::CheckpointTimeline(this))
 {
     setWindowTitle(tr("ICL Workbench"));
@@ -112,49 +103,21 @@ MainWindow::MainWindow(QWidget* parent)
     m_navigator->setFixedWidth(150);
     m_navigator->setIconSize(QSize(20, 20));
     m_navigator->setSpacing(2);
-    addPage(tr("Experiments"), m_experimentsPage, tr("Open saved experiments, recent files and presets"));
-    addPage(tr("Train"), m_trainPage, tr("Train a model with live loss curves and checkpoints"));
-    addPage(tr("GD alignment"), m_gdAlignmentPage,
-        tr("Compare a trained linear self-attention model with gradient descent (von Oswald et al.)"));
-    m_navigator->item(0)->setIcon(style()->standardIcon(QStyle::SP_DirOpenIcon));
-    m_navigator->item(1)->setIcon(style()->standardIcon(QStyle::SP_MediaPlay));
-    addPage(tr("Kernel view"), m_kernelViewPage,
-        tr("Softmax attention as one GD step of a contrastive reference model, exactly and with random features "
-           "(Ren & Liu)"));
-    m_navigator->item(2)->setIcon(style()->standardIcon(QStyle::SP_FileDialogContentsView));
-    addPage(tr("ICL curve"), m_iclCurvePage,
-        tr("Model and every baseline against the number of in-context examples, with bootstrap CIs (Garg et al.)"));
-    addPage(tr("Probes"), m_probesPage,
-        tr("Linear probes on every layer of a GPT-2's residual stream, one line per target (Guo et al.)"));
-    addPage(tr("Pasting"), m_pastingPage,
-        tr("Cut a GPT-2 at layer ℓ, train a new embedding under its frozen upper blocks and compare with a model "
-           "trained from scratch and with ridge (Guo et al.)"));
-    addPage(tr("Attention"), m_attentionPage,
-        tr("Attention patterns of every head, a prompt editor that re-runs the model on every edit, the model beside "
-           "GD, ridge and least squares, and the regression lens"));
-    addPage(tr("Patching"), m_patchingPage,
-        tr("Activation patching: the clean residual stream at each (layer, position) patched into a corrupted run"));
-    addPage(tr("ICL vs IWL"), m_iclIwlPage,
-        tr("Few-shot classification: in-context (holdout classes) vs in-weights accuracy over training and at the "
-           "selected checkpoint (Chan et al.)"));
-    m_navigator->item(3)->setIcon(style()->standardIcon(QStyle::SP_FileDialogDetailedView));
-    m_navigator->item(4)->setIcon(style()->standardIcon(QStyle::SP_FileDialogInfoView));
-    m_navigator->item(5)->setIcon(style()->standardIcon(QStyle::SP_FileDialogListView));
-    m_navigator->item(6)->setIcon(style()->standardIcon(QStyle::SP_ArrowUp));
-    m_navigator->item(7)->setIcon(style()->standardIcon(QStyle::SP_DesktopIcon));
-    m_navigator->item(8)->setIcon(style()->standardIcon(QStyle::SP_BrowserReload));
-    m_navigator->item(9)->setIcon(style()->standardIcon(QStyle::SP_MessageBoxInformation));
+    for (const PageEntry& entry : pageTable()) {
+        QWidget* page = entry.make(this);
+        auto* item = new QListWidgetItem(style()->standardIcon(entry.icon), tr(entry.title), m_navigator);
+        item->setToolTip(tr(entry.toolTip));
+        item->setSizeHint(QSize(0, 32));
+        m_pages->addWidget(page);
+        if (auto* analysis = qobject_cast<AnalysisPage*>(page))
+            m_analysisPages.push_back(analysis);
+    }
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     // Analysis pages compute only while they are shown.
-    connect(m_navigator, &QListWidget::currentRowChanged, this,
-        [this](int row) {
-            m_gdAlignmentPage->setActive(row == int(Page::GdAlignment));
-            m_kernelViewPage->setActive(row == int(Page::KernelView));
-            m_iclCurvePage->setActive(row == int(Page::IclCurve));
-            m_probesPage->setActive(row == int(Page::Probes));
-            m_attentionPage->setActive(row == int(Page::Attention));
-            m_iclIwlPage->setActive(row == int(Page::IclIwl));
-        });
+    connect(m_navigator, &QListWidget::currentRowChanged, this, [this](int row) {
+        for (AnalysisPage* page : m_analysisPages)
+            page->setActive(m_pages->widget(row) == page);
+    });
     m_navigator->setCurrentRow(0);
 
     auto* body = new QHBoxLayout;
@@ -255,48 +218,16 @@ MainWindow::MainWindow(QWidget* parent)
             m_trainPage->startTraining();
         });
     connect(m_timeline, &widgets::CheckpointTimeline::checkpointSelected, this, [this](qint64 step) {
-        m_trainPage->selectCheckpoint(step);
-        m_gdAlignmentPage->selectCheckpoint(step);
-        m_kernelViewPage->selectCheckpoint(step);
-        m_iclCurvePage->selectCheckpoint(step);
-        m_probesPage->selectCheckpoint(step);
-        m_pastingPage->selectCheckpoint(step);
-        m_attentionPage->selectCheckpoint(step);
-        m_patchingPage->selectCheckpoint(step);
-        m_iclIwlPage->selectCheckpoint(step);
+        followCheckpoint(step);
         statusBar()->showMessage(tr("Checkpoint at step %1 selected").arg(step), 5000);
     });
     connect(m_cancel, &QPushButton::clicked, this, [this] {
-        if (m_kernelViewPage->isBusy()) {
-            m_kernelViewPage->cancel();
-            statusBar()->showMessage(tr("Kernel view cancelled"), 5000);
-        }
-        if (m_iclCurvePage->isBusy()) {
-            m_iclCurvePage->cancel();
-            statusBar()->showMessage(tr("ICL curve cancelled"), 5000);
-        }
-        if (m_iclIwlPage->isBusy()) {
-            m_iclIwlPage->cancel();
-            statusBar()->showMessage(tr("ICL vs IWL evaluation cancelled"), 5000);
-        }
-        if (m_probesPage->isBusy()) {
-            m_probesPage->cancel();
-            statusBar()->showMessage(tr("Probes cancelled (the running probe finishes first)"), 5000);
-        }
-        if (m_pastingPage->isBusy()) {
-            m_pastingPage->cancel();
-            statusBar()->showMessage(tr("Pasting cancelled (stops at its next training step)"), 5000);
-        }
-        if (m_attentionPage->isBusy())
-            m_attentionPage->cancel();
-        if (m_patchingPage->isBusy()) {
-            m_patchingPage->cancel();
-            statusBar()->showMessage(tr("Patching cancelled (stops after the running forward pass)"), 5000);
-        }
-        if (m_gdAlignmentPage->isBusy()) {
-            m_gdAlignmentPage->cancel();
-            statusBar()->showMessage(tr("Analyses cancelled (a running computation finishes first)"), 5000);
-        }
+        for (AnalysisPage* page : m_analysisPages)
+            if (page->isBusy()) {
+                page->cancel();
+                if (!page->cancelledMessage().isEmpty())
+                    statusBar()->showMessage(page->cancelledMessage(), 5000);
+            }
         if (m_trainPage->isRunning())
             m_trainPage->stopTraining();
     });
@@ -336,66 +267,26 @@ MainWindow::MainWindow(QWidget* parent)
             // between the job's commits the file can be briefly absent; the next commit retries
         }
     });
-    connect(m_gdAlignmentPage, &GdAlignmentPage::busyStarted, this, &MainWindow::updateBusy);
-    connect(m_gdAlignmentPage, &GdAlignmentPage::busyFinished, this, [this] {
-        if (!m_trainPage->isRunning()) {
-            m_progress->setRange(0, 100);
-            m_progress->setValue(100);
-            statusBar()->showMessage(tr("GD alignment: analyses done"), 5000);
-        }
-        updateBusy();
-    });
-    connect(m_gdAlignmentPage, &GdAlignmentPage::progressChanged, this, [this](int percent, const QString& text) {
-        if (m_trainPage->isRunning())
-            return; // training owns the progress bar
-        m_progress->setRange(0, 100);
-        m_progress->setValue(percent);
-        statusBar()->showMessage(text);
-    });
-    connect(m_kernelViewPage, &KernelViewPage::busyStarted, this, &MainWindow::updateBusy);
-    connect(m_kernelViewPage, &KernelViewPage::busyFinished, this, [this] {
-        if (!m_trainPage->isRunning()) {
-            m_progress->setRange(0, 100);
-            m_progress->setValue(100);
-            statusBar()->showMessage(tr("Kernel view: analysis done"), 5000);
-        }
-        updateBusy();
-    });
-    connect(m_kernelViewPage, &KernelViewPage::progressChanged, this, [this](int percent, const QString& text) {
-        if (m_trainPage->isRunning())
-            return; // training owns the progress bar
-        m_progress->setRange(0, 100);
-        m_progress->setValue(percent);
-        statusBar()->showMessage(text);
-    });
-    auto followAnalysisPage = [this](auto* page, const QString& doneText) {
-        using PageType = std::remove_pointer_t<decltype(page)>;
-        connect(page, &PageType::busyStarted, this, &MainWindow::updateBusy);
-        connect(page, &PageType::busyFinished, this, [this, doneText] {
-            if (!m_trainPage->isRunning()) {
+    for (AnalysisPage* page : m_analysisPages) {
+        connect(page, &AnalysisPage::busyStarted, this, &MainWindow::updateBusy);
+        connect(page, &AnalysisPage::busyFinished, this, [this, page] {
+            if (page->reportsProgress() && !m_trainPage->isRunning()) {
                 m_progress->setRange(0, 100);
                 m_progress->setValue(100);
-                statusBar()->showMessage(doneText, 5000);
+                statusBar()->showMessage(page->doneMessage(), 5000);
             }
             updateBusy();
         });
-        connect(page, &PageType::progressChanged, this, [this](int percent, const QString& text) {
-            if (m_trainPage->isRunning())
-                return; // training owns the progress bar
-            m_progress->setRange(0, 100);
-            m_progress->setValue(percent);
-            statusBar()->showMessage(text);
-        });
-    };
-    followAnalysisPage(m_iclCurvePage, tr("ICL curve: analysis done"));
-    followAnalysisPage(m_probesPage, tr("Probes: analysis done"));
-    followAnalysisPage(m_pastingPage, tr("Pasting: done"));
+        if (page->reportsProgress())
+            connect(page, &AnalysisPage::progressChanged, this, [this](int percent, const QString& text) {
+                if (m_trainPage->isRunning())
+                    return; // training owns the progress bar
+                m_progress->setRange(0, 100);
+                m_progress->setValue(percent);
+                statusBar()->showMessage(text);
+            });
+    }
     connect(m_pastingPage, &PastingPage::openRequested, this, &MainWindow::openExperiment);
-    followAnalysisPage(m_patchingPage, tr("Patching: done"));
-    followAnalysisPage(m_iclIwlPage, tr("ICL vs IWL: evaluation done"));
-    // Prompt edits re-run in milliseconds: they only drive Cancel and idle, not the progress bar.
-    connect(m_attentionPage, &AttentionPage::busyStarted, this, &MainWindow::updateBusy);
-    connect(m_attentionPage, &AttentionPage::busyFinished, this, &MainWindow::updateBusy);
     connect(m_attentionPage, &AttentionPage::promptChanged, m_patchingPage, &PatchingPage::setSharedPrompt);
     connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
     connect(m_trainPage, &TrainPage::statusMessage, this,
@@ -412,37 +303,65 @@ MainWindow::MainWindow(QWidget* parent)
 
 MainWindow::~MainWindow() = default;
 
-void MainWindow::addPage(const QString& name, QWidget* page, const QString& toolTip)
+const std::vector<MainWindow::PageEntry>& MainWindow::pageTable()
 {
-    auto* item = new QListWidgetItem(name, m_navigator);
-    item->setToolTip(toolTip);
-    item->setSizeHint(QSize(0, 32));
-    m_pages->addWidget(page);
+    // The one place a page is registered: navigator order (= Page), --page names, title, tool tip, icon, factory.
+    // View ▸ Ctrl+1…9, Ctrl+0 follow this order.
+    static const std::vector<PageEntry> table = {
+        { Page::Experiments, { "experiments" }, QT_TR_NOOP("Experiments"),
+            QT_TR_NOOP("Open saved experiments, recent files and presets"), QStyle::SP_DirOpenIcon,
+            [](MainWindow* w) -> QWidget* { return w->m_experimentsPage = new ExperimentsPage(w); } },
+        { Page::Train, { "train" }, QT_TR_NOOP("Train"),
+            QT_TR_NOOP("Train a model with live loss curves and checkpoints"), QStyle::SP_MediaPlay,
+            [](MainWindow* w) -> QWidget* { return w->m_trainPage = new TrainPage(w); } },
+        { Page::GdAlignment, { "gd-alignment", "gd_alignment" }, QT_TR_NOOP("GD alignment"),
+            QT_TR_NOOP("Compare a trained linear self-attention model with gradient descent (von Oswald et al.)"),
+            QStyle::SP_FileDialogContentsView,
+            [](MainWindow* w) -> QWidget* { return w->m_gdAlignmentPage = new GdAlignmentPage(w); } },
+        { Page::KernelView, { "kernel", "kernel-view", "kernel_view" }, QT_TR_NOOP("Kernel view"),
+            QT_TR_NOOP("Softmax attention as one GD step of a contrastive reference model, exactly and with random "
+                       "features (Ren & Liu)"),
+            QStyle::SP_FileDialogDetailedView,
+            [](MainWindow* w) -> QWidget* { return w->m_kernelViewPage = new KernelViewPage(w); } },
+        { Page::IclCurve, { "icl-curve", "icl_curve" }, QT_TR_NOOP("ICL curve"),
+            QT_TR_NOOP("Model and every baseline against the number of in-context examples, with bootstrap CIs "
+                       "(Garg et al.)"),
+            QStyle::SP_FileDialogInfoView,
+            [](MainWindow* w) -> QWidget* { return w->m_iclCurvePage = new IclCurvePage(w); } },
+        { Page::Probes, { "probes", "probe" }, QT_TR_NOOP("Probes"),
+            QT_TR_NOOP("Linear probes on every layer of a GPT-2's residual stream, one line per target (Guo et al.)"),
+            QStyle::SP_FileDialogListView,
+            [](MainWindow* w) -> QWidget* { return w->m_probesPage = new ProbesPage(w); } },
+        { Page::Pasting, { "pasting", "paste" }, QT_TR_NOOP("Pasting"),
+            QT_TR_NOOP("Cut a GPT-2 at layer ℓ, train a new embedding under its frozen upper blocks and compare with a "
+                       "model trained from scratch and with ridge (Guo et al.)"),
+            QStyle::SP_ArrowUp, [](MainWindow* w) -> QWidget* { return w->m_pastingPage = new PastingPage(w); } },
+        { Page::Attention, { "attention" }, QT_TR_NOOP("Attention"),
+            QT_TR_NOOP("Attention patterns of every head, a prompt editor that re-runs the model on every edit, the "
+                       "model beside GD, ridge and least squares, and the regression lens"),
+            QStyle::SP_DesktopIcon,
+            [](MainWindow* w) -> QWidget* { return w->m_attentionPage = new AttentionPage(w); } },
+        { Page::Patching, { "patching", "patch" }, QT_TR_NOOP("Patching"),
+            QT_TR_NOOP("Activation patching: the clean residual stream at each (layer, position) patched into a "
+                       "corrupted run"),
+            QStyle::SP_BrowserReload,
+            [](MainWindow* w) -> QWidget* { return w->m_patchingPage = new PatchingPage(w); } },
+        { Page::IclIwl, { "icl-iwl", "icl_iwl" }, QT_TR_NOOP("ICL vs IWL"),
+            QT_TR_NOOP("Few-shot classification: in-context (holdout classes) vs in-weights accuracy over training "
+                       "and at the selected checkpoint (Chan et al.)"),
+            QStyle::SP_MessageBoxInformation,
+            [](MainWindow* w) -> QWidget* { return w->m_iclIwlPage = new IclIwlPage(w); } },
+    };
+    return table;
 }
 
 std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
 {
     const QString n = name.trimmed().toLower();
-    if (n == QLatin1String("experiments"))
-        return Page::Experiments;
-    if (n == QLatin1String("train"))
-        return Page::Train;
-    if (n == QLatin1String("gd-alignment") || n == QLatin1String("gd_alignment"))
-        return Page::GdAlignment;
-    if (n == QLatin1String("kernel") || n == QLatin1String("kernel-view") || n == QLatin1String("kernel_view"))
-        return Page::KernelView;
-    if (n == QLatin1String("icl-curve") || n == QLatin1String("icl_curve"))
-        return Page::IclCurve;
-    if (n == QLatin1String("probes") || n == QLatin1String("probe"))
-        return Page::Probes;
-    if (n == QLatin1String("pasting") || n == QLatin1String("paste"))
-        return Page::Pasting;
-    if (n == QLatin1String("attention"))
-        return Page::Attention;
-    if (n == QLatin1String("patching") || n == QLatin1String("patch"))
-        return Page::Patching;
-    if (n == QLatin1String("icl-iwl") || n == QLatin1String("icl_iwl"))
-        return Page::IclIwl;
+    for (const PageEntry& entry : pageTable())
+        for (const char* alias : entry.names)
+            if (alias && n == QLatin1String(alias))
+                return entry.page;
     return std::nullopt;
 }
 
@@ -544,14 +463,8 @@ bool MainWindow::openExperiment(const QString& path)
                                  30000);
     if (!steps.empty())
         m_trainPage->selectCheckpoint(m_timeline->currentStep());
-    m_gdAlignmentPage->showExperiment(summary, m_timeline->currentStep());
-    m_kernelViewPage->showExperiment(summary, m_timeline->currentStep());
-    m_iclCurvePage->showExperiment(summary, m_timeline->currentStep());
-    m_probesPage->showExperiment(summary, m_timeline->currentStep());
-    m_pastingPage->showExperiment(summary, m_timeline->currentStep());
-    m_attentionPage->showExperiment(summary, m_timeline->currentStep());
-    m_patchingPage->showExperiment(summary, m_timeline->currentStep());
-    m_iclIwlPage->showExperiment(summary, m_timeline->currentStep());
+    for (AnalysisPage* page : m_analysisPages)
+        page->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
     statusBar()->showMessage(
@@ -621,37 +534,30 @@ MainWindow::Page MainWindow::currentPage() const
 qint64 MainWindow::selectCheckpoint(qint64 step)
 {
     const qint64 selected = m_timeline->setCurrentStep(step);
-    if (selected >= 0) {
-        m_trainPage->selectCheckpoint(selected);
-        m_gdAlignmentPage->selectCheckpoint(selected);
-        m_kernelViewPage->selectCheckpoint(selected);
-        m_iclCurvePage->selectCheckpoint(selected);
-        m_probesPage->selectCheckpoint(selected);
-        m_pastingPage->selectCheckpoint(selected);
-        m_attentionPage->selectCheckpoint(selected);
-        m_patchingPage->selectCheckpoint(selected);
-        m_iclIwlPage->selectCheckpoint(selected);
-    }
+    if (selected >= 0)
+        followCheckpoint(selected);
     return selected;
+}
+
+void MainWindow::followCheckpoint(qint64 step)
+{
+    m_trainPage->selectCheckpoint(step);
+    for (AnalysisPage* page : m_analysisPages)
+        page->selectCheckpoint(step);
 }
 
 widgets::PlotView* MainWindow::currentPlot() const
 {
     QWidget* page = m_pages->currentWidget();
-    if (page == m_gdAlignmentPage)
-        return m_gdAlignmentPage->currentPlot();
-    if (page == m_pastingPage)
-        return m_pastingPage->currentPlot();
-    if (page == m_iclIwlPage)
-        return m_iclIwlPage->currentPlot();
+    if (auto* analysis = qobject_cast<AnalysisPage*>(page))
+        return analysis->currentPlot();
     return page ? page->findChild<widgets::PlotView*>() : nullptr;
 }
 
 bool MainWindow::isBusy() const
 {
-    return m_trainPage->isRunning() || m_gdAlignmentPage->isBusy() || m_kernelViewPage->isBusy()
-        || m_iclCurvePage->isBusy() || m_probesPage->isBusy() || m_pastingPage->isBusy() || m_attentionPage->isBusy()
-        || m_patchingPage->isBusy() || m_iclIwlPage->isBusy();
+    return m_trainPage->isRunning()
+        || std::any_of(m_analysisPages.begin(), m_analysisPages.end(), [](const AnalysisPage* p) { return p->isBusy(); });
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -677,20 +583,8 @@ void MainWindow::flushPlots()
 
 void MainWindow::exportCurrentPlot()
 {
-    if (m_pages->currentWidget() == m_gdAlignmentPage) {
-        if (!m_gdAlignmentPage->exportCurrentPlot())
-            statusBar()->showMessage(tr("This tab has no plot to export"), 5000);
-        return;
-    }
-    if (m_pages->currentWidget() == m_iclIwlPage) {
-        if (!m_iclIwlPage->exportCurrentPlot())
-            statusBar()->showMessage(tr("This tab has no plot to export yet"), 5000);
-        return;
-    }
-    if (m_pages->currentWidget() == m_attentionPage || m_pages->currentWidget() == m_patchingPage) {
-        const bool exported = m_pages->currentWidget() == m_attentionPage ? m_attentionPage->exportCurrentPlot()
-                                                                          : m_patchingPage->exportCurrentPlot();
-        if (!exported)
+    if (auto* analysis = qobject_cast<AnalysisPage*>(m_pages->currentWidget())) {
+        if (!analysis->exportCurrentPlot())
             statusBar()->showMessage(tr("This page has no plot to export yet"), 5000);
         return;
     }

@@ -1,31 +1,23 @@
 #pragma once
 // The ICL Workbench main window: page navigator, checkpoint timeline, status bar.
 
+#include <array>
 #include <functional>
 #include <optional>
+#include <vector>
 
 #include <QElapsedTimer>
 #include <QMainWindow>
 #include <QPointer>
 #include <QStringList>
+#include <QStyle>
 
+#include "app/gui/gui_forward.h"
 #include "core/types/run_summary.h"
-
-class QAction;
-class QLabel;
-class QListWidget;
-class QMenu;
-class QProgressBar;
-class QPushButton;
-class QStackedWidget;
-
-namespace icl::widgets {
-class CheckpointTimeline;
-class PlotView;
-} // namespace icl::widgets
 
 namespace icl::gui {
 
+class AnalysisPage;
 class AttentionPage;
 class ExperimentsPage;
 class GdAlignmentPage;
@@ -38,7 +30,7 @@ class PatchingPage;
 class ProbesPage;
 class TrainPage;
 
-/// Left navigator of pages (Experiments, Train, GD alignment; later pages are added with addPage), the
+/// Left navigator of the pages registered in pageTable() (Experiments, Train, then the analysis pages), the
 /// checkpoint timeline every page follows, and a status bar with the compute device, progress and
 /// Cancel. Owns the open experiment and the recent-files list (QSettings).
 /// Thread affinity: GUI thread only.
@@ -153,7 +145,19 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
-    void addPage(const QString& name, QWidget* page, const QString& toolTip);
+    /// One row of the page table: everything MainWindow needs to know about a page.
+    struct PageEntry {
+        Page page;                          ///< its navigator row
+        std::array<const char*, 3> names;   ///< `--page` names (the first is the documented one; nullptr: none)
+        const char* title;                  ///< navigator text (translated)
+        const char* toolTip;                ///< navigator tool tip (translated)
+        QStyle::StandardPixmap icon;
+        std::function<QWidget*(MainWindow*)> make; ///< creates the page (and sets its typed pointer, if any)
+    };
+    /// The page table, in navigator order. Adding a page: one row here (plus its enum value).
+    static const std::vector<PageEntry>& pageTable();
+    /// Every analysis page (AnalysisPage) follows the checkpoint `step`, and the Train page too.
+    void followCheckpoint(qint64 step);
     void showError(const QString& title, const QString& message);
     void updateRecentMenu();
     /// Enables Cancel and the training actions from what runs now; emits idle when nothing does.
@@ -176,6 +180,7 @@ private:
     AttentionPage* m_attentionPage = nullptr;
     PatchingPage* m_patchingPage = nullptr;
     IclIwlPage* m_iclIwlPage = nullptr;
+    std::vector<AnalysisPage*> m_analysisPages; ///< pages of the table that follow the AnalysisPage protocol
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

@@ -28,12 +28,13 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
@@ -42,11 +43,6 @@ namespace {
 enum JobKey { PastingJob = 400 };
 
 const char* kLossLabel = "loss  0.5·(ŷ − y)²";
-
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
-}
 
 QString count(int64_t n)
 {
@@ -71,14 +67,14 @@ struct ParentConfig {
 
 ParentConfig parentConfig(const icl::RunSummary& summary)
 {
-    const auto cfg = nlohmann::json::parse(summary.config_json);
     ParentConfig p;
-    p.kind = cfg.at("model").value("kind", std::string("?"));
-    p.n_layers = cfg.at("model").value("n_layers", int64_t(0));
-    p.d_model = cfg.at("model").value("d_model", int64_t(0));
-    if (cfg.contains("task"))
-        p.w_scale = cfg.at("task").value("w_scale", 0.0);
-    p.seed = cfg.value("seed", uint64_t(0));
+    if (!summary.config)
+        return p;
+    p.kind = summary.config->model.kind;
+    p.n_layers = summary.config->model.n_layers;
+    p.d_model = summary.config->model.d_model;
+    p.w_scale = summary.config->task.w_scale;
+    p.seed = summary.config->seed;
     return p;
 }
 
@@ -133,47 +129,21 @@ std::vector<double> toDouble(const std::vector<int64_t>& v)
 } // namespace
 
 PastingPage::PastingPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("pasting"), parent)
 {
-    setObjectName(QStringLiteral("pastingPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
+    QWidget* content = createContent(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a "
+                                        "layer, train a new embedding under its frozen upper blocks and compare it "
+                                        "with a model trained from scratch."));
+    auto* layout = makeContentLayout(content);
 
-    m_message = new QLabel(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a layer, "
-                              "train a new embedding under its frozen upper blocks and compare it with a model "
-                              "trained from scratch."),
-        this);
-    m_message->setObjectName(QStringLiteral("pastingMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
-
-    m_parentLabel = new QLabel(content);
-    m_parentLabel->setObjectName(QStringLiteral("pastingParent"));
-    m_parentLabel->setWordWrap(true);
-    m_parentLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_parentLabel = makeTextLine(QStringLiteral("pastingParent"), content);
     layout->addWidget(m_parentLabel);
 
     // --- options (the names of icl-cli analyze paste and PastingOptions) ---
-    auto* grid = new QGridLayout;
-    grid->setHorizontalSpacing(8);
-    grid->setVerticalSpacing(4);
-    auto addField = [&](int row, int column, const QString& label, QWidget* field, const QString& tip) {
-        auto* l = new QLabel(label, content);
-        l->setBuddy(field);
-        l->setToolTip(tip);
-        field->setToolTip(tip);
-        grid->addWidget(l, row, 2 * column);
-        grid->addWidget(field, row, 2 * column + 1);
+    FieldGrid fields(content);
+    QGridLayout* grid = fields.layout();
+    const auto addField = [&fields](int row, int column, const QString& label, QWidget* field, const QString& tip) {
+        fields.add(row, column, label, field, tip);
     };
     m_cutLayer = new QSpinBox(content);
     m_cutLayer->setObjectName(QStringLiteral("pastingCutLayer"));
@@ -269,33 +239,19 @@ PastingPage::PastingPage(QWidget* parent)
         grid->setColumnStretch(c, 1);
     layout->addLayout(grid);
 
-    auto* runRow = new QHBoxLayout;
-    m_run = new QPushButton(tr("Run pasting"), content);
-    m_run->setObjectName(QStringLiteral("pastingRun"));
-    m_run->setToolTip(tr("Train the pasted and the scratch model on a worker thread"));
-    m_cancel = new QPushButton(tr("Cancel"), content);
-    m_cancel->setObjectName(QStringLiteral("pastingCancel"));
+    const RunRow run = makeRunRow(QStringLiteral("pasting"), content, tr("Run pasting"),
+        tr("Train the pasted and the scratch model on a worker thread"), tr("%v / %m training steps"));
+    m_run = run.run;
+    m_cancel = run.cancel;
+    m_progress = run.progress;
     m_cancel->setToolTip(tr("Stop the running pasting at its next training step (nothing is kept)"));
-    m_progress = new QProgressBar(content);
-    m_progress->setObjectName(QStringLiteral("pastingProgress"));
-    m_progress->setRange(0, 1);
-    m_progress->setValue(0);
-    m_progress->setFormat(tr("%v / %m training steps"));
     m_progress->setToolTip(tr("Training steps done, pasted and scratch model together"));
-    runRow->addWidget(m_run);
-    runRow->addWidget(m_cancel);
-    runRow->addWidget(m_progress, 1);
+    QHBoxLayout* runRow = run.layout;
     layout->addLayout(runRow);
 
-    m_status = new QLabel(content);
-    m_status->setObjectName(QStringLiteral("pastingStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
     auto* summaryRow = new QHBoxLayout;
-    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
-    m_summaryLabel->setObjectName(QStringLiteral("pastingSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("pastingSummary"), content, QStringLiteral("—"));
     summaryRow->addWidget(m_summaryLabel, 1);
     m_openPasted = new QPushButton(tr("Open pasted experiment"), content);
     m_openPasted->setObjectName(QStringLiteral("pastingOpenPasted"));
@@ -318,7 +274,6 @@ PastingPage::PastingPage(QWidget* parent)
     for (widgets::PlotView* plot : { m_iclPlot, m_lossPlot })
         if (QWidget* canvas = plot->findChild<QWidget*>(QStringLiteral("plot")))
             canvas->installEventFilter(this);
-    m_stack->addWidget(content);
 
     m_progressTimer = new QTimer(this);
     m_progressTimer->setInterval(100); // progress is polled, never posted per training step
@@ -335,13 +290,13 @@ PastingPage::PastingPage(QWidget* parent)
         if (m_result && !m_result->out_path.empty())
             Q_EMIT openRequested(QString::fromStdString(m_result->out_path));
     });
-    connect(m_runner, &AnalysisRunner::started, this, &PastingPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, [this] {
-        m_progressTimer->stop();
-        updateProgress();
-        updateControls();
-        Q_EMIT busyFinished();
-    });
+    updateControls();
+}
+
+void PastingPage::jobsFinished()
+{
+    m_progressTimer->stop();
+    updateProgress();
     updateControls();
 }
 
@@ -365,21 +320,8 @@ bool PastingPage::eventFilter(QObject* watched, QEvent* event)
 
 bool PastingPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    try {
-        const std::string kind = parentConfig(summary).kind;
-        if (kind != "gpt2") {
-            if (why)
-                *why = tr("Pasting cuts a GPT-2 model into layers; this run has a %1 model. Train the guo-pasting "
-                          "or guo-representation preset for an example.")
-                           .arg(QString::fromStdString(kind));
-            return false;
-        }
-        return true;
-    } catch (const std::exception& e) {
-        if (why)
-            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
-        return false;
-    }
+    return modelKindIs(summary, "gpt2", tr("Pasting cuts a GPT-2 model into layers"),
+        tr("Train the guo-pasting or guo-representation preset for an example."), why);
 }
 
 QString PastingPage::defaultOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding)
@@ -404,19 +346,18 @@ void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_supported = supports(summary, &why);
     if (!m_supported) {
         m_parentLayers = 0;
-        m_message->setText(why);
-        m_stack->setCurrentWidget(m_message);
+        showMessage(why);
         updateControls();
         return;
     }
-    m_stack->setCurrentIndex(1);
+    showContent();
     const ParentConfig p = parentConfig(summary);
     m_parentLayers = p.n_layers;
     {
         const QSignalBlocker block(m_cutLayer);
         m_cutLayer->setRange(0, int(std::max<int64_t>(0, p.n_layers - 1)));
     }
-    m_wScale->setSpecialValueText(tr("parent's (%1)").arg(number(p.w_scale)));
+    m_wScale->setSpecialValueText(tr("parent's (%1)").arg(formatValue(p.w_scale)));
     m_seed->setSpecialValueText(tr("parent's (%1)").arg(p.seed));
     m_output->clear();
     updateDefaultOutput();
@@ -435,7 +376,7 @@ void PastingPage::selectCheckpoint(qint64 step)
                        .arg(step >= 0 ? QString::number(step) : tr("none"))
                        .arg(p.n_layers)
                        .arg(p.d_model)
-                       .arg(number(p.w_scale))
+                       .arg(formatValue(p.w_scale))
                        .arg(p.seed);
     const auto stored = m_summary.analyses.find("pasting");
     if (stored != m_summary.analyses.end() && stored->second > 0)
@@ -446,14 +387,9 @@ void PastingPage::selectCheckpoint(qint64 step)
     updateControls();
 }
 
-bool PastingPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void PastingPage::cancel()
 {
-    if (!m_runner->isBusy() || !m_state)
+    if (!isBusy() || !m_state)
         return;
     m_state->stop = true; // the job's error continuation reports the cancellation
     m_cancel->setEnabled(false);
@@ -528,7 +464,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
                           .arg(QString::fromStdString(o.embedding))
                           .arg(m_step));
     const std::string parentPath = m_summary.path;
-    m_runner->enqueue(
+    runner()->enqueue(
         PastingJob, tr("pasting"),
         [this, generation, parentPath, o, state]() -> AnalysisRunner::Continuation {
             icl::PastingResult result;
@@ -598,11 +534,11 @@ void PastingPage::showResult(const icl::PastingResult& r, const icl::PastingOpti
                        .arg(QString::number(r.wall_time_s, 'f', 1));
     text += QLatin1Char('\n')
         + tr("Query loss 0.5·MSE: pasted %1 (%2 trainable parameters)")
-              .arg(number(r.pasted_loss), count(r.trainable_pasted));
+              .arg(formatValue(r.pasted_loss), count(r.trainable_pasted));
     if (o.train_scratch)
-        text += tr(", scratch %1 (%2 parameters)").arg(number(r.scratch_loss), count(r.trainable_scratch));
+        text += tr(", scratch %1 (%2 parameters)").arg(formatValue(r.scratch_loss), count(r.trainable_scratch));
     text += tr(", ridge %1 (λ = σ²/τ² = %2), zero %3; frozen parameters bitwise unchanged.")
-                .arg(number(r.ridge_loss), number(r.ridge_lambda), number(r.zero_loss));
+                .arg(formatValue(r.ridge_loss), formatValue(r.ridge_lambda), formatValue(r.zero_loss));
     if (!r.out_path.empty()) {
         text += QLatin1Char('\n') + tr("Pasted model: %1").arg(QString::fromStdString(r.out_path));
         if (!r.analysis_id.empty())

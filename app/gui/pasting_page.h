@@ -10,30 +10,14 @@
 #include <string>
 
 #include <QString>
-#include <QWidget>
 
+#include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
 #include "core/analysis/pasting.h"
 #include "core/types/figure.h"
 #include "core/types/run_summary.h"
 
-class QCheckBox;
-class QComboBox;
-class QDoubleSpinBox;
-class QLabel;
-class QLineEdit;
-class QProgressBar;
-class QPushButton;
-class QSpinBox;
-class QStackedWidget;
-class QTimer;
-
-namespace icl::widgets {
-class PlotView;
-} // namespace icl::widgets
-
 namespace icl::gui {
-
-class AnalysisRunner;
 
 /// Configures and runs icl::computePasting on the open gpt2 experiment (the parent) at the checkpoint
 /// selected on the timeline, like `icl-cli analyze RUN.h5 paste`: the pasted model is written to a new
@@ -45,7 +29,7 @@ class AnalysisRunner;
 /// against the number of in-context examples, and the loss curves over training steps; both export
 /// like every PlotView (PNG, SVG, PDF, CSV). gpt2 runs only; others get a message instead.
 /// Thread affinity: GUI thread only.
-class PastingPage : public QWidget {
+class PastingPage : public AnalysisPage {
     Q_OBJECT
 public:
     explicit PastingPage(QWidget* parent = nullptr);
@@ -53,12 +37,13 @@ public:
 
     /// Shows a parent file at checkpoint `step`: cancels a running pasting, clears the shown result and
     /// sets the cut-layer range to 0..L−1.
-    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
     /// Follows the timeline (the parent checkpoint of the next run).
-    void selectCheckpoint(qint64 step);
-    bool isBusy() const;
+    void selectCheckpoint(qint64 step) override;
     /// Asks the running pasting to stop at its next training step (no-op when idle).
-    void cancel();
+    void cancel() override;
+    QString cancelledMessage() const override { return tr("Pasting cancelled (stops at its next training step)"); }
+    QString doneMessage() const override { return tr("Pasting: done"); }
 
     /// Starts a pasting with the page's options. When the output file exists and `overwrite` is false,
     /// asks first (`ask`) or refuses with a status message. Returns false when nothing was started
@@ -86,11 +71,10 @@ public:
     /// Intra-op threads of the run (0 = all cores; tests use 1).
     void setThreads(int threads) { m_threads = threads; }
 
-    qint64 checkpointStep() const { return m_step; }
     /// The result shown (empty before the first finished run, and after a cancelled or failed one).
     const std::optional<icl::PastingResult>& result() const { return m_result; }
     /// The plot the File ▸ Export action exports: the one last clicked, else the ICL curves.
-    widgets::PlotView* currentPlot() const { return m_currentPlot; }
+    widgets::PlotView* currentPlot() const override { return m_currentPlot; }
 
     widgets::PlotView* iclPlot() const { return m_iclPlot; }
     widgets::PlotView* lossPlot() const { return m_lossPlot; }
@@ -113,18 +97,14 @@ public:
     QPushButton* openPastedButton() const { return m_openPasted; }
     QProgressBar* progressBar() const { return m_progress; }
     QLabel* summaryLabel() const { return m_summaryLabel; }
-    QLabel* statusLabel() const { return m_status; }
-    QLabel* messageLabel() const { return m_message; }
 
 Q_SIGNALS:
-    void busyStarted();
-    void progressChanged(int percent, const QString& text);
-    void busyFinished();
     /// The user asked to open the pasted model's experiment file.
     void openRequested(const QString& path);
 
 protected:
     bool eventFilter(QObject* watched, QEvent* event) override;
+    void jobsFinished() override;
 
 private:
     /// Shared with the worker: cancel flag and training-step progress.
@@ -141,18 +121,11 @@ private:
     void updateDefaultOutput();
     void browseOutput();
 
-    AnalysisRunner* m_runner = nullptr;
-    icl::RunSummary m_summary;
-    qint64 m_step = -1;
     int64_t m_parentLayers = 0;
-    bool m_supported = false;
     int m_threads = 0;
-    quint64 m_generation = 0;
     std::shared_ptr<RunState> m_state; ///< the running pasting's state
     std::optional<icl::PastingResult> m_result;
 
-    QStackedWidget* m_stack = nullptr;
-    QLabel* m_message = nullptr;
     QLabel* m_parentLabel = nullptr;
     QSpinBox* m_cutLayer = nullptr;
     QComboBox* m_embedding = nullptr;
@@ -173,7 +146,6 @@ private:
     QProgressBar* m_progress = nullptr;
     QTimer* m_progressTimer = nullptr;
     QLabel* m_summaryLabel = nullptr;
-    QLabel* m_status = nullptr;
     widgets::PlotView* m_iclPlot = nullptr;
     widgets::PlotView* m_lossPlot = nullptr;
     widgets::PlotView* m_currentPlot = nullptr;

@@ -22,21 +22,17 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "widgets/heatmap_view.h"
+#include "core/io/config.h"
 
 namespace icl::gui {
 
 namespace {
 
 enum JobKey { PatchingJob = 600 };
-
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 6) : QStringLiteral("—");
-}
 
 QString corruptionText(icl::Corruption c)
 {
@@ -69,43 +65,21 @@ struct PatchingPage::Output {
 };
 
 PatchingPage::PatchingPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("patching"), parent)
     , m_worker(std::make_shared<WorkerState>())
 {
-    setObjectName(QStringLiteral("patchingPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-    m_message = new QLabel(tr("Open a trained experiment to patch its residual stream from a clean prompt into a "
-                              "corrupted one."),
-        this);
-    m_message->setObjectName(QStringLiteral("patchingMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    QWidget* content = createContent(
+        tr("Open a trained experiment to patch its residual stream from a clean prompt into a corrupted one."));
+    auto* layout = makeContentLayout(content);
     m_heading = new QLabel(content);
     m_heading->setObjectName(QStringLiteral("patchingHeading"));
     m_heading->setWordWrap(true);
     layout->addWidget(m_heading);
 
-    auto* grid = new QGridLayout;
-    grid->setHorizontalSpacing(8);
-    grid->setVerticalSpacing(4);
-    auto addField = [&](int row, int column, const QString& label, QWidget* field, const QString& tip) {
-        auto* l = new QLabel(label, content);
-        l->setBuddy(field);
-        l->setToolTip(tip);
-        field->setToolTip(tip);
-        grid->addWidget(l, row, 2 * column);
-        grid->addWidget(field, row, 2 * column + 1);
+    FieldGrid fields(content);
+    QGridLayout* grid = fields.layout();
+    const auto addField = [&fields](int row, int column, const QString& label, QWidget* field, const QString& tip) {
+        fields.add(row, column, label, field, tip);
     };
     m_corruption = new QComboBox(content);
     m_corruption->setObjectName(QStringLiteral("patchingCorruption"));
@@ -140,24 +114,14 @@ PatchingPage::PatchingPage(QWidget* parent)
         grid->setColumnStretch(c, 1);
     layout->addLayout(grid);
 
-    auto* runRow = new QHBoxLayout;
-    m_run = new QPushButton(tr("Run patching"), content);
-    m_run->setObjectName(QStringLiteral("patchingRun"));
-    m_run->setToolTip(tr("Patch the clean residual stream at every (layer, position) into the corrupted run"));
-    m_cancel = new QPushButton(tr("Cancel"), content);
-    m_cancel->setObjectName(QStringLiteral("patchingCancel"));
-    m_progress = new QProgressBar(content);
-    m_progress->setObjectName(QStringLiteral("patchingProgress"));
-    m_progress->setRange(0, 1);
-    m_progress->setValue(0);
-    m_progress->setFormat(tr("%v / %m patched runs"));
-    runRow->addWidget(m_run);
-    runRow->addWidget(m_cancel);
-    runRow->addWidget(m_progress, 1);
+    const RunRow run = makeRunRow(QStringLiteral("patching"), content, tr("Run patching"),
+        tr("Patch the clean residual stream at every (layer, position) into the corrupted run"),
+        tr("%v / %m patched runs"));
+    m_run = run.run;
+    m_cancel = run.cancel;
+    m_progress = run.progress;
+    QHBoxLayout* runRow = run.layout;
     layout->addLayout(runRow);
-    m_status = new QLabel(content);
-    m_status->setObjectName(QStringLiteral("patchingStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
 
     auto* split = new QSplitter(Qt::Horizontal, content);
@@ -170,10 +134,7 @@ PatchingPage::PatchingPage(QWidget* parent)
     auto* side = new QWidget(split);
     auto* sideLayout = new QVBoxLayout(side);
     sideLayout->setContentsMargins(0, 0, 0, 0);
-    m_summaryLabel = new QLabel(QStringLiteral("—"), side);
-    m_summaryLabel->setObjectName(QStringLiteral("patchingSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("patchingSummary"), side, QStringLiteral("—"));
     sideLayout->addWidget(m_summaryLabel);
     m_labels = new QTableWidget(side);
     m_labels->setObjectName(QStringLiteral("patchingLabels"));
@@ -189,7 +150,6 @@ PatchingPage::PatchingPage(QWidget* parent)
     split->setStretchFactor(1, 1);
     split->setSizes({ 820, 260 });
     layout->addWidget(split, 1);
-    m_stack->addWidget(content);
 
     m_progressTimer = new QTimer(this);
     m_progressTimer->setInterval(100);
@@ -198,13 +158,13 @@ PatchingPage::PatchingPage(QWidget* parent)
     connect(m_useShared, &QCheckBox::toggled, this, &PatchingPage::updateControls);
     connect(m_run, &QPushButton::clicked, this, [this] { startPatching(); });
     connect(m_cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
-    connect(m_runner, &AnalysisRunner::started, this, &PatchingPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, [this] {
-        m_progressTimer->stop();
-        updateProgress();
-        updateControls();
-        Q_EMIT busyFinished();
-    });
+    updateControls();
+}
+
+void PatchingPage::jobsFinished()
+{
+    m_progressTimer->stop();
+    updateProgress();
     updateControls();
 }
 
@@ -218,26 +178,19 @@ void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
     if (m_state)
         m_state->stop = true;
-    m_runner->cancel();
+    runner()->cancel();
     ++m_generation;
     ++m_experimentGeneration;
     m_summary = summary;
     m_step = step;
     m_shared.reset();
-    m_contextLength = 0;
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        if (cfg.contains("task"))
-            m_contextLength = cfg.at("task").value("n_context", int64_t(0));
-    } catch (const std::exception&) {
-    }
+    m_contextLength = summary.config ? summary.config->task.n_context : 0;
     clearResult();
     m_status->clear();
     if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
-        m_message->setText(tr("This experiment has no saved checkpoint to patch."));
-        m_stack->setCurrentWidget(m_message);
+        showMessage(tr("This experiment has no saved checkpoint to patch."));
     } else {
-        m_stack->setCurrentIndex(1);
+        showContent();
     }
     selectCheckpoint(step);
     updateControls();
@@ -268,14 +221,9 @@ std::optional<icl::Prompt> PatchingPage::sharedPrompt() const
     return std::nullopt;
 }
 
-bool PatchingPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
 void PatchingPage::cancel()
 {
-    if (!m_runner->isBusy() || !m_state)
+    if (!isBusy() || !m_state)
         return;
     m_state->stop = true;
     m_cancel->setEnabled(false);
@@ -307,7 +255,7 @@ bool PatchingPage::startPatching()
     const quint64 fileGeneration = m_experimentGeneration;
     const int64_t step = m_step;
     m_status->setText(tr("Patching (%1) at checkpoint %2…").arg(m_corruption->currentText()).arg(step));
-    m_runner->enqueue(
+    runner()->enqueue(
         PatchingJob, tr("patching"),
         [this, generation, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
             -> AnalysisRunner::Continuation {
@@ -434,8 +382,8 @@ void PatchingPage::showOutput(const Output& out)
 
     const icl::PatchingResult& r = out.result;
     QString text = tr("Clean prediction ŷ = <b>%1</b> · corrupted ŷ = <b>%2</b> · true label of the clean query %3")
-                       .arg(number(r.clean_prediction), number(r.corrupted_prediction),
-                           number(out.clean.y.empty() ? NAN : out.clean.y.back()));
+                       .arg(formatValue(r.clean_prediction, 6), formatValue(r.corrupted_prediction, 6),
+                           formatValue(out.clean.y.empty() ? NAN : out.clean.y.back(), 6));
     if (r.n_skipped > 0)
         text += tr("<br><span style='color:#B2182B'>The clean and corrupted predictions agree (|Δŷ| < 1e-6): the "
                    "effect is undefined; try another corruption or seed.</span>");
@@ -447,8 +395,8 @@ void PatchingPage::showOutput(const Output& out)
         rows << (i + 1 < n ? QString::number(i + 1) : tr("query"));
         const double a = out.clean.y[i];
         const double b = i < out.corrupted.y.size() ? out.corrupted.y[i] : NAN;
-        auto* ca = new QTableWidgetItem(number(a));
-        auto* cb = new QTableWidgetItem(number(b));
+        auto* ca = new QTableWidgetItem(formatValue(a, 6));
+        auto* cb = new QTableWidgetItem(formatValue(b, 6));
         if (a != b) {
             QFont bold = cb->font();
             bold.setBold(true);

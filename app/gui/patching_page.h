@@ -10,29 +10,14 @@
 #include <string>
 
 #include <QString>
-#include <QWidget>
 
+#include "app/gui/analysis_page.h"
+#include "app/gui/gui_forward.h"
 #include "core/analysis/inspector.h"
 #include "core/types/inspection.h"
 #include "core/types/run_summary.h"
 
-class QCheckBox;
-class QComboBox;
-class QLabel;
-class QProgressBar;
-class QPushButton;
-class QSpinBox;
-class QStackedWidget;
-class QTableWidget;
-class QTimer;
-
-namespace icl::widgets {
-class HeatmapView;
-} // namespace icl::widgets
-
 namespace icl::gui {
-
-class AnalysisRunner;
 
 /// Runs Inspector::patching (activation patching, Meng et al. 2022 / Heimersheim & Nanda; the ICL setting
 /// of the issue "Interactive inspector") on the checkpoint selected on the timeline: the clean prompt is
@@ -44,21 +29,22 @@ class AnalysisRunner;
 /// as they are computed, the final one first (Inspector::patching's rows callback). Exports
 /// PNG/SVG/PDF and the effect matrix as CSV. Nothing runs until Run is pressed (or --run).
 /// Thread affinity: GUI thread only.
-class PatchingPage : public QWidget {
+class PatchingPage : public AnalysisPage {
     Q_OBJECT
 public:
     explicit PatchingPage(QWidget* parent = nullptr);
     ~PatchingPage() override;
 
     /// Shows an experiment at checkpoint `step`: cancels a running patching and clears the result.
-    void showExperiment(const icl::RunSummary& summary, qint64 step);
+    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
     /// Follows the timeline: the next run uses the checkpoint at `step` (a shown result is cleared).
-    void selectCheckpoint(qint64 step);
+    void selectCheckpoint(qint64 step) override;
     /// The Attention page's prompt, used when "Use the Attention page's prompt" is checked.
     void setSharedPrompt(const icl::Prompt& prompt);
-    bool isBusy() const;
     /// Stops the running patching at its next forward pass; nothing is shown.
-    void cancel();
+    void cancel() override;
+    QString cancelledMessage() const override { return tr("Patching cancelled (stops after the running forward pass)"); }
+    QString doneMessage() const override { return tr("Patching: done"); }
 
     /// Starts a patching with the page's options. Returns false when nothing was started (no
     /// experiment or checkpoint, busy).
@@ -75,11 +61,10 @@ public:
     const std::optional<icl::PatchingResult>& result() const { return m_result; }
     const icl::Prompt& cleanPrompt() const { return m_clean; }
     const icl::Prompt& corruptedPrompt() const { return m_corrupted; }
-    qint64 checkpointStep() const { return m_step; }
     /// Export metadata: experiment, checkpoint_step, seed, prompt, corruption.
     std::map<std::string, std::string> metadata() const;
 
-    bool exportCurrentPlot();
+    bool exportCurrentPlot() override;
 
     widgets::HeatmapView* heatmap() const { return m_heatmap; }
     QComboBox* corruptionChooser() const { return m_corruption; }
@@ -91,16 +76,10 @@ public:
     QPushButton* cancelButton() const { return m_cancel; }
     QProgressBar* progressBar() const { return m_progress; }
     QLabel* summaryLabel() const { return m_summaryLabel; }
-    QLabel* statusLabel() const { return m_status; }
-    QLabel* messageLabel() const { return m_message; }
     QTableWidget* labelTable() const { return m_labels; }
 
-Q_SIGNALS:
-    void busyStarted();
-    void progressChanged(int percent, const QString& text);
-    void busyFinished();
-    /// The first patched row (the final layer's) is on screen; the others follow one by one.
-    void firstLookShown();
+protected:
+    void jobsFinished() override;
 
 private:
     struct RunState {
@@ -121,13 +100,9 @@ private:
     void updateProgress();
     void updateControls();
 
-    AnalysisRunner* m_runner = nullptr;
     std::shared_ptr<WorkerState> m_worker;
     quint64 m_experimentGeneration = 0;
-    icl::RunSummary m_summary;
-    qint64 m_step = -1;
     int64_t m_contextLength = 0; ///< the run's task.n_context (range of "Changed example i" for sampled prompts)
-    quint64 m_generation = 0;
     std::shared_ptr<RunState> m_state;
     std::optional<icl::Prompt> m_shared;
     std::optional<icl::PatchingResult> m_result;
@@ -136,8 +111,6 @@ private:
     icl::PatchingOptions m_resultOptions;
     bool m_resultShared = false;
 
-    QStackedWidget* m_stack = nullptr;
-    QLabel* m_message = nullptr;
     QLabel* m_heading = nullptr;
     QComboBox* m_corruption = nullptr;
     QSpinBox* m_example = nullptr;
@@ -149,7 +122,6 @@ private:
     QProgressBar* m_progress = nullptr;
     QTimer* m_progressTimer = nullptr;
     QLabel* m_summaryLabel = nullptr;
-    QLabel* m_status = nullptr;
     QTableWidget* m_labels = nullptr;
     widgets::HeatmapView* m_heatmap = nullptr;
 };

@@ -11,12 +11,14 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
-#include <nlohmann/json.hpp>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 #include "core/error.h"
 #include "core/report.h"
 #include "widgets/plot_view.h"
+#include "core/io/config.h"
+#include "core/io/kinds.h"
 
 namespace icl::gui {
 
@@ -24,36 +26,14 @@ namespace {
 
 enum JobKey { ProbeJob = 300 };
 
-QString number(double v)
-{
-    return std::isfinite(v) ? QString::number(v, 'g', 3) : QStringLiteral("—");
-}
-
 } // namespace
 
 ProbesPage::ProbesPage(QWidget* parent)
-    : QWidget(parent)
-    , m_runner(new AnalysisRunner(this))
+    : AnalysisPage(QStringLiteral("probes"), parent)
 {
-    setObjectName(QStringLiteral("probesPage"));
-    m_stack = new QStackedWidget(this);
-    auto* outer = new QVBoxLayout(this);
-    outer->setContentsMargins(0, 0, 0, 0);
-    outer->addWidget(m_stack);
-
-    m_message = new QLabel(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its residual "
-                              "stream layer by layer."),
-        this);
-    m_message->setObjectName(QStringLiteral("probesMessage"));
-    m_message->setAlignment(Qt::AlignCenter);
-    m_message->setWordWrap(true);
-    m_message->setMargin(40);
-    m_stack->addWidget(m_message);
-
-    auto* content = new QWidget(this);
-    auto* layout = new QVBoxLayout(content);
-    layout->setContentsMargins(4, 4, 4, 4);
-    layout->setSpacing(4);
+    QWidget* content = createContent(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its "
+                                        "residual stream layer by layer."));
+    auto* layout = makeContentLayout(content);
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Positions"), content));
@@ -82,35 +62,20 @@ ProbesPage::ProbesPage(QWidget* parent)
         box->setChecked(true);
         controls->addWidget(box);
         m_targets[t] = box;
-        connect(box, &QCheckBox::toggled, this, &ProbesPage::requestRun);
+        connect(box, &QCheckBox::toggled, this, &ProbesPage::requestCompute);
     }
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = new QLabel(QStringLiteral("—"), content);
-    m_summaryLabel->setObjectName(QStringLiteral("probesSummary"));
-    m_summaryLabel->setWordWrap(true);
-    m_summaryLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_summaryLabel = makeTextLine(QStringLiteral("probesSummary"), content, QStringLiteral("—"));
     layout->addWidget(m_summaryLabel);
-    m_status = new QLabel(content);
-    m_status->setObjectName(QStringLiteral("probesStatus"));
-    m_status->setWordWrap(true);
     layout->addWidget(m_status);
 
     m_plot = new widgets::PlotView(content);
     m_plot->setObjectName(QStringLiteral("probesPlot"));
     layout->addWidget(m_plot, 1);
-    m_stack->addWidget(content);
 
-    connect(m_positions, qOverload<int>(&QComboBox::currentIndexChanged), this, &ProbesPage::requestRun);
-    connect(m_runner, &AnalysisRunner::started, this, &ProbesPage::busyStarted);
-    connect(m_runner, &AnalysisRunner::finished, this, &ProbesPage::busyFinished);
-}
-
-ProbesPage::~ProbesPage()
-{
-    if (m_stop)
-        *m_stop = true;
+    connect(m_positions, qOverload<int>(&QComboBox::currentIndexChanged), this, &ProbesPage::requestCompute);
 }
 
 QStringList ProbesPage::targetNames()
@@ -121,12 +86,9 @@ QStringList ProbesPage::targetNames()
 
 QStringList ProbesPage::supportedTargets(const icl::RunSummary& summary)
 {
-    bool representation = false;
-    try {
-        const std::string kind = nlohmann::json::parse(summary.config_json).at("task").value("kind", std::string());
-        representation = kind == "representation" || kind == "representation_mixture";
-    } catch (const std::exception&) {
-    }
+    const bool representation = summary.config
+        && (icl::kindOf(summary.config->task) == icl::TaskKind::Representation
+            || icl::kindOf(summary.config->task) == icl::TaskKind::RepresentationMixture);
     // One GD step needs the step size fitted at training time (eval.gd_steps containing 1).
     const bool gd1 = summary.metrics.count("baseline_eta/gd_1") > 0;
     QStringList out;
@@ -142,44 +104,20 @@ QStringList ProbesPage::supportedTargets(const icl::RunSummary& summary)
 
 bool ProbesPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
-        const std::string kind = cfg.at("model").value("kind", std::string("?"));
-        if (kind != "gpt2") {
-            if (why)
-                *why = tr("Probes read the residual stream of a GPT-2 model; this run has a %1 model. Train the "
-                          "guo-representation or garg-linear-regression preset for an example.")
-                           .arg(QString::fromStdString(kind));
-            return false;
-        }
-        return true;
-    } catch (const std::exception& e) {
-        if (why)
-            *why = tr("The experiment's config cannot be read: %1").arg(QString::fromUtf8(e.what()));
-        return false;
-    }
+    return modelKindIs(summary, "gpt2", tr("Probes read the residual stream of a GPT-2 model"),
+        tr("Train the guo-representation or garg-linear-regression preset for an example."), why);
 }
 
-void ProbesPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool ProbesPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    cancel();
-    ++m_generation;
-    m_summary = summary;
-    m_path = summary.path;
-    m_step = step;
     m_curves.clear();
     m_plot->setFigure(icl::Figure {});
     m_summaryLabel->setText(QStringLiteral("—"));
-    m_status->clear();
-    QString why;
-    m_supported = supports(summary, &why);
-    if (!m_supported) {
-        m_message->setText(why);
-        m_stack->setCurrentWidget(m_message);
-        m_stale = false;
-        return;
+    if (!supports(summary, why)) {
+        showMessage(*why);
+        return false;
     }
-    m_stack->setCurrentIndex(1);
+    showContent();
     const QStringList supported = supportedTargets(summary);
     for (const auto& [name, box] : m_targets) {
         const QSignalBlocker block(box);
@@ -192,43 +130,7 @@ void ProbesPage::showExperiment(const icl::RunSummary& summary, qint64 step)
             : tr("a representation task (task.kind representation or representation_mixture)");
         box->setToolTip(ok ? base : tr("%1 — not available: needs %2").arg(base, need));
     }
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void ProbesPage::selectCheckpoint(qint64 step)
-{
-    if (step == m_step && !m_stale)
-        return;
-    m_step = step;
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void ProbesPage::setActive(bool active)
-{
-    m_active = active;
-    if (active && m_stale && ready())
-        run();
-}
-
-bool ProbesPage::isBusy() const
-{
-    return m_runner->isBusy();
-}
-
-void ProbesPage::cancel()
-{
-    if (m_stop)
-        *m_stop = true;
-    const bool wasBusy = m_runner->isBusy();
-    m_runner->cancel();
-    if (wasBusy) {
-        m_stale = true;
-        m_status->setText(tr("Cancelled. Select a checkpoint to compute again."));
-    }
+    return true;
 }
 
 void ProbesPage::setPromptCounts(int64_t nFit, int64_t nTest)
@@ -237,7 +139,7 @@ void ProbesPage::setPromptCounts(int64_t nFit, int64_t nTest)
         return;
     m_nFit = nFit;
     m_nTest = nTest;
-    requestRun();
+    requestCompute();
 }
 
 bool ProbesPage::setPositions(const QString& positions)
@@ -285,29 +187,12 @@ icl::ProbeOptions ProbesPage::options(const QString& target) const
     return o;
 }
 
-bool ProbesPage::ready() const
+void ProbesPage::compute()
 {
-    return m_supported && m_active && !m_path.empty() && m_step >= 0;
-}
-
-void ProbesPage::requestRun()
-{
-    m_stale = true;
-    if (ready())
-        run();
-}
-
-void ProbesPage::run()
-{
-    m_stale = false;
-    const quint64 generation = ++m_generation;
-    if (m_stop)
-        *m_stop = true; // the previous batch is superseded
-    auto stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = stop;
+    const Ticket t = newTicket();
     const QStringList targets = checkedTargets();
     if (targets.isEmpty()) {
-        m_runner->cancel();
+        runner()->cancel();
         m_curves.clear();
         m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
         m_summaryLabel->setText(QStringLiteral("—"));
@@ -316,53 +201,44 @@ void ProbesPage::run()
     }
     const icl::ProbeOptions base = options(targets.front());
     std::vector<std::string> names;
-    for (const QString& t : targets)
-        names.push_back(t.toStdString());
+    for (const QString& target : targets)
+        names.push_back(target.toStdString());
     const std::string path = m_path;
     m_status->setText(tr("Fitting probes at checkpoint %1 for %2…").arg(m_step).arg(targets.join(QStringLiteral(", "))));
-    m_runner->enqueue(
-        ProbeJob, tr("linear probes"),
-        [this, generation, path, base, names, stop]() -> AnalysisRunner::Continuation {
-            // One forward pass for every target; a target that fails leaves the others shown.
-            auto failed = std::make_shared<std::vector<std::string>>();
-            auto curves = std::make_shared<std::vector<icl::ProbeCurve>>(icl::computeProbes(
-                path, base, names, failed.get(),
-                [this, stop](int64_t done, int64_t total) {
-                    const int percent = int(100 * done / std::max<int64_t>(1, total));
-                    QMetaObject::invokeMethod(
-                        this, [this, percent] { Q_EMIT progressChanged(percent, tr("Probes: %1%").arg(percent)); },
-                        Qt::QueuedConnection);
-                    return !*stop;
-                },
-                [this, generation](const std::vector<icl::ProbeCurve>& first) {
-                    QMetaObject::invokeMethod(
-                        this,
-                        [this, generation, first] {
-                            if (generation == m_generation && !first.empty())
-                                showCurves(first, true);
-                        },
-                        Qt::QueuedConnection);
-                }));
-            return [this, generation, curves, failed] {
-                if (generation != m_generation)
-                    return;
-                QStringList errors;
-                for (const std::string& e : *failed)
-                    errors << QString::fromStdString(e);
-                if (curves->empty()) {
-                    m_curves.clear();
-                    m_plot->setFigure(icl::Figure {});
-                    m_summaryLabel->setText(QStringLiteral("—"));
-                } else {
-                    showCurves(*curves, false);
-                }
-                m_status->setText(errors.join(QLatin1Char('\n')));
-            };
+    const Progress progress = progressReporter(t, tr("Probes"));
+    // The first look (the first fit and test prompts) is shown while the rest is fitted.
+    auto firstLook = [this, t](const std::vector<icl::ProbeCurve>& first) {
+        QMetaObject::invokeMethod(
+            this,
+            [this, t, first] {
+                if (isCurrent(t) && !first.empty())
+                    showCurves(first, true);
+            },
+            Qt::QueuedConnection);
+    };
+    struct Fitted {
+        std::vector<icl::ProbeCurve> curves;
+        std::vector<std::string> failed; ///< a target that fails leaves the others shown
+    };
+    submit<Fitted>(
+        ProbeJob, tr("linear probes"), t,
+        [path, base, names, progress, firstLook] {
+            Fitted f;
+            f.curves = icl::computeProbes(path, base, names, &f.failed, progress, firstLook); // one shared forward pass
+            return f;
         },
-        [this, generation](const QString& error) {
-            if (generation != m_generation)
-                return;
-            m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
+        [this](const Fitted& f) {
+            QStringList errors;
+            for (const std::string& e : f.failed)
+                errors << QString::fromStdString(e);
+            if (f.curves.empty()) {
+                m_curves.clear();
+                m_plot->setFigure(icl::Figure {});
+                m_summaryLabel->setText(QStringLiteral("—"));
+            } else {
+                showCurves(f.curves, false);
+            }
+            m_status->setText(errors.join(QLatin1Char('\n')));
         });
 }
 
@@ -380,11 +256,11 @@ void ProbesPage::showCurves(const std::vector<icl::ProbeCurve>& curves, bool fir
         if (c.normalised_mse.empty())
             continue;
         if (best == 0)
-            parts << tr("%1 %2 at embed (best)").arg(name, number(c.normalised_mse[0]));
+            parts << tr("%1 %2 at embed (best)").arg(name, formatValue(c.normalised_mse[0]));
         else
             parts << tr("%1 %2 at %3 (embed %4)")
-                         .arg(name, number(c.normalised_mse[best]), QString::fromStdString(c.layer_labels.at(best)),
-                             number(c.normalised_mse.front()));
+                         .arg(name, formatValue(c.normalised_mse[best]), QString::fromStdString(c.layer_labels.at(best)),
+                             formatValue(c.normalised_mse.front()));
     }
     const icl::ProbeCurve& first = m_curves.front();
     m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")

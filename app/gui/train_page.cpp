@@ -515,14 +515,8 @@ void TrainPage::showExperiment(const icl::RunSummary& summary)
     for (const icl::CheckpointInfo& c : summary.checkpoints)
         addCheckpointRow(c.step, c.train_loss, c.wall_time_s, imported.count(c.step) > 0);
     m_output->setText(qs(summary.path));
-    try {
-        const auto config = nlohmann::json::parse(summary.config_json);
-        const std::string preset = config.value("preset", std::string());
-        if (!preset.empty() && m_preset->findData(qs(preset)) >= 0)
-            setPreset(qs(preset), qs(config.value("scale", std::string("quick"))));
-    } catch (const std::exception&) {
-        // The file's config is shown on the Experiments page; the chooser keeps its selection.
-    }
+    if (summary.config && !summary.config->preset.empty() && m_preset->findData(qs(summary.config->preset)) >= 0)
+        setPreset(qs(summary.config->preset), qs(summary.config->scale.empty() ? "quick" : summary.config->scale));
     m_result->setText(tr("%1: %2").arg(QFileInfo(qs(summary.path)).fileName(), finalMetricsText(summary)));
     m_progress->setRange(0, 100);
     m_progress->setValue(0);

@@ -8,22 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/gui/gui_forward.h"
 #include "app/gui/live_loss.h"
 #include "core/types/run_summary.h"
-
-class QComboBox;
-class QLabel;
-class QLineEdit;
-class QProgressBar;
-class QPushButton;
-class QRadioButton;
-class QSpinBox;
-class QTableWidget;
-class QTimer;
-
-namespace icl::widgets {
-class PlotView;
-}
 
 namespace icl::gui {
 

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/training/checkpoint.h"
 
 namespace icl {
@@ -72,7 +73,7 @@ LoadedClassificationRun loadClassificationRun(const std::string& path, int64_t s
     } catch (const nlohmann::json::exception&) {
         throw Error(path + ": damaged /config (not JSON)");
     }
-    if (r.config.task.kind != "fewshot_classification")
+    if (kindOf(r.config.task) != TaskKind::FewshotClassification)
         throw Error(path + ": " + analysis + " needs a few-shot classification run (task.kind "
                     "\"fewshot_classification\"), this one is \"" + r.config.task.kind + "\"");
     if (r.summary.checkpoints.empty())

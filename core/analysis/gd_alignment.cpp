@@ -6,6 +6,7 @@
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/analysis/lsa_construction.h"
 #include "core/analysis/run_loader.h"
+#include "core/io/kinds.h"
 #include "core/models/lsa.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
@@ -343,7 +344,7 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
         if (!lsa->tied())
             throw Error("ood depth: iterating beyond the training depth needs a tied (recurrent) LSA; this model is untied");
     }
-    if (kind == "w_scale" && cfg.task.kind == "sine_regression")
+    if (kind == "w_scale" && kindOf(cfg.task) == TaskKind::SineRegression)
         throw Error("ood w_scale: sine_regression has no task vector w (amplitude and phase instead)");
     torch::NoGradGuard guard;
     // K GD steps for K linear layers; softmax layers (the interleaved copy layer) do no GD step.
@@ -370,7 +371,7 @@ OodCurve computeOod(const std::string& path, int64_t checkpoint_step, const std:
         // Common random numbers: every α uses the same underlying draws (scaled), so rows differ only by α.
         PromptBatch b = samplePrompts(task, n_prompts, mixSeed(cfg.seed, 777));
         if (kind == "x_scale" && task.x_distribution == "normal") {
-            if (cfg.task.kind == "sine_regression")
+            if (kindOf(cfg.task) == TaskKind::SineRegression)
                 throw Error("ood x_scale: needs uniform inputs for sine_regression");
             b.x = b.x * a, b.y = b.y * a;  // y is positively homogeneous in x (linear, or bias-free leaky ReLU Φ*)
         }

@@ -4,6 +4,7 @@
 
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/tasks/sine_regression.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
@@ -64,7 +65,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     if (summary.checkpoints.empty())
         throw Error(path + ": the file holds no checkpoint");
     const ExperimentConfig cfg = parseConfig(nlohmann::json::parse(summary.config_json));
-    if (cfg.task.kind == "fewshot_classification")
+    if (kindOf(cfg.task) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); the ICL curve is for the regression tasks "
                     "(use the ICL vs IWL evaluation)");
     int64_t step = options.checkpoint_step;

@@ -11,9 +11,11 @@
 #include "core/analysis/run_loader.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/models/capture.h"
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
+#include "core/models/names.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
@@ -39,15 +41,9 @@ std::string subscript(int64_t n)
     return out;
 }
 
-bool isLinearKind(const std::string& kind)
-{
-    return kind == "linear_regression" || kind == "sparse_linear_regression" || kind == "noisy_linear_regression";
-}
+bool isLinearKind(std::optional<TaskKind> kind) { return kind && isLinearRegression(*kind); }
 
-bool isRepresentationKind(const std::string& kind)
-{
-    return kind == "representation" || kind == "representation_mixture";
-}
+bool isRepresentationKind(std::optional<TaskKind> kind) { return kind && isRepresentationTask(*kind); }
 
 torch::Tensor rowTensor(const std::vector<double>& v)
 {
@@ -241,7 +237,7 @@ struct Inspector::Impl {
         const PromptBatch ref = samplePrompts(t, kMeanAblationPrompts, mixSeed(config().seed, 0x3EA7AB1A));
         ActivationCapture capture;
         const auto [base, layer] = splitActivationName(name);
-        const std::string captured = head >= 0 ? "attn.result." + std::to_string(layer) : name;
+        const std::string captured = head >= 0 ? actName(Act::AttnResult, layer) : name;
         capture.names.insert(captured);
         forward(ref, &capture);
         torch::Tensor v = capture.values.at(captured);
@@ -255,7 +251,7 @@ struct Inspector::Impl {
     double oracle(const Prompt& p, const PromptBatch& b64, bool* has) const
     {
         *has = true;
-        const std::string& kind = task().kind;
+        const std::optional<TaskKind> kind = kindFromName<TaskKind>(task().kind);
         if (isRepresentationKind(kind)) {
             const auto& reps = taskRepresentations(task());
             const double tau = task().w_scale, sigma = task().noise_std;
@@ -266,7 +262,7 @@ struct Inspector::Impl {
             std::vector<std::function<torch::Tensor(const torch::Tensor&)>> phis(reps.begin(), reps.end());
             return predictMixturePosterior(b64, phis, tau, sigma).item<double>();
         }
-        if ((isLinearKind(kind) || kind == "sine_regression") && !p.w.empty())
+        if ((isLinearKind(kind) || kind == TaskKind::SineRegression) && !p.w.empty())
             return label(p, p.x.back());
         *has = false;
         return 0.0;
@@ -277,7 +273,7 @@ struct Inspector::Impl {
     {
         if (p.w.empty())
             throw Error("prompt: no task instance w (e.g. a prompt read from a file), so labels cannot be computed");
-        const std::string& kind = task().kind;
+        const std::optional<TaskKind> kind = kindFromName<TaskKind>(task().kind);
         if (int64_t(x.size()) != task().d)
             throw Error("x has " + std::to_string(x.size()) + " components, the run's task has d = "
                         + std::to_string(task().d));
@@ -287,7 +283,7 @@ struct Inspector::Impl {
                             + std::to_string(x.size()));
             return std::inner_product(x.begin(), x.end(), p.w.begin(), 0.0);
         }
-        if (kind == "sine_regression") {
+        if (kind == TaskKind::SineRegression) {
             if (p.w.size() != 2)
                 throw Error("prompt: a sine_regression task instance is w = (amplitude a, phase φ)");
             return p.w[0] * std::sin(x[0] + p.w[1]);
@@ -306,7 +302,7 @@ struct Inspector::Impl {
                             + std::to_string(phi.size(0)));
             return torch::dot(phi, rowTensor(p.w)).item<double>();
         }
-        throw Error("task.kind \"" + kind + "\": the inspector has no label function for it");
+        throw Error("task.kind \"" + task().kind + "\": the inspector has no label function for it");
     }
 
     /// One x drawn from the task's input distribution.
@@ -419,9 +415,9 @@ Prompt Inspector::samplePrompt(uint64_t seed) const
         p.x.emplace_back(x.data_ptr<double>() + i * d, x.data_ptr<double>() + (i + 1) * d);
     p.y.assign(y.data_ptr<double>(), y.data_ptr<double>() + n);
     p.w.assign(w.data_ptr<double>(), w.data_ptr<double>() + w.numel());
-    if (m.task().kind == "representation_mixture")
+    if (kindOf(m.task()) == TaskKind::RepresentationMixture)
         p.component = representationChoice(m.task(), 1, seed)[0].item<int64_t>();
-    else if (m.task().kind == "representation")
+    else if (kindOf(m.task()) == TaskKind::Representation)
         p.component = 0;
     p.noise_std = m.task().noise_std;
     p.seed = seed;
@@ -480,7 +476,7 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
     ActivationCapture capture;
     capture.interventions = m.interventions(ablations, n);
     for (int64_t l = 0; l < L; ++l)
-        capture.names.insert("attn.pattern." + std::to_string(l));
+        capture.names.insert(actName(Act::AttnPattern, l));
     const double yModel = m.forward(b32, &capture).item<double>();
 
     Inspection r;
@@ -492,7 +488,7 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
     r.target = prompt.y.back();
     const bool interleaved = m.interleaved();
     for (int64_t l = 0; l < L; ++l) {
-        const torch::Tensor pat = capture.values.at("attn.pattern." + std::to_string(l))[0].to(torch::kFloat64).contiguous();
+        const torch::Tensor pat = capture.values.at(actName(Act::AttnPattern, l))[0].to(torch::kFloat64).contiguous();
         const bool softmax = m.gpt || l < m.lsa->options().softmax_layers;
         // Summaries on row-normalised weights p (softmax rows as they are, linear heads |score| / Σ|score|;
         // an all-zero row stays 0): entropy −Σ p log p averaged over rows, copying p[y_i → x_i]
@@ -572,9 +568,9 @@ RegressionLens Inspector::lens(const Prompt& prompt, const std::vector<Ablation>
     const int64_t n = prompt.nContext(), L = m.nLayers();
     ActivationCapture capture;
     capture.interventions = m.interventions(ablations, n);
-    capture.names.insert("embed");
+    capture.names.insert(actName(Act::Embed));
     for (int64_t l = 0; l < L; ++l)
-        capture.names.insert("resid_post." + std::to_string(l));
+        capture.names.insert(actName(Act::ResidPost, l));
     torch::Tensor last;
     m.forward(b32, &capture, &last);
 
@@ -582,12 +578,12 @@ RegressionLens Inspector::lens(const Prompt& prompt, const std::vector<Ablation>
     r.checkpoint_step = m.run.step;
     r.target = prompt.y.back();
     r.layer_labels.push_back("embed");
-    r.prediction.push_back(m.readQuery(capture.values.at("embed")).item<double>());
+    r.prediction.push_back(m.readQuery(capture.values.at(actName(Act::Embed))).item<double>());
     for (int64_t l = 0; l < L; ++l) {
         r.layer_labels.push_back("layer " + std::to_string(l));
         // The final residual stream's read-out is the model's forward output itself (bit-identical).
         const torch::Tensor q = l + 1 == L ? (m.gpt ? last.select(1, last.size(1) - 1) : m.lsa->readout(last))
-                                           : m.readQuery(capture.values.at("resid_post." + std::to_string(l)));
+                                           : m.readQuery(capture.values.at(actName(Act::ResidPost, l)));
         r.prediction.push_back(q.item<double>());
     }
     auto add = [&](const std::string& name, double pred) {
@@ -734,8 +730,8 @@ PatchingResult Inspector::patchPrompts(const Prompt& clean, const Prompt& corrup
     auto names = [&] {
         std::vector<std::string> v;
         for (int64_t l = 0; l < L; ++l)
-            v.push_back("resid_pre." + std::to_string(l));
-        v.push_back("resid_post." + std::to_string(L - 1));
+            v.push_back(actName(Act::ResidPre, l));
+        v.push_back(actName(Act::ResidPost, L - 1));
         return v;
     }();
     ActivationCapture cleanCap, corruptCap;

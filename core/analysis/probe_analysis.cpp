@@ -7,7 +7,9 @@
 #include "core/baselines/baselines.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
+#include "core/io/kinds.h"
 #include "core/models/gpt2.h"
+#include "core/models/names.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/device.h"
@@ -30,7 +32,7 @@ torch::Tensor targetsFor(const ProbeOptions& o, const PromptBatch& p, const Expe
     const int64_t N = p.nContext();
     const bool query = o.positions == "query";
     torch::NoGradGuard guard;
-    const bool rep = cfg.task.kind == "representation" || cfg.task.kind == "representation_mixture";
+    const bool rep = isRepresentationTask(kindOf(cfg.task));
     if (o.target == "x")
         return query ? p.queryX().unsqueeze(1) : p.contextX();
     if (o.target == "y")
@@ -105,15 +107,15 @@ std::vector<ProbeCurve> computeProbes(const std::string& path, const ProbeOption
         for (int64_t b = begin; b < end; b += chunk) {
             step();
             ActivationCapture capture;
-            capture.names.insert("embed");
+            capture.names.insert(actName(Act::Embed));
             for (int64_t l = 0; l < L; ++l)
-                capture.names.insert("resid_post." + std::to_string(l));
+                capture.names.insert(actName(Act::ResidPost, l));
             {
                 torch::NoGradGuard guard;
                 gpt->predictAll(p.slice(b, std::min(end, b + chunk)), &capture);
             }
             for (int64_t l = -1; l < L; ++l) {
-                const torch::Tensor r = capture.values.at(l < 0 ? "embed" : "resid_post." + std::to_string(l));
+                const torch::Tensor r = capture.values.at(l < 0 ? actName(Act::Embed) : actName(Act::ResidPost, l));
                 const torch::Tensor sel = r.index_select(1, idx);  // [b, P, D]
                 parts[static_cast<size_t>(l + 1)].push_back(sel.reshape({-1, sel.size(2)}).to(torch::kFloat64));
             }

@@ -1,6 +1,7 @@
 #include "core/analysis/run_loader.h"
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/training/checkpoint.h"
 
 namespace icl {
@@ -16,7 +17,7 @@ LoadedRun loadRun(const std::string& path, int64_t step)
     } catch (const nlohmann::json::exception&) {
         throw Error(path + ": damaged /config (not JSON)");
     }
-    if (r.config.task.kind == "fewshot_classification")
+    if (kindOf(r.config.task) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); this analysis is for the regression tasks "
                     "(use the ICL vs IWL evaluation)");
     if (step < -1)

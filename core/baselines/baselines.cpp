@@ -10,6 +10,7 @@
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/seeds.h"
@@ -517,7 +518,7 @@ FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& 
     // Dense Gaussian w with Gaussian noise: σ²/w_scale² is the Bayes penalty, so the config's λ stands. Any
     // other task (sparse w, representations, sine) gets λ chosen on held-out prompts.
     const bool gaussianLinear
-        = config.task.kind == "linear_regression" || config.task.kind == "noisy_linear_regression";
+        = kindOf(config.task) == TaskKind::LinearRegression || kindOf(config.task) == TaskKind::NoisyLinearRegression;
     if (!gaussianLinear && std::find(names.begin(), names.end(), "ridge") != names.end())
         f.ridge_lambda = fitRidgeLambda(tuning);
     for (const auto& name : baselineNames(config.eval)) {
@@ -626,7 +627,7 @@ torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch,
     if (name == "averaging")
         return predictAveraging(batch);
     if (name == "oracle_ridge_phi" || name == "mixture_posterior") {
-        if (config.task.kind != "representation" && config.task.kind != "representation_mixture")
+        if (!isRepresentationTask(kindOf(config.task)))
             throw Error("baseline " + name + ": needs a representation task");
         const auto& reps = taskRepresentations(config.task);
         if (name == "oracle_ridge_phi") {

@@ -8,6 +8,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io/config_schema.h"
+#include "core/io/kinds.h"
 
 namespace icl {
 namespace detail {
@@ -16,410 +18,655 @@ const std::vector<std::pair<std::string, std::string>>& embeddedPresets();
 
 namespace {
 
-std::string shortJson(const nlohmann::json& v)
+using Json = nlohmann::json;
+using Cfg = ExperimentConfig;
+
+std::string shortJson(const Json& v)
 {
     std::string s = v.dump();
     return s.size() > 40 ? s.substr(0, 37) + "..." : s;
 }
 
-// Reads one JSON object with key-path error messages and rejects keys nobody asked for.
-class SectionReader {
-public:
-    SectionReader(const nlohmann::json& object, std::string path)
-        : m_object(object)
-        , m_path(std::move(path))
-    {
-        if (!m_object.is_object())
-            throw Error(where("") + "expected an object, got " + shortJson(m_object));
-    }
+[[noreturn]] void fail(const std::string& path, const std::string& expectation, const Json& got)
+{
+    throw Error(path + ": expected " + expectation + ", got " + shortJson(got));
+}
 
-    std::string where(const std::string& key) const
-    {
-        std::string p = m_path.empty() ? key : (key.empty() ? m_path : m_path + "." + key);
-        return p.empty() ? std::string() : p + ": ";
-    }
+std::string quotedList(const std::vector<std::string>& names)
+{
+    std::string list;
+    for (const auto& a : names)
+        list += (list.empty() ? "\"" : ", \"") + a + "\"";
+    return list;
+}
 
-    const nlohmann::json* find(const std::string& key)
-    {
-        m_known.insert(key);
-        auto it = m_object.find(key);
-        return it == m_object.end() ? nullptr : &*it;
-    }
+std::string intRange(int64_t min, int64_t max)
+{
+    return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+}
 
-    double number(const std::string& key, double fallback, const std::function<bool(double)>& ok,
-                  const std::string& expectation)
-    {
-        const nlohmann::json* v = find(key);
-        if (!v)
-            return fallback;
-        if (!v->is_number() || !ok(v->get<double>()))
-            throw Error(where(key) + "expected " + expectation + ", got " + shortJson(*v));
-        return v->get<double>();
-    }
+bool isIntegral(const Json& v)
+{
+    return v.is_number_integer()
+        || (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+}
 
-    int64_t integer(const std::string& key, int64_t fallback, int64_t min, int64_t max)
+// One record of the schema (like llama.cpp's common_arg): the key's description (ConfigKey) and how it is
+// read, written and cross-checked. Records are built by the helpers below from a field accessor, a generic
+// lambda `[](auto& c) -> auto& { return c.task.d; }` that serves both the const and the mutable config.
+struct KeyRecord {
+    ConfigKey info;
+    /// Validates the key's JSON value (present in the input) and stores it; throws icl::Error "path: expected …".
+    std::function<void(Cfg&, const Json&)> read;
+    /// The key's value in the config's JSON form (toJson).
+    std::function<Json(const Cfg&)> write;
+    /// Constraints that tie the key to keys declared before it, run right after the key is read, whether
+    /// the input has it or not (the order of the table is the order of the checks); empty = none.
+    std::function<void(const Cfg&)> check;
+
+    KeyRecord then(std::function<void(const Cfg&)> f) &&
     {
-        const nlohmann::json* v = find(key);
-        if (!v)
-            return fallback;
-        const bool isInt = v->is_number_integer()
-            || (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())));
-        std::string expect = "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
-        if (!isInt)
-            throw Error(where(key) + "expected " + expect + ", got " + shortJson(*v));
-        const auto n = static_cast<int64_t>(v->get<double>());
+        check = std::move(f);
+        return std::move(*this);
+    }
+};
+
+#define ICL_FIELD(member) [](auto& c) -> auto& { return c.member; }
+
+template <class F>
+KeyRecord record(std::string path, const char* type, std::string range, std::vector<std::string> choices, F field,
+                 std::function<void(Cfg&, const Json&)> read, std::string doc)
+{
+    static const Cfg defaults;
+    KeyRecord r;
+    r.info = {std::move(path), type, Json(field(defaults)), std::move(range), std::move(choices), std::move(doc)};
+    r.read = std::move(read);
+    r.write = [field](const Cfg& c) { return Json(field(c)); };
+    return r;
+}
+
+template <class F>
+KeyRecord integerKey(const std::string& path, F field, int64_t min, int64_t max, std::string doc)
+{
+    const std::string range = intRange(min, max);
+    return record(path, "integer", range, {}, field, [path, field, range, min, max](Cfg& c, const Json& v) {
+        if (!isIntegral(v))
+            fail(path, range, v);
+        const auto n = static_cast<int64_t>(v.get<double>());
         if (n < min || n > max)
-            throw Error(where(key) + "expected " + expect + ", got " + shortJson(*v));
-        return n;
-    }
+            fail(path, range, v);
+        field(c) = n;
+    }, std::move(doc));
+}
 
-    bool boolean(const std::string& key, bool fallback)
-    {
-        const nlohmann::json* v = find(key);
-        if (!v)
-            return fallback;
-        if (!v->is_boolean())
-            throw Error(where(key) + "expected true or false, got " + shortJson(*v));
-        return v->get<bool>();
-    }
+/// An integer key whose upper bound is another key's value (read before it); `maxName` names that key.
+template <class F, class G>
+KeyRecord integerKeyUpTo(const std::string& path, F field, int64_t min, G maxOf, const std::string& maxName,
+                         std::string doc)
+{
+    return record(path, "integer", "an integer in [" + std::to_string(min) + ", " + maxName + "]", {}, field,
+                  [path, field, min, maxOf](Cfg& c, const Json& v) {
+                      const int64_t max = maxOf(c);
+                      if (!isIntegral(v))
+                          fail(path, intRange(min, max), v);
+                      const auto n = static_cast<int64_t>(v.get<double>());
+                      if (n < min || n > max)
+                          fail(path, intRange(min, max), v);
+                      field(c) = n;
+                  }, std::move(doc));
+}
 
-    std::string string(const std::string& key, const std::string& fallback)
-    {
-        const nlohmann::json* v = find(key);
-        if (!v)
-            return fallback;
-        if (!v->is_string())
-            throw Error(where(key) + "expected a string, got " + shortJson(*v));
-        return v->get<std::string>();
-    }
+template <class F>
+KeyRecord numberKey(const std::string& path, F field, bool (*ok)(double), const std::string& expectation,
+                    std::string doc)
+{
+    return record(path, "number", expectation, {}, field, [path, field, ok, expectation](Cfg& c, const Json& v) {
+        if (!v.is_number() || !ok(v.get<double>()))
+            fail(path, expectation, v);
+        field(c) = v.get<double>();
+    }, std::move(doc));
+}
 
-    std::string choice(const std::string& key, const std::string& fallback, const std::vector<std::string>& allowed)
-    {
-        const nlohmann::json* v = find(key);
-        if (!v)
-            return fallback;
-        std::string list;
-        for (const auto& a : allowed)
-            list += (list.empty() ? "\"" : ", \"") + a + "\"";
-        if (!v->is_string() || std::find(allowed.begin(), allowed.end(), v->get<std::string>()) == allowed.end())
-            throw Error(where(key) + "expected one of " + list + ", got " + shortJson(*v));
-        return v->get<std::string>();
-    }
+template <class F>
+KeyRecord booleanKey(const std::string& path, F field, std::string doc)
+{
+    return record(path, "boolean", "true or false", {}, field, [path, field](Cfg& c, const Json& v) {
+        if (!v.is_boolean())
+            fail(path, "true or false", v);
+        field(c) = v.get<bool>();
+    }, std::move(doc));
+}
 
-    const nlohmann::json& section(const std::string& key)
-    {
-        static const nlohmann::json empty = nlohmann::json::object();
-        const nlohmann::json* v = find(key);
-        return v ? *v : empty;
-    }
+template <class F>
+KeyRecord stringKey(const std::string& path, F field, std::string doc)
+{
+    return record(path, "string", "", {}, field, [path, field](Cfg& c, const Json& v) {
+        if (!v.is_string())
+            fail(path, "a string", v);
+        field(c) = v.get<std::string>();
+    }, std::move(doc));
+}
+
+template <class F>
+KeyRecord choiceKey(const std::string& path, F field, std::vector<std::string> choices, std::string doc)
+{
+    const std::string range = "one of " + quotedList(choices);
+    return record(path, "choice", range, choices, field, [path, field, choices, range](Cfg& c, const Json& v) {
+        if (!v.is_string() || std::find(choices.begin(), choices.end(), v.get<std::string>()) == choices.end())
+            fail(path, range, v);
+        field(c) = v.get<std::string>();
+    }, std::move(doc));
+}
+
+bool positive(double v) { return v > 0; }
+bool nonNegative(double v) { return v >= 0; }
+bool unitInterval(double v) { return v >= 0 && v < 1; }
+bool probability(double v) { return v >= 0 && v <= 1; }
+bool finite(double v) { return std::isfinite(v); }
+bool finiteNonNegative(double v) { return v >= 0 && std::isfinite(v); }
+bool anyNumber(double) { return true; }
+constexpr int64_t kBig = int64_t(1) << 40;
+
+const std::vector<std::string> kBaselineNames = {"zero",        "least_squares", "ridge",           "gd",
+                                                 "gd_plus_plus", "features_gd",  "knn",             "averaging",
+                                                 "oracle_ridge_phi", "mixture_posterior"};
+
+// Constraints between keys of different sections, checked after every key is read.
+void checkAcrossSections(const Cfg& c);
+
+// The schema: every key once, in the order keys are read and checked. Section of a key = its path up to
+// the last dot; the keys of a section are contiguous and a subsection follows its parent's keys.
+std::vector<KeyRecord> buildSchema()
+{
+    std::vector<KeyRecord> k;
+    // ---- root
+    k.push_back(stringKey("preset", ICL_FIELD(preset), "preset the config came from (set by --preset; \"\" for a config file)"));
+    k.push_back(stringKey("scale", ICL_FIELD(scale), "scale of the preset, \"quick\" or \"paper\" (set by --scale)"));
+    k.push_back(stringKey("description", ICL_FIELD(description), "one line describing the experiment"));
+    k.push_back(record("seed", "integer", "a non-negative integer (< 2^64)", {}, ICL_FIELD(seed),
+                       [](Cfg& c, const Json& v) {
+                           if (!v.is_number_integer() || v.get<int64_t>() < 0)
+                               throw Error("seed: expected a non-negative integer, got " + shortJson(v));
+                           c.seed = v.get<uint64_t>();
+                       },
+                       "the experiment's seed: initialisation, training batches and evaluation prompts derive from it"));
+    k.push_back(record("device", "string", "\"auto\", \"cpu\", \"cuda\" or \"cuda:N\"", {}, ICL_FIELD(device),
+                       [](Cfg& c, const Json& v) {
+                           if (!v.is_string())
+                               fail("device", "a string", v);
+                           c.device = v.get<std::string>();
+                       },
+                       "where training runs; \"auto\" = the first CUDA device if there is one, else the CPU")
+                    .then([](const Cfg& c) {
+                        if (c.device != "auto" && c.device != "cpu" && c.device.rfind("cuda", 0) != 0)
+                            throw Error("device: expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + c.device
+                                        + "\"");
+                    }));
+
+    // ---- task
+    k.push_back(choiceKey("task.kind", ICL_FIELD(task.kind), kindNames<TaskKind>(),
+                          "the in-context-learning task (TaskConfig in core/io/config.h describes each)"));
+    k.push_back(choiceKey("task.layout", ICL_FIELD(task.layout), kindNames<TaskLayout>(),
+                          "tokens of a prompt: \"pair\" (e_i = (x_i, y_i)) or \"interleaved\" (x and y tokens)"));
+    k.push_back(integerKey("task.d", ICL_FIELD(task.d), 1, 4096, "input dimension d of x"));
+    k.push_back(integerKey("task.n_context", ICL_FIELD(task.n_context), 1, 100000,
+                           "N, the number of in-context examples of a prompt"));
+    k.push_back(choiceKey("task.x_distribution", ICL_FIELD(task.x_distribution), {"uniform", "normal"},
+                          "distribution of x: U(-x_range, x_range)^d or N(0, I_d)"));
+    k.push_back(numberKey("task.x_range", ICL_FIELD(task.x_range), positive, "a number > 0",
+                          "half-width of the uniform x distribution"));
+    k.push_back(numberKey("task.w_scale", ICL_FIELD(task.w_scale), positive, "a number > 0",
+                          "w ~ N(0, w_scale^2 I) (representation tasks: I of width rep_dim)"));
+    k.push_back(numberKey("task.noise_std", ICL_FIELD(task.noise_std), nonNegative, "a number >= 0",
+                          "standard deviation sigma of the Gaussian label noise on y_i and y_q")
+                    .then([](const Cfg& c) {
+                        if (kindOf(c.task) == TaskKind::NoisyLinearRegression && !(c.task.noise_std > 0))
+                            throw Error("task.noise_std: noisy_linear_regression needs label noise, expected a "
+                                        "number > 0, got " + shortJson(c.task.noise_std));
+                    }));
+    k.push_back(integerKey("task.sparsity", ICL_FIELD(task.sparsity), 1, 4096,
+                           "sparse_linear_regression: k, the number of non-zero coordinates of w (at most task.d)")
+                    .then([](const Cfg& c) {
+                        if (kindOf(c.task) == TaskKind::SparseLinearRegression && c.task.sparsity > c.task.d)
+                            throw Error("task.sparsity: expected at most task.d = " + std::to_string(c.task.d)
+                                        + " non-zero coordinates of w, got " + std::to_string(c.task.sparsity));
+                    }));
+    k.push_back(numberKey("task.amplitude_min", ICL_FIELD(task.amplitude_min), finite, "a finite number",
+                          "sine_regression: a ~ U(amplitude_min, amplitude_max)"));
+    k.push_back(numberKey("task.amplitude_max", ICL_FIELD(task.amplitude_max), finite, "a finite number",
+                          "sine_regression: upper end of the amplitude (>= amplitude_min)"));
+    k.push_back(numberKey("task.phase_min", ICL_FIELD(task.phase_min), finite, "a finite number",
+                          "sine_regression: phi ~ U(phase_min, phase_max), radians"));
+    k.push_back(numberKey("task.phase_max", ICL_FIELD(task.phase_max), finite, "a finite number",
+                          "sine_regression: upper end of the phase (>= phase_min), radians")
+                    .then([](const Cfg& c) {
+                        if (c.task.amplitude_max < c.task.amplitude_min)
+                            throw Error("task.amplitude_max: expected a number >= task.amplitude_min");
+                        if (c.task.phase_max < c.task.phase_min)
+                            throw Error("task.phase_max: expected a number >= task.phase_min");
+                    }));
+    k.push_back(integerKey("task.rep_dim", ICL_FIELD(task.rep_dim), 0, 4096,
+                           "representation tasks: D, output width of Phi*; 0 = task.d"));
+    k.push_back(integerKey("task.rep_layers", ICL_FIELD(task.rep_layers), 1, 64,
+                           "representation tasks: L, layers of the bias-free MLP Phi*"));
+    k.push_back(integerKey("task.n_representations", ICL_FIELD(task.n_representations), 1, 1024,
+                           "representation tasks: K, the number of Phi* (representation: 1, mixture: >= 2)")
+                    .then([](const Cfg& c) {
+                        const TaskKind kind = kindOf(c.task);
+                        if (kind == TaskKind::RepresentationMixture && c.task.n_representations < 2)
+                            throw Error("task.n_representations: representation_mixture needs at least 2, got "
+                                        + std::to_string(c.task.n_representations));
+                        if (kind == TaskKind::Representation && c.task.n_representations != 1)
+                            throw Error("task.n_representations: a representation task has one Φ*; use "
+                                        "representation_mixture");
+                        if (kind == TaskKind::SineRegression && c.task.d != 1)
+                            throw Error("task.d: sine_regression has scalar inputs, expected 1, got "
+                                        + std::to_string(c.task.d));
+                    }));
+    k.push_back(integerKey("task.n_classes", ICL_FIELD(task.n_classes), 1, 10000000,
+                           "fewshot_classification: training classes"));
+    k.push_back(integerKey("task.n_holdout", ICL_FIELD(task.n_holdout), 0, 10000000,
+                           "fewshot_classification: holdout classes (ICL evaluation only)"));
+    k.push_back(numberKey("task.zipf_alpha", ICL_FIELD(task.zipf_alpha), finiteNonNegative, "a finite number >= 0",
+                          "fewshot_classification: Zipf exponent alpha over training classes (0 = uniform)"));
+    k.push_back(numberKey("task.p_bursty", ICL_FIELD(task.p_bursty), probability, "a number in [0, 1]",
+                          "fewshot_classification: probability that a training sequence is bursty"));
+    k.push_back(integerKey("task.labels_per_class", ICL_FIELD(task.labels_per_class), 1, 100000,
+                           "fewshot_classification: label multiplicity"));
+    k.push_back(integerKey("task.n_labels", ICL_FIELD(task.n_labels), 0, 100000000,
+                           "fewshot_classification: label vocabulary; 0 = n_classes * labels_per_class"));
+    k.push_back(integerKey("task.exemplar_dim", ICL_FIELD(task.exemplar_dim), 1, 1 << 20,
+                           "fewshot_classification: width of a synthetic exemplar vector"));
+    k.push_back(numberKey("task.within_class_noise", ICL_FIELD(task.within_class_noise), nonNegative, "a number >= 0",
+                          "fewshot_classification: sigma of the Gaussian within-class variation (images: pixel noise)"));
+    k.push_back(choiceKey("task.exemplar_source", ICL_FIELD(task.exemplar_source), {"synthetic", "image_folder", "idx"},
+                          "fewshot_classification: seeded prototypes, an Omniglot-style image folder, or IDX files"));
+    k.push_back(stringKey("task.exemplar_path", ICL_FIELD(task.exemplar_path),
+                          "image sources: root of alphabet/character/*.png, or the IDX images file"));
+    k.push_back(stringKey("task.exemplar_labels_path", ICL_FIELD(task.exemplar_labels_path),
+                          "exemplar_source \"idx\": the IDX labels file"));
+    k.push_back(integerKey("task.image_size", ICL_FIELD(task.image_size), 0, 4096,
+                           "image sources: resize to image_size x image_size (area averaging); 0 = keep"));
+    k.push_back(integerKey("task.exemplars_per_class", ICL_FIELD(task.exemplars_per_class), 0, 1 << 30,
+                           "image sources: use the first k images of each class; 0 = all"));
+    k.push_back(integerKey("task.n_common_classes", ICL_FIELD(task.n_common_classes), 0, 10000000,
+                           "fewshot_classification: the first this-many training classes are common, the rest rare; 0 = no split"));
+    k.push_back(numberKey("task.p_bursty_common", ICL_FIELD(task.p_bursty_common), probability, "a number in [0, 1]",
+                          "common/rare split: fraction of bursty sequences that are few-shot on common classes"));
+    k.push_back(numberKey("task.p_bursty_zipfian", ICL_FIELD(task.p_bursty_zipfian), probability, "a number in [0, 1]",
+                          "common/rare split: fraction drawn from Zipf over all training classes (rest: rare)"));
+    k.push_back(choiceKey("task.non_bursty_type", ICL_FIELD(task.non_bursty_type),
+                          {"zipfian", "common", "common_no_support"},
+                          "common/rare split: the classes of non-bursty sequences"));
+    k.push_back(booleanKey("task.zipf_within_common_rare", ICL_FIELD(task.zipf_within_common_rare),
+                           "common/rare split: draws within common / rare follow their Zipf weights (else uniform)")
+                    .then([](const Cfg& c) {
+                        const TaskConfig& t = c.task;
+                        const TaskKind kind = kindOf(t);
+                        if (kind == TaskKind::FewshotClassification && t.exemplar_source != "synthetic"
+                            && t.exemplar_path.empty())
+                            throw Error("task.exemplar_path: exemplar_source \"" + t.exemplar_source
+                                        + "\" reads its images from a path; none given");
+                        if (kind == TaskKind::FewshotClassification && t.exemplar_source == "idx"
+                            && t.exemplar_labels_path.empty())
+                            throw Error("task.exemplar_labels_path: exemplar_source \"idx\" needs the IDX labels file");
+                        if (kind != TaskKind::FewshotClassification)
+                            return;
+                        if (layoutOf(t) != TaskLayout::Interleaved)
+                            throw Error("task.layout: fewshot_classification sequences interleave exemplar and label "
+                                        "tokens, expected \"interleaved\", got \"" + t.layout + "\"");
+                        if (t.n_context < 6 || t.n_context % 2)
+                            throw Error("task.n_context: a bursty sequence holds 3 + 3 exemplars of two classes and "
+                                        "the ICL evaluation n_context/2 shots of each of 2 classes, so expected an "
+                                        "even integer >= 6, got " + std::to_string(t.n_context));
+                        if (t.n_holdout < 2)
+                            throw Error("task.n_holdout: the ICL evaluation draws 2 holdout classes, expected >= 2, got "
+                                        + std::to_string(t.n_holdout));
+                        // A bursty sequence needs the query's class, a second class and others; non-bursty sequences
+                        // draw their classes independently (with replacement), so a 10-class dataset such as
+                        // Fashion-MNIST fits.
+                        if (t.n_classes < 3)
+                            throw Error("task.n_classes: a bursty sequence holds the query's class, a second class and "
+                                        "items of other classes, expected >= 3, got " + std::to_string(t.n_classes));
+                        const int64_t labels = t.n_labels > 0 ? t.n_labels : t.n_classes * t.labels_per_class;
+                        if (labels < std::max<int64_t>(2, t.labels_per_class))
+                            throw Error("task.n_labels: the label vocabulary must hold at least max(2, "
+                                        "task.labels_per_class) = " + std::to_string(std::max<int64_t>(2, t.labels_per_class))
+                                        + " labels, got " + std::to_string(labels));
+                        if (t.n_common_classes == 0) {
+                            const char* needsSplit = t.p_bursty_common != 0 ? "p_bursty_common"
+                                : t.p_bursty_zipfian != 1                   ? "p_bursty_zipfian"
+                                : t.non_bursty_type != "zipfian"            ? "non_bursty_type"
+                                : t.zipf_within_common_rare                 ? "zipf_within_common_rare"
+                                                                            : nullptr;
+                            if (needsSplit)
+                                throw Error(std::string("task.") + needsSplit
+                                            + ": common and rare classes need a split, set task.n_common_classes > 0");
+                        } else if (t.n_common_classes < 2 || t.n_classes - t.n_common_classes < 2) {
+                            throw Error("task.n_common_classes: a few-shot problem draws 2 classes of a set, so expected "
+                                        "at least 2 common and 2 rare classes (2 <= n_common_classes <= task.n_classes "
+                                        "- 2 = " + std::to_string(t.n_classes - 2) + "), got "
+                                        + std::to_string(t.n_common_classes));
+                        }
+                        if (t.p_bursty_common + t.p_bursty_zipfian > 1 + 1e-12)
+                            throw Error("task.p_bursty_common: p_bursty_common + task.p_bursty_zipfian must be <= 1 "
+                                        "(the rest of the bursty sequences are few-shot problems on rare classes), got "
+                                        + shortJson(t.p_bursty_common) + " + " + shortJson(t.p_bursty_zipfian));
+                        if (t.n_labels != 0 && t.n_labels < 2)
+                            throw Error("task.n_labels: the ICL evaluation uses labels {0, 1}, expected 0 (one per "
+                                        "class and label) or >= 2, got " + std::to_string(t.n_labels));
+                    }));
+
+    // ---- model
+    k.push_back(choiceKey("model.kind", ICL_FIELD(model.kind), kindNames<ModelKind>(),
+                          "\"lsa\" (linear self-attention), \"gpt2\" (GPT-2 decoder), or the recurrent baselines "
+                          "\"lstm\", \"rnn\" (fewshot_classification only)"));
+    k.push_back(integerKey("model.n_layers", ICL_FIELD(model.n_layers), 1, 1000, "K (lsa) or L (gpt2): layers"));
+    k.push_back(integerKey("model.n_heads", ICL_FIELD(model.n_heads), 1, 1024, "attention heads per layer"));
+    k.push_back(integerKey("model.d_model", ICL_FIELD(model.d_model), 1, 65536,
+                           "gpt2: residual stream width (divisible by n_heads)"));
+    k.push_back(integerKey("model.n_positions", ICL_FIELD(model.n_positions), 0, 1 << 20,
+                           "gpt2: rows of the learned position embedding; 0 = 2 * task.n_context + 1")
+                    .then([](const Cfg& c) {
+                        if (kindOf(c.model) == ModelKind::Gpt2 && c.model.d_model % c.model.n_heads != 0)
+                            throw Error("model.d_model: must be divisible by model.n_heads ("
+                                        + std::to_string(c.model.n_heads) + "), got " + std::to_string(c.model.d_model));
+                    }));
+    k.push_back(booleanKey("model.tied", ICL_FIELD(model.tied), "one shared layer applied K times (recurrent)"));
+    k.push_back(numberKey("model.init_scale", ICL_FIELD(model.init_scale), positive, "a number > 0",
+                          "variance-scaling initialisation scale; divided by K"));
+    k.push_back(choiceKey("model.init", ICL_FIELD(model.init),
+                          {"variance_scaling", "gd_construction", "gdpp_construction"},
+                          "random initialisation, or the GD / GD++ construction (plain LSA on the pair layout)"));
+    k.push_back(choiceKey("model.encoder", ICL_FIELD(model.encoder), {"linear", "resnet"},
+                          "fewshot_classification: exemplar encoder (\"resnet\": Chan et al.'s ResNet for images)"));
+    k.push_back(integerKeyUpTo("model.softmax_layers", ICL_FIELD(model.softmax_layers), 0,
+                               [](const Cfg& c) { return c.model.n_layers; }, "model.n_layers",
+                               "lsa: the first this-many layers use softmax attention (scaled by 1/sqrt(D))"));
+    k.push_back(booleanKey("model.layer_norm", ICL_FIELD(model.layer_norm), "lsa: LayerNorm on each layer's input (pre-LN)"));
+    k.push_back(booleanKey("model.mlp", ICL_FIELD(model.mlp), "lsa: a residual MLP (D -> 4D -> D, GELU) after each attention layer"));
+    k.push_back(choiceKey("model.positions", ICL_FIELD(model.positions), {"none", "sinusoidal"},
+                          "lsa: a sinusoidal position code concatenated to every token, or none"));
+    k.push_back(integerKey("model.pos_dim", ICL_FIELD(model.pos_dim), 2, 4096,
+                           "lsa: width of the sinusoidal position code (even)")
+                    .then([](const Cfg& c) {
+                        if (c.model.pos_dim % 2)
+                            throw Error("model.pos_dim: expected an even integer (sine and cosine pairs), got "
+                                        + std::to_string(c.model.pos_dim));
+                    }));
+    k.push_back(record("model.feature_mlp", "integer list", "an array of integers in [1, 65536]", {},
+                       ICL_FIELD(model.feature_mlp),
+                       [](Cfg& c, const Json& v) {
+                           if (!v.is_array())
+                               throw Error("model.feature_mlp: expected an array of hidden widths such as [64, 64], got "
+                                           + shortJson(v));
+                           c.model.feature_mlp.clear();
+                           for (size_t i = 0; i < v.size(); ++i) {
+                               const auto& w = v[i];
+                               if (!w.is_number_integer() || w.get<int64_t>() < 1 || w.get<int64_t>() > 65536)
+                                   throw Error("model.feature_mlp[" + std::to_string(i)
+                                               + "]: expected an integer in [1, 65536], got " + shortJson(w));
+                               c.model.feature_mlp.push_back(w.get<int64_t>());
+                           }
+                       },
+                       "lsa: hidden widths of the input MLP representation phi(x) (ReLU)"));
+    k.push_back(integerKey("model.feature_dim", ICL_FIELD(model.feature_dim), 0, 65536,
+                           "lsa: output width of phi; 0 = no representation (tokens carry x itself)")
+                    .then([](const Cfg& c) {
+                        if (!c.model.feature_mlp.empty() && c.model.feature_dim == 0)
+                            throw Error("model.feature_dim: model.feature_mlp needs an output width > 0");
+                    }));
+    k.push_back(choiceKey("model.attention_variant", ICL_FIELD(model.attention_variant),
+                          {"softmax", "regularized", "augmented", "negative_samples"},
+                          "lsa: variant of the softmax layers from the contrastive view of attention (Ren & Liu 2023)"));
+    k.push_back(numberKey("model.variant_strength", ICL_FIELD(model.variant_strength), finiteNonNegative,
+                          "a finite number >= 0", "lambda, alpha or beta of the attention variant; 0 = plain softmax"));
+    k.push_back(integerKey("model.augment_hidden", ICL_FIELD(model.augment_hidden), 1, 65536,
+                           "hidden width of the augmented variant's MLPs")
+                    .then([](const Cfg& c) {
+                        if (c.model.attention_variant != "softmax" && c.model.softmax_layers == 0)
+                            throw Error("model.attention_variant: \"" + c.model.attention_variant
+                                        + "\" modifies softmax attention layers, but model.softmax_layers is 0");
+                    }));
+
+    // ---- training
+    k.push_back(choiceKey("training.optimizer", ICL_FIELD(training.optimizer), {"adam", "adamw", "sgd"}, "optimiser"));
+    k.push_back(numberKey("training.lr", ICL_FIELD(training.lr), positive, "a number > 0", "peak learning rate"));
+    k.push_back(numberKey("training.beta1", ICL_FIELD(training.beta1), unitInterval, "a number in [0, 1)",
+                          "Adam beta_1 (sgd: momentum)"));
+    k.push_back(numberKey("training.beta2", ICL_FIELD(training.beta2), unitInterval, "a number in [0, 1)", "Adam beta_2"));
+    k.push_back(numberKey("training.weight_decay", ICL_FIELD(training.weight_decay), nonNegative, "a number >= 0",
+                          "weight decay"));
+    k.push_back(integerKey("training.batch_size", ICL_FIELD(training.batch_size), 1, 1 << 24, "prompts per optimisation step"));
+    k.push_back(integerKey("training.steps", ICL_FIELD(training.steps), 0, kBig, "optimisation steps"));
+    k.push_back(numberKey("training.grad_clip", ICL_FIELD(training.grad_clip), nonNegative, "a number >= 0 (0 = off)",
+                          "global-norm gradient clipping threshold; 0 = off"));
+    k.push_back(choiceKey("training.schedule", ICL_FIELD(training.schedule),
+                          {"constant", "warmup", "warmup_cosine", "inverse_sqrt"},
+                          "learning-rate schedule (inverse_sqrt: min(lr t/warmup, lr sqrt(warmup/t)), Chan et al.)"));
+    k.push_back(integerKey("training.warmup_steps", ICL_FIELD(training.warmup_steps), 0, kBig, "warm-up steps of the schedule"));
+    k.push_back(integerKey("training.eval_every", ICL_FIELD(training.eval_every), 1, kBig,
+                           "steps between evaluations on the fixed evaluation prompts"));
+    k.push_back(integerKey("training.checkpoint_every", ICL_FIELD(training.checkpoint_every), 1, kBig,
+                           "steps between checkpoints"));
+    k.push_back(booleanKey("training.curriculum.enabled", ICL_FIELD(training.curriculum.enabled),
+                           "Garg et al.'s curriculum over d and N (CurriculumConfig in core/io/config.h)"));
+    k.push_back(integerKey("training.curriculum.dims_start", ICL_FIELD(training.curriculum.dims_start), 1, 4096,
+                           "active input coordinates at step 0 (at most task.d)"));
+    k.push_back(integerKey("training.curriculum.dims_inc", ICL_FIELD(training.curriculum.dims_inc), 0, 4096,
+                           "active coordinates added every interval"));
+    k.push_back(integerKey("training.curriculum.points_start", ICL_FIELD(training.curriculum.points_start), 2, 100001,
+                           "points (in-context examples + query) at step 0 (at most task.n_context + 1)"));
+    k.push_back(integerKey("training.curriculum.points_inc", ICL_FIELD(training.curriculum.points_inc), 0, 100000,
+                           "points added every interval"));
+    k.push_back(integerKey("training.curriculum.interval", ICL_FIELD(training.curriculum.interval), 1, kBig,
+                           "steps between increments"));
+
+    // ---- eval
+    k.push_back(integerKey("eval.n_prompts", ICL_FIELD(eval.n_prompts), 1, 10000000, "fixed evaluation prompts"));
+    k.push_back(record("eval.baselines", "string list", "an array of baseline names", kBaselineNames,
+                       ICL_FIELD(eval.baselines),
+                       [](Cfg& c, const Json& v) {
+                           if (!v.is_array())
+                               throw Error("eval.baselines: expected an array of names, got " + shortJson(v));
+                           c.eval.baselines.clear();
+                           for (size_t i = 0; i < v.size(); ++i) {
+                               const auto& b = v[i];
+                               if (!b.is_string()
+                                   || std::find(kBaselineNames.begin(), kBaselineNames.end(), b.get<std::string>())
+                                       == kBaselineNames.end())
+                                   throw Error("eval.baselines[" + std::to_string(i) + "]: expected one of "
+                                               + quotedList(kBaselineNames) + ", got " + shortJson(b));
+                               c.eval.baselines.push_back(b.get<std::string>());
+                           }
+                       },
+                       "baselines measured on the evaluation prompts (\"gd\": one GD-k per eval.gd_steps entry)"));
+    k.push_back(record("eval.gd_steps", "integer list", "a non-empty array of integers in [1, 10000]", {},
+                       ICL_FIELD(eval.gd_steps),
+                       [](Cfg& c, const Json& v) {
+                           if (!v.is_array() || v.empty())
+                               throw Error("eval.gd_steps: expected a non-empty array of integers >= 1, got "
+                                           + shortJson(v));
+                           c.eval.gd_steps.clear();
+                           for (size_t i = 0; i < v.size(); ++i) {
+                               const auto& s = v[i];
+                               if (!s.is_number_integer() || s.get<int64_t>() < 1 || s.get<int64_t>() > 10000)
+                                   throw Error("eval.gd_steps[" + std::to_string(i)
+                                               + "]: expected an integer in [1, 10000], got " + shortJson(s));
+                               c.eval.gd_steps.push_back(s.get<int64_t>());
+                           }
+                       },
+                       "k of each GD-k / GD++-k baseline (\"gd_1\", \"gdpp_2\", ...)"));
+    k.push_back(numberKey("eval.ridge_lambda", ICL_FIELD(eval.ridge_lambda), anyNumber,
+                          "a number (negative = Bayes choice)",
+                          "ridge penalty lambda; negative = the Bayes choice sigma^2 / w_scale^2"));
+    k.push_back(integerKey("eval.bootstrap", ICL_FIELD(eval.bootstrap), 0, 1000000,
+                           "bootstrap resamples for confidence intervals"));
+    k.push_back(integerKey("eval.features_gd_steps", ICL_FIELD(eval.features_gd_steps), 1, kBig,
+                           "Adam steps that meta-train the \"features_gd\" baseline"));
+    k.push_back(record("eval.alignment", "string list", "GD baselines of eval.baselines and eval.gd_steps", {},
+                       ICL_FIELD(eval.alignment),
+                       [](Cfg& c, const Json& v) {
+                           EvalConfig& e = c.eval;
+                           if (!v.is_array())
+                               throw Error("eval.alignment: expected an array of GD baselines such as [\"gd_1\"], got "
+                                           + shortJson(v));
+                           e.alignment.clear();
+                           auto has = [&](const char* b) {
+                               return std::find(e.baselines.begin(), e.baselines.end(), b) != e.baselines.end();
+                           };
+                           for (size_t i = 0; i < v.size(); ++i) {
+                               const auto& r = v[i];
+                               bool ok = false;
+                               if (r.is_string()) {
+                                   const std::string name = r.get<std::string>();
+                                   for (int64_t s : e.gd_steps) {
+                                       ok |= has("gd") && name == "gd_" + std::to_string(s);
+                                       ok |= has("gd_plus_plus") && s > 1 && name == "gdpp_" + std::to_string(s);
+                                       ok |= has("features_gd") && name == "features_gd_" + std::to_string(s);
+                                   }
+                               }
+                               if (!ok)
+                                   throw Error("eval.alignment[" + std::to_string(i) + "]: expected a baseline of "
+                                               "eval.baselines and eval.gd_steps (e.g. \"gd_1\", \"gdpp_3\"), got "
+                                               + shortJson(r));
+                               e.alignment.push_back(r.get<std::string>());
+                           }
+                       },
+                       "GD baselines (\"gd_k\", \"gdpp_k\", \"features_gd_k\") the model is aligned with at every "
+                       "evaluation"));
+    return k;
+}
+
+#undef ICL_FIELD
+
+const std::vector<KeyRecord>& schema()
+{
+    static const std::vector<KeyRecord> records = buildSchema();
+    return records;
+}
+
+const KeyRecord* findKey(const std::string& path)
+{
+    for (const KeyRecord& r : schema())
+        if (r.info.path == path)
+            return &r;
+    return nullptr;
+}
+
+std::string sectionOf(const std::string& path)
+{
+    const auto dot = path.rfind('.');
+    return dot == std::string::npos ? std::string() : path.substr(0, dot);
+}
+
+// An object of the input being read: rejects the keys the schema does not declare in it.
+struct OpenSection {
+    std::string path;   // "" for the root
+    const Json* object;
+    std::set<std::string> known;
+
+    std::string prefix() const { return path.empty() ? std::string() : path + "."; }
 
     void rejectUnknown() const
     {
-        for (auto it = m_object.begin(); it != m_object.end(); ++it) {
-            if (m_known.count(it.key()))
+        for (auto it = object->begin(); it != object->end(); ++it) {
+            if (known.count(it.key()))
                 continue;
-            std::string known;
-            for (const auto& k : m_known)
-                known += (known.empty() ? "" : ", ") + k;
-            throw Error(where(it.key()) + "unknown key (known keys: " + known + ")");
+            std::string list;
+            for (const auto& k : known)
+                list += (list.empty() ? "" : ", ") + k;
+            throw Error(prefix() + it.key() + ": unknown key (known keys: " + list + ")");
         }
     }
-
-private:
-    const nlohmann::json& m_object;
-    std::string m_path;
-    std::set<std::string> m_known;
 };
-
-auto positive = [](double v) { return v > 0; };
-auto nonNegative = [](double v) { return v >= 0; };
-auto unitInterval = [](double v) { return v >= 0 && v < 1; };
-constexpr int64_t kBig = int64_t(1) << 40;
 
 } // namespace
 
+TaskKind kindOf(const TaskConfig& task)
+{
+    if (const auto k = kindFromName<TaskKind>(task.kind))
+        return *k;
+    throw Error("task.kind: unknown task kind \"" + task.kind + "\"");
+}
+
+ModelKind kindOf(const ModelConfig& model)
+{
+    if (const auto k = kindFromName<ModelKind>(model.kind))
+        return *k;
+    throw Error("model.kind: unknown model kind \"" + model.kind + "\"");
+}
+
+TaskLayout layoutOf(const TaskConfig& task)
+{
+    if (const auto k = kindFromName<TaskLayout>(task.layout))
+        return *k;
+    throw Error("task.layout: unknown task layout \"" + task.layout + "\"");
+}
+
 ExperimentConfig parseConfig(const nlohmann::json& json)
 {
+    static const Json empty = Json::object();
     ExperimentConfig c;
-    SectionReader root(json, "");
-    c.preset = root.string("preset", "");
-    c.scale = root.string("scale", "");
-    c.description = root.string("description", "");
-    {
-        const nlohmann::json* v = root.find("seed");
-        if (v) {
-            if (!v->is_number_integer() || v->get<int64_t>() < 0)
-                throw Error("seed: expected a non-negative integer, got " + shortJson(*v));
-            c.seed = v->get<uint64_t>();
+    std::vector<OpenSection> open;
+    auto enter = [&](const std::string& path, const Json& object) {
+        if (!object.is_object())
+            throw Error((path.empty() ? std::string() : path + ": ") + "expected an object, got " + shortJson(object));
+        open.push_back({path, &object, {}});
+    };
+    auto leave = [&] {
+        open.back().rejectUnknown();
+        open.pop_back();
+    };
+    enter("", json);
+    for (const KeyRecord& r : schema()) {
+        const std::string section = sectionOf(r.info.path);
+        // Close the sections that do not hold this key (a finished subsection, then its parent).
+        while (!open.back().path.empty() && section != open.back().path
+               && section.rfind(open.back().path + ".", 0) != 0)
+            leave();
+        // Open the sections down to the key's own (a missing section reads as an empty one).
+        while (open.back().path != section) {
+            const std::string rest = section.substr(open.back().prefix().size());
+            const std::string name = rest.substr(0, rest.find('.'));
+            OpenSection& parent = open.back();
+            parent.known.insert(name);
+            const auto it = parent.object->find(name);
+            enter(parent.prefix() + name, it == parent.object->end() ? empty : *it);
         }
+        const std::string key = r.info.path.substr(open.back().prefix().size());
+        open.back().known.insert(key);
+        const auto it = open.back().object->find(key);
+        if (it != open.back().object->end())
+            r.read(c, *it);
+        if (r.check)
+            r.check(c);
     }
-    c.device = root.string("device", "auto");
-    if (c.device != "auto" && c.device != "cpu" && c.device.rfind("cuda", 0) != 0)
-        throw Error("device: expected \"auto\", \"cpu\", \"cuda\" or \"cuda:N\", got \"" + c.device + "\"");
+    while (!open.empty())
+        leave();
+    c.task.experiment_seed = c.seed;
+    checkAcrossSections(c);
+    return c;
+}
 
-    {
-        SectionReader s(root.section("task"), "task");
-        TaskConfig& t = c.task;
-        t.kind = s.choice("kind", t.kind,
-                          {"linear_regression", "sparse_linear_regression", "noisy_linear_regression",
-                           "sine_regression", "representation", "representation_mixture", "fewshot_classification"});
-        t.layout = s.choice("layout", t.layout, {"pair", "interleaved"});
-        t.d = s.integer("d", t.d, 1, 4096);
-        t.n_context = s.integer("n_context", t.n_context, 1, 100000);
-        t.x_distribution = s.choice("x_distribution", t.x_distribution, {"uniform", "normal"});
-        t.x_range = s.number("x_range", t.x_range, positive, "a number > 0");
-        t.w_scale = s.number("w_scale", t.w_scale, positive, "a number > 0");
-        t.noise_std = s.number("noise_std", t.noise_std, nonNegative, "a number >= 0");
-        if (t.kind == "noisy_linear_regression" && !(t.noise_std > 0))
-            throw Error("task.noise_std: noisy_linear_regression needs label noise, expected a number > 0, got "
-                        + shortJson(t.noise_std));
-        t.sparsity = s.integer("sparsity", t.sparsity, 1, 4096);
-        if (t.kind == "sparse_linear_regression" && t.sparsity > t.d)
-            throw Error("task.sparsity: expected at most task.d = " + std::to_string(t.d)
-                        + " non-zero coordinates of w, got " + std::to_string(t.sparsity));
-        auto any = [](double v) { return std::isfinite(v); };
-        t.amplitude_min = s.number("amplitude_min", t.amplitude_min, any, "a finite number");
-        t.amplitude_max = s.number("amplitude_max", t.amplitude_max, any, "a finite number");
-        t.phase_min = s.number("phase_min", t.phase_min, any, "a finite number");
-        t.phase_max = s.number("phase_max", t.phase_max, any, "a finite number");
-        if (t.amplitude_max < t.amplitude_min)
-            throw Error("task.amplitude_max: expected a number >= task.amplitude_min");
-        if (t.phase_max < t.phase_min)
-            throw Error("task.phase_max: expected a number >= task.phase_min");
-        t.experiment_seed = c.seed;
-        t.rep_dim = s.integer("rep_dim", t.rep_dim, 0, 4096);
-        t.rep_layers = s.integer("rep_layers", t.rep_layers, 1, 64);
-        t.n_representations = s.integer("n_representations", t.n_representations, 1, 1024);
-        if (t.kind == "representation_mixture" && t.n_representations < 2)
-            throw Error("task.n_representations: representation_mixture needs at least 2, got "
-                        + std::to_string(t.n_representations));
-        if (t.kind == "representation" && t.n_representations != 1)
-            throw Error("task.n_representations: a representation task has one Φ*; use representation_mixture");
-        if (t.kind == "sine_regression" && t.d != 1)
-            throw Error("task.d: sine_regression has scalar inputs, expected 1, got " + std::to_string(t.d));
-        t.n_classes = s.integer("n_classes", t.n_classes, 1, 10000000);
-        t.n_holdout = s.integer("n_holdout", t.n_holdout, 0, 10000000);
-        t.zipf_alpha = s.number("zipf_alpha", t.zipf_alpha, [](double v) { return v >= 0 && std::isfinite(v); },
-                                "a finite number >= 0");
-        t.p_bursty = s.number("p_bursty", t.p_bursty, [](double v) { return v >= 0 && v <= 1; }, "a number in [0, 1]");
-        t.labels_per_class = s.integer("labels_per_class", t.labels_per_class, 1, 100000);
-        t.n_labels = s.integer("n_labels", t.n_labels, 0, 100000000);
-        t.exemplar_dim = s.integer("exemplar_dim", t.exemplar_dim, 1, 1 << 20);
-        t.within_class_noise = s.number("within_class_noise", t.within_class_noise, nonNegative, "a number >= 0");
-        t.exemplar_source = s.choice("exemplar_source", t.exemplar_source, {"synthetic", "image_folder", "idx"});
-        t.exemplar_path = s.string("exemplar_path", t.exemplar_path);
-        t.exemplar_labels_path = s.string("exemplar_labels_path", t.exemplar_labels_path);
-        t.image_size = s.integer("image_size", t.image_size, 0, 4096);
-        t.exemplars_per_class = s.integer("exemplars_per_class", t.exemplars_per_class, 0, 1 << 30);
-        t.n_common_classes = s.integer("n_common_classes", t.n_common_classes, 0, 10000000);
-        auto probability = [](double v) { return v >= 0 && v <= 1; };
-        t.p_bursty_common = s.number("p_bursty_common", t.p_bursty_common, probability, "a number in [0, 1]");
-        t.p_bursty_zipfian = s.number("p_bursty_zipfian", t.p_bursty_zipfian, probability, "a number in [0, 1]");
-        t.non_bursty_type = s.choice("non_bursty_type", t.non_bursty_type, {"zipfian", "common", "common_no_support"});
-        t.zipf_within_common_rare = s.boolean("zipf_within_common_rare", t.zipf_within_common_rare);
-        if (t.kind == "fewshot_classification" && t.exemplar_source != "synthetic" && t.exemplar_path.empty())
-            throw Error("task.exemplar_path: exemplar_source \"" + t.exemplar_source
-                        + "\" reads its images from a path; none given");
-        if (t.kind == "fewshot_classification" && t.exemplar_source == "idx" && t.exemplar_labels_path.empty())
-            throw Error("task.exemplar_labels_path: exemplar_source \"idx\" needs the IDX labels file");
-        if (t.kind == "fewshot_classification") {
-            if (t.layout != "interleaved")
-                throw Error("task.layout: fewshot_classification sequences interleave exemplar and label tokens, "
-                            "expected \"interleaved\", got \"" + t.layout + "\"");
-            if (t.n_context < 6 || t.n_context % 2)
-                throw Error("task.n_context: a bursty sequence holds 3 + 3 exemplars of two classes and the ICL "
-                            "evaluation n_context/2 shots of each of 2 classes, so expected an even integer >= 6, got "
-                            + std::to_string(t.n_context));
-            if (t.n_holdout < 2)
-                throw Error("task.n_holdout: the ICL evaluation draws 2 holdout classes, expected >= 2, got "
-                            + std::to_string(t.n_holdout));
-            // A bursty sequence needs the query's class, a second class and others; non-bursty sequences draw
-            // their classes independently (with replacement), so a 10-class dataset such as Fashion-MNIST fits.
-            if (t.n_classes < 3)
-                throw Error("task.n_classes: a bursty sequence holds the query's class, a second class and items of "
-                            "other classes, expected >= 3, got " + std::to_string(t.n_classes));
-            const int64_t labels = t.n_labels > 0 ? t.n_labels : t.n_classes * t.labels_per_class;
-            if (labels < std::max<int64_t>(2, t.labels_per_class))
-                throw Error("task.n_labels: the label vocabulary must hold at least max(2, task.labels_per_class) = "
-                            + std::to_string(std::max<int64_t>(2, t.labels_per_class)) + " labels, got "
-                            + std::to_string(labels));
-            if (t.n_common_classes == 0) {
-                const char* needsSplit = t.p_bursty_common != 0 ? "p_bursty_common"
-                    : t.p_bursty_zipfian != 1                   ? "p_bursty_zipfian"
-                    : t.non_bursty_type != "zipfian"            ? "non_bursty_type"
-                    : t.zipf_within_common_rare                 ? "zipf_within_common_rare"
-                                                                : nullptr;
-                if (needsSplit)
-                    throw Error(std::string("task.") + needsSplit
-                                + ": common and rare classes need a split, set task.n_common_classes > 0");
-            } else if (t.n_common_classes < 2 || t.n_classes - t.n_common_classes < 2) {
-                throw Error("task.n_common_classes: a few-shot problem draws 2 classes of a set, so expected at "
-                            "least 2 common and 2 rare classes (2 <= n_common_classes <= task.n_classes - 2 = "
-                            + std::to_string(t.n_classes - 2) + "), got " + std::to_string(t.n_common_classes));
-            }
-            if (t.p_bursty_common + t.p_bursty_zipfian > 1 + 1e-12)
-                throw Error("task.p_bursty_common: p_bursty_common + task.p_bursty_zipfian must be <= 1 (the rest "
-                            "of the bursty sequences are few-shot problems on rare classes), got "
-                            + shortJson(t.p_bursty_common) + " + " + shortJson(t.p_bursty_zipfian));
-            if (t.n_labels != 0 && t.n_labels < 2)
-                throw Error("task.n_labels: the ICL evaluation uses labels {0, 1}, expected 0 (one per class and "
-                            "label) or >= 2, got " + std::to_string(t.n_labels));
-        }
-        s.rejectUnknown();
-    }
-    {
-        SectionReader s(root.section("model"), "model");
-        ModelConfig& m = c.model;
-        m.kind = s.choice("kind", m.kind, {"lsa", "gpt2", "lstm", "rnn"});
-        m.n_layers = s.integer("n_layers", m.n_layers, 1, 1000);
-        m.n_heads = s.integer("n_heads", m.n_heads, 1, 1024);
-        m.d_model = s.integer("d_model", m.d_model, 1, 65536);
-        m.n_positions = s.integer("n_positions", m.n_positions, 0, 1 << 20);
-        if (m.kind == "gpt2" && m.d_model % m.n_heads != 0)
-            throw Error("model.d_model: must be divisible by model.n_heads (" + std::to_string(m.n_heads) + "), got "
-                        + std::to_string(m.d_model));
-        m.tied = s.boolean("tied", m.tied);
-        m.init_scale = s.number("init_scale", m.init_scale, positive, "a number > 0");
-        m.init = s.choice("init", m.init, {"variance_scaling", "gd_construction", "gdpp_construction"});
-        m.encoder = s.choice("encoder", m.encoder, {"linear", "resnet"});
-        m.softmax_layers = s.integer("softmax_layers", m.softmax_layers, 0, m.n_layers);
-        m.layer_norm = s.boolean("layer_norm", m.layer_norm);
-        m.mlp = s.boolean("mlp", m.mlp);
-        m.positions = s.choice("positions", m.positions, {"none", "sinusoidal"});
-        m.pos_dim = s.integer("pos_dim", m.pos_dim, 2, 4096);
-        if (m.pos_dim % 2)
-            throw Error("model.pos_dim: expected an even integer (sine and cosine pairs), got "
-                        + std::to_string(m.pos_dim));
-        if (const nlohmann::json* v = s.find("feature_mlp")) {
-            if (!v->is_array())
-                throw Error("model.feature_mlp: expected an array of hidden widths such as [64, 64], got "
-                            + shortJson(*v));
-            m.feature_mlp.clear();
-            for (size_t i = 0; i < v->size(); ++i) {
-                const auto& w = (*v)[i];
-                if (!w.is_number_integer() || w.get<int64_t>() < 1 || w.get<int64_t>() > 65536)
-                    throw Error("model.feature_mlp[" + std::to_string(i) + "]: expected an integer in [1, 65536], got "
-                                + shortJson(w));
-                m.feature_mlp.push_back(w.get<int64_t>());
-            }
-        }
-        m.feature_dim = s.integer("feature_dim", m.feature_dim, 0, 65536);
-        if (!m.feature_mlp.empty() && m.feature_dim == 0)
-            throw Error("model.feature_dim: model.feature_mlp needs an output width > 0");
-        m.attention_variant = s.choice("attention_variant", m.attention_variant,
-                                       {"softmax", "regularized", "augmented", "negative_samples"});
-        m.variant_strength = s.number("variant_strength", m.variant_strength,
-                                      [](double v) { return v >= 0 && std::isfinite(v); }, "a finite number >= 0");
-        m.augment_hidden = s.integer("augment_hidden", m.augment_hidden, 1, 65536);
-        if (m.attention_variant != "softmax" && m.softmax_layers == 0)
-            throw Error("model.attention_variant: \"" + m.attention_variant
-                        + "\" modifies softmax attention layers, but model.softmax_layers is 0");
-        s.rejectUnknown();
-    }
-    {
-        SectionReader s(root.section("training"), "training");
-        TrainingConfig& t = c.training;
-        t.optimizer = s.choice("optimizer", t.optimizer, {"adam", "adamw", "sgd"});
-        t.lr = s.number("lr", t.lr, positive, "a number > 0");
-        t.beta1 = s.number("beta1", t.beta1, unitInterval, "a number in [0, 1)");
-        t.beta2 = s.number("beta2", t.beta2, unitInterval, "a number in [0, 1)");
-        t.weight_decay = s.number("weight_decay", t.weight_decay, nonNegative, "a number >= 0");
-        t.batch_size = s.integer("batch_size", t.batch_size, 1, 1 << 24);
-        t.steps = s.integer("steps", t.steps, 0, kBig);
-        t.grad_clip = s.number("grad_clip", t.grad_clip, nonNegative, "a number >= 0 (0 = off)");
-        t.schedule = s.choice("schedule", t.schedule, {"constant", "warmup", "warmup_cosine", "inverse_sqrt"});
-        t.warmup_steps = s.integer("warmup_steps", t.warmup_steps, 0, kBig);
-        t.eval_every = s.integer("eval_every", t.eval_every, 1, kBig);
-        t.checkpoint_every = s.integer("checkpoint_every", t.checkpoint_every, 1, kBig);
-        {
-            SectionReader cs(s.section("curriculum"), "training.curriculum");
-            CurriculumConfig& cu = t.curriculum;
-            cu.enabled = cs.boolean("enabled", cu.enabled);
-            cu.dims_start = cs.integer("dims_start", cu.dims_start, 1, 4096);
-            cu.dims_inc = cs.integer("dims_inc", cu.dims_inc, 0, 4096);
-            cu.points_start = cs.integer("points_start", cu.points_start, 2, 100001);
-            cu.points_inc = cs.integer("points_inc", cu.points_inc, 0, 100000);
-            cu.interval = cs.integer("interval", cu.interval, 1, kBig);
-            cs.rejectUnknown();
-        }
-        s.rejectUnknown();
-    }
-    {
-        SectionReader s(root.section("eval"), "eval");
-        EvalConfig& e = c.eval;
-        e.n_prompts = s.integer("n_prompts", e.n_prompts, 1, 10000000);
-        if (const nlohmann::json* v = s.find("baselines")) {
-            static const std::vector<std::string> known = {"zero", "least_squares", "ridge", "gd", "gd_plus_plus",
-                                                           "features_gd", "knn", "averaging", "oracle_ridge_phi",
-                                                           "mixture_posterior"};
-            if (!v->is_array())
-                throw Error("eval.baselines: expected an array of names, got " + shortJson(*v));
-            e.baselines.clear();
-            for (size_t i = 0; i < v->size(); ++i) {
-                const auto& b = (*v)[i];
-                if (!b.is_string() || std::find(known.begin(), known.end(), b.get<std::string>()) == known.end())
-                    throw Error("eval.baselines[" + std::to_string(i)
-                                + "]: expected one of \"zero\", \"least_squares\", \"ridge\", \"gd\", "
-                                  "\"gd_plus_plus\", \"features_gd\", \"knn\", \"averaging\", \"oracle_ridge_phi\", "
-                                  "\"mixture_posterior\", got "
-                                + shortJson(b));
-                e.baselines.push_back(b.get<std::string>());
-            }
-        }
-        if (const nlohmann::json* v = s.find("gd_steps")) {
-            if (!v->is_array() || v->empty())
-                throw Error("eval.gd_steps: expected a non-empty array of integers >= 1, got " + shortJson(*v));
-            e.gd_steps.clear();
-            for (size_t i = 0; i < v->size(); ++i) {
-                const auto& k = (*v)[i];
-                if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > 10000)
-                    throw Error("eval.gd_steps[" + std::to_string(i) + "]: expected an integer in [1, 10000], got "
-                                + shortJson(k));
-                e.gd_steps.push_back(k.get<int64_t>());
-            }
-        }
-        e.ridge_lambda = s.number("ridge_lambda", e.ridge_lambda, [](double) { return true; },
-                                  "a number (negative = Bayes choice)");
-        e.bootstrap = s.integer("bootstrap", e.bootstrap, 0, 1000000);
-        e.features_gd_steps = s.integer("features_gd_steps", e.features_gd_steps, 1, kBig);
-        if (const nlohmann::json* v = s.find("alignment")) {
-            if (!v->is_array())
-                throw Error("eval.alignment: expected an array of GD baselines such as [\"gd_1\"], got " + shortJson(*v));
-            e.alignment.clear();
-            auto has = [&](const char* b) { return std::find(e.baselines.begin(), e.baselines.end(), b) != e.baselines.end(); };
-            for (size_t i = 0; i < v->size(); ++i) {
-                const auto& r = (*v)[i];
-                bool ok = false;
-                if (r.is_string()) {
-                    const std::string name = r.get<std::string>();
-                    for (int64_t k : e.gd_steps) {
-                        ok |= has("gd") && name == "gd_" + std::to_string(k);
-                        ok |= has("gd_plus_plus") && k > 1 && name == "gdpp_" + std::to_string(k);
-                        ok |= has("features_gd") && name == "features_gd_" + std::to_string(k);
-                    }
-                }
-                if (!ok)
-                    throw Error("eval.alignment[" + std::to_string(i) + "]: expected a baseline of eval.baselines and "
-                                "eval.gd_steps (e.g. \"gd_1\", \"gdpp_3\"), got " + shortJson(r));
-                e.alignment.push_back(r.get<std::string>());
-            }
-        }
-        s.rejectUnknown();
-    }
-    root.rejectUnknown();
+namespace {
 
-    if (std::find(c.eval.baselines.begin(), c.eval.baselines.end(), "features_gd") != c.eval.baselines.end()
-        && c.model.feature_dim == 0)
+void checkAcrossSections(const Cfg& c)
+{
+    const TaskKind task = kindOf(c.task);
+    const ModelKind model = kindOf(c.model);
+    const TaskLayout layout = layoutOf(c.task);
+    const auto& baselines = c.eval.baselines;
+    if (std::find(baselines.begin(), baselines.end(), "features_gd") != baselines.end() && c.model.feature_dim == 0)
         throw Error("eval.baselines: \"features_gd\" needs a model with learned features (model.feature_dim > 0)");
-    for (const auto& b : c.eval.baselines)
-        if ((b == "oracle_ridge_phi" || b == "mixture_posterior") && c.task.kind != "representation"
-            && c.task.kind != "representation_mixture")
+    for (const auto& b : baselines)
+        if ((b == "oracle_ridge_phi" || b == "mixture_posterior") && !isRepresentationTask(task))
             throw Error("eval.baselines: \"" + b + "\" needs task.kind \"representation\" or \"representation_mixture\"");
-    const bool classification = c.task.kind == "fewshot_classification";
-    if (classification && c.model.kind == "lsa")
+    const bool classification = task == TaskKind::FewshotClassification;
+    if (classification && model == ModelKind::Lsa)
         throw Error("model.kind: fewshot_classification needs a model with a label read-out: \"gpt2\" (the "
                     "transformer of Chan et al.), \"lstm\" or \"rnn\", got \"lsa\"");
-    if (!classification && (c.model.kind == "lstm" || c.model.kind == "rnn"))
+    if (!classification && isRecurrent(model))
         throw Error("model.kind: \"" + c.model.kind + "\" is a recurrent baseline for task.kind "
                     "\"fewshot_classification\" (Chan et al.)");
     if (c.model.encoder == "resnet" && (!classification || c.task.exemplar_source == "synthetic"))
@@ -433,46 +680,45 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
     if (c.training.schedule == "inverse_sqrt" && c.training.warmup_steps == 0)
         throw Error("training.warmup_steps: the inverse_sqrt schedule needs warm-up steps > 0");
     if (classification)
-        for (const auto& b : c.eval.baselines)
+        for (const auto& b : baselines)
             if (b != "zero" && b != "least_squares" && b != "ridge" && b != "gd")
                 throw Error("eval.baselines: \"" + b + "\" is a regression baseline; fewshot_classification has none");
-    if (c.model.kind == "gpt2" && c.task.layout != "interleaved")
+    if (model == ModelKind::Gpt2 && layout != TaskLayout::Interleaved)
         throw Error("task.layout: the gpt2 model reads the interleaved layout (x and y tokens), got \""
                     + c.task.layout + "\"");
-    if (c.model.kind == "gpt2" && c.task.layout == "interleaved" && c.model.n_positions > 0
+    if (model == ModelKind::Gpt2 && layout == TaskLayout::Interleaved && c.model.n_positions > 0
         && c.model.n_positions < 2 * c.task.n_context + 1)
         throw Error("model.n_positions: a prompt of task.n_context = " + std::to_string(c.task.n_context) + " examples is "
                     + std::to_string(2 * c.task.n_context + 1) + " tokens, more than the model's "
                     + std::to_string(c.model.n_positions) + " positions");
-    if (c.model.kind == "gpt2" && c.task.kind == "sine_regression")
+    if (model == ModelKind::Gpt2 && task == TaskKind::SineRegression)
         throw Error("task.kind: sine_regression is for the lsa model with a feature MLP");
     if (c.model.init != "variance_scaling") {
         const ModelConfig& m = c.model;
-        if (c.task.layout != "pair" || m.softmax_layers > 0 || m.layer_norm || m.mlp || m.positions != "none"
+        if (layout != TaskLayout::Pair || m.softmax_layers > 0 || m.layer_norm || m.mlp || m.positions != "none"
             || m.feature_dim > 0)
             throw Error("model.init: \"" + m.init + "\" exists for the plain LSA on the pair layout only "
                         "(no softmax_layers, layer_norm, mlp, positions or feature_dim)");
         if (m.init == "gdpp_construction" && m.n_layers < 2)
             throw Error("model.init: \"gdpp_construction\" needs model.n_layers > 1 (GD++ is defined for K > 1)");
     }
-    if (c.task.layout == "interleaved" && c.model.feature_dim > 0)
+    if (layout == TaskLayout::Interleaved && c.model.feature_dim > 0)
         throw Error("model.feature_dim: the input representation is for the pair layout only");
     if (const CurriculumConfig& cu = c.training.curriculum; cu.enabled) {
         // Cross-checks only when the curriculum is on, so a disabled section never blocks a smaller task.
-        if (c.model.kind != "gpt2")
+        if (model != ModelKind::Gpt2)
             throw Error("training.curriculum.enabled: the curriculum varies the number of in-context examples, but "
                         "the " + c.model.kind + " model is built for a fixed N (its attention sums over the N "
                         "context tokens without normalisation, and the GD construction sets P = η/N); "
                         "use model.kind \"gpt2\"");
-        if (c.task.kind != "linear_regression" && c.task.kind != "sparse_linear_regression"
-            && c.task.kind != "noisy_linear_regression")
+        if (!isLinearRegression(task))
             throw Error("training.curriculum.enabled: Garg et al.'s curriculum is implemented for task.kind "
                         "\"linear_regression\", \"sparse_linear_regression\" and \"noisy_linear_regression\", got \""
                         + c.task.kind + "\"");
         if (cu.dims_start > c.task.d)
             throw Error("training.curriculum.dims_start: expected an integer in [1, task.d = "
                         + std::to_string(c.task.d) + "], got " + std::to_string(cu.dims_start));
-        if (c.task.kind == "sparse_linear_regression" && cu.dims_start < c.task.sparsity)
+        if (task == TaskKind::SparseLinearRegression && cu.dims_start < c.task.sparsity)
             throw Error("training.curriculum.dims_start: the support of w lies among the active coordinates, so it "
                         "must be at least task.sparsity = " + std::to_string(c.task.sparsity) + ", got "
                         + std::to_string(cu.dims_start));
@@ -481,92 +727,85 @@ ExperimentConfig parseConfig(const nlohmann::json& json)
                         + std::to_string(c.task.n_context + 1) + "] (in-context examples plus the query), got "
                         + std::to_string(cu.points_start));
     }
-    return c;
 }
+
+} // namespace
 
 nlohmann::json toJson(const ExperimentConfig& c)
 {
-    nlohmann::json j;
-    j["preset"] = c.preset;
-    j["scale"] = c.scale;
-    j["description"] = c.description;
-    j["seed"] = c.seed;
-    j["device"] = c.device;
-    j["task"] = {{"kind", c.task.kind},
-                 {"amplitude_min", c.task.amplitude_min},
-                 {"amplitude_max", c.task.amplitude_max},
-                 {"phase_min", c.task.phase_min},
-                 {"phase_max", c.task.phase_max},
-                 {"rep_dim", c.task.rep_dim},
-                 {"rep_layers", c.task.rep_layers},
-                 {"n_representations", c.task.n_representations},
-                 {"layout", c.task.layout},
-                 {"d", c.task.d},
-                 {"n_context", c.task.n_context},
-                 {"x_distribution", c.task.x_distribution},
-                 {"x_range", c.task.x_range},
-                 {"w_scale", c.task.w_scale},
-                 {"noise_std", c.task.noise_std},
-                 {"sparsity", c.task.sparsity},
-                 {"n_classes", c.task.n_classes},
-                 {"n_holdout", c.task.n_holdout},
-                 {"zipf_alpha", c.task.zipf_alpha},
-                 {"p_bursty", c.task.p_bursty},
-                 {"labels_per_class", c.task.labels_per_class},
-                 {"n_labels", c.task.n_labels},
-                 {"exemplar_dim", c.task.exemplar_dim},
-                 {"within_class_noise", c.task.within_class_noise},
-                 {"exemplar_source", c.task.exemplar_source},
-                 {"exemplar_path", c.task.exemplar_path},
-                 {"exemplar_labels_path", c.task.exemplar_labels_path},
-                 {"image_size", c.task.image_size},
-                 {"exemplars_per_class", c.task.exemplars_per_class},
-                 {"n_common_classes", c.task.n_common_classes},
-                 {"p_bursty_common", c.task.p_bursty_common},
-                 {"p_bursty_zipfian", c.task.p_bursty_zipfian},
-                 {"non_bursty_type", c.task.non_bursty_type},
-                 {"zipf_within_common_rare", c.task.zipf_within_common_rare}};
-    j["model"] = {{"kind", c.model.kind},
-                  {"d_model", c.model.d_model},
-                  {"n_layers", c.model.n_layers},
-                  {"n_heads", c.model.n_heads},
-                  {"n_positions", c.model.n_positions},
-                  {"tied", c.model.tied},
-                  {"init_scale", c.model.init_scale},
-                  {"init", c.model.init},
-                  {"encoder", c.model.encoder},
-                  {"softmax_layers", c.model.softmax_layers},
-                  {"layer_norm", c.model.layer_norm},
-                  {"mlp", c.model.mlp},
-                  {"positions", c.model.positions},
-                  {"pos_dim", c.model.pos_dim},
-                  {"feature_mlp", c.model.feature_mlp},
-                  {"feature_dim", c.model.feature_dim},
-                  {"attention_variant", c.model.attention_variant},
-                  {"variant_strength", c.model.variant_strength},
-                  {"augment_hidden", c.model.augment_hidden}};
-    const TrainingConfig& t = c.training;
-    j["training"] = {{"optimizer", t.optimizer},       {"lr", t.lr},
-                     {"beta1", t.beta1},               {"beta2", t.beta2},
-                     {"weight_decay", t.weight_decay}, {"batch_size", t.batch_size},
-                     {"steps", t.steps},               {"grad_clip", t.grad_clip},
-                     {"schedule", t.schedule},         {"warmup_steps", t.warmup_steps},
-                     {"eval_every", t.eval_every},     {"checkpoint_every", t.checkpoint_every},
-                     {"curriculum",
-                      {{"enabled", t.curriculum.enabled},
-                       {"dims_start", t.curriculum.dims_start},
-                       {"dims_inc", t.curriculum.dims_inc},
-                       {"points_start", t.curriculum.points_start},
-                       {"points_inc", t.curriculum.points_inc},
-                       {"interval", t.curriculum.interval}}}};
-    j["eval"] = {{"n_prompts", c.eval.n_prompts},
-                 {"baselines", c.eval.baselines},
-                 {"gd_steps", c.eval.gd_steps},
-                 {"ridge_lambda", c.eval.ridge_lambda},
-                 {"bootstrap", c.eval.bootstrap},
-                 {"features_gd_steps", c.eval.features_gd_steps},
-                 {"alignment", c.eval.alignment}};
+    Json j = Json::object();
+    for (const KeyRecord& r : schema()) {
+        std::string pointer = "/" + r.info.path;
+        std::replace(pointer.begin(), pointer.end(), '.', '/');
+        j[Json::json_pointer(pointer)] = r.write(c);
+    }
     return j;
+}
+
+const std::vector<ConfigKey>& configKeys()
+{
+    static const std::vector<ConfigKey> keys = [] {
+        std::vector<ConfigKey> out;
+        for (const KeyRecord& r : schema())
+            out.push_back(r.info);
+        return out;
+    }();
+    return keys;
+}
+
+nlohmann::json configReferenceJson()
+{
+    Json keys = Json::array();
+    for (const ConfigKey& k : configKeys())
+        keys.push_back({{"path", k.path},
+                        {"type", k.type},
+                        {"default", k.default_value},
+                        {"range", k.range},
+                        {"choices", k.choices},
+                        {"doc", k.doc}});
+    return {{"keys", keys}};
+}
+
+std::string configReferenceText()
+{
+    std::string out;
+    for (const ConfigKey& k : configKeys()) {
+        out += k.path + "  (" + k.type + ", default " + k.default_value.dump() + ")\n";
+        out += "    " + k.doc + "\n";
+        if (!k.range.empty())
+            out += "    allowed: " + k.range + "\n";
+    }
+    return out;
+}
+
+std::string configReferenceMarkdown()
+{
+    auto cell = [](std::string s) {
+        std::string out;
+        for (char ch : s)
+            out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+        return out;
+    };
+    std::string out =
+        "# Config reference\n\n"
+        "<!-- Generated by `icl-cli config --list --markdown > docs/config.md` from the schema in core/io/config.cpp;\n"
+        "     do not edit by hand (the test Cli.ConfigReferenceIsCurrent fails when this file is out of date). -->\n\n"
+        "Every key of an experiment config (a preset's `config`, a `--config FILE`, a `--set key.path=value`).\n"
+        "A missing key takes its default; an unknown key, a value of the wrong type or out of range is refused\n"
+        "with a message naming the key path. Constraints between keys (e.g. `model.d_model` divisible by\n"
+        "`model.n_heads` for gpt2) are checked after parsing and named the same way.\n";
+    std::string section = "\x01";
+    for (const ConfigKey& k : configKeys()) {
+        const std::string s = sectionOf(k.path);
+        if (s != section) {
+            section = s;
+            out += "\n## " + (s.empty() ? std::string("Top level") : "`" + s + "`") + "\n\n";
+            out += "| Key | Type | Default | Allowed | Description |\n|---|---|---|---|---|\n";
+        }
+        out += "| `" + k.path + "` | " + k.type + " | `" + cell(k.default_value.dump()) + "` | " + cell(k.range) + " | "
+            + cell(k.doc) + " |\n";
+    }
+    return out;
 }
 
 CurriculumStage curriculumStage(const ExperimentConfig& config, int64_t step)
@@ -601,7 +840,11 @@ void applyOverride(nlohmann::json& config, const std::string& assignment)
     const std::string path = assignment.substr(0, eq);
     const std::string text = assignment.substr(eq + 1);
     nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
-    if (value.is_discarded())
+    // A string key takes the text itself (`--set description=1` is "1"); other keys take it as JSON
+    // when it parses, so that numbers, booleans and arrays keep their type.
+    const KeyRecord* key = findKey(path);
+    const bool stringKey = key && (key->info.type == "string" || key->info.type == "choice");
+    if (value.is_discarded() || (stringKey && !value.is_string()))
         value = text;
     nlohmann::json* node = &config;
     std::stringstream ss(path);

@@ -688,7 +688,7 @@ RunSummary readRunSummaryLocked(const std::string& path)
     if (config.is_discarded() || !config.is_object())
         throw Error(damaged(path, "/config", "not a JSON object"));
     try {
-        (void)parseConfig(config);
+        s.config = std::make_shared<const ExperimentConfig>(parseConfig(config));
     } catch (const Error& e) {
         throw Error(path + ": /config: " + e.what());
     } catch (const nlohmann::json::exception&) {

@@ -1,6 +1,7 @@
 #include "core/models/capture.h"
 
 #include "core/error.h"
+#include "core/models/names.h"
 
 namespace icl {
 
@@ -89,16 +90,17 @@ void checkInterventions(const std::vector<Intervention>& interventions, const In
 {
     for (const Intervention& iv : interventions) {
         const auto [base, layer] = splitActivationName(iv.name);
-        const bool known = base == "attn.out" || base == "mlp.out" || base == "resid_pre" || base == "resid_post";
+        const bool known = base == actBase(Act::AttnOut) || base == actBase(Act::MlpOut)
+            || base == actBase(Act::ResidPre) || base == actBase(Act::ResidPost);
         if (!known || layer < 0)
             throw Error(describe(iv) + ": no such activation; expected attn.out.{l}, mlp.out.{l}, resid_pre.{l} or "
                         "resid_post.{l}");
         if (layer >= m.n_layers)
             throw Error(describe(iv) + ": the " + m.model + " model has " + std::to_string(m.n_layers)
                         + " layer(s), layers 0 to " + std::to_string(m.n_layers - 1));
-        if (base == "mlp.out" && !m.mlp)
+        if (base == actBase(Act::MlpOut) && !m.mlp)
             throw Error(describe(iv) + ": this " + m.model + " model has no MLP");
-        if (iv.head >= 0 && base != "attn.out")
+        if (iv.head >= 0 && base != actBase(Act::AttnOut))
             throw Error(describe(iv) + ": a head can only be chosen in attn.out.{l}");
         if (iv.head >= m.n_heads || iv.head < -1)
             throw Error(describe(iv) + ": the " + m.model + " model has " + std::to_string(m.n_heads)

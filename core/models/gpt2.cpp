@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <cmath>
 
+#include "core/models/names.h"
+
 namespace icl {
 
 Gpt2Impl::Gpt2Impl(const Gpt2Options& options, uint64_t seed)
@@ -22,13 +24,13 @@ Gpt2Impl::Gpt2Impl(const Gpt2Options& options, uint64_t seed)
         b.ln1 = bm->register_module("ln1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
         b.ln2 = bm->register_module("ln2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({D})));
         auto attn = bm->register_module("attn", std::make_shared<torch::nn::Module>());
-        b.W_Q = attn->register_parameter("W_Q", torch::zeros({H, D, dh}));
-        b.W_K = attn->register_parameter("W_K", torch::zeros({H, D, dh}));
-        b.W_V = attn->register_parameter("W_V", torch::zeros({H, D, dh}));
+        b.W_Q = attn->register_parameter(attnWeightName(ModelKind::Gpt2, AttnWeight::Q), torch::zeros({H, D, dh}));
+        b.W_K = attn->register_parameter(attnWeightName(ModelKind::Gpt2, AttnWeight::K), torch::zeros({H, D, dh}));
+        b.W_V = attn->register_parameter(attnWeightName(ModelKind::Gpt2, AttnWeight::V), torch::zeros({H, D, dh}));
         b.b_Q = attn->register_parameter("b_Q", torch::zeros({H, dh}));
         b.b_K = attn->register_parameter("b_K", torch::zeros({H, dh}));
         b.b_V = attn->register_parameter("b_V", torch::zeros({H, dh}));
-        b.W_O = attn->register_parameter("W_O", torch::zeros({H, dh, D}));
+        b.W_O = attn->register_parameter(attnWeightName(ModelKind::Gpt2, AttnWeight::O), torch::zeros({H, dh, D}));
         b.b_O = attn->register_parameter("b_O", torch::zeros({D}));
         auto mlp = bm->register_module("mlp", std::make_shared<torch::nn::Module>());
         b.W_in = mlp->register_parameter("W_in", torch::zeros({D, M}));
@@ -100,7 +102,7 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
         offer(name, r);
         return r;
     };
-    offer("embed", x);
+    offer(actName(Act::Embed), x);
     const torch::Tensor future = futureMask(x.device()).narrow(0, 0, T).narrow(1, 0, T);
     const double scale = 1.0 / std::sqrt(double(dh));
     // A whole-stream replacement of resid_pre.{l} makes the blocks before l irrelevant to the output,
@@ -110,8 +112,9 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
     if (intervene && capture->names.empty() && !capture->all) {
         for (const Intervention& iv : capture->interventions) {
             const auto [base, layer] = splitActivationName(iv.name);
-            const size_t start = base == "resid_post" ? size_t(layer) + 1 : size_t(layer);
-            if (iv.kind == Intervention::Kind::Replace && (base == "resid_pre" || base == "resid_post") && iv.head < 0
+            const bool post = base == actBase(Act::ResidPost);
+            const size_t start = post ? size_t(layer) + 1 : size_t(layer);
+            if (iv.kind == Intervention::Kind::Replace && (base == actBase(Act::ResidPre) || post) && iv.head < 0
                 && iv.position < 0 && iv.value.sizes() == x.sizes() && start > first) {
                 first = start;
                 x = iv.value.to(x.options());
@@ -120,8 +123,7 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
     }
     for (size_t l = first; l < m_blocks.size(); ++l) {
         Block& b = m_blocks[l];
-        const std::string sfx = "." + std::to_string(l);
-        x = hook("resid_pre" + sfx, x);
+        x = hook(actName(Act::ResidPre, l), x);
         const torch::Tensor h = b.ln1->forward(x);
         // One GEMM for queries, keys and values of every head: [D, 3·H·dh] from the [H, D, dh] weights.
         const int64_t B = h.size(0), D = o.d_model;
@@ -137,33 +139,33 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
         const torch::Tensor pattern = torch::softmax(scores, -1);
         const torch::Tensor z = torch::matmul(pattern, v);                       // [B, H, T, dh]
         torch::Tensor attnOut;
-        const std::string outName = "attn.out" + sfx;
+        const std::string outName = actName(Act::AttnOut, l);
         // Each head's part of the output, z_h W_O^h: [B, H, T, D] (the bias b_O is added once). Only a
         // head intervention sums these parts; otherwise the output is one GEMM, so that what is
         // captured never changes the numbers.
         const bool headIntervention = intervene && capture->hasHeadIntervention(outName);
-        if (headIntervention || (capture && capture->wants("attn.result" + sfx))) {
+        if (headIntervention || (capture && capture->wants(actName(Act::AttnResult, l)))) {
             torch::Tensor result = torch::matmul(z, b.W_O.unsqueeze(0));
             if (headIntervention) {
                 result = capture->applyHeads(outName, result);
                 attnOut = result.sum(1) + b.b_O;
             }
-            offer("attn.result" + sfx, result);
+            offer(actName(Act::AttnResult, l), result);
         }
         if (!headIntervention)
             attnOut = torch::addmm(b.b_O, z.transpose(1, 2).reshape({B * T, H * dh}), b.W_O.reshape({H * dh, D}))
                           .view({B, T, D});
-        offer("attn.q" + sfx, q);
-        offer("attn.k" + sfx, k);
-        offer("attn.v" + sfx, v);
-        offer("attn.pattern" + sfx, pattern);
+        offer(actName(Act::AttnQ, l), q);
+        offer(actName(Act::AttnK, l), k);
+        offer(actName(Act::AttnV, l), v);
+        offer(actName(Act::AttnPattern, l), pattern);
         attnOut = hook(outName, attnOut);
         x = x + attnOut;
         const torch::Tensor m
             = torch::gelu(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in), "tanh");
-        const torch::Tensor mlpOut = hook("mlp.out" + sfx, torch::addmm(b.b_out, m, b.W_out).view({B, T, D}));
+        const torch::Tensor mlpOut = hook(actName(Act::MlpOut, l), torch::addmm(b.b_out, m, b.W_out).view({B, T, D}));
         x = x + mlpOut;
-        x = hook("resid_post" + sfx, x);
+        x = hook(actName(Act::ResidPost, l), x);
     }
     return x;
 }

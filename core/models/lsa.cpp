@@ -3,6 +3,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <cmath>
 
+#include "core/models/names.h"
+
 namespace icl {
 
 namespace {
@@ -81,10 +83,10 @@ LsaImpl::LsaImpl(const LsaOptions& options)
         auto attn = blockModule->register_module("attn", std::make_shared<torch::nn::Module>());
         Block blk;
         const int64_t H = o.n_heads;
-        blk.attn.w_q = attn->register_parameter("w_q", torch::zeros({H, D, D}));
-        blk.attn.w_k = attn->register_parameter("w_k", torch::zeros({H, D, D}));
-        blk.attn.w_v = attn->register_parameter("w_v", torch::zeros({H, D, D}));
-        blk.attn.w_o = attn->register_parameter("w_o", torch::zeros({H, D, D}));
+        blk.attn.w_q = attn->register_parameter(attnWeightName(ModelKind::Lsa, AttnWeight::Q), torch::zeros({H, D, D}));
+        blk.attn.w_k = attn->register_parameter(attnWeightName(ModelKind::Lsa, AttnWeight::K), torch::zeros({H, D, D}));
+        blk.attn.w_v = attn->register_parameter(attnWeightName(ModelKind::Lsa, AttnWeight::V), torch::zeros({H, D, D}));
+        blk.attn.w_o = attn->register_parameter(attnWeightName(ModelKind::Lsa, AttnWeight::O), torch::zeros({H, D, D}));
         // Only the softmax layers of an augmented model get the extra parameters (a tied stack's one
         // block is a softmax layer when every layer is).
         const bool softmaxBlock = o.tied ? o.softmax_layers == o.n_layers : b < o.softmax_layers;
@@ -157,20 +159,18 @@ torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, L
         return forward(tokens, n_context, static_cast<ActivationCapture*>(nullptr));
     ActivationCapture named;
     for (int64_t l = 0; l < m_options.n_layers; ++l) {
-        const std::string sfx = "." + std::to_string(l);
-        named.names.insert({"resid_post" + sfx, "attn.pattern" + sfx});
+        named.names.insert({actName(Act::ResidPost, l), actName(Act::AttnPattern, l)});
         if (capture->want_qkv)
-            named.names.insert({"attn.q" + sfx, "attn.k" + sfx, "attn.v" + sfx});
+            named.names.insert({actName(Act::AttnQ, l), actName(Act::AttnK, l), actName(Act::AttnV, l)});
     }
     torch::Tensor out = forward(tokens, n_context, &named);
     for (int64_t l = 0; l < m_options.n_layers; ++l) {
-        const std::string sfx = "." + std::to_string(l);
-        capture->resid_post.push_back(named.values.at("resid_post" + sfx));
-        capture->patterns.push_back(named.values.at("attn.pattern" + sfx));
+        capture->resid_post.push_back(named.values.at(actName(Act::ResidPost, l)));
+        capture->patterns.push_back(named.values.at(actName(Act::AttnPattern, l)));
         if (capture->want_qkv) {
-            capture->q.push_back(named.values.at("attn.q" + sfx));
-            capture->k.push_back(named.values.at("attn.k" + sfx));
-            capture->v.push_back(named.values.at("attn.v" + sfx));
+            capture->q.push_back(named.values.at(actName(Act::AttnQ, l)));
+            capture->k.push_back(named.values.at(actName(Act::AttnK, l)));
+            capture->v.push_back(named.values.at(actName(Act::AttnV, l)));
         }
     }
     return out;
@@ -200,11 +200,10 @@ torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, A
         torch::Tensor pos = sinusoidalPositions(tokens.size(1), o.pos_dim, tokens.options());
         e = torch::cat({e, pos.unsqueeze(0).expand({tokens.size(0), -1, -1})}, -1);
     }
-    offer("embed", e);
+    offer(actName(Act::Embed), e);
     const double scale = 1.0 / std::sqrt(double(o.tokenDim()));
     for (int64_t l = 0; l < o.n_layers; ++l) {
-        const std::string sfx = "." + std::to_string(l);
-        e = hook("resid_pre" + sfx, e);
+        e = hook(actName(Act::ResidPre, l), e);
         Block& blk = block(l);
         const LsaLayerWeights& w = blk.attn;
         torch::Tensor h = blk.ln1 ? blk.ln1->forward(e) : e;
@@ -234,31 +233,31 @@ torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, A
         }
         torch::Tensor z = torch::matmul(pattern, v);                     // [B, H, T, D]
         torch::Tensor out;
-        const std::string outName = "attn.out" + sfx;
+        const std::string outName = actName(Act::AttnOut, l);
         // Head h's part P_h z_h [B, H, T, D]; summed into the output only under a head intervention,
         // so that what is captured never changes the numbers.
         const bool headIntervention = intervene && capture->hasHeadIntervention(outName);
-        if (headIntervention || (capture && capture->wants("attn.result" + sfx))) {
+        if (headIntervention || (capture && capture->wants(actName(Act::AttnResult, l)))) {
             torch::Tensor result = torch::einsum("bhte,hfe->bhtf", {z, w.w_o});
             if (headIntervention) {
                 result = capture->applyHeads(outName, result);
                 out = result.sum(1);
             }
-            offer("attn.result" + sfx, result);
+            offer(actName(Act::AttnResult, l), result);
         }
         if (!headIntervention)
             out = torch::einsum("bhte,hfe->btf", {z, w.w_o});  // Σ_h P_h z_h
-        offer("attn.q" + sfx, q);
-        offer("attn.k" + sfx, k);
-        offer("attn.v" + sfx, v);
-        offer("attn.pattern" + sfx, pattern);
+        offer(actName(Act::AttnQ, l), q);
+        offer(actName(Act::AttnK, l), k);
+        offer(actName(Act::AttnV, l), v);
+        offer(actName(Act::AttnPattern, l), pattern);
         e = e + hook(outName, out);
         if (o.mlp) {
             torch::Tensor m = blk.ln2 ? blk.ln2->forward(e) : e;
             m = torch::gelu(torch::nn::functional::linear(m, blk.mlp_w_in, blk.mlp_b_in), "tanh");
-            e = e + hook("mlp.out" + sfx, torch::nn::functional::linear(m, blk.mlp_w_out, blk.mlp_b_out));
+            e = e + hook(actName(Act::MlpOut, l), torch::nn::functional::linear(m, blk.mlp_w_out, blk.mlp_b_out));
         }
-        e = hook("resid_post" + sfx, e);
+        e = hook(actName(Act::ResidPost, l), e);
     }
     return e;
 }

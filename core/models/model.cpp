@@ -1,6 +1,7 @@
 #include "core/models/model.h"
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
 
@@ -17,7 +18,7 @@ LsaOptions lsaOptions(const ExperimentConfig& config)
     o.softmax_layers = m.softmax_layers;
     o.layer_norm = m.layer_norm;
     o.mlp = m.mlp;
-    o.interleaved = config.task.layout == "interleaved";
+    o.interleaved = layoutOf(config.task) == TaskLayout::Interleaved;
     o.pos_dim = m.positions == "sinusoidal" ? m.pos_dim : 0;
     o.feature_mlp = m.feature_mlp;
     o.feature_dim = m.feature_dim;
@@ -29,7 +30,7 @@ LsaOptions lsaOptions(const ExperimentConfig& config)
 
 ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed)
 {
-    if (config.model.kind == "lsa") {
+    if (kindOf(config.model) == ModelKind::Lsa) {
         const LsaOptions o = lsaOptions(config);
         if (o.tied && o.softmax_layers > 0 && o.softmax_layers < o.n_layers)
             throw Error("model.softmax_layers: a tied stack shares one layer, so it is all softmax or all linear");
@@ -40,8 +41,8 @@ ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed)
             h.features = [lsa](const torch::Tensor& x) mutable { return lsa->features(x); };
         return h;
     }
-    if (config.model.kind == "gpt2") {
-        if (config.task.layout != "interleaved")
+    if (kindOf(config.model) == ModelKind::Gpt2) {
+        if (layoutOf(config.task) != TaskLayout::Interleaved)
             throw Error("model.kind: gpt2 needs task.layout \"interleaved\"");
         Gpt2Options o;
         o.input_dim = config.task.d;

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 
 namespace icl {
 
@@ -200,7 +201,7 @@ FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed)
 SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, const std::vector<int64_t>& exemplar_shape,
                                           uint64_t seed)
 {
-    if (config.task.kind != "fewshot_classification")
+    if (kindOf(config.task) != TaskKind::FewshotClassification)
         throw Error("model.kind: a sequence classifier needs task.kind \"fewshot_classification\"");
     SequenceClassifierOptions o;
     o.backbone = config.model.kind;

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 
 namespace icl {
 
@@ -71,7 +72,7 @@ PromptBatch sampleLinearRegression(const TaskConfig& task, int64_t batch, uint64
     if (active < task.d)
         x.narrow(2, active, task.d - active).zero_();  // curriculum: inactive coordinates are exactly 0
     torch::Tensor w = torch::randn({batch, task.d}, gen, opts) * task.w_scale;
-    if (task.kind == "sparse_linear_regression") {
+    if (kindOf(task) == TaskKind::SparseLinearRegression) {
         if (task.sparsity < 1 || task.sparsity > active)
             throw Error("task.sparsity: expected an integer in [1, " + std::to_string(active)
                         + "] (the active input coordinates), got " + std::to_string(task.sparsity));

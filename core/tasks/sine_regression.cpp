@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "core/error.h"
+#include "core/io/kinds.h"
 #include "core/tasks/representation.h"
 
 namespace icl {
@@ -32,12 +33,12 @@ PromptBatch sampleSineRegression(const TaskConfig& task, int64_t batch, uint64_t
 PromptBatch samplePrompts(const TaskConfig& task, int64_t batch, uint64_t seed, torch::Dtype dtype,
                           const torch::Device& device)
 {
-    if (task.kind == "linear_regression" || task.kind == "sparse_linear_regression"
-        || task.kind == "noisy_linear_regression")
+    const std::optional<TaskKind> kind = kindFromName<TaskKind>(task.kind);
+    if (kind && isLinearRegression(*kind))
         return sampleLinearRegression(task, batch, seed, dtype, device);
-    if (task.kind == "sine_regression")
+    if (kind == TaskKind::SineRegression)
         return sampleSineRegression(task, batch, seed, dtype, device);
-    if (task.kind == "representation" || task.kind == "representation_mixture")
+    if (kind && isRepresentationTask(*kind))
         return sampleRepresentation(task, batch, seed, dtype, device);
     throw Error("task.kind: no prompt generator for \"" + task.kind + "\"");
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/analysis/gd_alignment_impl.h"
+#include "core/io/kinds.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"  // samplePrompts of every regression task
 #include "core/training/seeds.h"
@@ -11,7 +12,7 @@ namespace icl {
 
 void storeFixedTaskArrays(const ExperimentConfig& config, const std::string& path)
 {
-    if (config.task.kind != "representation" && config.task.kind != "representation_mixture")
+    if (!isRepresentationTask(kindOf(config.task)))
         return;
     std::vector<NamedArray> arrays;
     const auto& reps = taskRepresentations(config.task);

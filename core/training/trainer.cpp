@@ -6,6 +6,7 @@
 
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/analysis/lsa_construction.h"
+#include "core/io/kinds.h"
 #include "core/models/lsa.h"
 #include "core/models/lsa_fused.h"
 #include "core/baselines/baselines.h"
@@ -103,7 +104,7 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
         storeFixedTaskArrays(cfg, out);
     }
 
-    if (cfg.task.kind == "fewshot_classification")
+    if (kindOf(cfg.task) == TaskKind::FewshotClassification)
         return trainClassification(cfg, options, resuming ? &resumeFrom : nullptr, device, callback);
 
     const TrainingConfig& tc = cfg.training;

@@ -21,8 +21,10 @@
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
+#include "core/io/kinds.h"
 #include "core/io/weights_file.h"
 #include "core/models/model.h"
+#include "core/models/names.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
 #include "core/training/regression_evaluation.h"
@@ -240,7 +242,8 @@ std::string detectLayout(const std::vector<NamedArray>& tensors)
 {
     if (find(tensors, "_read_in.weight") || find(tensors, "_backbone.wpe.weight"))
         return "garg";
-    if (find(tensors, "read_in.weight") || find(tensors, "blocks.0.attn.w_q") || find(tensors, "blocks.0.attn.W_Q"))
+    if (find(tensors, "read_in.weight") || find(tensors, attnWeightPath(ModelKind::Lsa, 0, AttnWeight::Q))
+        || find(tensors, attnWeightPath(ModelKind::Gpt2, 0, AttnWeight::Q)))
         return "workbench";
     throw Error("the tensors (" + keyList(tensors)
                 + ") are neither Garg et al.'s TransformerModel (_read_in.weight, _backbone.h.0.attn.c_attn.weight, …) "
@@ -268,7 +271,7 @@ TensorSizes gargSizes(const std::vector<NamedArray>& t)
 TensorSizes workbenchSizes(const std::vector<NamedArray>& t)
 {
     TensorSizes s;
-    if (const NamedArray* wq = find(t, "blocks.0.attn.W_Q")) {
+    if (const NamedArray* wq = find(t, attnWeightPath(ModelKind::Gpt2, 0, AttnWeight::Q))) {
         const NamedArray* readIn = find(t, "read_in.weight");
         const NamedArray* pos = find(t, "pos_embed");
         if (!readIn || readIn->shape.size() != 2 || !pos || pos->shape.size() != 2 || wq->shape.size() != 3)
@@ -378,17 +381,18 @@ std::vector<NamedArray> gargToWorkbench(const std::vector<NamedArray>& t, const 
     same("_read_in.bias", "read_in.bias");
     same("_backbone.wpe.weight", "pos_embed");
     for (int64_t l = 0; l < s.n_layers; ++l) {
-        const std::string h = "_backbone.h." + std::to_string(l) + ".", b = "blocks." + std::to_string(l) + ".";
+        const std::string h = "_backbone.h." + std::to_string(l) + ".", b = blockPrefix(l);
         same(h + "ln_1.weight", b + "ln1.weight");
         same(h + "ln_1.bias", b + "ln1.bias");
         const torch::Tensor w = get(h + "attn.c_attn.weight"), bias = get(h + "attn.c_attn.bias");
         const char* names[3] = {"Q", "K", "V"};
+        const AttnWeight qkv[3] = {AttnWeight::Q, AttnWeight::K, AttnWeight::V};
         for (int i = 0; i < 3; ++i)
-            put(h + "attn.c_attn.weight", b + "attn.W_" + names[i],
+            put(h + "attn.c_attn.weight", attnWeightPath(ModelKind::Gpt2, l, qkv[i]),
                 w.narrow(1, i * D, D).reshape({D, H, dh}).permute({1, 0, 2}));
         for (int i = 0; i < 3; ++i)
             put(h + "attn.c_attn.bias", b + "attn.b_" + names[i], bias.narrow(0, i * D, D).reshape({H, dh}));
-        put(h + "attn.c_proj.weight", b + "attn.W_O", get(h + "attn.c_proj.weight").reshape({H, dh, D}));
+        put(h + "attn.c_proj.weight", attnWeightPath(ModelKind::Gpt2, l, AttnWeight::O), get(h + "attn.c_proj.weight").reshape({H, dh, D}));
         same(h + "attn.c_proj.bias", b + "attn.b_O");
         same(h + "ln_2.weight", b + "ln2.weight");
         same(h + "ln_2.bias", b + "ln2.bias");
@@ -433,19 +437,20 @@ std::vector<NamedArray> workbenchToGarg(const std::vector<NamedArray>& params, c
     put("_backbone.wpe.weight", posEmbed);
     const torch::Tensor mask = torch::ones({P, P}).tril().view({1, 1, P, P});
     for (int64_t l = 0; l < L; ++l) {
-        const std::string h = "_backbone.h." + std::to_string(l) + ".", b = "blocks." + std::to_string(l) + ".";
+        const std::string h = "_backbone.h." + std::to_string(l) + ".", b = blockPrefix(l);
         put(h + "ln_1.weight", get(b + "ln1.weight"));
         put(h + "ln_1.bias", get(b + "ln1.bias"));
         put(h + "attn.bias", mask);
         put(h + "attn.masked_bias", torch::full({}, -1e4));
         std::vector<torch::Tensor> w, bias;
-        for (const char* n : {"Q", "K", "V"}) {
-            w.push_back(get(b + "attn.W_" + n).permute({1, 0, 2}).reshape({D, D}));
+        const std::pair<const char*, AttnWeight> qkv[] = {{"Q", AttnWeight::Q}, {"K", AttnWeight::K}, {"V", AttnWeight::V}};
+        for (const auto& [n, weight] : qkv) {
+            w.push_back(get(attnWeightPath(ModelKind::Gpt2, l, weight)).permute({1, 0, 2}).reshape({D, D}));
             bias.push_back(get(b + "attn.b_" + n).reshape({D}));
         }
         put(h + "attn.c_attn.weight", torch::cat(w, 1));
         put(h + "attn.c_attn.bias", torch::cat(bias, 0));
-        put(h + "attn.c_proj.weight", get(b + "attn.W_O").reshape({H * (D / H), D}));
+        put(h + "attn.c_proj.weight", get(attnWeightPath(ModelKind::Gpt2, l, AttnWeight::O)).reshape({H * (D / H), D}));
         put(h + "attn.c_proj.bias", get(b + "attn.b_O"));
         put(h + "ln_2.weight", get(b + "ln2.weight"));
         put(h + "ln_2.bias", get(b + "ln2.bias"));
@@ -962,7 +967,7 @@ void exportWeights(const std::string& run_path, const std::string& out_path, int
         if (safetensors)
             metadata["format"] = "pt";
     } else {
-        if (cfg.model.kind != "gpt2" || cfg.task.kind == "fewshot_classification")
+        if (kindOf(cfg.model) != ModelKind::Gpt2 || kindOf(cfg.task) == TaskKind::FewshotClassification)
             throw Error("--layout garg: Garg et al.'s TransformerModel is the gpt2 regression model; " + run_path
                         + " holds a " + cfg.model.kind + (cfg.task.kind == "fewshot_classification" ? " classifier" : "")
                         + " (use --layout workbench)");

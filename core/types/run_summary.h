@@ -4,10 +4,13 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace icl {
+
+struct ExperimentConfig; // core/io/config.h (torch-free)
 
 /// One saved checkpoint (/checkpoints/<step>).
 struct CheckpointInfo {
@@ -27,6 +30,9 @@ struct RunSummary {
     std::string app_version;
     std::string created;      ///< ISO 8601
     std::string config_json;  ///< the full resolved config
+    /// The same config parsed and validated once by readRunSummary (include core/io/config.h to read it): pages and
+    /// commands read typed fields instead of parsing config_json again. Null in a summary not made by readRunSummary.
+    std::shared_ptr<const ExperimentConfig> config;
     std::vector<CheckpointInfo> checkpoints;                 ///< ascending by step
     std::map<std::string, std::vector<double>> metrics;      ///< /metrics/<series>, e.g. "eval_loss", "baseline/gd_1"
     std::map<std::string, int> analyses;                     ///< /analysis/<kind> -> number of stored results

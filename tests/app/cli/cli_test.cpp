@@ -251,6 +251,40 @@ TEST(Cli, PresetsListsTheDefaultExperiment)
     EXPECT_TRUE(found) << r.out;
 }
 
+// docs/config.md is the output of `icl-cli config --list --markdown` (the schema in core/io/config.cpp):
+// a key added or changed without regenerating it fails here.
+TEST(Cli, ConfigReferenceIsCurrent)
+{
+    const Result r = run("config --list --markdown");
+    ASSERT_EQ(r.code, 0) << r.err;
+    std::ifstream f(std::string(ICL_SOURCE_DIR) + "/docs/config.md", std::ios::binary);
+    ASSERT_TRUE(f) << "docs/config.md is missing; generate it with: build/app/cli/icl-cli config --list --markdown "
+                      "> docs/config.md";
+    std::stringstream committed;
+    committed << f.rdbuf();
+    EXPECT_TRUE(committed.str() == r.out)
+        << "docs/config.md is not current with the config schema; regenerate it with: "
+           "build/app/cli/icl-cli config --list --markdown > docs/config.md";
+}
+
+// The text and JSON forms of the reference list the keys with their defaults and choices.
+TEST(Cli, ConfigListPrintsEveryKey)
+{
+    const Result text = run("config --list");
+    ASSERT_EQ(text.code, 0) << text.err;
+    EXPECT_NE(text.out.find("training.lr  (number, default 0.001)"), std::string::npos) << text.out;
+    const Result j = run("config --list --json");
+    ASSERT_EQ(j.code, 0) << j.err;
+    const auto keys = nlohmann::json::parse(j.out)["keys"];
+    bool found = false;
+    for (const auto& k : keys)
+        found |= k["path"] == "model.kind" && k["default"] == "lsa" && k["choices"].size() == 4;
+    EXPECT_TRUE(found) << j.out;
+    const Result bare = run("config");
+    EXPECT_EQ(bare.code, 1);
+    EXPECT_NE(bare.err.find("config: give --list"), std::string::npos) << bare.err;
+}
+
 // --version names the BLAS and the kernel core that matrix products run on (the core the loaded
 // OpenBLAS reports; with OPENBLAS_CORETYPE set, that core), and the restarted process does not
 // restart again (it returns at all).

@@ -43,6 +43,7 @@
 #include "widgets/checkpoint_timeline.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
+#include "tests/support/tiny_runs.h"
 
 using icl::gui::AttentionPage;
 using icl::gui::MainWindow;
@@ -54,37 +55,10 @@ constexpr int kTimeoutMs = 120000;
 
 class AttentionPageTest : public ::testing::Test {
 protected:
-    static void trainRun(const std::string& path, const std::string& preset, const std::vector<std::string>& sets)
-    {
-        icl::ConfigRequest request;
-        request.preset = preset;
-        request.scale = "quick";
-        request.sets = sets;
-        request.steps = 20;
-        request.device = "cpu";
-        icl::TrainOptions options;
-        options.out_path = path;
-        options.threads = 1;
-        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
-    }
     static void SetUpTestSuite()
     {
-        s_dir = new QTemporaryDir;
-        ASSERT_TRUE(s_dir->isValid());
-        s_lsa = s_dir->filePath("lsa.h5").toStdString();
-        trainRun(s_lsa, "vonoswald-lsa-1layer",
-            { "task.d=3", "task.n_context=6", "training.batch_size=16", "training.eval_every=10",
-                "training.checkpoint_every=10", "eval.n_prompts=64", "eval.bootstrap=10" });
-        s_gpt2 = s_dir->filePath("gpt2.h5").toStdString();
-        trainRun(s_gpt2, "guo-representation",
-            { "task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=2", "model.n_heads=2",
-                "model.d_model=16", "training.batch_size=16", "training.eval_every=10", "training.checkpoint_every=10",
-                "eval.n_prompts=64", "eval.bootstrap=10" });
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
+        s_lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa);
+        s_gpt2 = icl::test::tinyRun(icl::test::TinyRun::Gpt2);
     }
 
     /// Opens `path` on the Attention page and waits for the first inspection.
@@ -107,12 +81,10 @@ protected:
         ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
     }
 
-    static QTemporaryDir* s_dir;
     static std::string s_lsa;
     static std::string s_gpt2;
 };
 
-QTemporaryDir* AttentionPageTest::s_dir = nullptr;
 std::string AttentionPageTest::s_lsa;
 std::string AttentionPageTest::s_gpt2;
 
@@ -743,10 +715,8 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
 
 TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrollingSideways)
 {
-    QTemporaryDir dir;
-    ASSERT_TRUE(dir.isValid());
-    const std::string path = dir.filePath("d8.h5").toStdString();
-    trainRun(path, "garg-linear-regression",
+    const std::string path = icl::test::scratchSubdir("attention-d8") + "/d8.h5";
+    icl::test::trainTinyRun(path, "garg-linear-regression",
         { "task.d=8", "task.n_context=10", "training.curriculum.enabled=false", "model.n_layers=1", "model.n_heads=2",
             "model.d_model=16", "training.batch_size=16", "training.eval_every=10", "training.checkpoint_every=10",
             "eval.n_prompts=64", "eval.bootstrap=10" });

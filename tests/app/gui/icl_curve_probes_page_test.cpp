@@ -28,6 +28,7 @@
 #include "core/training/trainer.h"
 #include "widgets/figure_export.h"
 #include "widgets/plot_view.h"
+#include "tests/support/tiny_runs.h"
 
 using icl::gui::IclCurvePage;
 using icl::gui::MainWindow;
@@ -39,36 +40,10 @@ constexpr int kFit = 48; // prompts the page's probes are fitted and scored on (
 
 class IclCurveProbesPageTest : public ::testing::Test {
 protected:
-    static void trainRun(const std::string& path, const std::string& preset, const std::vector<std::string>& sets)
-    {
-        icl::ConfigRequest request;
-        request.preset = preset;
-        request.scale = "quick";
-        request.sets = sets;
-        request.steps = 20;
-        request.device = "cpu";
-        icl::TrainOptions options;
-        options.out_path = path;
-        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
-    }
     static void SetUpTestSuite()
     {
-        s_dir = new QTemporaryDir;
-        ASSERT_TRUE(s_dir->isValid());
-        s_gpt2 = s_dir->filePath("guo.h5").toStdString();
-        trainRun(s_gpt2, "guo-representation",
-            { "task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=2", "model.n_heads=2",
-                "model.d_model=16", "training.batch_size=16", "training.eval_every=10",
-                "training.checkpoint_every=10", "eval.n_prompts=64", "eval.bootstrap=50" });
-        s_lsa = s_dir->filePath("lsa.h5").toStdString();
-        trainRun(s_lsa, "vonoswald-lsa-1layer",
-            { "task.d=3", "task.n_context=6", "training.batch_size=16", "training.eval_every=10",
-                "training.checkpoint_every=10", "eval.n_prompts=64", "eval.bootstrap=50" });
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
+        s_gpt2 = icl::test::tinyRun(icl::test::TinyRun::Gpt2);
+        s_lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa);
     }
 
     static void expectSameCurve(const icl::IclCurve& shown, const icl::IclCurve& expected)
@@ -102,12 +77,10 @@ protected:
         }
     }
 
-    static QTemporaryDir* s_dir;
     static std::string s_gpt2;
     static std::string s_lsa;
 };
 
-QTemporaryDir* IclCurveProbesPageTest::s_dir = nullptr;
 std::string IclCurveProbesPageTest::s_gpt2;
 std::string IclCurveProbesPageTest::s_lsa;
 
@@ -178,7 +151,7 @@ TEST_F(IclCurveProbesPageTest, IclCurveShowsComputeIclCurveAndFollowsTheTimeline
     expectIclCurveOfFacade(page, s_gpt2);
 
     // The export carries the plotted data.
-    const std::string csv = s_dir->filePath("icl_curve.csv").toStdString();
+    const std::string csv = icl::test::scratchSubdir("icl-curve-export") + "/icl_curve.csv";
     std::string error;
     ASSERT_TRUE(icl::widgets::exportFigure(page->plot()->figure(), csv, "csv", 100, &error)) << error;
     QFile f(QString::fromStdString(csv));

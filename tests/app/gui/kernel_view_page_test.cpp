@@ -22,6 +22,7 @@
 #include "core/training/trainer.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
+#include "tests/support/tiny_runs.h"
 
 using icl::gui::KernelViewPage;
 using icl::gui::MainWindow;
@@ -32,17 +33,10 @@ class KernelViewPageTest : public ::testing::Test {
 protected:
     static void trainRun(const std::string& path, const std::vector<std::string>& extra)
     {
-        icl::ConfigRequest request;
-        request.preset = "renliu-kernel";
-        request.scale = "quick";
-        request.sets = { "training.batch_size=64", "training.eval_every=10", "training.checkpoint_every=10",
-            "eval.n_prompts=200", "eval.bootstrap=10" };
-        request.sets.insert(request.sets.end(), extra.begin(), extra.end());
-        request.steps = 20;
-        request.device = "cpu";
-        icl::TrainOptions options;
-        options.out_path = path;
-        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
+        std::vector<std::string> sets = { "training.batch_size=64", "training.eval_every=10",
+            "training.checkpoint_every=10", "eval.n_prompts=200", "eval.bootstrap=10" };
+        sets.insert(sets.end(), extra.begin(), extra.end());
+        icl::test::trainTinyRun(path, "renliu-kernel", sets);
     }
     static void SetUpTestSuite()
     {

@@ -34,6 +34,7 @@
 #include "core/training/trainer.h"
 #include "widgets/figure_export.h"
 #include "widgets/plot_view.h"
+#include "tests/support/tiny_runs.h"
 
 using icl::gui::MainWindow;
 using icl::gui::PastingPage;
@@ -46,16 +47,7 @@ class PastingPageTest : public ::testing::Test {
 protected:
     static void trainRun(const std::string& path, const std::string& preset, const std::vector<std::string>& sets)
     {
-        icl::ConfigRequest request;
-        request.preset = preset;
-        request.scale = "quick";
-        request.sets = sets;
-        request.steps = 20;
-        request.device = "cpu";
-        icl::TrainOptions options;
-        options.out_path = path;
-        options.threads = 1;
-        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
+        icl::test::trainTinyRun(path, preset, sets);
     }
     static void SetUpTestSuite()
     {

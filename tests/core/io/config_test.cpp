@@ -1,9 +1,15 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <functional>
+#include <regex>
+#include <set>
 
 #include "core/error.h"
 #include "core/io/config.h"
+#include "core/io/config_schema.h"
+#include "core/io/kinds.h"
 
 namespace {
 
@@ -297,3 +303,184 @@ TEST(Config, GargPresetUsesTheCurriculumAtPaperScale)
 }
 
 } // namespace
+
+namespace schema_tests {
+
+using nlohmann::json;
+
+// Sets `path` (a.b.c) in `config` to `value`, creating the sections on the way.
+void setPath(json& config, const std::string& path, const json& value)
+{
+    std::string pointer = "/" + path;
+    std::replace(pointer.begin(), pointer.end(), '.', '/');
+    config[json::json_pointer(pointer)] = value;
+}
+
+// Every preset at every scale: parse → toJson → parse gives the same JSON (and so the same config).
+TEST(ConfigSchema, EveryPresetRoundTripsThroughToJson)
+{
+    int checked = 0;
+    for (const icl::PresetInfo& p : icl::listPresets())
+        for (const std::string& scale : p.scales) {
+            icl::ConfigRequest r;
+            r.preset = p.name;
+            r.scale = scale;
+            const json resolved = icl::resolveConfig(r);
+            const json once = icl::toJson(icl::parseConfig(resolved));
+            const json twice = icl::toJson(icl::parseConfig(once));
+            EXPECT_EQ(once, resolved) << p.name << " " << scale;
+            EXPECT_EQ(twice.dump(), once.dump()) << p.name << " " << scale;
+            ++checked;
+        }
+    EXPECT_GE(checked, 2 * 15);
+}
+
+// The schema lists every key toJson writes, once, and nothing else.
+TEST(ConfigSchema, DeclaresEveryKeyOfTheJsonFormOnce)
+{
+    const json full = icl::toJson(icl::ExperimentConfig{});
+    std::set<std::string> leaves;
+    std::function<void(const json&, const std::string&)> walk = [&](const json& j, const std::string& prefix) {
+        for (auto it = j.begin(); it != j.end(); ++it) {
+            const std::string p = prefix.empty() ? it.key() : prefix + "." + it.key();
+            if (it->is_object())
+                walk(*it, p);
+            else
+                leaves.insert(p);
+        }
+    };
+    walk(full, "");
+    std::set<std::string> declared;
+    for (const icl::ConfigKey& k : icl::configKeys()) {
+        EXPECT_TRUE(declared.insert(k.path).second) << k.path << " declared twice";
+        EXPECT_FALSE(k.doc.empty()) << k.path;
+        EXPECT_EQ(full.at(json::json_pointer("/" + std::regex_replace(k.path, std::regex("\\."), "/"))),
+                  k.default_value)
+            << k.path;
+    }
+    EXPECT_EQ(declared, leaves);
+}
+
+// A value of the wrong type for any key is refused with a message that starts with the key's path.
+TEST(ConfigSchema, WrongTypesNameTheKeyPathForEveryKey)
+{
+    for (const icl::ConfigKey& k : icl::configKeys()) {
+        const json wrong = k.type == "boolean" ? json("yes") : k.type == "string" ? json(5) : json(true);
+        json config = json::object();
+        setPath(config, k.path, wrong);
+        const std::string e = errorOf(config);
+        EXPECT_EQ(e.rfind(k.path + ": expected", 0), 0u) << k.path << ": " << e;
+    }
+}
+
+// An integer key one past either end of its declared range is refused naming the key path.
+TEST(ConfigSchema, OutOfRangeIntegersNameTheKeyPath)
+{
+    const std::regex range(R"(an integer in \[(-?\d+), (-?\d+)\])");
+    int checked = 0;
+    for (const icl::ConfigKey& k : icl::configKeys()) {
+        std::smatch m;
+        if (k.type != "integer" || !std::regex_match(k.range, m, range))
+            continue;
+        for (const int64_t bad : {std::stoll(m[1]) - 1, std::stoll(m[2]) + 1}) {
+            json config = json::object();
+            setPath(config, k.path, bad);
+            const std::string e = errorOf(config);
+            EXPECT_EQ(e.rfind(k.path + ": expected an integer in [", 0), 0u) << k.path << "=" << bad << ": " << e;
+        }
+        ++checked;
+    }
+    EXPECT_GE(checked, 30);
+}
+
+// A name outside a choice key's declared choices is refused, listing them.
+TEST(ConfigSchema, UnknownChoicesNameTheKeyPathAndTheChoices)
+{
+    for (const icl::ConfigKey& k : icl::configKeys()) {
+        if (k.type != "choice")
+            continue;
+        json config = json::object();
+        setPath(config, k.path, "no_such_choice");
+        const std::string e = errorOf(config);
+        EXPECT_EQ(e.rfind(k.path + ": expected one of \"" + k.choices.front() + "\"", 0), 0u) << e;
+    }
+}
+
+TEST(ConfigSchema, UnknownKeysInEverySectionNameTheKeyPath)
+{
+    std::set<std::string> sections = {""};
+    for (const icl::ConfigKey& k : icl::configKeys())
+        if (const auto dot = k.path.rfind('.'); dot != std::string::npos)
+            sections.insert(k.path.substr(0, dot));
+    EXPECT_EQ(sections, (std::set<std::string>{"", "task", "model", "training", "training.curriculum", "eval"}));
+    for (const std::string& s : sections) {
+        const std::string path = s.empty() ? "bogus_key" : s + ".bogus_key";
+        json config = json::object();
+        setPath(config, path, 1);
+        const std::string e = errorOf(config);
+        EXPECT_EQ(e.rfind(path + ": unknown key (known keys: ", 0), 0u) << e;
+    }
+}
+
+// The kind keys take their choices from the enums' name tables, and kindOf maps each name back.
+TEST(ConfigSchema, KindChoicesComeFromTheNameTables)
+{
+    const auto choicesOf = [](const std::string& path) {
+        for (const icl::ConfigKey& k : icl::configKeys())
+            if (k.path == path)
+                return k.choices;
+        return std::vector<std::string>{};
+    };
+    EXPECT_EQ(choicesOf("task.kind"),
+              (std::vector<std::string>{"linear_regression", "sparse_linear_regression", "noisy_linear_regression",
+                                        "sine_regression", "representation", "representation_mixture",
+                                        "fewshot_classification"}));
+    EXPECT_EQ(choicesOf("model.kind"), (std::vector<std::string>{"lsa", "gpt2", "lstm", "rnn"}));
+    EXPECT_EQ(choicesOf("task.layout"), (std::vector<std::string>{"pair", "interleaved"}));
+    icl::TaskConfig t;
+    t.kind = "fewshot_classification";
+    EXPECT_EQ(icl::kindOf(t), icl::TaskKind::FewshotClassification);
+    t.kind = "sine_regression";
+    EXPECT_EQ(icl::kindOf(t), icl::TaskKind::SineRegression);
+    icl::ModelConfig m;
+    m.kind = "rnn";
+    EXPECT_EQ(icl::kindOf(m), icl::ModelKind::Rnn);
+    EXPECT_STREQ(icl::kindName(icl::ModelKind::Gpt2), "gpt2");
+    m.kind = "transformer";
+    try {
+        (void)icl::kindOf(m);
+        ADD_FAILURE() << "kindOf accepted an unknown model kind";
+    } catch (const icl::Error& e) {
+        EXPECT_EQ(std::string(e.what()), "model.kind: unknown model kind \"transformer\"");
+    }
+}
+
+// --set on a string key keeps the text as it is; on a number key it stays a number.
+TEST(ConfigSchema, SetTakesStringKeysLiterally)
+{
+    json config = json::object();
+    icl::applyOverride(config, "description=1");
+    icl::applyOverride(config, "task.exemplar_path=null");
+    icl::applyOverride(config, "training.lr=5e-4");
+    icl::applyOverride(config, "model.kind=\"gpt2\"");
+    EXPECT_EQ(config["description"], "1");
+    EXPECT_EQ(config["task"]["exemplar_path"], "null");
+    EXPECT_EQ(config["training"]["lr"], 5e-4);
+    EXPECT_EQ(config["model"]["kind"], "gpt2");
+}
+
+// The reference lists every key with its default, in each of its forms.
+TEST(ConfigSchema, ReferenceListsEveryKey)
+{
+    const json ref = icl::configReferenceJson();
+    ASSERT_EQ(ref["keys"].size(), icl::configKeys().size());
+    const std::string text = icl::configReferenceText();
+    const std::string md = icl::configReferenceMarkdown();
+    for (const icl::ConfigKey& k : icl::configKeys()) {
+        EXPECT_NE(text.find(k.path + "  ("), std::string::npos) << k.path;
+        EXPECT_NE(md.find("| `" + k.path + "` |"), std::string::npos) << k.path;
+    }
+    EXPECT_NE(text.find("training.lr  (number, default 0.001)"), std::string::npos) << text;
+}
+
+} // namespace schema_tests

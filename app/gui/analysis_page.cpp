@@ -1,0 +1,184 @@
+#include "app/gui/analysis_page.h"
+
+#include <algorithm>
+
+#include <QLabel>
+#include <QMetaObject>
+#include <QStackedWidget>
+#include <QVBoxLayout>
+
+#include "widgets/plot_view.h"
+
+namespace icl::gui {
+
+AnalysisPage::AnalysisPage(const QString& name, QWidget* parent)
+    : QWidget(parent)
+    , m_name(name)
+    , m_runner(new AnalysisRunner(this))
+{
+    setObjectName(name + QStringLiteral("Page"));
+    m_status = new QLabel(this);
+    m_status->setObjectName(name + QStringLiteral("Status"));
+    m_status->setWordWrap(true);
+    connect(m_runner, &AnalysisRunner::started, this, &AnalysisPage::busyStarted);
+    connect(m_runner, &AnalysisRunner::finished, this, [this] {
+        jobsFinished();
+        Q_EMIT busyFinished();
+    });
+}
+
+AnalysisPage::~AnalysisPage()
+{
+    if (m_stop)
+        *m_stop = true; // the runner (a child) joins the worker after the running job's next progress report
+}
+
+void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+{
+    AnalysisPage::cancel(); // the page's own cancel() may report more than is useful for a new file
+    ++m_generation;
+    m_summary = summary;
+    m_path = summary.path;
+    m_step = step;
+    m_status->clear();
+    QString why;
+    m_supported = bind(summary, &why);
+    m_stale = m_supported;
+    if (ready())
+        compute();
+}
+
+bool AnalysisPage::bind(const icl::RunSummary&, QString*)
+{
+    return true;
+}
+
+void AnalysisPage::selectCheckpoint(qint64 step)
+{
+    if (step == m_step && !m_stale)
+        return;
+    m_step = step;
+    requestCompute();
+}
+
+void AnalysisPage::setActive(bool active)
+{
+    m_active = active;
+    if (active && m_stale && ready())
+        compute();
+}
+
+widgets::PlotView* AnalysisPage::currentPlot() const
+{
+    return findChild<widgets::PlotView*>();
+}
+
+bool AnalysisPage::exportCurrentPlot()
+{
+    widgets::PlotView* plot = currentPlot();
+    if (!plot)
+        return false;
+    plot->exportWithDialog();
+    return true;
+}
+
+bool AnalysisPage::isBusy() const
+{
+    return m_runner && m_runner->isBusy();
+}
+
+void AnalysisPage::stopWorker()
+{
+    if (m_stop)
+        *m_stop = true;
+    delete m_runner;
+    m_runner = nullptr;
+}
+
+void AnalysisPage::cancel()
+{
+    if (m_stop)
+        *m_stop = true;
+    const bool wasBusy = m_runner->isBusy();
+    m_runner->cancel();
+    if (wasBusy) {
+        m_stale = true;
+        m_status->setText(tr("Cancelled. Select a checkpoint to compute again."));
+    }
+}
+
+bool AnalysisPage::ready() const
+{
+    return m_supported && m_active && !m_path.empty() && m_step >= 0;
+}
+
+void AnalysisPage::requestCompute()
+{
+    m_stale = true;
+    if (ready())
+        compute();
+}
+
+AnalysisPage::Ticket AnalysisPage::newTicket()
+{
+    m_stale = false;
+    if (m_stop)
+        *m_stop = true; // the previous request is superseded
+    Ticket t;
+    t.generation = ++m_generation;
+    t.stop = std::make_shared<std::atomic<bool>>(false);
+    m_stop = t.stop;
+    return t;
+}
+
+AnalysisPage::Progress AnalysisPage::progressReporter(const Ticket& t, const QString& label)
+{
+    return [this, stop = t.stop, label](int64_t done, int64_t total) {
+        const int percent = int(100 * done / std::max<int64_t>(1, total));
+        QMetaObject::invokeMethod(
+            this, [this, percent, label] { Q_EMIT progressChanged(percent, tr("%1: %2%").arg(label).arg(percent)); },
+            Qt::QueuedConnection);
+        return !*stop;
+    };
+}
+
+AnalysisRunner::ErrorHandler AnalysisPage::statusErrorHandler(const Ticket& t, std::function<void()> also)
+{
+    return [this, t, also = std::move(also)](const QString& error) {
+        if (!isCurrent(t))
+            return;
+        if (also)
+            also();
+        m_status->setText(error == QLatin1String("cancelled") ? tr("Cancelled.") : error);
+    };
+}
+
+QWidget* AnalysisPage::createContent(const QString& message)
+{
+    m_stack = new QStackedWidget(this);
+    auto* outer = new QVBoxLayout(this);
+    outer->setContentsMargins(0, 0, 0, 0);
+    outer->addWidget(m_stack);
+    m_message = new QLabel(message, this);
+    m_message->setObjectName(m_name + QStringLiteral("Message"));
+    m_message->setAlignment(Qt::AlignCenter);
+    m_message->setWordWrap(true);
+    m_message->setMargin(40);
+    m_stack->addWidget(m_message);
+    auto* content = new QWidget(this);
+    m_stack->addWidget(content);
+    return content;
+}
+
+void AnalysisPage::showMessage(const QString& text)
+{
+    m_message->setText(text);
+    m_stack->setCurrentWidget(m_message);
+}
+
+void AnalysisPage::showContent()
+{
+    m_stack->setCurrentIndex(1);
+}
+
+} // namespace icl::gui

@@ -1,0 +1,154 @@
+#pragma once
+// The protocol every analysis page follows (the page half of AnalysisRunner): bound to one run and the
+// checkpoint the timeline selects, a result that goes stale when either changes, computed while the page is
+// shown, in the background with progress and cancel, a status line, and busy signals for the main window.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <QString>
+#include <QWidget>
+
+#include "app/gui/analysis_runner.h"
+#include "app/gui/gui_forward.h"
+#include "core/types/run_summary.h"
+
+namespace icl::gui {
+
+/// Base of the analysis pages. It owns the run and checkpoint binding (`m_summary`, `m_path`, `m_step`),
+/// staleness (`m_stale`: the shown result does not belong to the current run/checkpoint/settings),
+/// compute-when-shown (`setActive`), the worker (an AnalysisRunner), the request generation that drops
+/// superseded results, the cancel flag of the running request, and the page's status line (`statusLabel()`,
+/// created here, placed by the page).
+///
+/// The default protocol, for pages that compute as soon as they are shown: `showExperiment` cancels, rebinds
+/// and asks `bind()` whether the page applies to the run; `selectCheckpoint` and `requestCompute()` mark the
+/// result stale; whenever it is stale and `ready()`, `compute()` runs. A page that computes only on request
+/// (pasting, patching) or edits a prompt (attention) overrides the entry points it needs.
+///
+/// Inside `compute()` a page starts a request with `newTicket()` (which supersedes the previous one) and
+/// hands the core's work to `submit()`: the work runs on the worker thread with `progressReporter()` as its
+/// progress callback, and its result is shown on the GUI thread only if no newer request started.
+/// Thread affinity: GUI thread only (the work passed to submit runs on the worker).
+class AnalysisPage : public QWidget {
+    Q_OBJECT
+public:
+    /// `name` is the page's object-name stem: the page is "<name>Page", its status line "<name>Status".
+    explicit AnalysisPage(const QString& name, QWidget* parent = nullptr);
+    ~AnalysisPage() override;
+
+    /// Shows a file at checkpoint `step` (−1: none). Default: cancel, rebind, `bind()`, compute when shown.
+    virtual void showExperiment(const icl::RunSummary& summary, qint64 step);
+    /// Follows the timeline. Default: a new step makes the result stale (computed when shown).
+    virtual void selectCheckpoint(qint64 step);
+    /// The page is on screen (computes a stale result) or not.
+    virtual void setActive(bool active);
+    /// Drops queued work and stops the running request at its next progress report.
+    virtual void cancel();
+    /// True while a job is queued or running.
+    bool isBusy() const;
+    /// The plot that File ▸ Export current plot writes (default: the page's first plot; nullptr: none).
+    virtual widgets::PlotView* currentPlot() const;
+    /// Opens the export dialog of what the page shows (default: currentPlot()); false when there is nothing yet.
+    virtual bool exportCurrentPlot();
+    /// Status-bar lines after cancel() and when the page's jobs are done (empty: none).
+    virtual QString cancelledMessage() const { return {}; }
+    virtual QString doneMessage() const { return {}; }
+    /// True when the page's progress goes to the main window's progress bar (false for instant work).
+    virtual bool reportsProgress() const { return true; }
+
+    qint64 checkpointStep() const { return m_step; }
+    bool isActive() const { return m_active; }
+    QLabel* statusLabel() const { return m_status; }
+    /// The message shown in place of the content (createContent), or nullptr.
+    QLabel* messageLabel() const { return m_message; }
+
+Q_SIGNALS:
+    void busyStarted();
+    void progressChanged(int percent, const QString& text);
+    void busyFinished();
+    /// A first look (a result on fewer prompts, or the first rows) is on screen; the full result follows.
+    void firstLookShown();
+
+protected:
+    /// One request: its generation and its cancel flag.
+    struct Ticket {
+        quint64 generation = 0;
+        std::shared_ptr<std::atomic<bool>> stop;
+    };
+    /// A core progress callback (done, total) → keep going.
+    using Progress = std::function<bool(int64_t done, int64_t total)>;
+
+    /// Called by the default showExperiment after the binding changed: reset results and controls for
+    /// `summary`. Return false, with the message for the user in `why`, when the page does not apply.
+    virtual bool bind(const icl::RunSummary& summary, QString* why);
+    /// Starts computing the result for the bound run and checkpoint (the default protocol calls it when the
+    /// result is stale and ready()).
+    virtual void compute() {}
+    /// The default protocol computes only when this holds: the page applies, is shown, has a file and a step.
+    virtual bool ready() const;
+    /// Runs when the worker's queue has emptied, before busyFinished (e.g. to re-enable controls).
+    virtual void jobsFinished() {}
+    /// The result is stale (settings changed); computes now when ready().
+    void requestCompute();
+
+    /// Starts a new request; the previous one is superseded (its stop flag set, its result dropped).
+    Ticket newTicket();
+    bool isCurrent(const Ticket& t) const { return t.generation == m_generation; }
+    /// Progress callback for core work of request `t` (any thread): emits progressChanged with
+    /// "<label>: <percent>%" and returns false once the request is stopped.
+    Progress progressReporter(const Ticket& t, const QString& label);
+    /// The error handler of request `t`: "Cancelled." or the error in the status line, unless superseded;
+    /// `also` (optional) runs first for a current request.
+    AnalysisRunner::ErrorHandler statusErrorHandler(const Ticket& t, std::function<void()> also = {});
+
+    /// Runs `work` on the worker (queued under `key`; a queued job with the same key is replaced) and
+    /// `show(result)` on the GUI thread unless a newer request started. Errors go to statusErrorHandler(t).
+    template <class Result>
+    void submit(int key, const QString& label, const Ticket& t, std::function<Result()> work,
+        std::function<void(const Result&)> show)
+    {
+        m_runner->enqueue(
+            key, label,
+            [this, t, work = std::move(work), show = std::move(show)]() -> AnalysisRunner::Continuation {
+                auto result = std::make_shared<Result>(work());
+                return [this, t, result, show] {
+                    if (isCurrent(t))
+                        show(*result);
+                };
+            },
+            statusErrorHandler(t));
+    }
+
+    AnalysisRunner* runner() const { return m_runner; }
+    /// Joins the worker now (from a page's destructor, before the widgets its results go to are destroyed).
+    void stopWorker();
+
+    /// Lays the page out as a stack of a centred message (object name "<name>Message", text `message`) and a
+    /// content widget, which it returns for the page to fill; the message shows until showContent().
+    QWidget* createContent(const QString& message);
+    /// Shows `text` in place of the content (a run the page does not apply to), or the content again.
+    void showMessage(const QString& text);
+    void showContent();
+
+    icl::RunSummary m_summary;
+    std::string m_path;
+    qint64 m_step = -1;
+    bool m_supported = false;  ///< bind() accepted the run
+    bool m_active = false;
+    bool m_stale = false;
+    quint64 m_generation = 0;
+    std::shared_ptr<std::atomic<bool>> m_stop;  ///< cancel flag of the running request
+    QLabel* m_status = nullptr;
+    QLabel* m_message = nullptr;       ///< createContent's message
+    QStackedWidget* m_stack = nullptr; ///< createContent's stack: message, content
+
+private:
+    QString m_name;
+    AnalysisRunner* m_runner = nullptr;
+};
+
+} // namespace icl::gui

@@ -1,0 +1,98 @@
+#include "app/gui/page_widgets.h"
+#include "core/io/config.h"
+
+#include <cmath>
+
+#include <QCoreApplication>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QVBoxLayout>
+#include <QWidget>
+
+namespace icl::gui {
+
+QString formatValue(double v, int digits)
+{
+    return std::isfinite(v) ? QString::number(v, 'g', digits) : QStringLiteral("—");
+}
+
+RunRow makeRunRow(const QString& name, QWidget* parent, const QString& runText, const QString& runToolTip,
+    const QString& progressFormat)
+{
+    RunRow row;
+    row.layout = new QHBoxLayout;
+    row.run = new QPushButton(runText, parent);
+    row.run->setObjectName(name + QStringLiteral("Run"));
+    row.run->setToolTip(runToolTip);
+    row.cancel = new QPushButton(QCoreApplication::translate("icl::gui::AnalysisPage", "Cancel"), parent);
+    row.cancel->setObjectName(name + QStringLiteral("Cancel"));
+    row.progress = new QProgressBar(parent);
+    row.progress->setObjectName(name + QStringLiteral("Progress"));
+    row.progress->setRange(0, 1);
+    row.progress->setValue(0);
+    row.progress->setFormat(progressFormat);
+    row.layout->addWidget(row.run);
+    row.layout->addWidget(row.cancel);
+    row.layout->addWidget(row.progress, 1);
+    return row;
+}
+
+QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text)
+{
+    auto* label = new QLabel(text, parent);
+    label->setObjectName(name);
+    label->setWordWrap(true);
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    return label;
+}
+
+QVBoxLayout* makeContentLayout(QWidget* content)
+{
+    auto* layout = new QVBoxLayout(content);
+    layout->setContentsMargins(4, 4, 4, 4);
+    layout->setSpacing(4);
+    return layout;
+}
+
+FieldGrid::FieldGrid(QWidget* parent)
+    : m_parent(parent)
+    , m_grid(new QGridLayout)
+{
+    m_grid->setHorizontalSpacing(8);
+    m_grid->setVerticalSpacing(4);
+}
+
+void FieldGrid::add(int row, int column, const QString& label, QWidget* field, const QString& toolTip)
+{
+    auto* l = new QLabel(label, m_parent);
+    l->setBuddy(field);
+    l->setToolTip(toolTip);
+    field->setToolTip(toolTip);
+    m_grid->addWidget(l, row, 2 * column);
+    m_grid->addWidget(field, row, 2 * column + 1);
+}
+
+bool modelKindIs(const icl::RunSummary& summary, const std::string& kind, const QString& what, const QString& hint,
+    QString* why)
+{
+    if (!summary.config) {
+        if (why)
+            *why = QCoreApplication::translate("icl::gui::AnalysisPage", "The experiment's config was not read.");
+        return false;
+    }
+    const std::string& actual = summary.config->model.kind;
+    if (actual == kind)
+        return true;
+    if (why) {
+        *why = QCoreApplication::translate("icl::gui::AnalysisPage", "%1; this run has a %2 model.")
+                   .arg(what, QString::fromStdString(actual));
+        if (!hint.isEmpty())
+            *why += QLatin1Char(' ') + hint;
+    }
+    return false;
+}
+
+} // namespace icl::gui

@@ -1,0 +1,51 @@
+#pragma once
+// Small widget builders the pages share, so that each page's constructor says only what is its own.
+
+#include <string>
+
+#include <QString>
+
+#include "app/gui/gui_forward.h"
+#include "core/types/run_summary.h"
+
+namespace icl::gui {
+
+/// `v` with `digits` significant digits, or "—" when it is not finite (NaN: not computed).
+QString formatValue(double v, int digits = 3);
+
+/// The Run / Cancel / progress row of a page that computes on request. Object names "<name>Run",
+/// "<name>Cancel", "<name>Progress"; the progress bar shows `progressFormat` ("%v / %m …") and starts at 0 / 1.
+struct RunRow {
+    QHBoxLayout* layout = nullptr;
+    QPushButton* run = nullptr;
+    QPushButton* cancel = nullptr;
+    QProgressBar* progress = nullptr;
+};
+RunRow makeRunRow(const QString& name, QWidget* parent, const QString& runText, const QString& runToolTip,
+    const QString& progressFormat);
+
+/// A word-wrapped, mouse-selectable text line (results, summaries, notes) with object name `name`.
+QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text = QString());
+
+/// The vertical layout of a page's content: 4 px margins and spacing.
+QVBoxLayout* makeContentLayout(QWidget* content);
+
+/// A grid of labelled fields, two columns of (label, field) pairs per row; the tool tip goes on both.
+class FieldGrid {
+public:
+    explicit FieldGrid(QWidget* parent);
+    /// Puts `field` with its label (the label's buddy) at (row, column); column counts pairs.
+    void add(int row, int column, const QString& label, QWidget* field, const QString& toolTip);
+    QGridLayout* layout() const { return m_grid; }
+
+private:
+    QWidget* m_parent;
+    QGridLayout* m_grid;
+};
+
+/// For a page's supports(): true when the run's model.kind (its typed config, RunSummary::config) is `kind`.
+/// Otherwise `why` (if given) gets "<what>; this run has a <kind> model. <hint>" (hint may be empty).
+bool modelKindIs(const icl::RunSummary& summary, const std::string& kind, const QString& what, const QString& hint,
+    QString* why);
+
+} // namespace icl::gui

@@ -1,0 +1,203 @@
+// The page protocol every analysis page follows (app/gui/analysis_page.h): compute only when shown and stale,
+// never for a run the page does not apply to, drop superseded results, cancel to a stale page.
+
+#include "app/gui/analysis_page.h"
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include <QLabel>
+#include <QSignalSpy>
+#include <QTest>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace {
+
+constexpr int kTimeoutMs = 20000;
+
+/// A page whose computation returns the checkpoint step it was asked for, once `open` is set; it reports
+/// progress (and so notices a stop) while it waits.
+class StepPage : public icl::gui::AnalysisPage {
+public:
+    StepPage()
+        : AnalysisPage(QStringLiteral("step"))
+    {
+    }
+
+    bool applies = true;
+    std::atomic<bool> open { true };
+    std::vector<qint64> requested; ///< m_step at each compute()
+    std::vector<qint64> shown;     ///< results that reached the GUI thread
+
+    using AnalysisPage::requestCompute;
+
+protected:
+    bool bind(const icl::RunSummary&, QString* why) override
+    {
+        if (!applies)
+            *why = QStringLiteral("not for this run");
+        return applies;
+    }
+    void compute() override
+    {
+        const Ticket t = newTicket();
+        const qint64 step = m_step;
+        requested.push_back(step);
+        const Progress progress = progressReporter(t, QStringLiteral("step"));
+        submit<qint64>(
+            1, QStringLiteral("step"), t,
+            [this, step, progress] {
+                while (!open) {
+                    if (!progress(0, 1))
+                        throw icl::Error("cancelled");
+                    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+                }
+                return step;
+            },
+            [this](const qint64& s) { shown.push_back(s); });
+    }
+};
+
+icl::RunSummary run()
+{
+    icl::RunSummary s;
+    s.path = "run.h5"; // never opened: the page's computation is its own
+    return s;
+}
+
+bool waitIdle(const StepPage& page)
+{
+    return QTest::qWaitFor([&] { return !page.isBusy(); }, kTimeoutMs);
+}
+
+TEST(AnalysisPage, ComputesOnlyWhenShownAndStale)
+{
+    StepPage page;
+    page.showExperiment(run(), 10);
+    EXPECT_TRUE(page.requested.empty()) << "a page that is not shown does not compute";
+    page.setActive(true);
+    ASSERT_TRUE(waitIdle(page));
+    EXPECT_EQ(page.requested, std::vector<qint64>({ 10 }));
+    EXPECT_EQ(page.shown, std::vector<qint64>({ 10 }));
+
+    page.setActive(false);
+    page.setActive(true);
+    page.selectCheckpoint(10);
+    ASSERT_TRUE(waitIdle(page));
+    EXPECT_EQ(page.requested.size(), 1u) << "nothing changed: the shown result is current";
+
+    page.setActive(false);
+    page.selectCheckpoint(20);
+    EXPECT_EQ(page.requested.size(), 1u) << "hidden: the new checkpoint waits";
+    page.setActive(true);
+    ASSERT_TRUE(waitIdle(page));
+    EXPECT_EQ(page.shown, std::vector<qint64>({ 10, 20 }));
+
+    page.requestCompute(); // a setting changed
+    ASSERT_TRUE(waitIdle(page));
+    EXPECT_EQ(page.shown, std::vector<qint64>({ 10, 20, 20 }));
+}
+
+TEST(AnalysisPage, NeverComputesForARunItDoesNotApplyTo)
+{
+    StepPage page;
+    page.applies = false;
+    page.setActive(true);
+    page.showExperiment(run(), 10);
+    page.selectCheckpoint(20);
+    page.requestCompute();
+    EXPECT_TRUE(page.requested.empty());
+    EXPECT_FALSE(page.isBusy());
+}
+
+TEST(AnalysisPage, ASupersededResultIsDroppedAndOnlyTheLatestShown)
+{
+    StepPage page;
+    QSignalSpy started(&page, &StepPage::busyStarted);
+    QSignalSpy finished(&page, &StepPage::busyFinished);
+    page.open = false;
+    page.setActive(true);
+    page.showExperiment(run(), 10);
+    ASSERT_TRUE(page.isBusy());
+    page.selectCheckpoint(20); // the running request (step 10) is stopped, its result dropped
+    page.selectCheckpoint(30); // the queued one (step 20) is replaced before it runs
+    page.open = true;
+    ASSERT_TRUE(waitIdle(page));
+    EXPECT_EQ(page.requested, std::vector<qint64>({ 10, 20, 30 }));
+    EXPECT_EQ(page.shown, std::vector<qint64>({ 30 }));
+    EXPECT_TRUE(page.statusLabel()->text().isEmpty()) << "a superseded request reports nothing: "
+                                                      << page.statusLabel()->text().toStdString();
+    EXPECT_GE(started.count(), 1);
+    EXPECT_EQ(finished.count(), started.count());
+}
+
+TEST(AnalysisPage, CancelStopsTheRequestAndLeavesThePageStale)
+{
+    StepPage page;
+    page.open = false;
+    page.setActive(true);
+    page.showExperiment(run(), 10);
+    ASSERT_TRUE(page.isBusy());
+    page.cancel();
+    ASSERT_TRUE(waitIdle(page));
+    EXPECT_TRUE(page.shown.empty());
+    EXPECT_TRUE(page.statusLabel()->text().startsWith(QStringLiteral("Cancelled")))
+        << page.statusLabel()->text().toStdString();
+
+    page.open = true;
+    page.setActive(true); // still stale: showing the page computes again
+    ASSERT_TRUE(waitIdle(page));
+    EXPECT_EQ(page.shown, std::vector<qint64>({ 10 }));
+}
+
+/// A page laid out as a message over its content, as the pages that apply to some runs only.
+class MessagePage : public StepPage {
+public:
+    MessagePage() { m_content = createContent(QStringLiteral("Open a run.")); }
+    QWidget* content() const { return m_content; }
+
+protected:
+    bool bind(const icl::RunSummary& summary, QString* why) override
+    {
+        if (!StepPage::bind(summary, why)) {
+            showMessage(*why);
+            return false;
+        }
+        showContent();
+        return true;
+    }
+
+private:
+    QWidget* m_content = nullptr;
+};
+
+TEST(AnalysisPage, ARunItDoesNotApplyToShowsTheMessageInsteadOfTheContent)
+{
+    MessagePage page;
+    page.resize(400, 300);
+    page.show();
+    ASSERT_NE(page.messageLabel(), nullptr);
+    EXPECT_EQ(page.messageLabel()->objectName(), QStringLiteral("stepMessage"));
+    EXPECT_EQ(page.objectName(), QStringLiteral("stepPage"));
+    EXPECT_EQ(page.statusLabel()->objectName(), QStringLiteral("stepStatus"));
+    EXPECT_TRUE(page.messageLabel()->isVisible()) << "before a run: the message";
+    EXPECT_FALSE(page.content()->isVisible());
+
+    page.applies = false;
+    page.showExperiment(run(), 10);
+    EXPECT_EQ(page.messageLabel()->text(), QStringLiteral("not for this run"));
+    EXPECT_TRUE(page.messageLabel()->isVisible());
+    EXPECT_FALSE(page.content()->isVisible());
+
+    page.applies = true;
+    page.showExperiment(run(), 10);
+    EXPECT_FALSE(page.messageLabel()->isVisible());
+    EXPECT_TRUE(page.content()->isVisible());
+}
+
+} // namespace
