@@ -16,7 +16,7 @@ set(CPACK_DEBIAN_FILE_NAME "DEB-DEFAULT")  # <name>_<version>-<release>_<arch>.d
 set(CPACK_DEBIAN_PACKAGE_SECTION "science")
 set(CPACK_DEBIAN_PACKAGE_PRIORITY "optional")
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# LibTorch runs ~20× faster on matrix products with OpenBLAS than with the reference BLAS (DESIGN.md); a BLAS
+# LibTorch runs ~20× faster on matrix products with OpenBLAS than with the reference BLAS (docs/architecture.md); a BLAS
 # implementation is chosen through Debian's alternatives at run time, so it is a recommendation, not a dependency.
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libopenblas0-openmp")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "python3-h5py, python3-numpy")

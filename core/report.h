@@ -54,7 +54,7 @@ Figure probeFigure(const std::vector<ProbeCurve>& curves, const RunSummary& summ
 Figure lensFigure(const RegressionLens& lens, const RunSummary& summary,
                   const std::map<std::string, std::string>& metadata = {});
 
-/// Few-shot classification (Chan et al. 2022, PAPERS.md §4): ICL accuracy on holdout classes (labels {0, 1},
+/// Few-shot classification (Chan et al. 2022, docs/science.md §4): ICL accuracy on holdout classes (labels {0, 1},
 /// and over all labels) and IWL accuracy on no-support sequences against training step, with the 2-way
 /// chance level. Throws icl::Error for a run without these metrics.
 Figure iclIwlFigure(const RunSummary& summary);

@@ -1,4 +1,4 @@
-// icl-cli: the headless face of ICL Workbench (same core as the GUI). See DESIGN.md for the contract.
+// icl-cli: the headless face of ICL Workbench (same core as the GUI). See docs/architecture.md for the contract.
 #include "app/runtime_env.h"
 #include <cstdio>
 #include <iostream>

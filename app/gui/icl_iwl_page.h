@@ -1,5 +1,5 @@
 #pragma once
-// ICL vs IWL page (Chan et al. 2022, PAPERS.md §4): for a few-shot classification run, the in-context and
+// ICL vs IWL page (Chan et al. 2022, docs/science.md §4): for a few-shot classification run, the in-context and
 // in-weights accuracies over training and the on-demand evaluation of the selected checkpoint.
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Kernel view page (Ren & Liu 2023, PAPERS.md §3): a trained softmax-attention layer next to the
+// Kernel view page (Ren & Liu 2023, docs/science.md §3): a trained softmax-attention layer next to the
 // one-step contrastive reference model, exactly and with m positive random features.
 
 #include <cstdint>

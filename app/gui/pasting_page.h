@@ -1,5 +1,5 @@
 #pragma once
-// Pasting page (Guo et al. 2023, PAPERS.md §2): cut a trained GPT-2 at layer ℓ, train a new embedding
+// Pasting page (Guo et al. 2023, docs/science.md §2): cut a trained GPT-2 at layer ℓ, train a new embedding
 // under its frozen upper blocks and a same-size model from scratch, and compare their ICL curves with
 // ridge regression.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Probes page (Guo et al. 2023, PAPERS.md §2): normalised error of linear probes on every residual-
+// Probes page (Guo et al. 2023, docs/science.md §2): normalised error of linear probes on every residual-
 // stream layer of a GPT-2, one line per target, at the chosen kind of position.
 
 #include <cstdint>

@@ -28,7 +28,7 @@ struct CaptureEstimate {
 };
 
 struct CaptureOptions {
-    /// Activation names (DESIGN.md): embed, resid_pre.{l}, resid_post.{l}, attn.pattern.{l},
+    /// Activation names (docs/architecture.md): embed, resid_pre.{l}, resid_post.{l}, attn.pattern.{l},
     /// attn.q/k/v.{l}, attn.out.{l}, attn.result.{l}, mlp.out.{l}. Only these are kept.
     std::vector<std::string> names;
     int64_t n_prompts = 1000;

@@ -1,5 +1,5 @@
 #pragma once
-// Loading a checkpoint of a few-shot classification run (Chan et al. 2022, PAPERS.md §4) into a live
+// Loading a checkpoint of a few-shot classification run (Chan et al. 2022, docs/science.md §4) into a live
 // sequence classifier, for the ICL vs IWL evaluation and the sequence viewer. Core-internal (LibTorch).
 
 #include <cstdint>

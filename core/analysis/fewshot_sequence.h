@@ -1,5 +1,5 @@
 #pragma once
-// Sequence viewer of a few-shot classification run (Chan et al. 2022, PAPERS.md §4): one sampled training
+// Sequence viewer of a few-shot classification run (Chan et al. 2022, docs/science.md §4): one sampled training
 // or evaluation sequence and a checkpoint's prediction at its query. Torch-free facade for the GUI's
 // ICL vs IWL page (Sequence tab) and `icl-cli analyze RUN.h5 icl-iwl --show-sequence KIND`.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// ICL vs IWL evaluation of a few-shot classification checkpoint (Chan et al. 2022, PAPERS.md §4).
+// ICL vs IWL evaluation of a few-shot classification checkpoint (Chan et al. 2022, docs/science.md §4).
 // Torch-free facade for `icl-cli analyze RUN.h5 icl-iwl` and the GUI's ICL vs IWL page.
 
 #include <cstdint>

@@ -24,7 +24,7 @@
 
 namespace icl {
 
-/// An ablation applied during Inspector::inspect / lens (DESIGN.md "Interventions").
+/// An ablation applied during Inspector::inspect / lens (docs/architecture.md "Activation names and interventions").
 struct Ablation {
     /// Zero: the target becomes 0. Mean: it becomes its mean, per token position, over 256 prompts of
     /// the run's task with the prompt's N (a fixed draw: samplePrompts(task, 256,

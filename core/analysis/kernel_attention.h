@@ -1,6 +1,6 @@
 #pragma once
 // Kernel view of softmax attention (Ren & Liu 2023, "In-context learning with transformer is really
-// equivalent to a contrastive learning pattern", arXiv 2310.13220 v1; PAPERS.md §3). Core-internal
+// equivalent to a contrastive learning pattern", arXiv 2310.13220 v1; docs/science.md §3). Core-internal
 // (LibTorch). Pure tensor math on queries, keys and values; nothing here knows about models or files.
 //
 // Softmax attention of a query q over keys k_1..k_N with values v_1..v_N is

@@ -1,5 +1,5 @@
 #pragma once
-// Kernel view of a trained softmax-attention layer (Ren & Liu 2023, PAPERS.md §3). Torch-free facade
+// Kernel view of a trained softmax-attention layer (Ren & Liu 2023, docs/science.md §3). Torch-free facade
 // over core/analysis/kernel_attention.h, for the CLI (`icl-cli analyze RUN.h5 kernel`) and the GUI's
 // Kernel view page.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Pasting experiment of Guo et al. 2023 (PAPERS.md §2). Torch-free facade.
+// Pasting experiment of Guo et al. 2023 (docs/science.md §2). Torch-free facade.
 //
 // A trained GPT-2 parent with L blocks is cut at layer ℓ: its blocks ℓ..L−1, ln_final and read_out are
 // kept frozen (requires_grad false) and a new trainable embedding is attached below them:

@@ -1,6 +1,6 @@
 #pragma once
 // Linear probes (Guo et al. 2023, "How do transformers learn in-context beyond simple functions?",
-// arXiv 2310.10616; PAPERS.md §2): closed-form ridge regression from a layer's activations to a target,
+// arXiv 2310.10616; docs/science.md §2): closed-form ridge regression from a layer's activations to a target,
 // the penalty chosen by K-fold cross-validation on the fit set, scored on held-out rows by normalised
 // MSE. Core-internal (LibTorch). Pure tensor math: nothing here knows about models, prompts or files.
 //

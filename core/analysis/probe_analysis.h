@@ -1,5 +1,5 @@
 #pragma once
-// Linear probes on every layer of a trained GPT-2 (Guo et al. 2023, PAPERS.md §2). Torch-free facade.
+// Linear probes on every layer of a trained GPT-2 (Guo et al. 2023, docs/science.md §2). Torch-free facade.
 
 #include <cstdint>
 #include <functional>

@@ -1,5 +1,5 @@
 #pragma once
-// Learning algorithms run on the same prompts as the model (PAPERS.md §0, §1). Core-internal.
+// Learning algorithms run on the same prompts as the model (docs/science.md §0, §1). Core-internal.
 // Every predictor returns the query prediction [B] using the prompt's in-context examples; call it on
 // batch.prefix(n) for the prediction after n examples. Computation is in float64; the result has the
 // batch's dtype and device.
@@ -35,7 +35,7 @@ torch::Tensor predictKnn(const PromptBatch& batch, int64_t k = 3);
 /// Averaging (Garg et al.): ŵ = (1/N)·Σ y_i x_i, ŷ = ⟨ŵ, x_q⟩. Returns [B].
 torch::Tensor predictAveraging(const PromptBatch& batch);
 
-/// Oracle of Guo et al. (PAPERS.md §2): ridge with penalty λ on (Φ*(x_i), y_i), ŷ = ⟨ŵ, Φ*(x_q)⟩. With
+/// Oracle of Guo et al. (docs/science.md §2): ridge with penalty λ on (Φ*(x_i), y_i), ŷ = ⟨ŵ, Φ*(x_q)⟩. With
 /// w ~ N(0, τ²I) and noise σ this is the Bayes posterior mean for λ = σ²/τ². Returns [B].
 torch::Tensor predictOracleRidgePhi(const PromptBatch& batch, const std::function<torch::Tensor(const torch::Tensor&)>& phi,
                                     double lambda);

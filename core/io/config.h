@@ -48,7 +48,7 @@ struct TaskConfig {
     int64_t n_representations = 1;  ///< K (representation_mixture: ≥ 2)
     /// The experiment's seed, filled in by parseConfig (not a key of the task section): Φ* is drawn from it.
     uint64_t experiment_seed = 0;
-    /// fewshot_classification (Chan et al. 2022, PAPERS.md §4): n_context (x_i, label_i) pairs and a query
+    /// fewshot_classification (Chan et al. 2022, docs/science.md §4): n_context (x_i, label_i) pairs and a query
     /// exemplar in the interleaved layout (2·n_context + 1 tokens; the paper's 8 pairs → 17 tokens), synthetic
     /// classes of exemplar_dim-dimensional exemplars (prototype + within_class_noise·z), cross-entropy on the
     /// query's label. The keys mirror FewShotOptions (core/tasks/fewshot_classification.h).
@@ -97,7 +97,7 @@ struct ModelConfig {
     /// Garg et al. model keeps its own (2·n_positions of its GPT2Config).
     int64_t n_positions = 0;
     bool tied = false;         ///< one shared layer applied K times (recurrent)
-    double init_scale = 0.002; ///< variance-scaling scale; divided by K (PAPERS.md §1)
+    double init_scale = 0.002; ///< variance-scaling scale; divided by K (docs/science.md §1)
     /// fewshot_classification: exemplar encoder, "linear" (vector exemplars) or "resnet" (Chan et al.'s small
     /// ResNet for image exemplars: 4 groups × 2 bottleneck blocks, channels 16/32/32/64 → 64-d)
     std::string encoder = "linear";
@@ -122,7 +122,7 @@ struct ModelConfig {
     int64_t augment_hidden = 16;    ///< hidden width of the augmented variant's MLPs
 };
 
-/// `training.curriculum` section: Garg et al. 2022's curriculum (PAPERS.md §0). At optimisation
+/// `training.curriculum` section: Garg et al. 2022's curriculum (docs/science.md §0). At optimisation
 /// step s (0-based; the batch that takes the model from s to s + 1) the training prompts have
 ///   d_eff(s)  = min(dims_start   + dims_inc   · ⌊s / interval⌋, task.d)            active input coordinates,
 ///   points(s) = min(points_start + points_inc · ⌊s / interval⌋, task.n_context + 1)  points,

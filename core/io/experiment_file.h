@@ -1,5 +1,5 @@
 #pragma once
-// The experiment file (HDF5), torch-free. Schema in DESIGN.md:
+// The experiment file (HDF5), torch-free. Schema in docs/file-format.md:
 //   /  attrs format="icl-workbench", format_version=2, app_version, created
 //   /config attr json;  /checkpoints/<step:09d>/{params,optimizer};  /metrics/<series>
 // Format version 2 adds SHA-256 checksums on everything that matters (docs/file-integrity.md); readers

@@ -2,7 +2,7 @@
 // IDX files, the format of MNIST and Fashion-MNIST (LeCun et al.): a big-endian header — magic
 // 0x0000TTNN (TT = element type, NN = number of dimensions), then NN uint32 dimension sizes — followed by
 // the elements in row-major order. Plain files and gzip-compressed ones (`.gz`, detected by content) are
-// read through zlib. Torch-free and Qt-free; exemplar source (c) of Chan et al. 2022 (PAPERS.md §4).
+// read through zlib. Torch-free and Qt-free; exemplar source (c) of Chan et al. 2022 (docs/science.md §4).
 //
 // Intended usage:
 //     const icl::IdxImageSet train = icl::readIdxImageSet("train-images-idx3-ubyte.gz",

@@ -1,6 +1,6 @@
 #pragma once
 // Class-labelled grayscale images held in memory, the common form of the image folder (Omniglot layout)
-// and IDX (MNIST layout) exemplar sources of Chan et al. 2022 (PAPERS.md §4), and area-averaging resize.
+// and IDX (MNIST layout) exemplar sources of Chan et al. 2022 (docs/science.md §4), and area-averaging resize.
 // Torch-free and Qt-free.
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 #pragma once
 // Image folders in Omniglot's layout, `root/alphabet/character/*.png`, each character folder one class:
-// exemplar source (b) of Chan et al. 2022 (PAPERS.md §4). PNG decoding by libpng. Torch-free, Qt-free.
+// exemplar source (b) of Chan et al. 2022 (docs/science.md §4). PNG decoding by libpng. Torch-free, Qt-free.
 //
 // Intended usage:
 //     icl::ImageFolderOptions o;

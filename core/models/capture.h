@@ -1,5 +1,5 @@
 #pragma once
-// Activation capture by name (DESIGN.md): embed, resid_pre.{l}, resid_post.{l}, attn.pattern.{l},
+// Activation capture by name (docs/architecture.md): embed, resid_pre.{l}, resid_post.{l}, attn.pattern.{l},
 // attn.q.{l}, attn.k.{l}, attn.v.{l}, attn.out.{l}, attn.result.{l}, mlp.out.{l}; and interventions
 // (replace, zero- or mean-ablate) on a layer's output, one head's part of it or a (layer, position)
 // slice of the residual stream. Core-internal (LibTorch).
@@ -14,7 +14,7 @@
 
 namespace icl {
 
-/// One intervention during a forward pass (DESIGN.md "Interventions").
+/// One intervention during a forward pass (docs/architecture.md "Activation names and interventions").
 ///
 /// Targets (the tensor the model adds to or carries in the residual stream, [B, T, D]):
 ///   "attn.out.{l}"   a layer's attention output (what it adds to the residual stream); with head ≥ 0

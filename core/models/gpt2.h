@@ -1,5 +1,5 @@
 #pragma once
-// GPT-2-style decoder of Garg et al. 2022 for continuous in-context learning (PAPERS.md §0).
+// GPT-2-style decoder of Garg et al. 2022 for continuous in-context learning (docs/science.md §0).
 // Core-internal (LibTorch).
 //
 // tokens [B, T, d] → read-in linear → + learned absolute positions → L pre-LayerNorm blocks

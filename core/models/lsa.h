@@ -1,5 +1,5 @@
 #pragma once
-// Linear self-attention (LSA) stack of von Oswald et al. 2022 (PAPERS.md §1). Core-internal.
+// Linear self-attention (LSA) stack of von Oswald et al. 2022 (docs/science.md §1). Core-internal.
 //
 // Each layer updates every token with keys and values over the in-context tokens only:
 //   e_j ← e_j + Σ_h P_h W_V^h Σ_{i≤N} e_i (W_K^h e_i)ᵀ (W_Q^h e_j).
@@ -26,7 +26,7 @@ struct LsaLayerWeights {
 };
 
 /// Attention variants of the softmax layers suggested by the contrastive view of softmax attention
-/// (Ren & Liu 2023, PAPERS.md §3; core/analysis/kernel_attention.h). A softmax layer's output for
+/// (Ren & Liu 2023, docs/science.md §3; core/analysis/kernel_attention.h). A softmax layer's output for
 /// query q over in-context keys k_i and values v_i (scale 1/√D folded into the scores s_i = qᵀk_i/√D) is
 /// one GD step, from W_0 = 0 with η = 1/Σ_j exp(s_j), of the reference model f(u) = W φ(u) on the
 /// contrastive loss L(W) = −Σ_i v_iᵀ W φ(k_i). Each variant changes that loss or its inputs and

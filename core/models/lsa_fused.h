@@ -1,5 +1,5 @@
 #pragma once
-// Fused closed-form training step of the linear LSA stack (von Oswald et al. 2022, PAPERS.md §1).
+// Fused closed-form training step of the linear LSA stack (von Oswald et al. 2022, docs/science.md §1).
 // Core-internal (LibTorch). Derivation: docs/fused-lsa.md.
 //
 // A linear layer maps tokens E [B, T, D] (first n rows in context) to

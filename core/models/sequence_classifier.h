@@ -1,5 +1,5 @@
 #pragma once
-// Sequence classifiers of Chan et al. 2022 (PAPERS.md §4) for few-shot classification sequences
+// Sequence classifiers of Chan et al. 2022 (docs/science.md §4) for few-shot classification sequences
 // (x_1, y_1, …, x_L, y_L, x_q): a causal GPT-2 transformer, or the recurrent baselines LSTM and vanilla
 // RNN, over the same tokens. Core-internal (LibTorch).
 //

@@ -1,5 +1,5 @@
 #pragma once
-// Where the exemplars of Chan et al.'s few-shot classification sequences come from (PAPERS.md §4):
+// Where the exemplars of Chan et al.'s few-shot classification sequences come from (docs/science.md §4):
 // (a) synthetic classes — a seeded random prototype per class, (b) an image folder in Omniglot's layout,
 // (c) IDX files (MNIST / Fashion-MNIST). A source gives the clean exemplars of a class; the task draws one
 // at random per item and adds the within-class Gaussian noise. Torch-free, Qt-free.

@@ -1,9 +1,9 @@
 #pragma once
-// Bursty few-shot classification sequences of Chan et al. 2022 (PAPERS.md §4) over synthetic classes,
+// Bursty few-shot classification sequences of Chan et al. 2022 (docs/science.md §4) over synthetic classes,
 // an image folder (Omniglot layout) or IDX files (MNIST layout). Core-internal (LibTorch).
 //
 // Intended usage:
-//     icl::FewShotOptions o;                    // defaults of PAPERS.md §4
+//     icl::FewShotOptions o;                    // defaults of docs/science.md §4
 //     o.p_bursty = 0.9;
 //     const icl::FewShotClassification task(o); // fixes the class permutation and labels from o.seed
 //     auto train = task.sampleTraining(32, step);
@@ -25,7 +25,7 @@
 
 namespace icl {
 
-/// Options of the sequence generator (Chan et al. 2022, PAPERS.md §4). A seeded permutation of the class
+/// Options of the sequence generator (Chan et al. 2022, docs/science.md §4). A seeded permutation of the class
 /// ids picks n_classes training and n_holdout holdout classes: with synthetic classes the ids are
 /// 0 … n_classes + n_holdout − 1; with an image source the permutation runs over all its classes (ids in
 /// its sorted order) and the classes beyond the first n_classes + n_holdout of it are not used.
@@ -41,7 +41,7 @@ struct FewShotOptions {
     double within_class_noise = 0.1; ///< σ: exemplar = clean exemplar + σ·z, z ~ N(0, I_D); images: pixel noise
     uint64_t seed = 0;               ///< fixes permutation, labels and prototypes; batches mix in their index
 
-    /// Where exemplars come from (makeExemplarSource): "synthetic" (prototype per class, PAPERS.md §4 (a)),
+    /// Where exemplars come from (makeExemplarSource): "synthetic" (prototype per class, docs/science.md §4 (a)),
     /// "image_folder" (exemplar_path = root of root/alphabet/character/*.png, (b)) or "idx" (exemplar_path =
     /// IDX images file, exemplar_labels_path = its labels file, (c)).
     std::string exemplar_source = "synthetic";
@@ -100,7 +100,7 @@ struct FewShotBatch {
     torch::Tensor contextLabels() const { return labels.narrow(1, 0, nContext()); }   ///< [B, L]
 };
 
-/// Generator of Chan et al.'s sequences (PAPERS.md §4). An exemplar of class c is a clean exemplar of c
+/// Generator of Chan et al.'s sequences (docs/science.md §4). An exemplar of class c is a clean exemplar of c
 /// from the ExemplarSource plus within-class noise σ·z, z ~ N(0, I_D). With the synthetic source (option
 /// (a)) class c has one clean exemplar, its prototype μ_c ~ N(0, I_D), drawn deterministically from
 /// (seed, c) so any number of classes needs no storage; with an image source ((b), (c)) each item takes a
@@ -151,7 +151,7 @@ public:
     std::vector<int64_t> exemplarShape() const { return m_source->exemplarShape(); }
     int64_t exemplarDim() const { return m_source->exemplarDim(); } ///< D
 
-    /// Training sequences (PAPERS.md §4). With probability p_bursty a sequence is bursty: a query class q
+    /// Training sequences (docs/science.md §4). With probability p_bursty a sequence is bursty: a query class q
     /// and a second class s ≠ q drawn from the Zipf distribution, each 3 times in the context with one of
     /// its fixed labels chosen per sequence (the query shares q's), plus L − 6 items of other classes drawn
     /// from the Zipf distribution restricted to classes ∉ {q, s}, context shuffled, query from q. Otherwise

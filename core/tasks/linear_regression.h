@@ -36,7 +36,7 @@ struct PromptBatch {
 /// Deterministic 64-bit seed for stream `stream` (e.g. a training step) of experiment seed `seed`.
 uint64_t mixSeed(uint64_t seed, uint64_t stream);
 
-/// Draws linear-regression prompts (Garg et al. 2022, PAPERS.md §0): x ~ U(−r, r)^d or N(0, I_d),
+/// Draws linear-regression prompts (Garg et al. 2022, docs/science.md §0): x ~ U(−r, r)^d or N(0, I_d),
 /// w ~ N(0, w_scale²·I_d), y = ⟨w, x⟩ + noise_std·z with z ~ N(0, 1) on every point (query included).
 /// task.kind "sparse_linear_regression": w is multiplied by the indicator of a support of exactly
 /// task.sparsity coordinates, a uniformly random subset drawn per prompt, so its non-zeros are

@@ -1,5 +1,5 @@
 #pragma once
-// Prompts whose labels depend on a fixed representation Φ* (Guo et al. 2023, PAPERS.md §2).
+// Prompts whose labels depend on a fixed representation Φ* (Guo et al. 2023, docs/science.md §2).
 // Core-internal (LibTorch).
 
 #include <cstdint>

@@ -1,5 +1,5 @@
 #pragma once
-// Non-linear regression prompts of von Oswald et al. 2022 (PAPERS.md §1, "further experiments").
+// Non-linear regression prompts of von Oswald et al. 2022 (docs/science.md §1, "further experiments").
 // Core-internal (LibTorch).
 
 #include <cstdint>

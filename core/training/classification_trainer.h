@@ -1,5 +1,5 @@
 #pragma once
-// Training loop of the few-shot classification task (Chan et al. 2022, PAPERS.md §4). Core-internal
+// Training loop of the few-shot classification task (Chan et al. 2022, docs/science.md §4). Core-internal
 // (LibTorch); reached through train() (core/training/trainer.h) for task.kind "fewshot_classification".
 
 #include <torch/torch.h>
@@ -12,7 +12,7 @@
 
 namespace icl {
 
-/// Accuracy of a classifier on one evaluation set (PAPERS.md §4, "Evaluation").
+/// Accuracy of a classifier on one evaluation set (docs/science.md §4, "Evaluation").
 struct ClassificationMetrics {
     double loss = 0.0;             ///< mean cross-entropy of the query label over the whole vocabulary
     double accuracy = 0.0;         ///< argmax over all labels equals the query label

@@ -1,5 +1,5 @@
 #pragma once
-// Torch-free view of one few-shot classification sequence (Chan et al. 2022, PAPERS.md §4) and the model's
+// Torch-free view of one few-shot classification sequence (Chan et al. 2022, docs/science.md §4) and the model's
 // prediction at its query, for the GUI's sequence viewer and `icl-cli analyze RUN.h5 icl-iwl --show-sequence`.
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 
 namespace icl {
 
-/// Which distribution a viewed sequence comes from (PAPERS.md §4).
+/// Which distribution a viewed sequence comes from (docs/science.md §4).
 enum class FewShotSequenceKind {
     Training,       ///< a training sequence as the task draws it (bursty with probability p_bursty)
     TrainingBursty, ///< a bursty training sequence: query class ×3, a second class ×3, L − 6 others

@@ -5,7 +5,7 @@
 
 namespace icl {
 
-/// Accuracies of one checkpoint on fresh (or the run's own) evaluation sequences (PAPERS.md §4).
+/// Accuracies of one checkpoint on fresh (or the run's own) evaluation sequences (docs/science.md §4).
 struct IclIwlResult {
     int64_t checkpoint_step = 0;
     int64_t n_sequences = 0;               ///< per evaluation

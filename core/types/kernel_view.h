@@ -1,5 +1,5 @@
 #pragma once
-// Torch-free results of the kernel view of softmax attention (Ren & Liu 2023, PAPERS.md §3): how well
+// Torch-free results of the kernel view of softmax attention (Ren & Liu 2023, docs/science.md §3): how well
 // the reference ("dual") model after one GD step reproduces a softmax-attention layer, exactly and with
 // m positive random features, and the reference model's training loss along GD steps.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Torch-free results of linear probes (Guo et al. 2023, PAPERS.md §2): how well a closed-form ridge
+// Torch-free results of linear probes (Guo et al. 2023, docs/science.md §2): how well a closed-form ridge
 // probe decodes a target (x_i, Φ*(x_i), y_i, the oracle's prediction, …) from the residual stream after
 // the embedding and after each block, fitted on one set of prompts and scored on another.
 

@@ -133,7 +133,7 @@ void BM_BaselineGdOneStep(benchmark::State& state)
 }
 BENCHMARK(BM_BaselineGdOneStep)->Arg(2048);
 
-// GPT-2 training step of Garg et al. (PAPERS.md §0): batch B (64 unless given), d = 20, N = 40 (81 tokens),
+// GPT-2 training step of Garg et al. (docs/science.md §0): batch B (64 unless given), d = 20, N = 40 (81 tokens),
 // loss over all positions, Adam step included, on `device`. Counters: steps_per_s, gflops (≈ 6·params·tokens +
 // attention) and, where `reference` > 0, vs_pytorch (steps_per_s / reference).
 void gpt2TrainStep(benchmark::State& state, const torch::Device& device, int64_t batchSize, double reference)

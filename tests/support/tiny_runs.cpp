@@ -1,13 +1,7 @@
 #include "tests/support/tiny_runs.h"
 
-#include <cstdlib>
-#include <filesystem>
 #include <map>
 #include <mutex>
-#include <random>
-#include <system_error>
-
-#include <unistd.h>
 
 #include "core/error.h"
 #include "core/io/config.h"
@@ -15,32 +9,7 @@
 
 namespace icl::test {
 
-namespace fs = std::filesystem;
-
 namespace {
-
-std::mutex& fixtureMutex()
-{
-    static std::mutex m;
-    return m;
-}
-
-/// Removes the process's scratch folder at exit.
-struct ScratchRoot {
-    std::string path;
-    ~ScratchRoot()
-    {
-        std::error_code ec;
-        if (!path.empty())
-            fs::remove_all(path, ec);
-    }
-};
-
-std::string uniqueName(const std::string& prefix)
-{
-    static std::mt19937_64 rng(std::random_device {}());
-    return prefix + "-" + std::to_string(rng() % 1000000000);
-}
 
 std::vector<std::string> withEvaluation(std::vector<std::string> sets)
 {
@@ -51,44 +20,6 @@ std::vector<std::string> withEvaluation(std::vector<std::string> sets)
 }
 
 } // namespace
-
-const std::string& processScratchDir()
-{
-    static ScratchRoot root;
-    const std::lock_guard<std::mutex> lock(fixtureMutex());
-    if (root.path.empty()) {
-        std::error_code ec;
-        const fs::path base = fs::temp_directory_path(ec);
-        if (ec)
-            throw icl::Error("test scratch folder: no temporary directory (" + ec.message() + ")");
-        for (int attempt = 0; attempt < 16 && root.path.empty(); ++attempt) {
-            const fs::path p = base / uniqueName("icl-test-" + std::to_string(::getpid()));
-            if (fs::create_directory(p, ec))
-                root.path = p.string();
-        }
-        if (root.path.empty())
-            throw icl::Error("test scratch folder: cannot create one under " + base.string());
-    }
-    return root.path;
-}
-
-std::string scratchPrefix()
-{
-    return processScratchDir() + "/";
-}
-
-std::string scratchSubdir(const std::string& prefix)
-{
-    const fs::path root = processScratchDir();
-    const std::lock_guard<std::mutex> lock(fixtureMutex());
-    std::error_code ec;
-    for (int attempt = 0; attempt < 16; ++attempt) {
-        const fs::path p = root / uniqueName(prefix);
-        if (fs::create_directory(p, ec))
-            return p.string();
-    }
-    throw icl::Error("test scratch folder: cannot create " + prefix + " under " + root.string());
-}
 
 void trainTinyRun(const std::string& path, const std::string& preset, const std::vector<std::string>& sets,
     int64_t steps)

@@ -1,24 +1,14 @@
 #pragma once
-// Test fixtures shared by every test binary: a scratch folder of the test process's own and tiny training runs
-// written by the real trainer. Torch-free (usable from Qt test files). Tests never write to a shared path: each
-// process gets its own folder under the system temp directory, removed when the process exits.
+// Tiny training runs written by the real trainer, shared by the test binaries (each built once per test process
+// in its own scratch folder, tests/support/scratch.h). Torch-free (usable from Qt test files).
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "tests/support/scratch.h"
+
 namespace icl::test {
-
-/// This process's scratch folder ("<temp>/icl-test-<pid>-<random>"), created on first use, removed at exit.
-/// Throws icl::Error when it cannot be created. Thread-safe.
-const std::string& processScratchDir();
-
-/// processScratchDir() with a trailing '/', to prefix file names (the per-process replacement of
-/// ::testing::TempDir(), which is shared by every test process).
-std::string scratchPrefix();
-
-/// A new, empty folder below processScratchDir() whose name starts with `prefix`. Thread-safe.
-std::string scratchSubdir(const std::string& prefix);
 
 /// Trains preset `preset` at the quick scale on the CPU (one thread) for `steps` steps with the `--set` overrides `sets` into
 /// the new file `path` (icl::resolveConfig + icl::train, as `icl-cli train` does). Throws icl::Error on any error

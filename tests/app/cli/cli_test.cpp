@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +33,7 @@ Result run(const std::string& args)
     // ctest runs tests as parallel processes: one stderr file per process and call.
     static int calls = 0;
     const std::string errFile
-        = ::testing::TempDir() + "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(++calls) + ".txt";
+        = icl::test::scratchPrefix() + "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(++calls) + ".txt";
     const std::string cmd = std::string(ICL_CLI_PATH) + " " + args + " 2>" + errFile;
     Result r;
     FILE* pipe = popen(cmd.c_str(), "r");
@@ -53,7 +54,7 @@ Result run(const std::string& args)
 
 std::string temp(const std::string& name)
 {
-    const std::string p = ::testing::TempDir() + name;
+    const std::string p = icl::test::scratchPrefix() + name;
     fs::remove_all(p);
     return p;
 }

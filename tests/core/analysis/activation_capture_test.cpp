@@ -17,13 +17,14 @@
 #include "core/models/gpt2.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
 /// gpt2 (2 layers, 2 heads, width 16) on linear regression with d = 3, N = 5 (T = 11 tokens).
 std::string writeRun(const std::string& name)
 {
-    const std::string path = ::testing::TempDir() + name;
+    const std::string path = icl::test::scratchPrefix() + name;
     std::filesystem::remove(path);
     icl::ConfigRequest r;
     r.preset = "garg-linear-regression";
@@ -95,7 +96,7 @@ TEST(ActivationCapture, EstimateFollowsTheModelSizes)
 TEST(ActivationCapture, StreamedChunksEqualAnIndependentForwardPass)
 {
     const std::string run = writeRun("capture_stream.h5");
-    const std::string out = ::testing::TempDir() + "capture_stream_out.h5";
+    const std::string out = icl::test::scratchPrefix() + "capture_stream_out.h5";
     std::filesystem::remove(out);
     icl::CaptureOptions o;
     o.names = {"resid_post.0", "attn.pattern.1"};
@@ -198,7 +199,7 @@ TEST(ActivationCapture, LimitsAndCancelLeaveNothingBehind)
     expectError([&] { icl::captureActivations(run, o, [](int64_t done, int64_t) { return done < 300; }); }, "cancelled");
     EXPECT_EQ(slurp(run), before);
     EXPECT_FALSE(std::filesystem::exists(run + ".capture.tmp"));
-    o.out_path = ::testing::TempDir() + "capture_cancel_out.h5";
+    o.out_path = icl::test::scratchPrefix() + "capture_cancel_out.h5";
     std::filesystem::remove(o.out_path);
     expectError([&] { icl::captureActivations(run, o, [](int64_t, int64_t) { return false; }); }, "cancelled");
     EXPECT_FALSE(std::filesystem::exists(o.out_path));

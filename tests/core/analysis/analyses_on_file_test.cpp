@@ -15,6 +15,7 @@
 #include "core/training/seeds.h"
 #include "core/tasks/sine_regression.h"
 #include "core/analysis/run_loader.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
@@ -22,7 +23,7 @@ constexpr double kEta = 0.6;
 
 std::string writeConstructionRun(const std::string& name, int64_t layers, bool tied)
 {
-    const std::string path = ::testing::TempDir() + name;
+    const std::string path = icl::test::scratchPrefix() + name;
     std::filesystem::remove(path);
     icl::ConfigRequest r;
     r.preset = "vonoswald-lsa-multilayer";

@@ -1,5 +1,5 @@
 // The sequence viewer's facade (sampleFewShotSequence) on tiny few-shot classification runs written by
-// icl::train (Chan et al. 2022, PAPERS.md §4). Expected values come from the sequence rules of the paper
+// icl::train (Chan et al. 2022, docs/science.md §4). Expected values come from the sequence rules of the paper
 // (bursty 3/3/2, ICL 2 holdout classes × 4 shots with labels {0, 1}, IWL without support), from the stored
 // IDX images written here, from a task built independently from the stored config, and from a forward of a
 // model rebuilt here from the checkpoint's parameters (not through the facade's loader).
@@ -25,6 +25,7 @@
 #include "core/tasks/fewshot_classification.h"
 #include "core/training/checkpoint.h"
 #include "core/training/trainer.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 using icl::FewShotSequence;
@@ -79,7 +80,7 @@ protected:
     {
         // One folder per process: ctest runs every test of this suite as its own process, in parallel, and each
         // builds these fixtures; shared paths would race (one process replacing a file another one reads).
-        const std::string dir = ::testing::TempDir() + "fewshot_sequence_" + std::to_string(::getpid()) + "/";
+        const std::string dir = icl::test::scratchPrefix() + "fewshot_sequence_" + std::to_string(::getpid()) + "/";
         fs::create_directories(dir);
         s_vectors = dir + "fewshot_sequence_vectors.h5";
         fs::remove(s_vectors);
@@ -352,7 +353,7 @@ TEST_F(FewShotSequenceTest, ErrorsNameTheFileAndTheProblem)
     }
 
     // A regression run: one checkpoint of a linear-regression GPT-2.
-    const std::string regression = ::testing::TempDir() + "fewshot_sequence_regression.h5";
+    const std::string regression = icl::test::scratchPrefix() + "fewshot_sequence_regression.h5";
     fs::remove(regression);
     icl::ConfigRequest r;
     r.preset = "garg-linear-regression";
@@ -409,7 +410,7 @@ TEST_F(FewShotSequenceTest, RareClassesOfACommonRareSplitAreFlagged)
     c["training"]["steps"] = 2;
     c["training"]["eval_every"] = 2;
     c["training"]["checkpoint_every"] = 2;
-    const std::string path = ::testing::TempDir() + "fewshot_sequence_split.h5";
+    const std::string path = icl::test::scratchPrefix() + "fewshot_sequence_split.h5";
     fs::remove(path);
     icl::TrainOptions o;
     o.out_path = path;

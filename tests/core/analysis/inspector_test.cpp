@@ -24,6 +24,7 @@
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
@@ -32,7 +33,7 @@ namespace {
 std::string writeRun(const std::string& name, const std::string& preset, const std::vector<std::string>& sets)
 {
     // Per process: ctest runs each test as its own process, in parallel, and the fixtures below are shared by many.
-    const std::string path = ::testing::TempDir() + std::to_string(::getpid()) + "_" + name;
+    const std::string path = icl::test::scratchPrefix() + std::to_string(::getpid()) + "_" + name;
     std::filesystem::remove(path);
     icl::ConfigRequest r;
     r.preset = preset;

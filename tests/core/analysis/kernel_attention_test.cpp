@@ -1,4 +1,4 @@
-// Kernel view of softmax attention (Ren & Liu 2023, PAPERS.md §3) against plain-loop computations,
+// Kernel view of softmax attention (Ren & Liu 2023, docs/science.md §3) against plain-loop computations,
 // autograd and closed forms.
 #include <gtest/gtest.h>
 

@@ -15,6 +15,7 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "core/training/seeds.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
@@ -28,7 +29,7 @@ struct HandSetRun {
 HandSetRun writeRun(const std::string& name, double scale, const std::vector<std::string>& extra = {})
 {
     HandSetRun r;
-    r.path = ::testing::TempDir() + name;
+    r.path = icl::test::scratchPrefix() + name;
     std::filesystem::remove(r.path);
     icl::ConfigRequest req;
     req.preset = "renliu-kernel";

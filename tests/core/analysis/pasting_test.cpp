@@ -15,6 +15,7 @@
 #include "core/models/model.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
@@ -22,7 +23,7 @@ namespace {
 /// parameters randomised well away from the GPT-2 initialisation so that every layer matters.
 std::string writeParent(const std::string& name, const std::string& kind = "gpt2")
 {
-    const std::string path = ::testing::TempDir() + name;
+    const std::string path = icl::test::scratchPrefix() + name;
     std::filesystem::remove(path);
     icl::ConfigRequest r;
     if (kind == "gpt2") {
@@ -72,7 +73,7 @@ std::map<std::string, icl::NamedArray> byName(const std::vector<icl::NamedArray>
 TEST(Pasting, FrozenCopyAtCutZeroReproducesTheParentExactly)
 {
     const std::string parent = writeParent("paste_parent_copy.h5");
-    const std::string out = ::testing::TempDir() + "paste_copy.h5";
+    const std::string out = icl::test::scratchPrefix() + "paste_copy.h5";
     icl::PastingOptions o;
     o.cut_layer = 0;
     o.embedding = "linear";
@@ -108,7 +109,7 @@ TEST(Pasting, Transformer1WarmStartAtCutOneReproducesTheParentExactly)
     // transformer1 at ℓ = 1 initialised from the parent: the new block is the parent's block 0, so
     // before training the pasted model is the parent (3 blocks: new 0 + frozen 1, 2).
     const std::string parent = writeParent("paste_parent_warm.h5");
-    const std::string out = ::testing::TempDir() + "paste_warm.h5";
+    const std::string out = icl::test::scratchPrefix() + "paste_warm.h5";
     icl::PastingOptions o;
     o.cut_layer = 1;
     o.embedding = "transformer1";
@@ -139,7 +140,7 @@ TEST(Pasting, Transformer1WarmStartAtCutOneReproducesTheParentExactly)
 TEST(Pasting, UpperBlocksStayBitwiseFrozenWhileTheEmbeddingTrains)
 {
     const std::string parent = writeParent("paste_parent_frozen.h5");
-    const std::string out = ::testing::TempDir() + "paste_frozen.h5";
+    const std::string out = icl::test::scratchPrefix() + "paste_frozen.h5";
     for (const std::string emb : {"linear", "transformer1"}) {
         icl::PastingOptions o;
         o.cut_layer = 1;

@@ -148,7 +148,7 @@ TEST(GradientDescent, LineSearchFindsTheMinimumOfIteratedSteps)
 
 TEST(GradientDescent, BestEtaMatchesTheAnalyticValueForUniformInputs)
 {
-    // x ~ U(−1, 1)^d (variance s² = 1/3, E x⁴ = 1/5), w ~ N(0, I), d = N = 10 (PAPERS.md §1):
+    // x ~ U(−1, 1)^d (variance s² = 1/3, E x⁴ = 1/5), w ~ N(0, I), d = N = 10 (docs/science.md §1):
     // E[g·y_q] = d·s⁴ and E[g²] = (1/N)·s²·(d·E x⁴ + d(d−1)s⁴) + ((N−1)/N)·d·s⁶,
     // so η* = 1.5152 and the loss 0.5·(E y² − E[g y]²/E[g²]) = 0.8249; predicting 0 costs d·s²/2 = 1.6667.
     const double s2 = 1.0 / 3.0, m4 = 0.2, d = 10, N = 10;

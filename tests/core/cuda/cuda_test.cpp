@@ -23,6 +23,7 @@
 #include "core/training/device.h"
 #include "core/training/seeds.h"
 #include "core/training/trainer.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +33,7 @@ const torch::Device kCuda(torch::kCUDA, 0);
 
 std::string tempPath(const std::string& name)
 {
-    const std::string p = ::testing::TempDir() + name;
+    const std::string p = icl::test::scratchPrefix() + name;
     fs::remove(p);
     return p;
 }

@@ -10,6 +10,7 @@
 #include "core/io/config.h"
 #include "core/io/config_schema.h"
 #include "core/io/kinds.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
@@ -111,7 +112,7 @@ TEST(Config, PresetResolvesWithScaleAndOverrides)
     EXPECT_DOUBLE_EQ(j["training"]["lr"].get<double>(), 0.0005);
     EXPECT_DOUBLE_EQ(j["task"]["x_range"].get<double>(), 0.5);
     EXPECT_EQ(j["seed"], 3);
-    // PAPERS.md §1 settings of the default preset
+    // docs/science.md §1 settings of the default preset
     EXPECT_EQ(j["task"]["d"], 10);
     EXPECT_EQ(j["task"]["n_context"], 10);
     EXPECT_EQ(j["training"]["batch_size"], 2048);
@@ -141,7 +142,7 @@ TEST(Config, BadRequestsGiveClearErrors)
 
 TEST(Config, ConfigFileErrorsNameTheFile)
 {
-    const std::string path = ::testing::TempDir() + "bad_config.json";
+    const std::string path = icl::test::scratchPrefix() + "bad_config.json";
     std::ofstream(path) << "{ \"task\": { \"d\": 3, }";
     icl::ConfigRequest r;
     r.config_file = path;
@@ -247,7 +248,7 @@ TEST(Config, CurriculumErrorsNameTheKeyPath)
 
 TEST(Config, CurriculumStageFollowsGargsSchedule)
 {
-    // PAPERS.md §0 (Garg et al. code): d from 5 to 20 (+1 every 2000 steps), points (in-context examples
+    // docs/science.md §0 (Garg et al. code): d from 5 to 20 (+1 every 2000 steps), points (in-context examples
     // plus the query) from 11 to 41 (+2 every 2000 steps). Written out here from the paper's numbers.
     icl::ExperimentConfig c;
     c.task.d = 20;

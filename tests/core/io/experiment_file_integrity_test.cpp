@@ -20,6 +20,7 @@
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -40,7 +41,7 @@ TempFiles g_tempFiles;
 
 std::string tempPath(const std::string& name)
 {
-    const std::string p = ::testing::TempDir() + std::to_string(::getpid()) + "_integrity_" + name;
+    const std::string p = icl::test::scratchPrefix() + std::to_string(::getpid()) + "_integrity_" + name;
     fs::remove(p);
     fs::remove(p + ".tmp");
     fs::remove(p + ".journal");
@@ -613,7 +614,7 @@ std::string contentDifference(const std::string& a, const std::string& b, const 
 // Needs root to mount a small tmpfs.
 TEST(ExperimentFileCrash, AFullDiskFailsTheCommitAndLeavesNothing)
 {
-    const std::string dir = ::testing::TempDir() + std::to_string(::getpid()) + "_diskfull";
+    const std::string dir = icl::test::scratchPrefix() + std::to_string(::getpid()) + "_diskfull";
     fs::create_directories(dir);
     if (::geteuid() != 0 || ::mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=512k") != 0) {
         fs::remove(dir);
@@ -628,7 +629,7 @@ TEST(ExperimentFileCrash, AFullDiskFailsTheCommitAndLeavesNothing)
         }
     } unmount{dir};
     const std::string path = dir + "/run.h5";
-    const std::string before = ::testing::TempDir() + std::to_string(::getpid()) + "_diskfull_before.h5";
+    const std::string before = icl::test::scratchPrefix() + std::to_string(::getpid()) + "_diskfull_before.h5";
     icl::createExperimentFile(path, lsaConfig(), false);
     std::vector<int64_t> steps;
     std::string failure;

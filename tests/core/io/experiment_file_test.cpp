@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/io/experiment_file.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -15,7 +16,7 @@ namespace {
 
 std::string tempPath(const std::string& name)
 {
-    const std::string p = ::testing::TempDir() + name;
+    const std::string p = icl::test::scratchPrefix() + name;
     fs::remove(p);
     return p;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include "tests/support/scratch.h"
 
 namespace fixtures {
 
@@ -23,7 +24,7 @@ struct ScratchDir {
     std::filesystem::path path;
     explicit ScratchDir(const std::string& name)
     {
-        path = std::filesystem::path(::testing::TempDir()) / ("icl_" + name + "_" + std::to_string(::getpid()));
+        path = std::filesystem::path(icl::test::scratchPrefix()) / ("icl_" + name + "_" + std::to_string(::getpid()));
         std::filesystem::remove_all(path);
         std::filesystem::create_directories(path);
     }

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/io/prompt_file.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -29,7 +30,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 /// A per-process temporary path (ctest runs test processes in parallel).
 std::string tempPath(const std::string& name)
 {
-    return ::testing::TempDir() + "prompt_file_" + std::to_string(::getpid()) + "_" + name;
+    return icl::test::scratchPrefix() + "prompt_file_" + std::to_string(::getpid()) + "_" + name;
 }
 
 std::string writeText(const std::string& name, const std::string& text)

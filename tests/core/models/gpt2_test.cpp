@@ -1,4 +1,4 @@
-// The GPT-2 decoder of Garg et al. (PAPERS.md §0) against an independent computation of the same
+// The GPT-2 decoder of Garg et al. (docs/science.md §0) against an independent computation of the same
 // weights: pre-LayerNorm blocks written out with explicit loops over plain doubles in this file.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Interventions in the models (DESIGN.md "Interventions"): zero-, mean-ablation and replacement of a
+// Interventions in the models (docs/architecture.md "Activation names and interventions"): zero-, mean-ablation and replacement of a
 // layer's output, one head's part of it, or a (layer, position) slice of the residual stream; an
 // intervention that matches nothing is an error. Expected values: the same model with the head's
 // output weights zeroed, a batch mean computed here, and capture identities.

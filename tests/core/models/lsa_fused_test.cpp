@@ -16,6 +16,7 @@
 #include "core/models/lsa_fused.h"
 #include "core/tasks/linear_regression.h"
 #include "core/training/trainer.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
@@ -211,7 +212,7 @@ TEST(LsaFused, TrainingRunMatchesTheAutogradRun)
               "eval.n_prompts=500", "device=cpu", "model.n_layers=2"};
     const auto config = icl::resolveConfig(r);
     auto run = [&](bool fused) {
-        const std::string path = ::testing::TempDir() + (fused ? "lsa_fused_run.h5" : "lsa_autograd_run.h5");
+        const std::string path = icl::test::scratchPrefix() + (fused ? "lsa_fused_run.h5" : "lsa_autograd_run.h5");
         std::filesystem::remove(path);
         icl::TrainOptions o;
         o.out_path = path;

@@ -1,4 +1,4 @@
-// Sequence classifiers of Chan et al. 2022 (PAPERS.md §4). Expected values are closed forms (the
+// Sequence classifiers of Chan et al. 2022 (docs/science.md §4). Expected values are closed forms (the
 // sinusoidal code) or recomputed here from the module's own weights (the interleaved token layout).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Exemplar sources of Chan et al.'s few-shot classification task (PAPERS.md §4): synthetic prototypes,
+// Exemplar sources of Chan et al.'s few-shot classification task (docs/science.md §4): synthetic prototypes,
 // IDX files and Omniglot-layout image folders written at test time. Expected exemplars are the images the
 // fixtures wrote (bytes / 255), looked up by class independently of the code under test; noise statistics
 // use standard-error tolerances.

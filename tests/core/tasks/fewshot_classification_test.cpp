@@ -1,4 +1,4 @@
-// Bursty few-shot classification sequences (Chan et al. 2022, PAPERS.md §4). Expected values are closed
+// Bursty few-shot classification sequences (Chan et al. 2022, docs/science.md §4). Expected values are closed
 // forms: the 3/3/2 structure of bursty sequences, binomial tolerances around p_bursty and 1/2, Zipf
 // probabilities r^−α / H, and the mean/variance of prototype + σ·N(0, 1) with standard-error tolerances.
 #include <gtest/gtest.h>

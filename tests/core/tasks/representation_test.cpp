@@ -1,4 +1,4 @@
-// Representation tasks and their baselines (Guo et al. 2023, PAPERS.md §2). Right values come from
+// Representation tasks and their baselines (Guo et al. 2023, docs/science.md §2). Right values come from
 // closed forms computed here (orthogonality, the Bayes posterior mean in its dual form, brute force).
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include "core/io/experiment_file.h"
 #include "core/tasks/representation.h"
 #include "core/training/trainer.h"
+#include "tests/support/scratch.h"
 
 namespace {
 
@@ -133,7 +134,7 @@ TEST(Representation, PhiIsStoredInTheExperimentFile)
               "eval.n_prompts=32", "eval.bootstrap=0", "seed=11", "device=cpu"};
     r.steps = 1;
     const nlohmann::json cfg = icl::resolveConfig(r);
-    const std::string path = ::testing::TempDir() + "representation_phi.h5";
+    const std::string path = icl::test::scratchPrefix() + "representation_phi.h5";
     icl::TrainOptions o;
     o.out_path = path;
     o.force = true;

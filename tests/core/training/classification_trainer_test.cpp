@@ -1,4 +1,4 @@
-// Training and evaluation of the few-shot classification task (Chan et al. 2022, PAPERS.md §4).
+// Training and evaluation of the few-shot classification task (Chan et al. 2022, docs/science.md §4).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/classification_trainer.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -31,7 +32,7 @@ nlohmann::json fewShotConfig(const std::string& model = "gpt2")
 
 std::string tempPath(const std::string& name)
 {
-    const std::string p = ::testing::TempDir() + name;
+    const std::string p = icl::test::scratchPrefix() + name;
     fs::remove(p);
     return p;
 }

@@ -14,6 +14,7 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/seeds.h"
 #include "core/training/trainer.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -32,7 +33,7 @@ nlohmann::json tinyConfig(std::vector<std::string> extra = {})
 
 std::string tempPath(const std::string& name)
 {
-    const std::string p = ::testing::TempDir() + name;
+    const std::string p = icl::test::scratchPrefix() + name;
     fs::remove(p);
     return p;
 }

@@ -20,6 +20,7 @@
 #include "core/io/weights_file.h"
 #include "core/training/trainer.h"
 #include "core/training/weights_import.h"
+#include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -30,7 +31,7 @@ const std::string kForeign = std::string(ICL_TEST_DATA_DIR) + "/foreign/";
 
 std::string tempPath(const std::string& name)
 {
-    const std::string p = ::testing::TempDir() + "weights_import_" + std::to_string(::getpid()) + "_" + name;
+    const std::string p = icl::test::scratchPrefix() + "weights_import_" + std::to_string(::getpid()) + "_" + name;
     fs::remove_all(p);
     return p;
 }
