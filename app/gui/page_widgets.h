@@ -1,6 +1,9 @@
 #pragma once
 // Small widget builders the pages share, so that each page's constructor says only what is its own.
 
+#include <atomic>
+#include <cstdint>
+#include <functional>
 #include <string>
 
 #include <QString>
@@ -23,6 +26,26 @@ struct RunRow {
 };
 RunRow makeRunRow(const QString& name, QWidget* parent, const QString& runText, const QString& runToolTip,
     const QString& progressFormat);
+
+/// The state a page that computes on request (pasting, patching) shares with its worker: cancel flag and
+/// (done, total) steps, polled by the page's progress timer. Thread affinity: any thread (atomics).
+struct RunState {
+    std::atomic<bool> stop { false };
+    std::atomic<bool> cancelled { false }; ///< the progress callback returned false
+    std::atomic<int64_t> done { 0 };
+    std::atomic<int64_t> total { 0 };
+    /// The core's progress callback: records (done, total); false (and `cancelled`) once `stop` is set.
+    bool report(int64_t doneSteps, int64_t totalSteps)
+    {
+        done = doneSteps;
+        total = totalSteps;
+        if (stop) {
+            cancelled = true;
+            return false;
+        }
+        return true;
+    }
+};
 
 /// A word-wrapped, mouse-selectable text line (results, summaries, notes) with object name `name`.
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text = QString());

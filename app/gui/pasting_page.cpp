@@ -469,15 +469,8 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
         [this, generation, parentPath, o, state]() -> AnalysisRunner::Continuation {
             icl::PastingResult result;
             try {
-                result = icl::computePasting(parentPath, o, [state](int64_t done, int64_t total) {
-                    state->done = done;
-                    state->total = total;
-                    if (state->stop) {
-                        state->cancelled = true;
-                        return false;
-                    }
-                    return true;
-                });
+                result = icl::computePasting(
+                    parentPath, o, [state](int64_t done, int64_t total) { return state->report(done, total); });
             } catch (const icl::Error&) {
                 // Progress is reported only after the output file was created, so a cancelled run wrote
                 // it: remove the half-trained model (its link to the parent is written only at the end).

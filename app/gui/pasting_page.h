@@ -13,6 +13,7 @@
 
 #include "app/gui/analysis_page.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/page_widgets.h"
 #include "core/analysis/pasting.h"
 #include "core/types/figure.h"
 #include "core/types/run_summary.h"
@@ -107,13 +108,6 @@ protected:
     void jobsFinished() override;
 
 private:
-    /// Shared with the worker: cancel flag and training-step progress.
-    struct RunState {
-        std::atomic<bool> stop { false };
-        std::atomic<bool> cancelled { false }; ///< the progress callback returned false
-        std::atomic<int64_t> done { 0 };
-        std::atomic<int64_t> total { 0 };
-    };
     void showResult(const icl::PastingResult& result, const icl::PastingOptions& options);
     void clearResult();
     void updateProgress();

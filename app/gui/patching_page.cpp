@@ -275,15 +275,7 @@ bool PatchingPage::startPatching()
             auto rowsDone = std::make_shared<int64_t>(0);
             out->result = insp.patching(
                 out->clean, o,
-                [state](int64_t done, int64_t total) {
-                    state->done = done;
-                    state->total = total;
-                    if (state->stop) {
-                        state->cancelled = true;
-                        return false;
-                    }
-                    return true;
-                },
+                [state](int64_t done, int64_t total) { return state->report(done, total); },
                 [this, generation, out, rowsDone](const icl::PatchingResult& partial) {
                     // Each row as soon as it is done; the last one is the full result, shown below.
                     const int64_t done = ++*rowsDone;

@@ -13,6 +13,7 @@
 
 #include "app/gui/analysis_page.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/page_widgets.h"
 #include "core/analysis/inspector.h"
 #include "core/types/inspection.h"
 #include "core/types/run_summary.h"
@@ -82,12 +83,6 @@ protected:
     void jobsFinished() override;
 
 private:
-    struct RunState {
-        std::atomic<bool> stop { false };
-        std::atomic<bool> cancelled { false };
-        std::atomic<int64_t> done { 0 };
-        std::atomic<int64_t> total { 0 };
-    };
     struct WorkerState;
     struct Output;
 

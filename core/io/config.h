@@ -7,6 +7,9 @@
 //   req.sets = {"training.lr=5e-4"};
 //   nlohmann::json cfg = resolveConfig(req);          // validated, every default filled in
 //   ExperimentConfig typed = parseConfig(cfg);          // typed view used by the trainer
+//
+// Each key is declared once, in the schema of config.cpp (buildSchema; its reference in
+// core/io/config_schema.h, docs/config.md); the kinds are enums in core/io/kinds.h (kindOf).
 
 #include <cstdint>
 #include <optional>
@@ -210,8 +213,9 @@ CurriculumStage curriculumStage(const ExperimentConfig& config, int64_t step);
 /// set to curriculumStage(config, step). Equal to config.task when the curriculum is off.
 TaskConfig trainingTask(const ExperimentConfig& config, int64_t step);
 
-/// Sets `key.path=value` in a JSON config. The value is parsed as JSON when it parses
-/// (numbers, true/false, arrays), otherwise taken as a string. Throws icl::Error for a malformed
+/// Sets `key.path=value` in a JSON config. A key the schema declares a string or choice takes the
+/// text itself (or the string of a JSON string literal); any other value is parsed as JSON when it
+/// parses (numbers, true/false, arrays), otherwise taken as a string. Throws icl::Error for a malformed
 /// assignment; unknown keys are caught later by parseConfig.
 void applyOverride(nlohmann::json& config, const std::string& assignment);
 

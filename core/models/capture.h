@@ -1,6 +1,7 @@
 #pragma once
-// Activation capture by name (docs/architecture.md): embed, resid_pre.{l}, resid_post.{l}, attn.pattern.{l},
-// attn.q.{l}, attn.k.{l}, attn.v.{l}, attn.out.{l}, attn.result.{l}, mlp.out.{l}; and interventions
+// Activation capture by name (docs/architecture.md; the names are built by actName, core/models/names.h): embed,
+// resid_pre.{l}, resid_post.{l}, attn.pattern.{l}, attn.q.{l}, attn.k.{l}, attn.v.{l}, attn.out.{l},
+// attn.result.{l}, mlp.out.{l}; and interventions
 // (replace, zero- or mean-ablate) on a layer's output, one head's part of it or a (layer, position)
 // slice of the residual stream. Core-internal (LibTorch).
 
