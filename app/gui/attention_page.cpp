@@ -40,6 +40,7 @@
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
 #include "widgets/plot_view.h"
+#include "core/models/names.h"
 
 namespace icl::gui {
 
@@ -626,7 +627,7 @@ std::vector<icl::Ablation> AttentionPage::ablations() const
         return {};
     icl::Ablation a;
     a.kind = m_ablation->currentIndex() == 1 ? icl::Ablation::Kind::Zero : icl::Ablation::Kind::Mean;
-    a.name = "attn.out." + std::to_string(m_layer);
+    a.name = icl::actName(icl::Act::AttnOut, m_layer);
     a.head = m_head;
     return { a };
 }
@@ -792,8 +793,8 @@ std::map<std::string, std::string> AttentionPage::metadata() const
         prompt += ", edited (" + std::to_string(m_edits) + (m_edits == 1 ? " edit)" : " edits)");
     m["prompt"] = prompt;
     if (m_ablation->currentIndex() > 0)
-        m["ablation"] = std::string(m_ablation->currentIndex() == 1 ? "zero" : "mean") + " attn.out."
-            + std::to_string(m_layer) + " head " + std::to_string(m_head);
+        m["ablation"] = std::string(m_ablation->currentIndex() == 1 ? "zero" : "mean") + " "
+            + icl::actName(icl::Act::AttnOut, m_layer) + " head " + std::to_string(m_head);
     return m;
 }
 

@@ -35,6 +35,7 @@
 #include "widgets/exemplar_strip.h"
 #include "widgets/plot_view.h"
 #include "core/io/config.h"
+#include "core/io/kinds.h"
 
 namespace icl::gui {
 
@@ -276,7 +277,7 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     clearPanel();
     clearSequence();
     const std::string kind = taskKind(summary);
-    m_supported = kind == "fewshot_classification";
+    m_supported = summary.config && icl::kindOf(summary.config->task) == icl::TaskKind::FewshotClassification;
     for (QLabel* label : { m_iclCommonValue, m_iclRareValue, m_iwlCommonValue, m_iwlRareValue })
         m_panelForm->setRowVisible(label, m_supported && hasCommonRareSplit(summary));
     m_content->setVisible(m_supported);

@@ -139,7 +139,7 @@ KernelViewPage::KernelViewPage(QWidget* parent)
 
 bool KernelViewPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    if (!modelKindIs(summary, "lsa", tr("The kernel view needs an lsa model with a softmax attention layer"), {}, why))
+    if (!modelKindIs(summary, icl::ModelKind::Lsa, tr("The kernel view needs an lsa model with a softmax attention layer"), {}, why))
         return false;
     if (summary.config->model.softmax_layers < 1) {
         if (why)

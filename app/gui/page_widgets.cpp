@@ -75,7 +75,7 @@ void FieldGrid::add(int row, int column, const QString& label, QWidget* field, c
     m_grid->addWidget(field, row, 2 * column + 1);
 }
 
-bool modelKindIs(const icl::RunSummary& summary, const std::string& kind, const QString& what, const QString& hint,
+bool modelKindIs(const icl::RunSummary& summary, icl::ModelKind kind, const QString& what, const QString& hint,
     QString* why)
 {
     if (!summary.config) {
@@ -83,9 +83,9 @@ bool modelKindIs(const icl::RunSummary& summary, const std::string& kind, const 
             *why = QCoreApplication::translate("icl::gui::AnalysisPage", "The experiment's config was not read.");
         return false;
     }
-    const std::string& actual = summary.config->model.kind;
-    if (actual == kind)
+    if (icl::kindOf(summary.config->model) == kind)
         return true;
+    const std::string& actual = summary.config->model.kind;
     if (why) {
         *why = QCoreApplication::translate("icl::gui::AnalysisPage", "%1; this run has a %2 model.")
                    .arg(what, QString::fromStdString(actual));

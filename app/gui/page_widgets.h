@@ -9,6 +9,7 @@
 #include <QString>
 
 #include "app/gui/gui_forward.h"
+#include "core/io/kinds.h"
 #include "core/types/run_summary.h"
 
 namespace icl::gui {
@@ -68,7 +69,7 @@ private:
 
 /// For a page's supports(): true when the run's model.kind (its typed config, RunSummary::config) is `kind`.
 /// Otherwise `why` (if given) gets "<what>; this run has a <kind> model. <hint>" (hint may be empty).
-bool modelKindIs(const icl::RunSummary& summary, const std::string& kind, const QString& what, const QString& hint,
+bool modelKindIs(const icl::RunSummary& summary, icl::ModelKind kind, const QString& what, const QString& hint,
     QString* why);
 
 } // namespace icl::gui

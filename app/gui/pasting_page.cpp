@@ -320,7 +320,7 @@ bool PastingPage::eventFilter(QObject* watched, QEvent* event)
 
 bool PastingPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    return modelKindIs(summary, "gpt2", tr("Pasting cuts a GPT-2 model into layers"),
+    return modelKindIs(summary, icl::ModelKind::Gpt2, tr("Pasting cuts a GPT-2 model into layers"),
         tr("Train the guo-pasting or guo-representation preset for an example."), why);
 }
 

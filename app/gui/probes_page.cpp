@@ -104,7 +104,7 @@ QStringList ProbesPage::supportedTargets(const icl::RunSummary& summary)
 
 bool ProbesPage::supports(const icl::RunSummary& summary, QString* why)
 {
-    return modelKindIs(summary, "gpt2", tr("Probes read the residual stream of a GPT-2 model"),
+    return modelKindIs(summary, icl::ModelKind::Gpt2, tr("Probes read the residual stream of a GPT-2 model"),
         tr("Train the guo-representation or garg-linear-regression preset for an example."), why);
 }
 
