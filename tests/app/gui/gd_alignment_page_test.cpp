@@ -376,11 +376,12 @@ TEST_F(GdAlignmentPageTest, StatusBarShowsProgressWhileAnalysesRunAndCancelStops
 
 TEST_F(GdAlignmentPageTest, ARunWithoutAnLsaModelGetsAMessage)
 {
-    // The page decides from the config; a summary of a GPT-2 run needs no training to test that.
+    // The page decides from the run's typed config; a summary of a GPT-2 run needs no training to test that.
     icl::RunSummary summary = icl::readRunSummary(s_run);
-    auto config = nlohmann::json::parse(summary.config_json);
-    config["model"]["kind"] = "gpt2";
-    summary.config_json = config.dump();
+    auto config = std::make_shared<icl::ExperimentConfig>(*summary.config);
+    config->model.kind = "gpt2";
+    summary.config = config;
+    summary.config_json = icl::toJson(*config).dump();
     GdAlignmentPage page;
     page.setActive(true);
     page.showExperiment(summary, summary.checkpoints.back().step);
