@@ -92,9 +92,14 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     // (gpt2) gives every point of the curve from one forward pass over the whole prompts: its
     // prediction at the x_{n+1} token sees exactly the n examples before it. Other models (lsa) run
     // once per n on the first n + 1 points. Chunks of prompts keep memory flat and cancel responsive.
+    // A causal model also predicts y_1 from x_1 alone (n = 0, the start of Garg et al.'s Fig. 2) on the tasks
+    // whose w is zero-mean, where every baseline's prediction from no example is 0; LSA curves start at n = 1.
+    const TaskKind task = kindOf(cfg.task);
+    const bool zeroMeanW = task != TaskKind::SineRegression;
+    const int64_t firstN = model.predict_all && zeroMeanW ? 0 : 1;
     const int64_t chunk = 64, nChunks = model.predict_all ? (nPrompts + chunk - 1) / chunk : 0;
     const bool withPreview = preview && model.predict_all && nChunks > 1;
-    const int64_t total = nChunks + (withPreview ? 2 * N : N);
+    const int64_t total = nChunks + (withPreview ? 2 : 1) * (N + 1 - firstN);
     int64_t done = 0;
     auto tick = [&] {
         if (progress && !progress(done++, total))
@@ -108,7 +113,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
         curve.n_prompts = P;
         curve.loss_name = "0.5·squared error";
         const PromptBatch used = P == nPrompts ? prompts : prompts.slice(0, P);
-        for (int64_t n = 1; n <= N; ++n) {
+        for (int64_t n = firstN; n <= N; ++n) {
             tick();
             const PromptBatch b = used.firstPoints(n);
             const torch::Tensor y = b.queryY().to(torch::kFloat64);
@@ -116,8 +121,10 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
             auto lossOf = [&](const torch::Tensor& pred) { return 0.5 * (pred.to(torch::kFloat64) - y).pow(2); };
             addPoint(*seriesFor(curve, "model"), lossOf(all.defined() ? all.select(1, n) : model.predict(b)),
                      resampleIdx);
+            // With no example every baseline returns the prior mean of y given x, 0 (w is zero-mean).
             for (const auto& name : names)
-                addPoint(*seriesFor(curve, name), lossOf(predictBaseline(name, b, cfg, fitted)), resampleIdx);
+                addPoint(*seriesFor(curve, name),
+                         lossOf(n == 0 ? torch::zeros_like(y) : predictBaseline(name, b, cfg, fitted)), resampleIdx);
         }
         return curve;
     };

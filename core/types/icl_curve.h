@@ -16,7 +16,7 @@ struct IclCurveSeries {
 };
 
 struct IclCurve {
-    std::vector<int64_t> n_examples;  ///< prefix lengths 1..N
+    std::vector<int64_t> n_examples;  ///< prefix lengths: 0..N for causal models (gpt2) on zero-mean-w tasks, else 1..N
     std::vector<IclCurveSeries> series;
     int64_t checkpoint_step = 0;
     int64_t n_prompts = 0;

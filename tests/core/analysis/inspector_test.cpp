@@ -318,16 +318,24 @@ TEST(IclCurve, OneCausalPassEqualsRunningEveryPrefix)
             return (0.5 * e.pow(2)).mean().item<double>();
         };
         const int64_t N = run.config.task.n_context;
-        ASSERT_EQ(curve.n_examples.size(), size_t(N));
+        // A causal model's curve starts at n = 0 (y_1 predicted from x_1 alone), an LSA curve at n = 1.
+        const int64_t n0 = causal ? 0 : 1;
+        ASSERT_EQ(curve.n_examples.size(), size_t(N + 1 - n0));
+        EXPECT_EQ(curve.n_examples.front(), n0);
         ASSERT_EQ(curve.series.front().name, "model");
-        for (int64_t n = 1; n <= N; ++n) {
+        for (int64_t n = n0; n <= N; ++n) {
             const double want = modelError(prompts, n);
-            EXPECT_NEAR(curve.series.front().error[size_t(n - 1)], want, 1e-5 * (1.0 + want)) << *path << ", n = " << n;
+            EXPECT_NEAR(curve.series.front().error[size_t(n - n0)], want, 1e-5 * (1.0 + want)) << *path << ", n = " << n;
             if (causal) {
                 const double first = modelError(prompts.slice(0, 64), n);
                 EXPECT_EQ(previews.front().n_prompts, 64);
-                EXPECT_NEAR(previews.front().series.front().error[size_t(n - 1)], first, 1e-5 * (1.0 + first));
+                EXPECT_NEAR(previews.front().series.front().error[size_t(n - n0)], first, 1e-5 * (1.0 + first));
             }
+        }
+        if (causal) {  // with no example every baseline predicts 0: its error is 0.5·E[y_1²]
+            const double y1 = (0.5 * prompts.firstPoints(0).queryY().to(torch::kFloat64).pow(2)).mean().item<double>();
+            for (size_t s = 1; s < curve.series.size(); ++s)
+                EXPECT_NEAR(curve.series[s].error.front(), y1, 1e-9 * (1.0 + y1)) << curve.series[s].name;
         }
         // At n = N the point is the prompt's own query: the model's ordinary prediction.
         const torch::Tensor e = run.model.predict(prompts).to(torch::kFloat64) - prompts.queryY().to(torch::kFloat64);
