@@ -16,7 +16,7 @@
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/attention_head_views.h"
-#include "app/gui/attention_inspect_job.h"
+#include "app/gui/inspector_session.h"
 #include "app/gui/attention_tables.h"
 #include "app/gui/page_widgets.h"
 #include "widgets/attention_grid.h"
@@ -33,7 +33,7 @@ enum JobKey { InspectJob = 500 };
 
 AttentionPage::AttentionPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("attention"), parent)
-    , m_worker(std::make_shared<InspectSession>())
+    , m_worker(std::make_shared<InspectorSession>())
 {
     QWidget* content = createContent(tr("Open a trained experiment to see what each head attends to, edit the prompt "
                                         "and compare the model's prediction with gradient descent, ridge and least "
@@ -233,7 +233,7 @@ void AttentionPage::request(std::optional<PromptMutation> mutation)
         InspectJob, tr("attention"),
         [this, id, worker = m_worker, r]() -> AnalysisRunner::Continuation {
             // Worker thread: only this job touches the Inspector.
-            auto result = std::make_shared<InspectResult>(worker->run(r));
+            auto result = std::make_shared<InspectResult>(worker->inspect(r));
             return [this, id, result] {
                 if (id != m_request)
                     return; // superseded

@@ -25,7 +25,7 @@ struct BarChart;
 namespace icl::gui {
 
 class AttentionHeadViews;
-class InspectSession;
+class InspectorSession;
 class PredictionTable;
 struct InspectResult;
 
@@ -41,7 +41,7 @@ struct InspectResult;
 /// core/io/prompt_file.h) and the predictions of the model and every baseline with their errors against
 /// the true label (none when the query's label is unknown, e.g. left out of an opened file). Computes
 /// only while shown (setActive). The prompt editor (PromptEditor), the tables (HeadSummaryTable,
-/// PredictionTable) and the worker's computation (InspectSession) are their own classes; the page binds them.
+/// PredictionTable) and the worker's computation (InspectorSession) are their own classes; the page binds them.
 /// Thread affinity: GUI thread only.
 class AttentionPage : public AnalysisPage {
     Q_OBJECT
@@ -147,7 +147,7 @@ private:
     std::vector<icl::Ablation> ablations() const;
 
     /// The Inspector and what it has loaded; used only by jobs on the runner's worker thread.
-    std::shared_ptr<InspectSession> m_worker;
+    std::shared_ptr<InspectorSession> m_worker;
     quint64 m_experimentGeneration = 0; ///< bumped by showExperiment: the worker reloads the file
     bool m_dirty = false; ///< work waits for the page to be shown
     quint64 m_request = 0; ///< id of the latest request; older results are dropped

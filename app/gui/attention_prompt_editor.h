@@ -10,21 +10,12 @@
 #include <QWidget>
 
 #include "app/gui/gui_forward.h"
+#include "app/gui/inspector_session.h"
 #include "core/types/inspection.h"
 
 class QTableWidgetItem;
 
 namespace icl::gui {
-
-/// A change of the prompt that needs the run's task instance (icl::Inspector), applied on the page's worker.
-struct PromptMutation {
-    enum class Kind { Sample, ResampleRow, AddRow, Relabel, Open };
-    Kind kind = Kind::Sample;
-    int64_t index = 0;
-    uint64_t seed = 0;
-    double noise = 0.0;
-    std::string path; ///< Open: the prompt file
-};
 
 /// The right column of the Attention page: holds the prompt (icl::Prompt, its file and its number of edits) and
 /// edits it. Edits it can make alone (a cell, delete, move, duplicate) change the prompt and emit edited();

@@ -24,6 +24,7 @@
 
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/inspector_session.h"
 #include "app/gui/page_widgets.h"
 #include "widgets/heatmap_view.h"
 #include "core/io/config.h"
@@ -49,12 +50,6 @@ QString corruptionText(icl::Corruption c)
 
 } // namespace
 
-/// The worker thread's Inspector; only jobs of m_runner touch it.
-struct PatchingPage::WorkerState {
-    std::unique_ptr<icl::Inspector> inspector;
-    quint64 generation = 0;
-};
-
 /// What one run computed on the worker.
 struct PatchingPage::Output {
     icl::PatchingResult result;
@@ -66,7 +61,7 @@ struct PatchingPage::Output {
 
 PatchingPage::PatchingPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("patching"), parent)
-    , m_worker(std::make_shared<WorkerState>())
+    , m_worker(std::make_shared<InspectorSession>())
 {
     QWidget* content = createContent(
         tr("Open a trained experiment to patch its residual stream from a clean prompt into a corrupted one."));
@@ -250,7 +245,7 @@ bool PatchingPage::startPatching()
     const icl::PatchingOptions o = options();
     const std::optional<icl::Prompt> shared = sharedPrompt();
     const uint64_t promptSeed = uint64_t(m_promptSeed->value());
-    const std::shared_ptr<WorkerState> worker = m_worker;
+    const std::shared_ptr<InspectorSession> worker = m_worker;
     const std::string path = m_summary.path;
     const quint64 fileGeneration = m_experimentGeneration;
     const int64_t step = m_step;
@@ -259,14 +254,7 @@ bool PatchingPage::startPatching()
         PatchingJob, tr("patching"),
         [this, generation, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
             -> AnalysisRunner::Continuation {
-            if (!worker->inspector || worker->generation != fileGeneration) {
-                worker->inspector.reset();
-                worker->inspector = std::make_unique<icl::Inspector>(path, step);
-                worker->generation = fileGeneration;
-            } else if (worker->inspector->checkpointStep() != step) {
-                worker->inspector->setCheckpoint(step);
-            }
-            icl::Inspector& insp = *worker->inspector;
+            icl::Inspector& insp = worker->open(path, fileGeneration, step); // only this job touches it
             auto out = std::make_shared<Output>();
             out->clean = shared ? *shared : insp.samplePrompt(promptSeed);
             out->shared = shared.has_value();

@@ -1,4 +1,4 @@
-#include "app/gui/attention_inspect_job.h"
+#include "app/gui/inspector_session.h"
 
 #include "core/io/prompt_file.h"
 
@@ -44,16 +44,21 @@ void applyMutation(const icl::Inspector& insp, const PromptMutation& m, icl::Pro
 
 } // namespace
 
-InspectResult InspectSession::run(const InspectRequest& request)
+icl::Inspector& InspectorSession::open(const std::string& path, quint64 generation, int64_t step)
 {
-    if (!m_inspector || m_generation != request.generation) {
+    if (!m_inspector || m_generation != generation) {
         m_inspector.reset();
-        m_inspector = std::make_unique<icl::Inspector>(request.path, request.step);
-        m_generation = request.generation;
-    } else if (m_inspector->checkpointStep() != request.step) {
-        m_inspector->setCheckpoint(request.step);
+        m_inspector = std::make_unique<icl::Inspector>(path, step);
+        m_generation = generation;
+    } else if (m_inspector->checkpointStep() != step) {
+        m_inspector->setCheckpoint(step);
     }
-    icl::Inspector& insp = *m_inspector;
+    return *m_inspector;
+}
+
+InspectResult InspectorSession::inspect(const InspectRequest& request)
+{
+    icl::Inspector& insp = open(request.path, request.generation, request.step);
     InspectResult result;
     result.prompt = request.prompt;
     if (request.mutation) {

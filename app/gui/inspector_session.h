@@ -1,6 +1,7 @@
 #pragma once
-// What the Attention page computes on its worker thread: one icl::Inspector kept across requests, the prompt
-// mutation that needs the task instance, the inspection, the regression lens and the rendered thumbnails.
+// The icl::Inspector a page keeps on its worker thread across requests (Attention, Patching), and what the
+// Attention page computes with it: the prompt mutation that needs the task instance, the inspection, the
+// regression lens and the rendered thumbnails.
 
 #include <cstdint>
 #include <memory>
@@ -10,11 +11,20 @@
 
 #include <QImage>
 
-#include "app/gui/attention_prompt_editor.h"
 #include "core/analysis/inspector.h"
 #include "core/types/inspection.h"
 
 namespace icl::gui {
+
+/// A change of the prompt that needs the run's task instance (icl::Inspector), applied on the page's worker.
+struct PromptMutation {
+    enum class Kind { Sample, ResampleRow, AddRow, Relabel, Open };
+    Kind kind = Kind::Sample;
+    int64_t index = 0;
+    uint64_t seed = 0;
+    double noise = 0.0;
+    std::string path; ///< Open: the prompt file
+};
 
 /// One request of the Attention page: the file and checkpoint, the prompt, an optional mutation and ablations.
 struct InspectRequest {
@@ -38,11 +48,14 @@ struct InspectResult {
 
 /// The worker's Inspector and what it has loaded. Thread affinity: only the page's worker thread, one request
 /// at a time.
-class InspectSession {
+class InspectorSession {
 public:
-    /// Loads the file (a new generation) or switches the checkpoint as needed, applies the mutation and runs
-    /// Inspector::inspect and Inspector::lens. Throws icl::Error (a bad prompt file, a prompt of the wrong shape).
-    InspectResult run(const InspectRequest& request);
+    /// The Inspector of `path` at checkpoint `step`: loaded again for a new `generation` (a new experiment on
+    /// the page), else switched to `step` when needed. Throws icl::Error (no such file or checkpoint).
+    icl::Inspector& open(const std::string& path, quint64 generation, int64_t step);
+    /// The Attention page's request: opens the checkpoint, applies the mutation and runs Inspector::inspect and
+    /// Inspector::lens. Throws icl::Error (a bad prompt file, a prompt of the wrong shape).
+    InspectResult inspect(const InspectRequest& request);
 
 private:
     std::unique_ptr<icl::Inspector> m_inspector;
