@@ -56,16 +56,6 @@ public:
     /// `icl-cli analyze PARENT paste` default output: PARENT's folder and stem + ".paste-l<ℓ>-<embedding>.h5".
     static QString defaultOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding);
 
-    /// ICL curves of a result: 0.5·MSE at the query against n = 0..N in-context examples for the pasted
-    /// model, the scratch model (when trained), ridge with the Bayes λ, and the zero predictor's query
-    /// loss as a horizontal line. `options` are the options the result was computed with (for metadata).
-    static icl::Figure iclCurvesFigure(
-        const icl::PastingResult& result, const icl::PastingOptions& options, const icl::RunSummary& parent);
-    /// Loss over training steps: pasted and scratch training (mean since the previous evaluation) and
-    /// evaluation losses, with ridge and zero as horizontal lines.
-    static icl::Figure lossCurvesFigure(
-        const icl::PastingResult& result, const icl::PastingOptions& options, const icl::RunSummary& parent);
-
     /// The options of the next run, from the controls (checkpoint: the timeline's; out_path: the field or
     /// the default; overwrite false; store true).
     icl::PastingOptions options() const;
