@@ -49,6 +49,14 @@ QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text)
     return label;
 }
 
+QLabel* makeValueLabel(QWidget* parent, const char* name)
+{
+    auto* label = new QLabel(QStringLiteral("—"), parent);
+    label->setObjectName(QLatin1String(name));
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    return label;
+}
+
 QVBoxLayout* makeContentLayout(QWidget* content)
 {
     auto* layout = new QVBoxLayout(content);

@@ -51,6 +51,9 @@ struct RunState {
 /// A word-wrapped, mouse-selectable text line (results, summaries, notes) with object name `name`.
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text = QString());
 
+/// A value in a panel ("—" until set), mouse-selectable, with object name `name`.
+QLabel* makeValueLabel(QWidget* parent, const char* name);
+
 /// The vertical layout of a page's content: 4 px margins and spacing.
 QVBoxLayout* makeContentLayout(QWidget* content);
 
