@@ -1,4 +1,6 @@
 #include "app/gui/page_widgets.h"
+
+#include "widgets/plot_view.h"
 #include "core/io/config.h"
 
 #include <cmath>
@@ -55,6 +57,18 @@ QLabel* makeValueLabel(QWidget* parent, const char* name)
     label->setObjectName(QLatin1String(name));
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     return label;
+}
+
+SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status)
+{
+    SummaryAndPlot views;
+    views.summary = makeTextLine(name + QStringLiteral("Summary"), parent, QStringLiteral("—"));
+    layout->addWidget(views.summary);
+    layout->addWidget(status);
+    views.plot = new widgets::PlotView(parent);
+    views.plot->setObjectName(name + QStringLiteral("Plot"));
+    layout->addWidget(views.plot, 1);
+    return views;
 }
 
 QVBoxLayout* makeContentLayout(QWidget* content)

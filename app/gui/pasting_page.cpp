@@ -71,20 +71,17 @@ PastingPage::PastingPage(QWidget* parent)
     // --- options (the names of icl-cli analyze paste and PastingOptions) ---
     FieldGrid fields(content);
     QGridLayout* grid = fields.layout();
-    const auto addField = [&fields](int row, int column, const QString& label, QWidget* field, const QString& tip) {
-        fields.add(row, column, label, field, tip);
-    };
     m_cutLayer = new QSpinBox(content);
     m_cutLayer->setObjectName(QStringLiteral("pastingCutLayer"));
     m_cutLayer->setRange(0, 0);
-    addField(0, 0, tr("Cut layer ℓ"), m_cutLayer,
+    fields.add(0, 0, tr("Cut layer ℓ"), m_cutLayer,
         tr("The parent's blocks ℓ..L−1, final LayerNorm and read-out are kept frozen; its read-in, positions and "
            "blocks 0..ℓ−1 are replaced by the new embedding"));
     m_embedding = new QComboBox(content);
     m_embedding->setObjectName(QStringLiteral("pastingEmbedding"));
     m_embedding->addItem(tr("linear"), QStringLiteral("linear"));
     m_embedding->addItem(tr("transformer1"), QStringLiteral("transformer1"));
-    addField(0, 1, tr("Embedding"), m_embedding,
+    fields.add(0, 1, tr("Embedding"), m_embedding,
         tr("New trainable embedding: linear (a read-in and learned positions) or transformer1 (the same plus one "
            "new GPT-2 block before the frozen ones)"));
     m_steps = new QSpinBox(content);
@@ -92,7 +89,7 @@ PastingPage::PastingPage(QWidget* parent)
     m_steps->setRange(1, 10000000);
     m_steps->setSingleStep(100);
     m_steps->setValue(1000);
-    addField(0, 2, tr("Steps"), m_steps,
+    fields.add(0, 2, tr("Steps"), m_steps,
         tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
     m_lr = new LearningRateSpinBox(content);
     m_lr->setObjectName(QStringLiteral("pastingLearningRate"));
@@ -100,32 +97,32 @@ PastingPage::PastingPage(QWidget* parent)
     m_lr->setRange(1e-7, 1.0);
     m_lr->setSingleStep(1e-4);
     m_lr->setValue(1e-3);
-    addField(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
+    fields.add(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
 
     m_batchSize = new QSpinBox(content);
     m_batchSize->setObjectName(QStringLiteral("pastingBatchSize"));
     m_batchSize->setRange(1, 1000000);
     m_batchSize->setValue(64);
-    addField(1, 0, tr("Batch size"), m_batchSize, tr("Prompts per training step"));
+    fields.add(1, 0, tr("Batch size"), m_batchSize, tr("Prompts per training step"));
     m_nEval = new QSpinBox(content);
     m_nEval->setObjectName(QStringLiteral("pastingEvalPrompts"));
     m_nEval->setRange(2, 10000000);
     m_nEval->setSingleStep(256);
     m_nEval->setValue(1280);
-    addField(1, 1, tr("Eval prompts"), m_nEval,
+    fields.add(1, 1, tr("Eval prompts"), m_nEval,
         tr("Fixed evaluation prompts, the same for every model and baseline (icl-cli --prompts)"));
     m_evalEvery = new QSpinBox(content);
     m_evalEvery->setObjectName(QStringLiteral("pastingEvalEvery"));
     m_evalEvery->setRange(1, 10000000);
     m_evalEvery->setValue(100);
-    addField(1, 2, tr("Eval every"), m_evalEvery, tr("Evaluation period of the loss curves, in training steps"));
+    fields.add(1, 2, tr("Eval every"), m_evalEvery, tr("Evaluation period of the loss curves, in training steps"));
     m_wScale = new QDoubleSpinBox(content);
     m_wScale->setObjectName(QStringLiteral("pastingWScale"));
     m_wScale->setDecimals(4);
     m_wScale->setRange(0.0, 1000.0);
     m_wScale->setSingleStep(0.05);
     m_wScale->setSpecialValueText(tr("parent's"));
-    addField(1, 3, tr("w_scale τ"), m_wScale,
+    fields.add(1, 3, tr("w_scale τ"), m_wScale,
         tr("Task weights w ~ N(0, τ²·I_d) of the linear regression the new embedding is trained on; 0 = the "
            "parent's task.w_scale"));
 
@@ -133,7 +130,7 @@ PastingPage::PastingPage(QWidget* parent)
     m_seed->setObjectName(QStringLiteral("pastingSeed"));
     m_seed->setRange(0, INT_MAX);
     m_seed->setSpecialValueText(tr("parent's"));
-    addField(2, 0, tr("Seed"), m_seed,
+    fields.add(2, 0, tr("Seed"), m_seed,
         tr("Seed of the initialisation, training batches and evaluation prompts; 0 = the parent's seed"));
     m_trainScratch = new QCheckBox(tr("Train scratch model"), content);
     m_trainScratch->setObjectName(QStringLiteral("pastingTrainScratch"));

@@ -73,25 +73,22 @@ PatchingPage::PatchingPage(QWidget* parent)
 
     FieldGrid fields(content);
     QGridLayout* grid = fields.layout();
-    const auto addField = [&fields](int row, int column, const QString& label, QWidget* field, const QString& tip) {
-        fields.add(row, column, label, field, tip);
-    };
     m_corruption = new QComboBox(content);
     m_corruption->setObjectName(QStringLiteral("patchingCorruption"));
     for (icl::Corruption c : { icl::Corruption::ChangeLabel, icl::Corruption::DifferentW, icl::Corruption::ShufflePairs })
         m_corruption->addItem(corruptionText(c), QString::fromStdString(icl::corruptionName(c)));
-    addField(0, 0, tr("Corruption"), m_corruption,
+    fields.add(0, 0, tr("Corruption"), m_corruption,
         tr("How the corrupted prompt differs from the clean one: one label y_i redrawn, every label from an "
            "independent task vector w′, or the labels permuted among the examples"));
     m_example = new QSpinBox(content);
     m_example->setObjectName(QStringLiteral("patchingExample"));
     m_example->setRange(1, 1);
-    addField(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
+    fields.add(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
     m_seed = new QSpinBox(content);
     m_seed->setObjectName(QStringLiteral("patchingSeed"));
     m_seed->setRange(0, INT_MAX);
     m_seed->setValue(1);
-    addField(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
+    fields.add(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
     m_useShared = new QCheckBox(tr("Use the Attention page's prompt"), content);
     m_useShared->setObjectName(QStringLiteral("patchingUseShared"));
     m_useShared->setChecked(true);
@@ -102,7 +99,7 @@ PatchingPage::PatchingPage(QWidget* parent)
     m_promptSeed->setObjectName(QStringLiteral("patchingPromptSeed"));
     m_promptSeed->setRange(0, INT_MAX);
     m_promptSeed->setValue(1);
-    addField(1, 1, tr("Prompt seed"), m_promptSeed,
+    fields.add(1, 1, tr("Prompt seed"), m_promptSeed,
         tr("Seed of the clean prompt when the Attention page has none or it is not used (the Attention page's "
            "default seed is 1 too)"));
     for (int c : { 1, 3, 5 })
