@@ -15,7 +15,6 @@
 namespace icl::gui {
 
 class CheckpointTable;
-
 class TrainingJob;
 
 /// Preset/config chooser, output path, Start/Stop/Resume, progress with ETA, the live loss plot
@@ -81,7 +80,6 @@ private:
     void drainProgress();
     void onJobFinished(bool ok, const QString& message);
     void updateButtons();
-    /// Appends a row to the checkpoint list; `imported`: the checkpoint came from a foreign file (wall time "—").
     nlohmann::json resolveChosenConfig();
 
     TrainingJob* m_job = nullptr;
