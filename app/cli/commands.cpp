@@ -898,36 +898,9 @@ int runIclIwl(const AnalyzeArgs& args)
     return 0;
 }
 
-} // namespace
 
-int runAnalyze(const AnalyzeArgs& args)
+int runGdAlignment(const AnalyzeArgs& args)
 {
-    if (args.kind == "icl-iwl")
-        return args.show_sequence.empty() ? runIclIwl(args) : runShowSequence(args);
-    if (args.kind == "attention")
-        return runAttention(args);
-    if (args.kind == "lens")
-        return runLens(args);
-    if (args.kind == "patching")
-        return runPatching(args);
-    if (args.kind == "kernel")
-        return runKernel(args);
-    if (args.kind == "copy")
-        return runCopy(args);
-    if (args.kind == "probe")
-        return runProbe(args);
-    if (args.kind == "paste")
-        return runPaste(args);
-    if (args.kind == "interpolate")
-        return runInterpolate(args);
-    if (args.kind == "eta-scan")
-        return runEtaScan(args);
-    if (args.kind == "layers")
-        return runLayers(args);
-    if (args.kind == "ood")
-        return runOod(args);
-    if (args.kind != "gd-alignment")
-        throw Error("unknown analysis \"" + args.kind + "\"");
     GdAlignmentOptions o;
     o.checkpoint_step = args.checkpoint;
     o.reference = args.reference;
@@ -968,6 +941,43 @@ int runAnalyze(const AnalyzeArgs& args)
               << "  relative model difference  " << fmt(m.relative_model_difference) << "\n"
               << "  loss: model " << fmt(m.model_loss) << ", " << r.reference << " " << fmt(m.reference_loss) << "\n";
     return 0;
+}
+
+using AnalysisCommand = int (*)(const AnalyzeArgs&);
+
+/// Every kind of `icl-cli analyze` and its command, in the order of the help text.
+const std::pair<const char*, AnalysisCommand> kAnalyses[] = {
+    { "gd-alignment", runGdAlignment },
+    { "eta-scan", runEtaScan },
+    { "layers", runLayers },
+    { "ood", runOod },
+    { "interpolate", runInterpolate },
+    { "copy", runCopy },
+    { "kernel", runKernel },
+    { "probe", runProbe },
+    { "paste", runPaste },
+    { "attention", runAttention },
+    { "lens", runLens },
+    { "patching", runPatching },
+    { "icl-iwl", [](const AnalyzeArgs& a) { return a.show_sequence.empty() ? runIclIwl(a) : runShowSequence(a); } },
+};
+
+} // namespace
+
+std::vector<std::string> analysisKinds()
+{
+    std::vector<std::string> kinds;
+    for (const auto& entry : kAnalyses)
+        kinds.emplace_back(entry.first);
+    return kinds;
+}
+
+int runAnalyze(const AnalyzeArgs& args)
+{
+    for (const auto& [kind, command] : kAnalyses)
+        if (args.kind == kind)
+            return command(args);
+    throw Error("unknown analysis \"" + args.kind + "\"");
 }
 
 } // namespace icl::cli

@@ -132,6 +132,8 @@ struct AnalyzeArgs {
     std::string show_sequence;         ///< icl-iwl: print one sequence of this kind (FewShotSequenceKind names) instead
 };
 int runAnalyze(const AnalyzeArgs& args);
+/// The kinds runAnalyze accepts ("gd-alignment", "eta-scan", …, "icl-iwl"), in the order of the help text.
+std::vector<std::string> analysisKinds();
 
 /// `icl-cli analyze RUN.h5 icl-iwl --show-sequence KIND [--seed S] [--checkpoint STEP] [--json]`
 /// (sequence_commands.cpp): one sequence of a few-shot classification run (sampleFewShotSequence) with the

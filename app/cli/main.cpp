@@ -164,8 +164,7 @@ int main(int argc, char** argv)
                   "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe, paste, attention, lens, patching or "
                   "icl-iwl")
         ->required()
-        ->check(CLI::IsMember({"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel", "probe", "paste",
-                               "attention", "lens", "patching", "icl-iwl"}));
+        ->check(CLI::IsMember(analysisKinds()));
     auto* promptSeedOpt = a->add_option("--prompt-seed", analyze.prompt_seed,
                                         "attention, lens, patching: seed of the prompt drawn from the run's task (default 0)")
                               ->check(unsignedInteger());

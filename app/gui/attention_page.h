@@ -8,14 +8,15 @@
 #include <optional>
 #include <string>
 
-#include <QString>
-#include <QStringList>
 #include "app/gui/analysis_page.h"
+#include "app/gui/attention_prompt_editor.h"
 #include "app/gui/gui_forward.h"
 #include "core/analysis/inspector.h"
 #include "core/types/figure.h"
 #include "core/types/inspection.h"
 #include "core/types/run_summary.h"
+#include <QString>
+#include <QStringList>
 
 namespace icl::widgets {
 struct BarChart;
@@ -23,18 +24,24 @@ struct BarChart;
 
 namespace icl::gui {
 
+class AttentionHeadViews;
+class InspectorSession;
+class PredictionTable;
+struct InspectResult;
+
 /// Interactive inspector of one checkpoint (issue "Interactive inspector"; von Oswald et al. 2023 for
 /// LSA, Guo et al. 2023 for GPT-2). One icl::Inspector lives on the page's worker thread
 /// (AnalysisRunner): every prompt edit, checkpoint change or ablation re-runs Inspector::inspect and
-/// Inspector::lens there (and renders the thumbnails, so the GUI thread only paints); a newer request replaces a queued one and the result of a superseded one is
-/// dropped (latest request wins). Shows: the layers × heads grid of attention-pattern thumbnails, the
-/// selected head large (token labels, legend, hover "query → key: weight", click a row to select a
-/// query token), that row as a bar chart, the head summaries (entropy, copy mass; sortable), the
+/// Inspector::lens there (and renders the thumbnails, so the GUI thread only paints); a newer request replaces a queued
+/// one and the result of a superseded one is dropped (latest request wins). Shows: the layers × heads grid of
+/// attention-pattern thumbnails, the selected head large (token labels, legend, hover "query → key: weight", click a
+/// row to select a query token), that row as a bar chart, the head summaries (entropy, copy mass; sortable), the
 /// regression lens with GD-k / ridge / least-squares lines, the prompt editor (edit, add, delete, move,
 /// duplicate, resample a row or the whole prompt, label noise σ, Open…/Save… a prompt file as JSON or CSV:
 /// core/io/prompt_file.h) and the predictions of the model and every baseline with their errors against
 /// the true label (none when the query's label is unknown, e.g. left out of an opened file). Computes
-/// only while shown (setActive).
+/// only while shown (setActive). The prompt editor (PromptEditor), the tables (HeadSummaryTable,
+/// PredictionTable) and the worker's computation (InspectorSession) are their own classes; the page binds them.
 /// Thread affinity: GUI thread only.
 class AttentionPage : public AnalysisPage {
     Q_OBJECT
@@ -55,8 +62,8 @@ public:
     bool reportsProgress() const override { return false; }
 
     /// The prompt shown in the editor (empty before the first sample).
-    const icl::Prompt& prompt() const { return m_prompt; }
-    bool hasPrompt() const { return m_hasPrompt; }
+    const icl::Prompt& prompt() const { return m_editor->prompt(); }
+    bool hasPrompt() const { return m_editor->hasPrompt(); }
     /// Replaces the prompt (e.g. from a test or another page) and re-runs the model.
     void setPrompt(const icl::Prompt& prompt);
     /// Opens a prompt file (the Open… button): read on the worker with icl::readPromptFile, checked against
@@ -65,7 +72,7 @@ public:
     /// resample a row or relabel (those buttons are off, their tooltips say why).
     void openPrompt(const QString& path);
     /// The file the prompt was opened from (empty for a sampled prompt).
-    const QString& promptFile() const { return m_promptFile; }
+    const QString& promptFile() const { return m_editor->promptFile(); }
     /// The inspection shown (empty before the first result and after an error).
     const std::optional<icl::Inspection>& inspection() const { return m_inspection; }
     const std::optional<icl::RegressionLens>& lens() const { return m_lens; }
@@ -83,8 +90,6 @@ public:
     /// as markers at x = k (k = 0: the zero predictor at the embedding); ridge, least squares, the oracle,
     /// GD steps beyond the model's depth and the true label as horizontal dashed lines.
     static icl::Figure lensFigure(const icl::RegressionLens& lens, const std::map<std::string, std::string>& metadata);
-    /// Readable predictor names: "least_squares" → "least squares", "gd_3" → "GD-3", …
-    static QString predictorLabel(const std::string& name);
 
     /// Writes the prompt with icl::writePromptFile (the Save… button): JSON when `path` ends in ".json", else
     /// CSV ("# key: value" lines of metadata(), header x_1,…,x_d,y, one row per point, the query last);
@@ -100,26 +105,27 @@ public:
     /// Exports the plot last clicked (File ▸ Export current plot); false when none is shown.
     bool exportCurrentPlot() override;
 
-    widgets::AttentionGrid* grid() const { return m_grid; }
-    widgets::AttentionPatternView* patternView() const { return m_patternView; }
-    widgets::BarChartView* rowChart() const { return m_rowChart; }
-    widgets::PlotView* lensPlot() const { return m_lensPlot; }
-    QTableWidget* headTable() const { return m_headTable; }
-    QTableWidget* promptTable() const { return m_promptTable; }
-    QTableWidget* predictionTable() const { return m_predictionTable; }
-    QSpinBox* seedChooser() const { return m_seed; }
-    QDoubleSpinBox* noiseChooser() const { return m_noise; }
-    QComboBox* ablationChooser() const { return m_ablation; }
-    QPushButton* addButton() const { return m_add; }
-    QPushButton* deleteButton() const { return m_delete; }
-    QPushButton* upButton() const { return m_up; }
-    QPushButton* downButton() const { return m_down; }
-    QPushButton* duplicateButton() const { return m_duplicate; }
-    QPushButton* resampleRowButton() const { return m_resampleRow; }
-    QPushButton* resamplePromptButton() const { return m_resamplePrompt; }
-    QPushButton* relabelButton() const { return m_relabel; }
-    QPushButton* openPromptButton() const { return m_openPrompt; }
-    QPushButton* savePromptButton() const { return m_savePrompt; }
+    widgets::AttentionGrid* grid() const;
+    widgets::AttentionPatternView* patternView() const;
+    widgets::BarChartView* rowChart() const;
+    widgets::PlotView* lensPlot() const;
+    QTableWidget* headTable() const;
+    QTableWidget* predictionTable() const;
+    PromptEditor* promptEditor() const { return m_editor; }
+    QTableWidget* promptTable() const { return m_editor->promptTable(); }
+    QSpinBox* seedChooser() const { return m_editor->seedChooser(); }
+    QDoubleSpinBox* noiseChooser() const { return m_editor->noiseChooser(); }
+    QComboBox* ablationChooser() const { return m_editor->ablationChooser(); }
+    QPushButton* addButton() const { return m_editor->addButton(); }
+    QPushButton* deleteButton() const { return m_editor->deleteButton(); }
+    QPushButton* upButton() const { return m_editor->upButton(); }
+    QPushButton* downButton() const { return m_editor->downButton(); }
+    QPushButton* duplicateButton() const { return m_editor->duplicateButton(); }
+    QPushButton* resampleRowButton() const { return m_editor->resampleRowButton(); }
+    QPushButton* resamplePromptButton() const { return m_editor->resamplePromptButton(); }
+    QPushButton* relabelButton() const { return m_editor->relabelButton(); }
+    QPushButton* openPromptButton() const { return m_editor->openPromptButton(); }
+    QPushButton* savePromptButton() const { return m_editor->savePromptButton(); }
     QLabel* targetLabel() const { return m_target; }
 
 Q_SIGNALS:
@@ -127,79 +133,37 @@ Q_SIGNALS:
     void promptChanged(const icl::Prompt& prompt);
 
 protected:
-    bool eventFilter(QObject* watched, QEvent* event) override;
     void jobsFinished() override { updateControls(); }
 
 private:
-    /// A change of the prompt that needs the Inspector (the task instance), applied on the worker.
-    struct Mutation {
-        enum class Kind { Sample, ResampleRow, AddRow, Relabel, Open };
-        Kind kind = Kind::Sample;
-        int64_t index = 0;
-        uint64_t seed = 0;
-        double noise = 0.0;
-        std::string path;  ///< Open: the prompt file
-    };
-    struct Result;
-    struct WorkerState;
-
-    void request(std::optional<Mutation> mutation = std::nullopt);
-    void showResult(const Result& result);
+    void request(std::optional<PromptMutation> mutation = std::nullopt);
+    void showResult(const InspectResult& result);
     void showInspection();
     void showSelectedHead();
-    void fillPromptTable();
-    void fillPredictions();
-    void fillHeadTable();
+    void fillTarget();
     void updateControls();
     void promptEdited();
     void clearViews();
-    int selectedPromptRow() const;
-    uint64_t nextSeed();
     std::vector<icl::Ablation> ablations() const;
 
     /// The Inspector and what it has loaded; used only by jobs on the runner's worker thread.
-    std::shared_ptr<WorkerState> m_worker;
+    std::shared_ptr<InspectorSession> m_worker;
     quint64 m_experimentGeneration = 0; ///< bumped by showExperiment: the worker reloads the file
     bool m_dirty = false; ///< work waits for the page to be shown
     quint64 m_request = 0; ///< id of the latest request; older results are dropped
-    std::optional<Mutation> m_pendingMutation;
+    std::optional<PromptMutation> m_pendingMutation;
 
-    icl::Prompt m_prompt;
-    bool m_hasPrompt = false;
-    QString m_promptFile; ///< the file the prompt was opened from; empty for a sampled one
-    int m_edits = 0;
-    uint64_t m_editCounter = 0;
     std::optional<icl::Inspection> m_inspection;
     std::optional<icl::RegressionLens> m_lens;
     int m_layer = 0;
     int m_head = 0;
     int m_query = -1;
-    bool m_filling = false;
 
-    widgets::AttentionGrid* m_grid = nullptr;
-    widgets::AttentionPatternView* m_patternView = nullptr;
-    widgets::BarChartView* m_rowChart = nullptr;
-    widgets::PlotView* m_lensPlot = nullptr;
-    QTabWidget* m_lowerTabs = nullptr;
-    QTableWidget* m_headTable = nullptr;
-    QTableWidget* m_promptTable = nullptr;
-    QTableWidget* m_predictionTable = nullptr;
-    QSpinBox* m_seed = nullptr;
-    QDoubleSpinBox* m_noise = nullptr;
-    QComboBox* m_ablation = nullptr;
-    QPushButton* m_add = nullptr;
-    QPushButton* m_delete = nullptr;
-    QPushButton* m_up = nullptr;
-    QPushButton* m_down = nullptr;
-    QPushButton* m_duplicate = nullptr;
-    QPushButton* m_resampleRow = nullptr;
-    QPushButton* m_resamplePrompt = nullptr;
-    QPushButton* m_relabel = nullptr;
-    QPushButton* m_openPrompt = nullptr;
-    QPushButton* m_savePrompt = nullptr;
+    AttentionHeadViews* m_views = nullptr;
+    PromptEditor* m_editor = nullptr;
+    PredictionTable* m_predictionTable = nullptr;
     QLabel* m_target = nullptr;
     QLabel* m_headingLabel = nullptr;
-    QWidget* m_currentView = nullptr;
 };
 
 } // namespace icl::gui

@@ -3,6 +3,8 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -11,6 +13,10 @@
 #include "core/analysis/gd_alignment.h"
 
 namespace icl::gui {
+
+class AlignmentMetricsStrip;
+class LayerStepTable;
+class LsaWeightsTab;
 
 /// Tabs: alignment metrics over training (from the file's metrics), model vs GD-K predictions of
 /// the selected checkpoint, learned W_KᵀW_Q and P·W_V next to the GD construction, the η scan, K
@@ -59,8 +65,8 @@ public:
     widgets::PlotView* scatterPlot() const { return m_scatterPlot; }
     widgets::PlotView* etaPlot() const { return m_etaPlot; }
     widgets::PlotView* oodPlot() const { return m_oodPlot; }
-    QTableWidget* layerTable() const { return m_layerTable; }
-    QComboBox* layerChooser() const { return m_layer; }
+    QTableWidget* layerTable() const;
+    QComboBox* layerChooser() const;
     QComboBox* oodKindChooser() const { return m_oodKind; }
     /// The copy analysis (interleaved runs): G[k][j] heatmap and its own/next/other summary.
     widgets::HeatmapView* copyHeatmap() const { return m_copyHeatmap; }
@@ -80,7 +86,11 @@ private:
     void runOod();
     void runLayers();
     void runCopy();
-    void showLayer(int index);
+    /// Runs `work` on the worker as analysis `which` (a newer run of the same analysis drops its result):
+    /// `show(result)` on the GUI thread; on an error `clear()` and the error in `status`.
+    template <class Result>
+    void runAnalysis(Analysis which, const QString& label, QLabel* status, std::function<Result()> work,
+        std::function<void(const Result&)> show, std::function<void()> clear);
     void showAlignmentOverTraining();
     void setStatus(QLabel* label, const QString& text, bool error = false, bool pending = false);
     std::map<std::string, std::string> metadata() const;
@@ -92,31 +102,20 @@ private:
     std::string m_reference;
     std::array<quint64, AnalysisCount> m_analysisGeneration {};
     QString m_currentJob;
-    std::vector<icl::LsaWeightView> m_weightViews;
 
-    QLabel* m_metricsTitle = nullptr;
-    QLabel* m_cosine = nullptr;
-    QLabel* m_predictionDifference = nullptr;
-    QLabel* m_modelDifference = nullptr;
-    QLabel* m_relativeDifference = nullptr;
-    QLabel* m_modelLoss = nullptr;
-    QLabel* m_referenceLoss = nullptr;
+    AlignmentMetricsStrip* m_metrics = nullptr;
     QTabWidget* m_tabs = nullptr;
     widgets::PlotView* m_alignmentPlot = nullptr;
     QLabel* m_alignmentStatus = nullptr;
     widgets::PlotView* m_scatterPlot = nullptr;
     QLabel* m_scatterStatus = nullptr;
-    QComboBox* m_layer = nullptr;
-    widgets::HeatmapView* m_kq = nullptr;
-    widgets::HeatmapView* m_kqConstruction = nullptr;
-    widgets::HeatmapView* m_pv = nullptr;
-    widgets::HeatmapView* m_pvConstruction = nullptr;
+    LsaWeightsTab* m_weights = nullptr;
     QLabel* m_weightsStatus = nullptr;
     QSpinBox* m_etaK = nullptr;
     widgets::PlotView* m_etaPlot = nullptr;
     QLabel* m_etaStatus = nullptr;
     QCheckBox* m_withGdpp = nullptr;
-    QTableWidget* m_layerTable = nullptr;
+    LayerStepTable* m_layerTable = nullptr;
     QLabel* m_layersStatus = nullptr;
     QComboBox* m_oodKind = nullptr;
     widgets::PlotView* m_oodPlot = nullptr;

@@ -41,13 +41,9 @@ IclCurvePage::IclCurvePage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = makeTextLine(QStringLiteral("iclCurveSummary"), this, QStringLiteral("—"));
-    layout->addWidget(m_summaryLabel);
-    layout->addWidget(m_status);
-
-    m_plot = new widgets::PlotView(this);
-    m_plot->setObjectName(QStringLiteral("iclCurvePlot"));
-    layout->addWidget(m_plot, 1);
+    const SummaryAndPlot views = addSummaryAndPlot(layout, this, QStringLiteral("iclCurve"), m_status);
+    m_summaryLabel = views.summary;
+    m_plot = views.plot;
 
     connect(m_prompts, qOverload<int>(&QSpinBox::valueChanged), this, &IclCurvePage::requestCompute);
 }

@@ -10,6 +10,7 @@
 
 #include "app/gui/analysis_page.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/sequence_view.h"
 #include "app/gui/sweep_view.h"
 #include "core/analysis/icl_iwl.h"
 #include "core/types/fewshot_sequence.h"
@@ -104,18 +105,18 @@ public:
     /// Draws the next seed (the Resample button, Ctrl+R).
     void resampleSequence();
     /// The sequence shown (empty before the first one, after an error and for another run).
-    const std::optional<icl::FewShotSequence>& sequence() const { return m_sequence; }
-    QComboBox* sequenceKindChooser() const { return m_sequenceKind; }
-    QSpinBox* sequenceSeedChooser() const { return m_sequenceSeed; }
-    QPushButton* resampleButton() const { return m_resample; }
-    widgets::ExemplarStrip* sequenceStrip() const { return m_strip; }
-    widgets::BarChartView* probabilityChart() const { return m_probabilities; }
-    QLabel* sequenceStatusLabel() const { return m_sequenceStatus; }
-    QLabel* sequenceInfoLabel() const { return m_sequenceInfo; }
-    QLabel* trueLabelLabel() const { return m_trueLabel; }
-    QLabel* predictedLabelLabel() const { return m_predictedLabel; }
-    QLabel* predicted01Label() const { return m_predicted01; }
-    QLabel* inContextLabel() const { return m_inContext; }
+    const std::optional<icl::FewShotSequence>& sequence() const { return m_sequenceView->sequence(); }
+    QComboBox* sequenceKindChooser() const { return m_sequenceView->kindChooser(); }
+    QSpinBox* sequenceSeedChooser() const { return m_sequenceView->seedChooser(); }
+    QPushButton* resampleButton() const { return m_sequenceView->resampleButton(); }
+    widgets::ExemplarStrip* sequenceStrip() const { return m_sequenceView->strip(); }
+    widgets::BarChartView* probabilityChart() const { return m_sequenceView->probabilityChart(); }
+    QLabel* sequenceStatusLabel() const { return m_sequenceView->statusLabel(); }
+    QLabel* sequenceInfoLabel() const { return m_sequenceView->infoLabel(); }
+    QLabel* trueLabelLabel() const { return m_sequenceView->trueLabelLabel(); }
+    QLabel* predictedLabelLabel() const { return m_sequenceView->predictedLabelLabel(); }
+    QLabel* predicted01Label() const { return m_sequenceView->predicted01Label(); }
+    QLabel* inContextLabel() const { return m_sequenceView->inContextLabel(); }
     QTabWidget* tabs() const { return m_tabs; }
     widgets::PlotView* sweepPlot() const { return m_sweepView->plot(); }
     QComboBox* sweepColumnChooser() const { return m_sweepView->columnChooser(); }
@@ -131,8 +132,6 @@ private:
     void showCurves();
     bool sequenceReady() const;
     void runSequence();
-    void showSequence(const icl::FewShotSequence& s);
-    void clearSequence();
 
 
     std::optional<icl::IclIwlResult> m_result;
@@ -155,24 +154,10 @@ private:
     SweepView* m_sweepView = nullptr;
 
     // Sequence viewer tab.
-    QWidget* m_sequenceTab = nullptr;
+    SequenceView* m_sequenceView = nullptr;
     bool m_sequenceStale = false;
     bool m_sequencePending = false;
     quint64 m_sequenceGeneration = 0;
-    std::optional<icl::FewShotSequence> m_sequence;
-    QComboBox* m_sequenceKind = nullptr;
-    QSpinBox* m_sequenceSeed = nullptr;
-    QPushButton* m_resample = nullptr;
-    QLabel* m_sequenceStatus = nullptr;
-    widgets::ExemplarStrip* m_strip = nullptr;
-    QScrollArea* m_stripScroll = nullptr;
-    QLabel* m_sequenceInfo = nullptr;
-    QLabel* m_trueLabel = nullptr;
-    QLabel* m_predictedLabel = nullptr;
-    QLabel* m_predicted01 = nullptr;
-    QLabel* m_inContext = nullptr;
-    QFormLayout* m_sequenceForm = nullptr;
-    widgets::BarChartView* m_probabilities = nullptr;
 };
 
 } // namespace icl::gui

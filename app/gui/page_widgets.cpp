@@ -1,4 +1,6 @@
 #include "app/gui/page_widgets.h"
+
+#include "widgets/plot_view.h"
 #include "core/io/config.h"
 
 #include <cmath>
@@ -47,6 +49,26 @@ QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text)
     label->setWordWrap(true);
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     return label;
+}
+
+QLabel* makeValueLabel(QWidget* parent, const char* name)
+{
+    auto* label = new QLabel(QStringLiteral("—"), parent);
+    label->setObjectName(QLatin1String(name));
+    label->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    return label;
+}
+
+SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status)
+{
+    SummaryAndPlot views;
+    views.summary = makeTextLine(name + QStringLiteral("Summary"), parent, QStringLiteral("—"));
+    layout->addWidget(views.summary);
+    layout->addWidget(status);
+    views.plot = new widgets::PlotView(parent);
+    views.plot->setObjectName(name + QStringLiteral("Plot"));
+    layout->addWidget(views.plot, 1);
+    return views;
 }
 
 QVBoxLayout* makeContentLayout(QWidget* content)

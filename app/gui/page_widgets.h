@@ -51,6 +51,17 @@ struct RunState {
 /// A word-wrapped, mouse-selectable text line (results, summaries, notes) with object name `name`.
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text = QString());
 
+/// A value in a panel ("—" until set), mouse-selectable, with object name `name`.
+QLabel* makeValueLabel(QWidget* parent, const char* name);
+
+/// The result views of a page with one plot, appended to `layout` under its controls: a summary line (object
+/// name "<name>Summary", "—" until set), the page's status line `status` and the plot ("<name>Plot", stretched).
+struct SummaryAndPlot {
+    QLabel* summary = nullptr;
+    widgets::PlotView* plot = nullptr;
+};
+SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status);
+
 /// The vertical layout of a page's content: 4 px margins and spacing.
 QVBoxLayout* makeContentLayout(QWidget* content);
 
@@ -69,7 +80,7 @@ private:
 
 /// For a page's supports(): true when the run's model.kind (its typed config, RunSummary::config) is `kind`.
 /// Otherwise `why` (if given) gets "<what>; this run has a <kind> model. <hint>" (hint may be empty).
-bool modelKindIs(const icl::RunSummary& summary, icl::ModelKind kind, const QString& what, const QString& hint,
-    QString* why);
+bool modelKindIs(
+    const icl::RunSummary& summary, icl::ModelKind kind, const QString& what, const QString& hint, QString* why);
 
 } // namespace icl::gui

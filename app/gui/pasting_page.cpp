@@ -31,6 +31,8 @@
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
+#include "app/gui/pasting_figures.h"
+#include "app/gui/pasting_options.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "widgets/plot_view.h"
@@ -42,88 +44,9 @@ namespace {
 
 enum JobKey { PastingJob = 400 };
 
-const char* kLossLabel = "loss  0.5·(ŷ − y)²";
-
 QString count(int64_t n)
 {
     return QLocale(QLocale::English).toString(static_cast<qlonglong>(n));
-}
-
-/// Shows learning rates as 0.001 or 1e-05 rather than with a fixed number of decimals.
-class LearningRateSpinBox : public QDoubleSpinBox {
-public:
-    using QDoubleSpinBox::QDoubleSpinBox;
-    QString textFromValue(double value) const override { return QString::number(value, 'g', 6); }
-};
-
-/// Parent facts the page needs from the config: model kind, L, d_model, task.w_scale, seed.
-struct ParentConfig {
-    std::string kind;
-    int64_t n_layers = 0;
-    int64_t d_model = 0;
-    double w_scale = 0.0;
-    uint64_t seed = 0;
-};
-
-ParentConfig parentConfig(const icl::RunSummary& summary)
-{
-    ParentConfig p;
-    if (!summary.config)
-        return p;
-    p.kind = summary.config->model.kind;
-    p.n_layers = summary.config->model.n_layers;
-    p.d_model = summary.config->model.d_model;
-    p.w_scale = summary.config->task.w_scale;
-    p.seed = summary.config->seed;
-    return p;
-}
-
-/// Metadata of both pasting figures (written into exported files and the caption).
-std::map<std::string, std::string> pastingMetadata(
-    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
-{
-    std::map<std::string, std::string> m;
-    m["experiment"] = std::filesystem::path(parent.path).filename().string();
-    m["checkpoint_step"] = std::to_string(r.parent_step);
-    uint64_t seed = o.seed;
-    if (seed == 0) {
-        try {
-            seed = parentConfig(parent).seed;
-        } catch (const std::exception&) {
-        }
-    }
-    m["seed"] = std::to_string(seed);
-    m["cut_layer"] = std::to_string(r.cut_layer);
-    m["embedding"] = r.embedding;
-    m["steps"] = std::to_string(r.steps);
-    m["eval_prompts"] = std::to_string(o.n_eval);
-    if (!r.out_path.empty())
-        m["pasted_file"] = std::filesystem::path(r.out_path).filename().string();
-    return m;
-}
-
-icl::Series constant(const std::string& name, double value, double x0, double x1)
-{
-    icl::Series s;
-    s.name = name;
-    s.x = { x0, x1 };
-    s.y = { value, value };
-    s.style = icl::Series::Style::Dashed;
-    return s;
-}
-
-icl::Series line(const std::string& name, const std::vector<double>& x, const std::vector<double>& y)
-{
-    icl::Series s;
-    s.name = name;
-    s.x = x;
-    s.y = y;
-    return s;
-}
-
-std::vector<double> toDouble(const std::vector<int64_t>& v)
-{
-    return std::vector<double>(v.begin(), v.end());
 }
 
 } // namespace
@@ -140,104 +63,8 @@ PastingPage::PastingPage(QWidget* parent)
     layout->addWidget(m_parentLabel);
 
     // --- options (the names of icl-cli analyze paste and PastingOptions) ---
-    FieldGrid fields(content);
-    QGridLayout* grid = fields.layout();
-    const auto addField = [&fields](int row, int column, const QString& label, QWidget* field, const QString& tip) {
-        fields.add(row, column, label, field, tip);
-    };
-    m_cutLayer = new QSpinBox(content);
-    m_cutLayer->setObjectName(QStringLiteral("pastingCutLayer"));
-    m_cutLayer->setRange(0, 0);
-    addField(0, 0, tr("Cut layer ℓ"), m_cutLayer,
-        tr("The parent's blocks ℓ..L−1, final LayerNorm and read-out are kept frozen; its read-in, positions and "
-           "blocks 0..ℓ−1 are replaced by the new embedding"));
-    m_embedding = new QComboBox(content);
-    m_embedding->setObjectName(QStringLiteral("pastingEmbedding"));
-    m_embedding->addItem(tr("linear"), QStringLiteral("linear"));
-    m_embedding->addItem(tr("transformer1"), QStringLiteral("transformer1"));
-    addField(0, 1, tr("Embedding"), m_embedding,
-        tr("New trainable embedding: linear (a read-in and learned positions) or transformer1 (the same plus one "
-           "new GPT-2 block before the frozen ones)"));
-    m_steps = new QSpinBox(content);
-    m_steps->setObjectName(QStringLiteral("pastingSteps"));
-    m_steps->setRange(1, 10000000);
-    m_steps->setSingleStep(100);
-    m_steps->setValue(1000);
-    addField(0, 2, tr("Steps"), m_steps,
-        tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
-    m_lr = new LearningRateSpinBox(content);
-    m_lr->setObjectName(QStringLiteral("pastingLearningRate"));
-    m_lr->setDecimals(7);
-    m_lr->setRange(1e-7, 1.0);
-    m_lr->setSingleStep(1e-4);
-    m_lr->setValue(1e-3);
-    addField(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
-
-    m_batchSize = new QSpinBox(content);
-    m_batchSize->setObjectName(QStringLiteral("pastingBatchSize"));
-    m_batchSize->setRange(1, 1000000);
-    m_batchSize->setValue(64);
-    addField(1, 0, tr("Batch size"), m_batchSize, tr("Prompts per training step"));
-    m_nEval = new QSpinBox(content);
-    m_nEval->setObjectName(QStringLiteral("pastingEvalPrompts"));
-    m_nEval->setRange(2, 10000000);
-    m_nEval->setSingleStep(256);
-    m_nEval->setValue(1280);
-    addField(1, 1, tr("Eval prompts"), m_nEval,
-        tr("Fixed evaluation prompts, the same for every model and baseline (icl-cli --prompts)"));
-    m_evalEvery = new QSpinBox(content);
-    m_evalEvery->setObjectName(QStringLiteral("pastingEvalEvery"));
-    m_evalEvery->setRange(1, 10000000);
-    m_evalEvery->setValue(100);
-    addField(1, 2, tr("Eval every"), m_evalEvery, tr("Evaluation period of the loss curves, in training steps"));
-    m_wScale = new QDoubleSpinBox(content);
-    m_wScale->setObjectName(QStringLiteral("pastingWScale"));
-    m_wScale->setDecimals(4);
-    m_wScale->setRange(0.0, 1000.0);
-    m_wScale->setSingleStep(0.05);
-    m_wScale->setSpecialValueText(tr("parent's"));
-    addField(1, 3, tr("w_scale τ"), m_wScale,
-        tr("Task weights w ~ N(0, τ²·I_d) of the linear regression the new embedding is trained on; 0 = the "
-           "parent's task.w_scale"));
-
-    m_seed = new QSpinBox(content);
-    m_seed->setObjectName(QStringLiteral("pastingSeed"));
-    m_seed->setRange(0, INT_MAX);
-    m_seed->setSpecialValueText(tr("parent's"));
-    addField(2, 0, tr("Seed"), m_seed,
-        tr("Seed of the initialisation, training batches and evaluation prompts; 0 = the parent's seed"));
-    m_trainScratch = new QCheckBox(tr("Train scratch model"), content);
-    m_trainScratch->setObjectName(QStringLiteral("pastingTrainScratch"));
-    m_trainScratch->setChecked(true);
-    m_trainScratch->setToolTip(tr("Also train a model of the same architecture (new embedding + the same number of "
-                                  "blocks, all trainable) from scratch on the same batches"));
-    grid->addWidget(m_trainScratch, 2, 2, 1, 1);
-    m_initFromParent = new QCheckBox(tr("Start from parent"), content);
-    m_initFromParent->setObjectName(QStringLiteral("pastingInitFromParent"));
-    m_initFromParent->setToolTip(tr("Initialise the new module from the parent instead of GPT-2's random initialisation "
-                                    "(it stays trainable): linear at ℓ = 0 copies the read-in and positions; "
-                                    "transformer1 at ℓ ≥ 1 also copies block ℓ − 1 into the new block. The scratch "
-                                    "model is never initialised from the parent."));
-    grid->addWidget(m_initFromParent, 2, 3, 1, 1);
-    auto* outputRow = new QHBoxLayout;
-    m_output = new QLineEdit(content);
-    m_output->setObjectName(QStringLiteral("pastingOutput"));
-    m_output->setClearButtonEnabled(true);
-    outputRow->addWidget(m_output, 1);
-    m_browse = new QPushButton(tr("Browse…"), content);
-    m_browse->setObjectName(QStringLiteral("pastingBrowse"));
-    outputRow->addWidget(m_browse);
-    auto* outputLabel = new QLabel(tr("Output"), content);
-    outputLabel->setBuddy(m_output);
-    const QString outputTip = tr("New experiment file for the pasted model (empty: PARENT.paste-l<ℓ>-<embedding>.h5 "
-                                 "next to the parent, as icl-cli analyze paste)");
-    outputLabel->setToolTip(outputTip);
-    m_output->setToolTip(outputTip);
-    grid->addWidget(outputLabel, 2, 4);
-    grid->addLayout(outputRow, 2, 5, 1, 3);
-    for (int c : { 1, 3, 5, 7 })
-        grid->setColumnStretch(c, 1);
-    layout->addLayout(grid);
+    m_form = new PastingOptionsForm(content);
+    layout->addLayout(m_form->layout());
 
     const RunRow run = makeRunRow(QStringLiteral("pasting"), content, tr("Run pasting"),
         tr("Train the pasted and the scratch model on a worker thread"), tr("%v / %m training steps"));
@@ -279,11 +106,7 @@ PastingPage::PastingPage(QWidget* parent)
     m_progressTimer->setInterval(100); // progress is polled, never posted per training step
     connect(m_progressTimer, &QTimer::timeout, this, &PastingPage::updateProgress);
 
-    connect(m_cutLayer, qOverload<int>(&QSpinBox::valueChanged), this, &PastingPage::updateDefaultOutput);
-    connect(m_cutLayer, qOverload<int>(&QSpinBox::valueChanged), this, &PastingPage::updateControls);
-    connect(m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingPage::updateControls);
-    connect(m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingPage::updateDefaultOutput);
-    connect(m_browse, &QPushButton::clicked, this, &PastingPage::browseOutput);
+    connect(m_form, &PastingOptionsForm::changed, this, &PastingPage::updateControls);
     connect(m_run, &QPushButton::clicked, this, [this] { startPasting(true, false); });
     connect(m_cancel, &QPushButton::clicked, this, &PastingPage::cancel);
     connect(m_openPasted, &QPushButton::clicked, this, [this] {
@@ -326,11 +149,7 @@ bool PastingPage::supports(const icl::RunSummary& summary, QString* why)
 
 QString PastingPage::defaultOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding)
 {
-    // The same name as icl-cli analyze paste without --out.
-    const std::filesystem::path p(parentPath.toStdString());
-    const std::string name
-        = p.stem().string() + ".paste-l" + std::to_string(cutLayer) + "-" + embedding.toStdString() + ".h5";
-    return QString::fromStdString((p.parent_path() / name).string());
+    return pastingOutputPath(parentPath, cutLayer, embedding);
 }
 
 void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
@@ -353,14 +172,7 @@ void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     showContent();
     const ParentConfig p = parentConfig(summary);
     m_parentLayers = p.n_layers;
-    {
-        const QSignalBlocker block(m_cutLayer);
-        m_cutLayer->setRange(0, int(std::max<int64_t>(0, p.n_layers - 1)));
-    }
-    m_wScale->setSpecialValueText(tr("parent's (%1)").arg(formatValue(p.w_scale)));
-    m_seed->setSpecialValueText(tr("parent's (%1)").arg(p.seed));
-    m_output->clear();
-    updateDefaultOutput();
+    m_form->bindParent(p, QString::fromStdString(summary.path));
     selectCheckpoint(step);
     updateControls();
 }
@@ -396,28 +208,7 @@ void PastingPage::cancel()
     m_status->setText(tr("Cancelling…"));
 }
 
-icl::PastingOptions PastingPage::options() const
-{
-    icl::PastingOptions o;
-    o.checkpoint_step = m_step;
-    o.cut_layer = m_cutLayer->value();
-    o.embedding = m_embedding->currentData().toString().toStdString();
-    o.steps = m_steps->value();
-    o.lr = m_lr->value();
-    o.batch_size = m_batchSize->value();
-    o.n_eval = m_nEval->value();
-    o.eval_every = m_evalEvery->value();
-    o.w_scale = m_wScale->value();
-    o.seed = uint64_t(m_seed->value());
-    o.train_scratch = m_trainScratch->isChecked();
-    o.copy_parent_embedding = m_initFromParent->isEnabled() && m_initFromParent->isChecked();
-    const QString out = m_output->text().trimmed();
-    o.out_path = (out.isEmpty() ? m_output->placeholderText() : out).toStdString();
-    o.overwrite = false;
-    o.store = true;
-    o.threads = m_threads;
-    return o;
-}
+icl::PastingOptions PastingPage::options() const { return m_form->options(m_step, m_threads); }
 
 bool PastingPage::startPasting(bool ask, bool overwrite)
 {
@@ -513,8 +304,8 @@ void PastingPage::showResult(const icl::PastingResult& r, const icl::PastingOpti
     }
     selectCheckpoint(m_step);
     m_result = r;
-    m_iclPlot->setFigure(iclCurvesFigure(r, o, m_summary));
-    m_lossPlot->setFigure(lossCurvesFigure(r, o, m_summary));
+    m_iclPlot->setFigure(pastingIclCurvesFigure(r, o, m_summary));
+    m_lossPlot->setFigure(pastingLossCurvesFigure(r, o, m_summary));
     const QString frozen = r.embedding == "transformer1"
         ? tr("1 new block + frozen blocks %1..%2").arg(r.cut_layer).arg(r.parent_layers - 1)
         : tr("frozen blocks %1..%2").arg(r.cut_layer).arg(r.parent_layers - 1);
@@ -572,78 +363,10 @@ void PastingPage::updateControls()
 {
     const bool busy = isBusy();
     const bool ready = m_supported && m_step >= 0;
-    for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
-             m_evalEvery, m_wScale, m_seed, m_trainScratch, m_output, m_browse })
-        w->setEnabled(!busy);
-    // Starting from the parent is defined for linear at ℓ = 0 and transformer1 at ℓ ≥ 1 (PastingOptions).
-    const bool transformer1 = m_embedding->currentData().toString() == QLatin1String("transformer1");
-    m_initFromParent->setEnabled(!busy && (transformer1 ? m_cutLayer->value() >= 1 : m_cutLayer->value() == 0));
+    m_form->setBusy(busy);
     m_run->setEnabled(ready && !busy);
     m_cancel->setEnabled(busy && m_state && !m_state->stop);
     m_openPasted->setEnabled(m_result && !m_result->out_path.empty());
-}
-
-void PastingPage::updateDefaultOutput()
-{
-    if (m_summary.path.empty())
-        return;
-    m_output->setPlaceholderText(defaultOutputPath(
-        QString::fromStdString(m_summary.path), m_cutLayer->value(), m_embedding->currentData().toString()));
-}
-
-void PastingPage::browseOutput()
-{
-    const QString start = m_output->text().isEmpty() ? m_output->placeholderText() : m_output->text();
-    const QString path = QFileDialog::getSaveFileName(this, tr("Pasted model's experiment file"), start,
-        tr("Experiment files (*.h5)"), nullptr, QFileDialog::DontConfirmOverwrite);
-    if (!path.isEmpty())
-        m_output->setText(path.endsWith(QStringLiteral(".h5")) ? path : path + QStringLiteral(".h5"));
-}
-
-icl::Figure PastingPage::iclCurvesFigure(
-    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
-{
-    icl::Figure f;
-    f.name = "pasting_icl_curve";
-    f.title
-        = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
-    f.x_label = "number of in-context examples";
-    f.y_label = kLossLabel;
-    f.metadata = pastingMetadata(r, o, parent);
-    const std::vector<double> n = toDouble(r.n_examples);
-    f.series.push_back(line("pasted", n, r.pasted_curve));
-    if (!r.scratch_curve.empty())
-        f.series.push_back(line("scratch", n, r.scratch_curve));
-    icl::Series ridge = line("ridge", n, r.ridge_curve);
-    ridge.style = icl::Series::Style::Dashed;
-    f.series.push_back(std::move(ridge));
-    if (!n.empty())
-        f.series.push_back(constant("zero", r.zero_loss, n.front(), n.back()));
-    return f;
-}
-
-icl::Figure PastingPage::lossCurvesFigure(
-    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
-{
-    icl::Figure f;
-    f.name = "pasting_loss";
-    f.title = "Loss during training (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
-    f.x_label = "training step";
-    f.y_label = kLossLabel;
-    f.metadata = pastingMetadata(r, o, parent);
-    // Training losses are means since the previous evaluation (NaN, a gap, at step 0).
-    const std::vector<double> steps = toDouble(r.curve_steps);
-    f.series.push_back(line("pasted train", steps, r.pasted_train));
-    f.series.push_back(line("pasted eval", steps, r.pasted_eval));
-    if (o.train_scratch) {
-        f.series.push_back(line("scratch train", steps, r.scratch_train));
-        f.series.push_back(line("scratch eval", steps, r.scratch_eval));
-    }
-    if (!steps.empty()) {
-        f.series.push_back(constant("ridge", r.ridge_loss, steps.front(), steps.back()));
-        f.series.push_back(constant("zero", r.zero_loss, steps.front(), steps.back()));
-    }
-    return f;
 }
 
 } // namespace icl::gui

@@ -14,6 +14,7 @@
 #include "app/gui/analysis_page.h"
 #include "app/gui/gui_forward.h"
 #include "app/gui/page_widgets.h"
+#include "app/gui/pasting_options.h"
 #include "core/analysis/pasting.h"
 #include "core/types/figure.h"
 #include "core/types/run_summary.h"
@@ -56,16 +57,6 @@ public:
     /// `icl-cli analyze PARENT paste` default output: PARENT's folder and stem + ".paste-l<ℓ>-<embedding>.h5".
     static QString defaultOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding);
 
-    /// ICL curves of a result: 0.5·MSE at the query against n = 0..N in-context examples for the pasted
-    /// model, the scratch model (when trained), ridge with the Bayes λ, and the zero predictor's query
-    /// loss as a horizontal line. `options` are the options the result was computed with (for metadata).
-    static icl::Figure iclCurvesFigure(
-        const icl::PastingResult& result, const icl::PastingOptions& options, const icl::RunSummary& parent);
-    /// Loss over training steps: pasted and scratch training (mean since the previous evaluation) and
-    /// evaluation losses, with ridge and zero as horizontal lines.
-    static icl::Figure lossCurvesFigure(
-        const icl::PastingResult& result, const icl::PastingOptions& options, const icl::RunSummary& parent);
-
     /// The options of the next run, from the controls (checkpoint: the timeline's; out_path: the field or
     /// the default; overwrite false; store true).
     icl::PastingOptions options() const;
@@ -79,20 +70,20 @@ public:
 
     widgets::PlotView* iclPlot() const { return m_iclPlot; }
     widgets::PlotView* lossPlot() const { return m_lossPlot; }
-    QSpinBox* cutLayerChooser() const { return m_cutLayer; }
-    QComboBox* embeddingChooser() const { return m_embedding; }
-    QSpinBox* stepsChooser() const { return m_steps; }
-    QDoubleSpinBox* learningRateChooser() const { return m_lr; }
-    QSpinBox* batchSizeChooser() const { return m_batchSize; }
-    QSpinBox* evalPromptsChooser() const { return m_nEval; }
-    QSpinBox* evalEveryChooser() const { return m_evalEvery; }
-    QDoubleSpinBox* wScaleChooser() const { return m_wScale; }
-    QSpinBox* seedChooser() const { return m_seed; }
-    QCheckBox* scratchCheck() const { return m_trainScratch; }
+    QSpinBox* cutLayerChooser() const { return m_form->cutLayer(); }
+    QComboBox* embeddingChooser() const { return m_form->embedding(); }
+    QSpinBox* stepsChooser() const { return m_form->steps(); }
+    QDoubleSpinBox* learningRateChooser() const { return m_form->learningRate(); }
+    QSpinBox* batchSizeChooser() const { return m_form->batchSize(); }
+    QSpinBox* evalPromptsChooser() const { return m_form->evalPrompts(); }
+    QSpinBox* evalEveryChooser() const { return m_form->evalEvery(); }
+    QDoubleSpinBox* wScaleChooser() const { return m_form->wScale(); }
+    QSpinBox* seedChooser() const { return m_form->seed(); }
+    QCheckBox* scratchCheck() const { return m_form->trainScratch(); }
     /// "Start from parent" (PastingOptions::copy_parent_embedding); enabled for linear at ℓ = 0 and
     /// transformer1 at ℓ ≥ 1.
-    QCheckBox* initFromParentCheck() const { return m_initFromParent; }
-    QLineEdit* outputEdit() const { return m_output; }
+    QCheckBox* initFromParentCheck() const { return m_form->initFromParent(); }
+    QLineEdit* outputEdit() const { return m_form->output(); }
     QPushButton* runButton() const { return m_run; }
     QPushButton* cancelButton() const { return m_cancel; }
     QPushButton* openPastedButton() const { return m_openPasted; }
@@ -112,8 +103,6 @@ private:
     void clearResult();
     void updateProgress();
     void updateControls();
-    void updateDefaultOutput();
-    void browseOutput();
 
     int64_t m_parentLayers = 0;
     int m_threads = 0;
@@ -121,19 +110,7 @@ private:
     std::optional<icl::PastingResult> m_result;
 
     QLabel* m_parentLabel = nullptr;
-    QSpinBox* m_cutLayer = nullptr;
-    QComboBox* m_embedding = nullptr;
-    QSpinBox* m_steps = nullptr;
-    QDoubleSpinBox* m_lr = nullptr;
-    QSpinBox* m_batchSize = nullptr;
-    QSpinBox* m_nEval = nullptr;
-    QSpinBox* m_evalEvery = nullptr;
-    QDoubleSpinBox* m_wScale = nullptr;
-    QSpinBox* m_seed = nullptr;
-    QCheckBox* m_trainScratch = nullptr;
-    QCheckBox* m_initFromParent = nullptr;
-    QLineEdit* m_output = nullptr;
-    QPushButton* m_browse = nullptr;
+    PastingOptionsForm* m_form = nullptr;
     QPushButton* m_run = nullptr;
     QPushButton* m_cancel = nullptr;
     QPushButton* m_openPasted = nullptr;

@@ -24,6 +24,7 @@
 
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/inspector_session.h"
 #include "app/gui/page_widgets.h"
 #include "widgets/heatmap_view.h"
 #include "core/io/config.h"
@@ -49,12 +50,6 @@ QString corruptionText(icl::Corruption c)
 
 } // namespace
 
-/// The worker thread's Inspector; only jobs of m_runner touch it.
-struct PatchingPage::WorkerState {
-    std::unique_ptr<icl::Inspector> inspector;
-    quint64 generation = 0;
-};
-
 /// What one run computed on the worker.
 struct PatchingPage::Output {
     icl::PatchingResult result;
@@ -66,7 +61,7 @@ struct PatchingPage::Output {
 
 PatchingPage::PatchingPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("patching"), parent)
-    , m_worker(std::make_shared<WorkerState>())
+    , m_worker(std::make_shared<InspectorSession>())
 {
     QWidget* content = createContent(
         tr("Open a trained experiment to patch its residual stream from a clean prompt into a corrupted one."));
@@ -78,25 +73,22 @@ PatchingPage::PatchingPage(QWidget* parent)
 
     FieldGrid fields(content);
     QGridLayout* grid = fields.layout();
-    const auto addField = [&fields](int row, int column, const QString& label, QWidget* field, const QString& tip) {
-        fields.add(row, column, label, field, tip);
-    };
     m_corruption = new QComboBox(content);
     m_corruption->setObjectName(QStringLiteral("patchingCorruption"));
     for (icl::Corruption c : { icl::Corruption::ChangeLabel, icl::Corruption::DifferentW, icl::Corruption::ShufflePairs })
         m_corruption->addItem(corruptionText(c), QString::fromStdString(icl::corruptionName(c)));
-    addField(0, 0, tr("Corruption"), m_corruption,
+    fields.add(0, 0, tr("Corruption"), m_corruption,
         tr("How the corrupted prompt differs from the clean one: one label y_i redrawn, every label from an "
            "independent task vector w′, or the labels permuted among the examples"));
     m_example = new QSpinBox(content);
     m_example->setObjectName(QStringLiteral("patchingExample"));
     m_example->setRange(1, 1);
-    addField(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
+    fields.add(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
     m_seed = new QSpinBox(content);
     m_seed->setObjectName(QStringLiteral("patchingSeed"));
     m_seed->setRange(0, INT_MAX);
     m_seed->setValue(1);
-    addField(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
+    fields.add(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
     m_useShared = new QCheckBox(tr("Use the Attention page's prompt"), content);
     m_useShared->setObjectName(QStringLiteral("patchingUseShared"));
     m_useShared->setChecked(true);
@@ -107,7 +99,7 @@ PatchingPage::PatchingPage(QWidget* parent)
     m_promptSeed->setObjectName(QStringLiteral("patchingPromptSeed"));
     m_promptSeed->setRange(0, INT_MAX);
     m_promptSeed->setValue(1);
-    addField(1, 1, tr("Prompt seed"), m_promptSeed,
+    fields.add(1, 1, tr("Prompt seed"), m_promptSeed,
         tr("Seed of the clean prompt when the Attention page has none or it is not used (the Attention page's "
            "default seed is 1 too)"));
     for (int c : { 1, 3, 5 })
@@ -250,7 +242,7 @@ bool PatchingPage::startPatching()
     const icl::PatchingOptions o = options();
     const std::optional<icl::Prompt> shared = sharedPrompt();
     const uint64_t promptSeed = uint64_t(m_promptSeed->value());
-    const std::shared_ptr<WorkerState> worker = m_worker;
+    const std::shared_ptr<InspectorSession> worker = m_worker;
     const std::string path = m_summary.path;
     const quint64 fileGeneration = m_experimentGeneration;
     const int64_t step = m_step;
@@ -259,14 +251,7 @@ bool PatchingPage::startPatching()
         PatchingJob, tr("patching"),
         [this, generation, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
             -> AnalysisRunner::Continuation {
-            if (!worker->inspector || worker->generation != fileGeneration) {
-                worker->inspector.reset();
-                worker->inspector = std::make_unique<icl::Inspector>(path, step);
-                worker->generation = fileGeneration;
-            } else if (worker->inspector->checkpointStep() != step) {
-                worker->inspector->setCheckpoint(step);
-            }
-            icl::Inspector& insp = *worker->inspector;
+            icl::Inspector& insp = worker->open(path, fileGeneration, step); // only this job touches it
             auto out = std::make_shared<Output>();
             out->clean = shared ? *shared : insp.samplePrompt(promptSeed);
             out->shared = shared.has_value();

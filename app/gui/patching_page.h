@@ -20,6 +20,8 @@
 
 namespace icl::gui {
 
+class InspectorSession;
+
 /// Runs Inspector::patching (activation patching, Meng et al. 2022 / Heimersheim & Nanda; the ICL setting
 /// of the issue "Interactive inspector") on the checkpoint selected on the timeline: the clean prompt is
 /// the Attention page's current prompt (with its edits) or one sampled from the page's prompt seed; the
@@ -83,7 +85,6 @@ protected:
     void jobsFinished() override;
 
 private:
-    struct WorkerState;
     struct Output;
 
     void showOutput(const Output& output);
@@ -95,7 +96,7 @@ private:
     void updateProgress();
     void updateControls();
 
-    std::shared_ptr<WorkerState> m_worker;
+    std::shared_ptr<InspectorSession> m_worker; ///< used only by jobs on the runner's worker thread
     quint64 m_experimentGeneration = 0;
     int64_t m_contextLength = 0; ///< the run's task.n_context (range of "Changed example i" for sampled prompts)
     std::shared_ptr<RunState> m_state;

@@ -67,13 +67,9 @@ ProbesPage::ProbesPage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = makeTextLine(QStringLiteral("probesSummary"), content, QStringLiteral("—"));
-    layout->addWidget(m_summaryLabel);
-    layout->addWidget(m_status);
-
-    m_plot = new widgets::PlotView(content);
-    m_plot->setObjectName(QStringLiteral("probesPlot"));
-    layout->addWidget(m_plot, 1);
+    const SummaryAndPlot views = addSummaryAndPlot(layout, content, QStringLiteral("probes"), m_status);
+    m_summaryLabel = views.summary;
+    m_plot = views.plot;
 
     connect(m_positions, qOverload<int>(&QComboBox::currentIndexChanged), this, &ProbesPage::requestCompute);
 }

@@ -24,6 +24,7 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "app/gui/checkpoint_table.h"
 #include "app/gui/training_job.h"
 #include "core/error.h"
 #include "core/io/config.h"
@@ -38,44 +39,6 @@ namespace {
 QString qs(const std::string& s)
 {
     return QString::fromStdString(s);
-}
-
-QString formatDuration(double seconds)
-{
-    if (!std::isfinite(seconds) || seconds < 0)
-        return QStringLiteral("–");
-    const qint64 s = qint64(std::llround(seconds));
-    if (s >= 3600)
-        return QStringLiteral("%1:%2:%3")
-            .arg(s / 3600)
-            .arg((s / 60) % 60, 2, 10, QChar('0'))
-            .arg(s % 60, 2, 10, QChar('0'));
-    return QStringLiteral("%1:%2").arg(s / 60).arg(s % 60, 2, 10, QChar('0'));
-}
-
-/// Steps of the checkpoints of `summary` that were imported from a foreign checkpoint (no wall time): the steps
-/// of /import's sources, or every checkpoint when the provenance does not list them; none for runs trained here.
-std::set<int64_t> importedSteps(const icl::RunSummary& summary)
-{
-    std::set<int64_t> steps;
-    if (summary.import_json.empty())
-        return steps;
-    try {
-        const nlohmann::json j = nlohmann::json::parse(summary.import_json);
-        for (const nlohmann::json& source : j.at("sources"))
-            steps.insert(source.at("step").get<int64_t>());
-    } catch (const std::exception&) {
-        steps.clear();
-    }
-    if (steps.empty())
-        for (const icl::CheckpointInfo& c : summary.checkpoints)
-            steps.insert(c.step);
-    return steps;
-}
-
-QString formatLoss(double v)
-{
-    return std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 4);
 }
 
 /// "eval loss 0.0123 · least_squares 0.0001 · ..." from a summary's last metric row.
@@ -202,18 +165,7 @@ TrainPage::TrainPage(QWidget* parent)
     m_plot = new widgets::PlotView(this);
     m_plot->setObjectName(QStringLiteral("trainLossPlot"));
     m_plot->setFigure(m_live.figure());
-    m_checkpoints = new QTableWidget(0, 3, this);
-    m_checkpoints->setObjectName(QStringLiteral("checkpointTable"));
-    m_checkpoints->setHorizontalHeaderLabels({ tr("step"), tr("train loss"), tr("wall time") });
-    m_checkpoints->verticalHeader()->setVisible(false);
-    m_checkpoints->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_checkpoints->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_checkpoints->setSelectionMode(QAbstractItemView::SingleSelection);
-    m_checkpoints->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_checkpoints->horizontalHeader()->setStretchLastSection(true);
-    m_checkpoints->setWordWrap(false);
-    m_checkpoints->setMinimumWidth(
-        m_checkpoints->fontMetrics().horizontalAdvance(QStringLiteral("000000000  train loss  wall time")) + 40);
+    m_checkpoints = new CheckpointTable(this);
     auto* checkpointBox = new QGroupBox(tr("Checkpoints"), this);
     auto* checkpointLayout = new QVBoxLayout(checkpointBox);
     checkpointLayout->setContentsMargins(4, 4, 4, 4);
@@ -265,6 +217,8 @@ TrainPage::TrainPage(QWidget* parent)
 }
 
 TrainPage::~TrainPage() = default;
+
+QTableWidget* TrainPage::checkpointTable() const { return m_checkpoints; }
 
 void TrainPage::setPreset(const QString& name, const QString& scale)
 {
@@ -386,10 +340,7 @@ bool TrainPage::resumeTraining()
         return false;
     }
     m_live.resume(saved);
-    m_checkpoints->setRowCount(0);
-    const std::set<int64_t> imported = importedSteps(saved);
-    for (const icl::CheckpointInfo& c : saved.checkpoints)
-        addCheckpointRow(c.step, c.train_loss, c.wall_time_s, imported.count(c.step) > 0);
+    m_checkpoints->showRun(saved);
     return launch(config, out, true, false);
 }
 
@@ -437,7 +388,7 @@ void TrainPage::drainProgress()
         m_live.add(p);
         committed |= p.evaluated;
         if (p.checkpointed) {
-            addCheckpointRow(p.step, p.checkpoint_train_loss, p.wall_time_s);
+            m_checkpoints->addCheckpoint(p.step, p.checkpoint_train_loss, p.wall_time_s);
             Q_EMIT checkpointSaved(p.step);
         }
     }
@@ -510,10 +461,7 @@ void TrainPage::showExperiment(const icl::RunSummary& summary)
         empty.title = e.what();
         m_plot->setFigure(empty);
     }
-    m_checkpoints->setRowCount(0);
-    const std::set<int64_t> imported = importedSteps(summary);
-    for (const icl::CheckpointInfo& c : summary.checkpoints)
-        addCheckpointRow(c.step, c.train_loss, c.wall_time_s, imported.count(c.step) > 0);
+    m_checkpoints->showRun(summary);
     m_output->setText(qs(summary.path));
     if (summary.config && !summary.config->preset.empty() && m_preset->findData(qs(summary.config->preset)) >= 0)
         setPreset(qs(summary.config->preset), qs(summary.config->scale.empty() ? "quick" : summary.config->scale));
@@ -525,36 +473,7 @@ void TrainPage::showExperiment(const icl::RunSummary& summary)
     updateButtons();
 }
 
-void TrainPage::selectCheckpoint(qint64 step)
-{
-    for (int row = 0; row < m_checkpoints->rowCount(); ++row) {
-        if (m_checkpoints->item(row, 0)->data(Qt::UserRole).toLongLong() == step) {
-            m_checkpoints->selectRow(row);
-            m_checkpoints->scrollToItem(m_checkpoints->item(row, 0));
-            return;
-        }
-    }
-}
-
-void TrainPage::addCheckpointRow(int64_t step, double trainLoss, double wallTime, bool imported)
-{
-    const int row = m_checkpoints->rowCount();
-    m_checkpoints->insertRow(row);
-    auto* stepItem = new QTableWidgetItem(QString::number(step));
-    stepItem->setData(Qt::UserRole, qint64(step));
-    stepItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    auto* lossItem = new QTableWidgetItem(formatLoss(trainLoss));
-    lossItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    // An imported checkpoint was trained elsewhere: the file has no wall time for it (it stores 0).
-    auto* timeItem = new QTableWidgetItem(imported ? QStringLiteral("—") : formatDuration(wallTime));
-    timeItem->setToolTip(imported ? tr("Imported from a foreign checkpoint: not trained here, no wall time")
-                                  : tr("%1 s of training").arg(wallTime, 0, 'f', 1));
-    timeItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-    m_checkpoints->setItem(row, 0, stepItem);
-    m_checkpoints->setItem(row, 1, lossItem);
-    m_checkpoints->setItem(row, 2, timeItem);
-    m_checkpoints->scrollToBottom();
-}
+void TrainPage::selectCheckpoint(qint64 step) { m_checkpoints->selectStep(step); }
 
 void TrainPage::updateButtons()
 {

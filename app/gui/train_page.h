@@ -14,6 +14,7 @@
 
 namespace icl::gui {
 
+class CheckpointTable;
 class TrainingJob;
 
 /// Preset/config chooser, output path, Start/Stop/Resume, progress with ETA, the live loss plot
@@ -44,7 +45,7 @@ public:
     static QString defaultOutputPath(const QString& preset);
 
     widgets::PlotView* lossPlot() const { return m_plot; }
-    QTableWidget* checkpointTable() const { return m_checkpoints; }
+    QTableWidget* checkpointTable() const;
 
 public Q_SLOTS:
     /// Starts a new run from the chosen config. `overwrite` replaces an existing output file;
@@ -79,8 +80,6 @@ private:
     void drainProgress();
     void onJobFinished(bool ok, const QString& message);
     void updateButtons();
-    /// Appends a row to the checkpoint list; `imported`: the checkpoint came from a foreign file (wall time "—").
-    void addCheckpointRow(int64_t step, double trainLoss, double wallTime, bool imported = false);
     nlohmann::json resolveChosenConfig();
 
     TrainingJob* m_job = nullptr;
@@ -107,7 +106,7 @@ private:
     QLabel* m_eta = nullptr;
     QLabel* m_result = nullptr;
     widgets::PlotView* m_plot = nullptr;
-    QTableWidget* m_checkpoints = nullptr;
+    CheckpointTable* m_checkpoints = nullptr;
 };
 
 } // namespace icl::gui

@@ -1,0 +1,212 @@
+#include "app/gui/pasting_options.h"
+
+#include <algorithm>
+#include <climits>
+#include <filesystem>
+#include <string>
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QGridLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSpinBox>
+
+namespace icl::gui {
+
+namespace {
+
+/// Shows learning rates as 0.001 or 1e-05 rather than with a fixed number of decimals.
+class LearningRateSpinBox : public QDoubleSpinBox {
+public:
+    using QDoubleSpinBox::QDoubleSpinBox;
+    QString textFromValue(double value) const override { return QString::number(value, 'g', 6); }
+};
+
+} // namespace
+
+QString pastingOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding)
+{
+    // The same name as icl-cli analyze paste without --out.
+    const std::filesystem::path p(parentPath.toStdString());
+    const std::string name
+        = p.stem().string() + ".paste-l" + std::to_string(cutLayer) + "-" + embedding.toStdString() + ".h5";
+    return QString::fromStdString((p.parent_path() / name).string());
+}
+
+PastingOptionsForm::PastingOptionsForm(QWidget* content)
+    : QObject(content)
+    , m_fields(content)
+{
+    QGridLayout* grid = m_fields.layout();
+    m_cutLayer = new QSpinBox(content);
+    m_cutLayer->setObjectName(QStringLiteral("pastingCutLayer"));
+    m_cutLayer->setRange(0, 0);
+    m_fields.add(0, 0, tr("Cut layer ℓ"), m_cutLayer,
+        tr("The parent's blocks ℓ..L−1, final LayerNorm and read-out are kept frozen; its read-in, positions and "
+           "blocks 0..ℓ−1 are replaced by the new embedding"));
+    m_embedding = new QComboBox(content);
+    m_embedding->setObjectName(QStringLiteral("pastingEmbedding"));
+    m_embedding->addItem(tr("linear"), QStringLiteral("linear"));
+    m_embedding->addItem(tr("transformer1"), QStringLiteral("transformer1"));
+    m_fields.add(0, 1, tr("Embedding"), m_embedding,
+        tr("New trainable embedding: linear (a read-in and learned positions) or transformer1 (the same plus one "
+           "new GPT-2 block before the frozen ones)"));
+    m_steps = new QSpinBox(content);
+    m_steps->setObjectName(QStringLiteral("pastingSteps"));
+    m_steps->setRange(1, 10000000);
+    m_steps->setSingleStep(100);
+    m_steps->setValue(1000);
+    m_fields.add(0, 2, tr("Steps"), m_steps,
+        tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
+    m_lr = new LearningRateSpinBox(content);
+    m_lr->setObjectName(QStringLiteral("pastingLearningRate"));
+    m_lr->setDecimals(7);
+    m_lr->setRange(1e-7, 1.0);
+    m_lr->setSingleStep(1e-4);
+    m_lr->setValue(1e-3);
+    m_fields.add(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
+
+    m_batchSize = new QSpinBox(content);
+    m_batchSize->setObjectName(QStringLiteral("pastingBatchSize"));
+    m_batchSize->setRange(1, 1000000);
+    m_batchSize->setValue(64);
+    m_fields.add(1, 0, tr("Batch size"), m_batchSize, tr("Prompts per training step"));
+    m_nEval = new QSpinBox(content);
+    m_nEval->setObjectName(QStringLiteral("pastingEvalPrompts"));
+    m_nEval->setRange(2, 10000000);
+    m_nEval->setSingleStep(256);
+    m_nEval->setValue(1280);
+    m_fields.add(1, 1, tr("Eval prompts"), m_nEval,
+        tr("Fixed evaluation prompts, the same for every model and baseline (icl-cli --prompts)"));
+    m_evalEvery = new QSpinBox(content);
+    m_evalEvery->setObjectName(QStringLiteral("pastingEvalEvery"));
+    m_evalEvery->setRange(1, 10000000);
+    m_evalEvery->setValue(100);
+    m_fields.add(1, 2, tr("Eval every"), m_evalEvery, tr("Evaluation period of the loss curves, in training steps"));
+    m_wScale = new QDoubleSpinBox(content);
+    m_wScale->setObjectName(QStringLiteral("pastingWScale"));
+    m_wScale->setDecimals(4);
+    m_wScale->setRange(0.0, 1000.0);
+    m_wScale->setSingleStep(0.05);
+    m_wScale->setSpecialValueText(tr("parent's"));
+    m_fields.add(1, 3, tr("w_scale τ"), m_wScale,
+        tr("Task weights w ~ N(0, τ²·I_d) of the linear regression the new embedding is trained on; 0 = the "
+           "parent's task.w_scale"));
+
+    m_seed = new QSpinBox(content);
+    m_seed->setObjectName(QStringLiteral("pastingSeed"));
+    m_seed->setRange(0, INT_MAX);
+    m_seed->setSpecialValueText(tr("parent's"));
+    m_fields.add(2, 0, tr("Seed"), m_seed,
+        tr("Seed of the initialisation, training batches and evaluation prompts; 0 = the parent's seed"));
+    m_trainScratch = new QCheckBox(tr("Train scratch model"), content);
+    m_trainScratch->setObjectName(QStringLiteral("pastingTrainScratch"));
+    m_trainScratch->setChecked(true);
+    m_trainScratch->setToolTip(tr("Also train a model of the same architecture (new embedding + the same number of "
+                                  "blocks, all trainable) from scratch on the same batches"));
+    grid->addWidget(m_trainScratch, 2, 2, 1, 1);
+    m_initFromParent = new QCheckBox(tr("Start from parent"), content);
+    m_initFromParent->setObjectName(QStringLiteral("pastingInitFromParent"));
+    m_initFromParent->setToolTip(
+        tr("Initialise the new module from the parent instead of GPT-2's random initialisation "
+           "(it stays trainable): linear at ℓ = 0 copies the read-in and positions; "
+           "transformer1 at ℓ ≥ 1 also copies block ℓ − 1 into the new block. The scratch "
+           "model is never initialised from the parent."));
+    grid->addWidget(m_initFromParent, 2, 3, 1, 1);
+    auto* outputRow = new QHBoxLayout;
+    m_output = new QLineEdit(content);
+    m_output->setObjectName(QStringLiteral("pastingOutput"));
+    m_output->setClearButtonEnabled(true);
+    outputRow->addWidget(m_output, 1);
+    m_browse = new QPushButton(tr("Browse…"), content);
+    m_browse->setObjectName(QStringLiteral("pastingBrowse"));
+    outputRow->addWidget(m_browse);
+    auto* outputLabel = new QLabel(tr("Output"), content);
+    outputLabel->setBuddy(m_output);
+    const QString outputTip = tr("New experiment file for the pasted model (empty: PARENT.paste-l<ℓ>-<embedding>.h5 "
+                                 "next to the parent, as icl-cli analyze paste)");
+    outputLabel->setToolTip(outputTip);
+    m_output->setToolTip(outputTip);
+    grid->addWidget(outputLabel, 2, 4);
+    grid->addLayout(outputRow, 2, 5, 1, 3);
+    for (int c : { 1, 3, 5, 7 })
+        grid->setColumnStretch(c, 1);
+
+    connect(m_cutLayer, qOverload<int>(&QSpinBox::valueChanged), this, &PastingOptionsForm::updateDefaultOutput);
+    connect(m_cutLayer, qOverload<int>(&QSpinBox::valueChanged), this, &PastingOptionsForm::changed);
+    connect(m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingOptionsForm::changed);
+    connect(
+        m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingOptionsForm::updateDefaultOutput);
+    connect(m_browse, &QPushButton::clicked, this, &PastingOptionsForm::browseOutput);
+}
+
+void PastingOptionsForm::bindParent(const ParentConfig& p, const QString& parentPath)
+{
+    m_parentPath = parentPath;
+    {
+        const QSignalBlocker block(m_cutLayer);
+        m_cutLayer->setRange(0, int(std::max<int64_t>(0, p.n_layers - 1)));
+    }
+    m_wScale->setSpecialValueText(tr("parent's (%1)").arg(formatValue(p.w_scale)));
+    m_seed->setSpecialValueText(tr("parent's (%1)").arg(p.seed));
+    m_output->clear();
+    updateDefaultOutput();
+}
+
+icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
+{
+    icl::PastingOptions o;
+    o.checkpoint_step = step;
+    o.cut_layer = m_cutLayer->value();
+    o.embedding = m_embedding->currentData().toString().toStdString();
+    o.steps = m_steps->value();
+    o.lr = m_lr->value();
+    o.batch_size = m_batchSize->value();
+    o.n_eval = m_nEval->value();
+    o.eval_every = m_evalEvery->value();
+    o.w_scale = m_wScale->value();
+    o.seed = uint64_t(m_seed->value());
+    o.train_scratch = m_trainScratch->isChecked();
+    o.copy_parent_embedding = m_initFromParent->isEnabled() && m_initFromParent->isChecked();
+    const QString out = m_output->text().trimmed();
+    o.out_path = (out.isEmpty() ? m_output->placeholderText() : out).toStdString();
+    o.overwrite = false;
+    o.store = true;
+    o.threads = threads;
+    return o;
+}
+
+void PastingOptionsForm::setBusy(bool busy)
+{
+    for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
+             m_evalEvery, m_wScale, m_seed, m_trainScratch, m_output, m_browse })
+        w->setEnabled(!busy);
+    // Starting from the parent is defined for linear at ℓ = 0 and transformer1 at ℓ ≥ 1 (PastingOptions).
+    const bool transformer1 = m_embedding->currentData().toString() == QLatin1String("transformer1");
+    m_initFromParent->setEnabled(!busy && (transformer1 ? m_cutLayer->value() >= 1 : m_cutLayer->value() == 0));
+}
+
+void PastingOptionsForm::updateDefaultOutput()
+{
+    if (m_parentPath.isEmpty())
+        return;
+    m_output->setPlaceholderText(
+        pastingOutputPath(m_parentPath, m_cutLayer->value(), m_embedding->currentData().toString()));
+}
+
+void PastingOptionsForm::browseOutput()
+{
+    const QString start = m_output->text().isEmpty() ? m_output->placeholderText() : m_output->text();
+    const QString path = QFileDialog::getSaveFileName(m_output->window(), tr("Pasted model's experiment file"), start,
+        tr("Experiment files (*.h5)"), nullptr, QFileDialog::DontConfirmOverwrite);
+    if (!path.isEmpty())
+        m_output->setText(path.endsWith(QStringLiteral(".h5")) ? path : path + QStringLiteral(".h5"));
+}
+
+} // namespace icl::gui
