@@ -123,14 +123,14 @@ EXPERIMENTS = [
         "analyses": {"gd_alignment": ["analyze", "{run}", "gd-alignment", "--reference", "gdpp", "--json"]},
         "metrics": alignment_metrics("gd_alignment"),
         "targets": [("loss_ratio", "<=", 1.10), ("model_cosine", ">=", 0.98)],
-        "paper": "K = 3 untied layers track 3 steps of GD++ (Fig. 4)",
+        "paper": "K = 3 untied layers track 3 steps of GD++ (Fig. 3)",
     },
     {
         "id": "vonoswald-gdpp", "preset": "vonoswald-gdpp",
         "analyses": {"gd_alignment": ["analyze", "{run}", "gd-alignment", "--reference", "gdpp", "--json"]},
         "metrics": alignment_metrics("gd_alignment"),
         "targets": [("loss_ratio", "<=", 1.25), ("model_cosine", ">=", 0.98)],
-        "paper": "one tied layer applied 3 times ≈ GD++-3 (Fig. 4)",
+        "paper": "one tied layer applied 3 times ≈ GD++-3 (Fig. 3/4)",
     },
     {
         "id": "vonoswald-interleaved-copy", "preset": "vonoswald-interleaved-copy",
@@ -138,14 +138,14 @@ EXPERIMENTS = [
                      "copy": ["analyze", "{run}", "copy", "--json"]},
         "metrics": copy_metrics,
         "targets": [("loss_ratio", "<=", 1.05), ("next_other_ratio", ">=", 10.0)],
-        "paper": "the softmax first layer copies y_i into the x_i token, then one GD step (Fig. 5)",
+        "paper": "the softmax first layer copies y_i into the x_i token, then one GD step (Sec. 4 / Fig. 6)",
     },
     {
         "id": "vonoswald-sine", "preset": "vonoswald-sine",
         "analyses": {"gd_alignment": ["analyze", "{run}", "gd-alignment", "--reference", "features_gd_1", "--json"]},
         "metrics": alignment_metrics("gd_alignment"),
         "targets": [("loss_ratio", "<=", 1.10)],
-        "paper": "MLP features + 1 LSA layer ≈ meta-learned features + 1 GD step (sine regression)",
+        "paper": "MLP features + 1 LSA layer ≈ meta-learned features + 1 GD step (Sec. 5, sine regression)",
     },
     {
         "id": "renliu-kernel", "preset": "renliu-kernel",
@@ -167,7 +167,7 @@ EXPERIMENTS = [
                                "--init-from-parent", "--steps", "2000", "--force", "--json"]},
         "metrics": paste_metrics,
         "targets": [("pasted_over_ridge", "<=", 1.5), ("pasted_over_scratch", "<=", 1.0)],
-        "paper": "pasted upper layers reach near-ridge error; a scratch model of the same size does not (Fig. 5)",
+        "paper": "pasted upper layers reach near-ridge error; a scratch model of the same size does not (pasting experiment)",
     },
     {
         "id": "garg-linear-regression", "preset": "garg-linear-regression",
