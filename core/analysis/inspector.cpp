@@ -18,6 +18,7 @@
 #include "core/models/names.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
+#include "core/training/blas.h"
 #include "core/training/checkpoint.h"
 
 namespace icl {
@@ -50,27 +51,6 @@ torch::Tensor rowTensor(const std::vector<double>& v)
     return torch::tensor(v, torch::TensorOptions().dtype(torch::kFloat64));
 }
 
-/// Runs a scope on `threads` intra-op threads (≤ 0: unchanged) and restores the previous count. With
-/// LibTorch's OpenMP backend the count is the calling thread's, so other threads are not affected.
-class ScopedThreads {
-public:
-    explicit ScopedThreads(int threads)
-        : m_before(torch::get_num_threads())
-    {
-        if (threads > 0 && threads != m_before)
-            torch::set_num_threads(threads);
-    }
-    ~ScopedThreads()
-    {
-        if (torch::get_num_threads() != m_before)
-            torch::set_num_threads(m_before);
-    }
-    ScopedThreads(const ScopedThreads&) = delete;
-    ScopedThreads& operator=(const ScopedThreads&) = delete;
-
-private:
-    int m_before;
-};
 
 } // namespace
 

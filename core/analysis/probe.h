@@ -16,11 +16,13 @@
 // cross-validation folds and the final refit see the same effective penalty) and is measured against
 // the eigenvalues of the feature covariance XcᵀXc/n. λ = 0 gives the minimum-norm least-squares fit.
 //
-// Numerics. Everything is computed in float64 on the features' device, through an eigendecomposition
-// of the smaller of the two Gram matrices (XcᵀXc when p ≤ n, the kernel XcXcᵀ when p > n), so p > n and
-// rank-deficient features work. Eigen-directions with eigenvalue ≤ max(n, p)·ε·(largest eigenvalue)
-// are treated as exact zeros (as a pseudo-inverse does); for λ > 0 they contribute nothing in exact
-// arithmetic, so this only removes rounding noise.
+// Numerics. Everything is computed in float64 on the features' device, from the smaller of the two Gram
+// matrices M (XcᵀXc when p ≤ n, the kernel XcXcᵀ when p > n), so p > n and rank-deficient features work.
+// A penalty whose shift nλ is well above M's rounding (nλ ≥ 100·max(n, p)·ε·‖M‖_F) is solved by a
+// Cholesky factor of M + nλ·I, one per λ shared by all targets; smaller penalties and λ = 0 go through
+// one eigendecomposition of M, whose eigen-directions with eigenvalue ≤ max(n, p)·ε·(largest
+// eigenvalue) are treated as exact zeros (as a pseudo-inverse does; for λ > 0 they contribute nothing in
+// exact arithmetic, so this only removes rounding noise). Both give the minimum-norm ridge solution.
 //
 // Shapes: features [n, p], targets [n, q] (any floating dtype, same device). Errors: icl::Error naming
 // the offending shape or value (not 2-D, mismatched rows, no rows or columns, non-finite values,

@@ -12,6 +12,7 @@
 #include "core/models/names.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
+#include "core/training/blas.h"
 #include "core/training/device.h"
 #include "core/training/seeds.h"
 
@@ -131,6 +132,9 @@ std::vector<ProbeCurve> computeProbes(const std::string& path, const ProbeOption
     auto fit = [&](const std::vector<torch::Tensor>& fitLayers, const PromptBatch& fitPrompts,
                    const std::vector<torch::Tensor>& testLayers, const PromptBatch& testPrompts,
                    std::vector<std::string>* failed) {
+        // Hundreds of small kernels (the baselines' per-position fits, the 5 folds × 10 penalties of
+        // every layer): one thread, no worker wake-ups (core/training/blas.h).
+        const ScopedThreads oneThread(1);
         std::vector<std::string> names;
         std::vector<torch::Tensor> fitTargets, testTargets;
         for (const std::string& target : targets) {

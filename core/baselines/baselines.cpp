@@ -13,6 +13,7 @@
 #include "core/io/kinds.h"
 #include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
+#include "core/training/blas.h"
 #include "core/training/seeds.h"
 
 namespace icl {
@@ -190,8 +191,7 @@ GdSpectrum::GdSpectrum(const PromptBatch& batch)
     }
     // One thread: thousands of d × d eigendecompositions are too small to share (measured, 2,000
     // prompts of d = 20 on 2 cores: 70 ms on one thread, 210 ms of CPU and 530 ms of wall time on two).
-    const int threadsBefore = torch::get_num_threads();
-    torch::set_num_threads(1);
+    const ScopedThreads oneThread(1);
     Float64View v = float64(batch);
     const torch::Tensor X = v.X.cpu(), y = v.y.cpu(), xq = v.xq.cpu();
     const torch::Tensor A = torch::matmul(X.transpose(1, 2), X) / double(n);              // [B, d, d]
@@ -202,7 +202,6 @@ GdSpectrum::GdSpectrum(const PromptBatch& batch)
     const torch::Tensor coef = (qx * qb).contiguous(), lam = lambda.contiguous();
     m_lambda.assign(lam.data_ptr<double>(), lam.data_ptr<double>() + m_B * m_d);
     m_coef.assign(coef.data_ptr<double>(), coef.data_ptr<double>() + m_B * m_d);
-    torch::set_num_threads(threadsBefore);
 }
 
 void GdSpectrum::predictAll(int64_t kMax, double eta, double* pred) const
@@ -404,24 +403,10 @@ PromptBatch withFeatures(const PromptBatch& batch, const FeatureMap& phi)
 
 namespace {
 
-/// Runs a fit on one intra-op thread and restores the previous count: floating-point reductions
-/// split over a different number of threads round differently, and over thousands of Adam steps that
-/// changes the fitted baseline. With one thread a refit in an analysis equals the fit made during
-/// training whatever --threads each used.
-class SingleThreadFit {
-public:
-    SingleThreadFit()
-        : m_before(torch::get_num_threads())
-    {
-        torch::set_num_threads(1);
-    }
-    ~SingleThreadFit() { torch::set_num_threads(m_before); }
-    SingleThreadFit(const SingleThreadFit&) = delete;
-    SingleThreadFit& operator=(const SingleThreadFit&) = delete;
-
-private:
-    int m_before;
-};
+// Fits run on one intra-op thread (ScopedThreads(1)): floating-point reductions split over a different
+// number of threads round differently, and over thousands of Adam steps that changes the fitted
+// baseline. With one thread a refit in an analysis equals the fit made during training whatever
+// --threads each used.
 
 /// ReLU MLP with seeded He-scaled (fan-in, variance 2/fan_in) weights and zero biases.
 struct FeatureMlpImpl : torch::nn::Module {
@@ -481,7 +466,7 @@ FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t see
         return it->second;
 
     torch::AutoGradMode enable(true);
-    const SingleThreadFit oneThread;
+    const ScopedThreads oneThread(1);
     std::vector<int64_t> widths = config.model.feature_mlp;
     widths.push_back(config.model.feature_dim);
     FeatureMlp mlp(config.task.d, widths, mixSeed(seed, 0xFEA7));

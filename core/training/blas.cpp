@@ -118,6 +118,19 @@ void configureThreads(int threads)
     torch::set_num_threads(threads > 0 ? threads : defaultThreads());
 }
 
+ScopedThreads::ScopedThreads(int threads)
+    : m_before(torch::get_num_threads())
+{
+    if (threads > 0 && threads != m_before)
+        torch::set_num_threads(threads);
+}
+
+ScopedThreads::~ScopedThreads()
+{
+    if (torch::get_num_threads() != m_before)
+        torch::set_num_threads(m_before);
+}
+
 std::string BlasInfo::summary() const
 {
     std::string s = library;

@@ -59,6 +59,23 @@ void configureThreads(int threads);
 /// The intra-op threads of configureThreads(0): the hardware concurrency (at least 1).
 int defaultThreads();
 
+/// Runs a scope on `threads` LibTorch intra-op threads (≤ 0: unchanged) and restores the previous count
+/// on exit. With LibTorch's OpenMP backend (and OpenBLAS built for OpenMP, as Debian's) the count is the
+/// calling thread's, so other threads are not affected. Use it for work made of many small kernels
+/// (d × d eigendecompositions, 256 × 256 factorisations): with OMP_WAIT_POLICY=PASSIVE every parallel
+/// region wakes sleeping workers, which costs more than such a kernel (measured on 2 cores: a 256 × 256
+/// Cholesky factorisation 3 ms on two threads, 0.3 ms on one).
+class ScopedThreads {
+public:
+    explicit ScopedThreads(int threads);
+    ~ScopedThreads();
+    ScopedThreads(const ScopedThreads&) = delete;
+    ScopedThreads& operator=(const ScopedThreads&) = delete;
+
+private:
+    int m_before;
+};
+
 /// What LibTorch's CPU matrix products run on.
 struct BlasInfo {
     std::string library;  ///< "OpenBLAS 0.3.21" or "not OpenBLAS (…)"

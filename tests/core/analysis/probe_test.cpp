@@ -128,6 +128,44 @@ TEST(ProbeRidge, WorksWithMoreFeaturesThanRows)
     EXPECT_LE(maxAbsDiff(icl::predictProbe(ls, x), y), 1e-9);
 }
 
+/// Ridge weights from the SVD Xc = U diag(σ) Vᵀ, keeping σ > 1e-8·σ_max: W = V diag(σ/(σ² + nλ)) UᵀYc.
+torch::Tensor svdRidge(const torch::Tensor& x, const torch::Tensor& y, double lambda)
+{
+    const torch::Tensor xc = centred(x), yc = centred(y);
+    const auto [u, sigma, vh] = torch::linalg::svd(xc, false, c10::nullopt);
+    const torch::Tensor keep = (sigma > 1e-8 * sigma.max()).nonzero().squeeze(1);
+    const torch::Tensor sk = sigma.index_select(0, keep);
+    const torch::Tensor uk = u.index_select(1, keep), vk = vh.index_select(0, keep).t();
+    const double shift = double(x.size(0)) * lambda;
+    return torch::matmul(vk, (sk / (sk * sk + shift)).unsqueeze(1) * torch::matmul(uk.t(), yc));
+}
+
+TEST(ProbeRidge, RankDeficientFeaturesAtEveryPenaltyEqualTheSvdFormula)
+{
+    // p = 12 columns of rank 5 (each column a mix of 5 sources, at scales from 1e-2 to 1e2): the
+    // Gram matrix is singular, so large penalties are solved by a Cholesky factor of G + nλI and
+    // tiny ones (and λ = 0) by the truncated eigendecomposition; both must give the SVD formula's
+    // minimum-norm ridge solution (predictions on new rows of the same subspace too).
+    const int64_t n = 300, p = 12, q = 2, r = 5;
+    const torch::Tensor mix = randn({r, p}, 30) * torch::logspace(-2, 2, p, 10.0, kF64);
+    const torch::Tensor x = torch::matmul(randn({n, r}, 31), mix) + 1.5;
+    const torch::Tensor y = randn({n, q}, 32);
+    const torch::Tensor x_new = torch::matmul(randn({50, r}, 33), mix) + 1.5;
+    for (double lambda : {0.0, 1e-14, 1e-6, 1e-3, 1.0, 1e3}) {
+        const torch::Tensor w = svdRidge(x, y, lambda);
+        const icl::RidgeProbe probe = icl::fitRidgeProbe(x, y, lambda);
+        const double scale = w.abs().max().item<double>();
+        EXPECT_LE(maxAbsDiff(probe.weights, w), 1e-7 * scale) << "lambda " << lambda;
+        const torch::Tensor pred = torch::matmul(x_new - x.mean(0), w) + y.mean(0);
+        EXPECT_LE(maxAbsDiff(icl::predictProbe(probe, x_new), pred), 1e-8) << "lambda " << lambda;
+    }
+    // Cross-validation over the same penalties sees the same solutions: its curve is finite and its
+    // best penalty is on the grid.
+    const icl::LambdaCv cv = icl::crossValidateLambda(x, y, {0.0, 1e-14, 1e-6, 1e-3, 1.0, 1e3});
+    for (double m : cv.mean_mse)
+        EXPECT_TRUE(std::isfinite(m));
+}
+
 /// Leave-one-out MSE by brute force with the normal equations (fold assignment is then irrelevant).
 double bruteForceLoo(const torch::Tensor& x, const torch::Tensor& y, double lambda)
 {
