@@ -396,6 +396,7 @@ void GdAlignmentPage::runMetrics()
             m_metrics->showResult(r.first);
             m_scatterPlot->setFigure(r.second);
             setStatus(m_scatterStatus, QString());
+            Q_EMIT firstLookShown(); // the metrics come first; the other views follow
         },
         [this] {
             m_metrics->clear();

@@ -106,10 +106,11 @@ void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
         text += QLatin1Char(' ') + parts.join(QStringLiteral(", "));
     }
     m_summaryLabel->setText(text);
-    if (preview)
+    if (preview) {
         m_status->setText(tr("First look on the first %1 prompts; computing the curve on all of them…")
                               .arg(m_curve.n_prompts));
-    else
+        Q_EMIT firstLookShown();
+    } else
         m_status->clear();
 }
 

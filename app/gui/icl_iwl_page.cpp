@@ -288,31 +288,50 @@ void IclIwlPage::compute()
     const std::string path = m_path;
     m_status->setText(tr("Evaluating checkpoint %1…").arg(m_step));
     const Progress progress = progressReporter(t, tr("ICL vs IWL"));
+    // The ICL accuracy is shown as soon as it is known (half the work); the IWL evaluation follows.
+    auto firstLook = [this, t](const icl::IclIwlResult& first) {
+        QMetaObject::invokeMethod(
+            this,
+            [this, t, first] {
+                if (isCurrent(t))
+                    showResult(first, true);
+            },
+            Qt::QueuedConnection);
+    };
     runner()->enqueue(
         IclIwlJob, tr("ICL vs IWL"),
-        [this, t, path, o, progress]() -> AnalysisRunner::Continuation {
-            const icl::IclIwlResult r = icl::computeIclIwl(path, o, progress);
+        [this, t, path, o, progress, firstLook]() -> AnalysisRunner::Continuation {
+            const icl::IclIwlResult r = icl::computeIclIwl(path, o, progress, firstLook);
             return [this, t, r] {
-                if (!isCurrent(t))
-                    return;
-                m_result = r;
-                m_checkpointValue->setText(tr("step %1").arg(r.checkpoint_step));
-                m_iclValue->setText(fractionText(r.icl_accuracy, r.n_sequences));
-                m_iclAllValue->setText(fractionText(r.icl_accuracy_all_labels, r.n_sequences));
-                m_iwlValue->setText(fractionText(r.iwl_accuracy, r.n_sequences));
-                m_iclInContextValue->setText(fractionText(r.icl_in_context_rate, r.n_sequences));
-                m_iwlInContextValue->setText(fractionText(r.iwl_in_context_rate, r.n_sequences));
-                const std::vector<std::pair<QLabel*, double>> split = { { m_iclCommonValue, r.icl_accuracy_common },
-                    { m_iclRareValue, r.icl_accuracy_rare }, { m_iwlCommonValue, r.iwl_accuracy_common },
-                    { m_iwlRareValue, r.iwl_accuracy_rare } };
-                for (const auto& [label, value] : split) {
-                    label->setText(fractionText(value, r.n_sequences));
-                    m_panelForm->setRowVisible(label, r.common_rare_split);
-                }
-                m_status->clear();
+                if (isCurrent(t))
+                    showResult(r, false);
             };
         },
         statusErrorHandler(t, [this] { clearPanel(); }));
+}
+
+void IclIwlPage::showResult(const icl::IclIwlResult& r, bool firstLook)
+{
+    m_result = r;
+    m_checkpointValue->setText(tr("step %1").arg(r.checkpoint_step));
+    m_iclValue->setText(fractionText(r.icl_accuracy, r.n_sequences));
+    m_iclAllValue->setText(fractionText(r.icl_accuracy_all_labels, r.n_sequences));
+    m_iwlValue->setText(fractionText(r.iwl_accuracy, r.n_sequences));
+    m_iclInContextValue->setText(fractionText(r.icl_in_context_rate, r.n_sequences));
+    m_iwlInContextValue->setText(fractionText(r.iwl_in_context_rate, r.n_sequences));
+    const std::vector<std::pair<QLabel*, double>> split = { { m_iclCommonValue, r.icl_accuracy_common },
+        { m_iclRareValue, r.icl_accuracy_rare }, { m_iwlCommonValue, r.iwl_accuracy_common },
+        { m_iwlRareValue, r.iwl_accuracy_rare } };
+    for (const auto& [label, value] : split) {
+        label->setText(fractionText(value, r.n_sequences));
+        m_panelForm->setRowVisible(label, r.common_rare_split);
+    }
+    if (firstLook) {
+        m_status->setText(tr("ICL evaluated on %1 sequences; evaluating IWL…").arg(r.n_sequences));
+        Q_EMIT firstLookShown();
+    } else {
+        m_status->clear();
+    }
 }
 
 widgets::PlotView* IclIwlPage::currentPlot() const

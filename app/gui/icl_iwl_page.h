@@ -128,6 +128,8 @@ public:
 
 private:
     void compute() override;
+    /// Fills the panel; a first look (ICL only, IWL still NaN) says so in the status line.
+    void showResult(const icl::IclIwlResult& r, bool firstLook);
     void clearPanel();
     void showCurves();
     bool sequenceReady() const;

@@ -32,6 +32,7 @@
 
 #include "app/gui/attention_page.h"
 #include "app/gui/gd_alignment_page.h"
+#include "app/gui/icl_curve_page.h"
 #include "app/gui/icl_iwl_page.h"
 #include "app/gui/main_window.h"
 #include "app/gui/pasting_page.h"
@@ -108,8 +109,8 @@ int main(int argc, char** argv)
         QStringLiteral("quit"), QStringLiteral("Quit when the page's jobs are done (after the screenshot)."));
     const QCommandLineOption timingOpt(QStringLiteral("timing"),
         QStringLiteral("With --screenshot or --quit: print on stderr how long the page took from opening the file to "
-                       "its first result (its jobs done), in ms; pages that show a first look before it (Probes, "
-                       "Patching) also print when it appeared."));
+                       "its first result (its jobs done), in ms; pages that show a first look before it (ICL curve, "
+                       "Probes, Patching, GD alignment, ICL vs IWL) also print when it appeared."));
     parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt,
         quitOpt, timingOpt });
     parser.process(app);
@@ -196,6 +197,12 @@ int main(int argc, char** argv)
             [firstLook] { firstLook("probes"); });
         QObject::connect(window.patchingPage(), &icl::gui::PatchingPage::firstLookShown, &window,
             [firstLook] { firstLook("patching"); });
+        QObject::connect(window.iclCurvePage(), &icl::gui::IclCurvePage::firstLookShown, &window,
+            [firstLook] { firstLook("icl-curve"); });
+        QObject::connect(window.gdAlignmentPage(), &icl::gui::GdAlignmentPage::firstLookShown, &window,
+            [firstLook] { firstLook("gd-alignment"); });
+        QObject::connect(window.iclIwlPage(), &icl::gui::IclIwlPage::firstLookShown, &window,
+            [firstLook] { firstLook("icl-iwl"); });
     }
 
     int exitCode = 0;

@@ -8,6 +8,7 @@
 #include "core/tasks/sine_regression.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
+#include "core/training/blas.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
 #include "core/training/seeds.h"
@@ -98,7 +99,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     const bool zeroMeanW = task != TaskKind::SineRegression;
     const int64_t firstN = model.predict_all && zeroMeanW ? 0 : 1;
     const int64_t chunk = 64, nChunks = model.predict_all ? (nPrompts + chunk - 1) / chunk : 0;
-    const bool withPreview = preview && model.predict_all && nChunks > 1;
+    const bool withPreview = preview && nPrompts > chunk;
     const int64_t total = nChunks + (withPreview ? 2 : 1) * (N + 1 - firstN);
     int64_t done = 0;
     auto tick = [&] {
@@ -122,6 +123,8 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
             addPoint(*seriesFor(curve, "model"), lossOf(all.defined() ? all.select(1, n) : model.predict(b)),
                      resampleIdx);
             // With no example every baseline returns the prior mean of y given x, 0 (w is zero-mean).
+            // The baselines are many small per-prompt kernels: one thread (core/training/blas.h).
+            const ScopedThreads oneThread(1);
             for (const auto& name : names)
                 addPoint(*seriesFor(curve, name),
                          lossOf(n == 0 ? torch::zeros_like(y) : predictBaseline(name, b, cfg, fitted)), resampleIdx);
@@ -140,6 +143,8 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
                                 bootstrapCounts(cfg.eval.bootstrap, chunk, mixSeed(options.seed, 4))));
         }
         all = torch::cat(parts, 0).to(torch::kFloat64);
+    } else if (withPreview) {  // a first look on the first prompts, then every prompt
+        preview(curveOf(chunk, torch::Tensor(), bootstrapCounts(cfg.eval.bootstrap, chunk, mixSeed(options.seed, 4))));
     }
     IclCurve curve = curveOf(nPrompts, all, bootstrapCounts(cfg.eval.bootstrap, nPrompts, mixSeed(options.seed, 3)));
     if (progress)

@@ -24,9 +24,10 @@ struct IclCurveOptions {
 };
 
 /// Computes the curve for the experiment at `path`. The progress callback gets (done, total) and
-/// returns false to cancel (then icl::Error("cancelled") is thrown). For a causal model (gpt2) over
-/// more than 64 prompts, `preview` (when given) first receives the curve on the first 64 prompts —
-/// a first look within about a second on the paper-scale model, before the full forward pass.
+/// returns false to cancel (then icl::Error("cancelled") is thrown). Over more than 64 prompts,
+/// `preview` (when given) first receives the curve on the first 64 prompts (the same draws) — a first
+/// look within about a second on the paper-scale models, before the full pass (for a causal model, the
+/// first 64 prompts' forward pass is reused by the full curve).
 /// Thread affinity: worker thread (both callbacks run on it).
 IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options,
                          const std::function<bool(int64_t, int64_t)>& progress = {},

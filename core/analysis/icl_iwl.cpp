@@ -1,5 +1,7 @@
 #include "core/analysis/icl_iwl.h"
 
+#include <limits>
+
 #include "core/analysis/classification_run.h"
 #include "core/error.h"
 #include "core/training/classification_trainer.h"
@@ -8,7 +10,8 @@
 namespace icl {
 
 IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options,
-                           const std::function<bool(int64_t, int64_t)>& progress)
+                           const std::function<bool(int64_t, int64_t)>& progress,
+                           const std::function<void(const IclIwlResult&)>& first_look)
 {
     if (options.threads > 0)
         configureThreads(options.threads);
@@ -28,6 +31,16 @@ IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options
     step(0);
     const ClassificationMetrics icl = evaluateClassifier(model, task.sampleIclEval(r.n_sequences, options.seed));
     step(1);
+    if (first_look) {
+        IclIwlResult first = r;
+        first.icl_accuracy = icl.accuracy_01;
+        first.icl_accuracy_all_labels = icl.accuracy;
+        first.icl_in_context_rate = icl.in_context_rate;
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        first.iwl_accuracy = first.iwl_in_context_rate = nan;
+        first.icl_accuracy_common = first.icl_accuracy_rare = first.iwl_accuracy_common = first.iwl_accuracy_rare = nan;
+        first_look(first);
+    }
     const ClassificationMetrics iwl = evaluateClassifier(model, task.sampleIwlEval(r.n_sequences, options.seed));
     step(2);
     r.icl_accuracy = icl.accuracy_01;

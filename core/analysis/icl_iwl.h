@@ -23,9 +23,11 @@ struct IclIwlOptions {
 /// sequences (2 holdout classes, labels {0, 1}) and IWL sequences (training classes, no support), and with a
 /// common / rare split (task.n_common_classes > 0) on ICL and IWL sequences of the common and of the rare classes.
 /// The progress callback gets (done, total) and returns false to cancel (icl::Error("cancelled")). Throws
-/// icl::Error for a file that is not a few-shot classification run or an absent checkpoint. Thread affinity:
-/// worker thread.
+/// icl::Error for a file that is not a few-shot classification run or an absent checkpoint. `first_look`
+/// (when given) receives the result as soon as the ICL sequences are evaluated, with the IWL and common /
+/// rare fields NaN (half the work). Thread affinity: worker thread (the callbacks run on it).
 IclIwlResult computeIclIwl(const std::string& path, const IclIwlOptions& options,
-                           const std::function<bool(int64_t, int64_t)>& progress = {});
+                           const std::function<bool(int64_t, int64_t)>& progress = {},
+                           const std::function<void(const IclIwlResult&)>& first_look = {});
 
 } // namespace icl

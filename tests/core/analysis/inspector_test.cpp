@@ -296,7 +296,8 @@ TEST(Inspector, LensAtTheLastLayerEqualsTheModelsPrediction)
 
 // The ICL curve of a causal model comes from one forward pass over whole prompts; each of its points
 // must equal the independent route: the model run on the first n + 1 points of each prompt (n examples,
-// x_{n+1} as the query), and the preview must be the same computation on the first 64 prompts.
+// x_{n+1} as the query), and the preview (of every model) must be the same computation on the first 64
+// prompts.
 TEST(IclCurve, OneCausalPassEqualsRunningEveryPrefix)
 {
     for (const std::string* path : {&gptRun(), &lsaRun()}) {
@@ -310,7 +311,7 @@ TEST(IclCurve, OneCausalPassEqualsRunningEveryPrefix)
         const icl::LoadedRun run = icl::loadRun(*path, -1);
         const icl::PromptBatch prompts = icl::samplePrompts(run.config.task, 200, icl::mixSeed(5, 1));
         const bool causal = run.config.model.kind == "gpt2";
-        ASSERT_EQ(previews.size(), causal ? 1u : 0u);  // only a causal model's curve has a first look
+        ASSERT_EQ(previews.size(), 1u);  // every curve over more than 64 prompts has a first look
         torch::NoGradGuard guard;
         auto modelError = [&](const icl::PromptBatch& b, int64_t n) {
             const icl::PromptBatch first = b.firstPoints(n);
@@ -326,11 +327,10 @@ TEST(IclCurve, OneCausalPassEqualsRunningEveryPrefix)
         for (int64_t n = n0; n <= N; ++n) {
             const double want = modelError(prompts, n);
             EXPECT_NEAR(curve.series.front().error[size_t(n - n0)], want, 1e-5 * (1.0 + want)) << *path << ", n = " << n;
-            if (causal) {
-                const double first = modelError(prompts.slice(0, 64), n);
-                EXPECT_EQ(previews.front().n_prompts, 64);
-                EXPECT_NEAR(previews.front().series.front().error[size_t(n - n0)], first, 1e-5 * (1.0 + first));
-            }
+            const double first = modelError(prompts.slice(0, 64), n);
+            EXPECT_EQ(previews.front().n_prompts, 64);
+            EXPECT_NEAR(previews.front().series.front().error[size_t(n - n0)], first, 1e-5 * (1.0 + first))
+                << *path << ", n = " << n;
         }
         if (causal) {  // with no example every baseline predicts 0: its error is 0.5·E[y_1²]
             const double y1 = (0.5 * prompts.firstPoints(0).queryY().to(torch::kFloat64).pow(2)).mean().item<double>();
