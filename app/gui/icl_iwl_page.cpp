@@ -93,10 +93,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     panel->setToolTip(tr("ICL: 2 holdout classes, 4 shots each, labels {0, 1} drawn per sequence. IWL: the query's "
                          "class is a training class absent from the context (no support), fixed labels."));
     auto* form = new QFormLayout(panel);
-    m_sequences = new QSpinBox(panel);
-    m_sequences->setObjectName(QStringLiteral("iclIwlSequences"));
-    m_sequences->setRange(0, 1000000);
-    m_sequences->setSingleStep(256);
+    m_sequences = makeSpinBox(panel, "iclIwlSequences", 0, 1000000, 0, 256);
     m_sequences->setSpecialValueText(tr("run's own"));
     m_sequences->setToolTip(tr("Sequences per evaluation (the run's own evaluation sequences when 0, so that the "
                                "numbers equal the metrics stored at that step; otherwise fresh sequences)"));
@@ -210,12 +207,8 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 
 void IclIwlPage::updateTrainingCurves(const icl::RunSummary& summary)
 {
-    if (summary.path != m_path || !m_supported) {
-        showExperiment(summary, summary.checkpoints.empty() ? -1 : summary.checkpoints.back().step);
-        return;
-    }
-    m_summary = summary;
-    showCurves();
+    if (followTraining(summary))
+        showCurves();
 }
 
 void IclIwlPage::showCurves()
@@ -289,25 +282,12 @@ void IclIwlPage::compute()
     m_status->setText(tr("Evaluating checkpoint %1…").arg(m_step));
     const Progress progress = progressReporter(t, tr("ICL vs IWL"));
     // The ICL accuracy is shown as soon as it is known (half the work); the IWL evaluation follows.
-    auto firstLook = [this, t](const icl::IclIwlResult& first) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, t, first] {
-                if (isCurrent(t))
-                    showResult(first, true);
-            },
-            Qt::QueuedConnection);
-    };
-    runner()->enqueue(
-        IclIwlJob, tr("ICL vs IWL"),
-        [this, t, path, o, progress, firstLook]() -> AnalysisRunner::Continuation {
-            const icl::IclIwlResult r = icl::computeIclIwl(path, o, progress, firstLook);
-            return [this, t, r] {
-                if (isCurrent(t))
-                    showResult(r, false);
-            };
-        },
-        statusErrorHandler(t, [this] { clearPanel(); }));
+    const auto firstLook = firstLookCallback<icl::IclIwlResult>(
+        t, [this](const icl::IclIwlResult& first) { showResult(first, true); });
+    submit<icl::IclIwlResult>(
+        IclIwlJob, tr("ICL vs IWL"), t,
+        [path, o, progress, firstLook] { return icl::computeIclIwl(path, o, progress, firstLook); },
+        [this](const icl::IclIwlResult& r) { showResult(r, false); }, [this] { clearPanel(); });
 }
 
 void IclIwlPage::showResult(const icl::IclIwlResult& r, bool firstLook)

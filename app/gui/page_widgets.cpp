@@ -3,6 +3,8 @@
 #include "widgets/plot_view.h"
 #include "core/io/config.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include <QCoreApplication>
@@ -11,6 +13,7 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QVBoxLayout>
 #include <QWidget>
 
@@ -40,6 +43,25 @@ RunRow makeRunRow(const QString& name, QWidget* parent, const QString& runText, 
     row.layout->addWidget(row.cancel);
     row.layout->addWidget(row.progress, 1);
     return row;
+}
+
+std::pair<int64_t, int64_t> showRunProgress(QProgressBar* progress, const RunState& state)
+{
+    const int64_t total = std::max<int64_t>(1, state.total.load());
+    const int64_t done = std::min(state.done.load(), total);
+    progress->setRange(0, int(std::min<int64_t>(total, INT_MAX)));
+    progress->setValue(int(std::min<int64_t>(done, INT_MAX)));
+    return { done, total };
+}
+
+QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximum, int value, int step)
+{
+    auto* spin = new QSpinBox(parent);
+    spin->setObjectName(QString::fromLatin1(name));
+    spin->setRange(minimum, maximum);
+    spin->setSingleStep(step);
+    spin->setValue(value);
+    return spin;
 }
 
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text)

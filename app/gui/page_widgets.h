@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include <QString>
 
@@ -47,6 +48,12 @@ struct RunState {
         return true;
     }
 };
+
+/// Shows `state`'s (done, total) steps in `progress` and returns them, with total at least 1 and done at most total.
+std::pair<int64_t, int64_t> showRunProgress(QProgressBar* progress, const RunState& state);
+
+/// A spin box with object name `name`, range [minimum, maximum], single step `step` and value `value`.
+QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximum, int value, int step = 1);
 
 /// A word-wrapped, mouse-selectable text line (results, summaries, notes) with object name `name`.
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text = QString());

@@ -80,14 +80,9 @@ PatchingPage::PatchingPage(QWidget* parent)
     fields.add(0, 0, tr("Corruption"), m_corruption,
         tr("How the corrupted prompt differs from the clean one: one label y_i redrawn, every label from an "
            "independent task vector w′, or the labels permuted among the examples"));
-    m_example = new QSpinBox(content);
-    m_example->setObjectName(QStringLiteral("patchingExample"));
-    m_example->setRange(1, 1);
+    m_example = makeSpinBox(content, "patchingExample", 1, 1, 1);
     fields.add(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
-    m_seed = new QSpinBox(content);
-    m_seed->setObjectName(QStringLiteral("patchingSeed"));
-    m_seed->setRange(0, INT_MAX);
-    m_seed->setValue(1);
+    m_seed = makeSpinBox(content, "patchingSeed", 0, INT_MAX, 1);
     fields.add(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
     m_useShared = new QCheckBox(tr("Use the Attention page's prompt"), content);
     m_useShared->setObjectName(QStringLiteral("patchingUseShared"));
@@ -95,10 +90,7 @@ PatchingPage::PatchingPage(QWidget* parent)
     m_useShared->setToolTip(tr("Patch the prompt shown (and edited) on the Attention page; otherwise sample one from "
                                "the prompt seed"));
     grid->addWidget(m_useShared, 1, 0, 1, 2);
-    m_promptSeed = new QSpinBox(content);
-    m_promptSeed->setObjectName(QStringLiteral("patchingPromptSeed"));
-    m_promptSeed->setRange(0, INT_MAX);
-    m_promptSeed->setValue(1);
+    m_promptSeed = makeSpinBox(content, "patchingPromptSeed", 0, INT_MAX, 1);
     fields.add(1, 1, tr("Prompt seed"), m_promptSeed,
         tr("Seed of the clean prompt when the Attention page has none or it is not used (the Attention page's "
            "default seed is 1 too)"));
@@ -106,13 +98,10 @@ PatchingPage::PatchingPage(QWidget* parent)
         grid->setColumnStretch(c, 1);
     layout->addLayout(grid);
 
-    const RunRow run = makeRunRow(QStringLiteral("patching"), content, tr("Run patching"),
+    m_runRow = makeRunRow(QStringLiteral("patching"), content, tr("Run patching"),
         tr("Patch the clean residual stream at every (layer, position) into the corrupted run"),
         tr("%v / %m patched runs"));
-    m_run = run.run;
-    m_cancel = run.cancel;
-    m_progress = run.progress;
-    QHBoxLayout* runRow = run.layout;
+    QHBoxLayout* runRow = m_runRow.layout;
     layout->addLayout(runRow);
     layout->addWidget(m_status);
 
@@ -148,8 +137,8 @@ PatchingPage::PatchingPage(QWidget* parent)
     connect(m_progressTimer, &QTimer::timeout, this, &PatchingPage::updateProgress);
     connect(m_corruption, qOverload<int>(&QComboBox::currentIndexChanged), this, &PatchingPage::updateControls);
     connect(m_useShared, &QCheckBox::toggled, this, &PatchingPage::updateControls);
-    connect(m_run, &QPushButton::clicked, this, [this] { startPatching(); });
-    connect(m_cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
+    connect(m_runRow.run, &QPushButton::clicked, this, [this] { startPatching(); });
+    connect(m_runRow.cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
     updateControls();
 }
 
@@ -218,7 +207,7 @@ void PatchingPage::cancel()
     if (!isBusy() || !m_state)
         return;
     m_state->stop = true;
-    m_cancel->setEnabled(false);
+    m_runRow.cancel->setEnabled(false);
     m_status->setText(tr("Cancelling…"));
 }
 
@@ -396,18 +385,15 @@ void PatchingPage::clearResult()
     m_summaryLabel->setText(tr("Press Run patching to patch the clean residual stream at every layer and token "
                                "position into the corrupted run."));
     m_labels->setRowCount(0);
-    m_progress->setRange(0, 1);
-    m_progress->setValue(0);
+    m_runRow.progress->setRange(0, 1);
+    m_runRow.progress->setValue(0);
 }
 
 void PatchingPage::updateProgress()
 {
     if (!m_state)
         return;
-    const int64_t total = std::max<int64_t>(1, m_state->total.load());
-    const int64_t done = std::min(m_state->done.load(), total);
-    m_progress->setRange(0, int(std::min<int64_t>(total, INT_MAX)));
-    m_progress->setValue(int(std::min<int64_t>(done, INT_MAX)));
+    const auto [done, total] = showRunProgress(m_runRow.progress, *m_state);
     if (isBusy())
         Q_EMIT progressChanged(int(100 * done / total), tr("Patching: %1 of %2 patched runs").arg(done).arg(total));
 }
@@ -428,8 +414,8 @@ void PatchingPage::updateControls()
     for (QWidget* w : std::initializer_list<QWidget*> { m_corruption, m_seed, m_useShared })
         w->setEnabled(!busy);
     m_promptSeed->setEnabled(!busy && !shared);
-    m_run->setEnabled(ready && !busy);
-    m_cancel->setEnabled(busy && m_state && !m_state->stop);
+    m_runRow.run->setEnabled(ready && !busy);
+    m_runRow.cancel->setEnabled(busy && m_state && !m_state->stop);
 }
 
 bool PatchingPage::exportCurrentPlot()

@@ -55,9 +55,7 @@ SequenceView::SequenceView(QWidget* parent)
                                   "context."));
     seqControls->addWidget(m_sequenceKind);
     seqControls->addWidget(new QLabel(tr("seed"), this));
-    m_sequenceSeed = new QSpinBox(this);
-    m_sequenceSeed->setObjectName(QStringLiteral("iclIwlSequenceSeed"));
-    m_sequenceSeed->setRange(0, 1000000000);
+    m_sequenceSeed = makeSpinBox(this, "iclIwlSequenceSeed", 0, 1000000000, 0);
     m_sequenceSeed->setToolTip(tr("Index of the draw: the same kind and seed give the same sequence (ICL/IWL seed s: "
                                   "the first sequence of that evaluation set with index s)"));
     seqControls->addWidget(m_sequenceSeed);
