@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <QCoreApplication>
+#include <QFormLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -79,6 +80,15 @@ QLabel* makeValueLabel(QWidget* parent, const char* name)
     label->setObjectName(QLatin1String(name));
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     return label;
+}
+
+QLabel* addValueRow(QFormLayout* form, QWidget* parent, const char* name, const QString& label, const QString& toolTip)
+{
+    QLabel* value = makeValueLabel(parent, name);
+    if (!toolTip.isEmpty())
+        value->setToolTip(toolTip);
+    form->addRow(label, value);
+    return value;
 }
 
 SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status)

@@ -60,6 +60,9 @@ QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text =
 
 /// A value in a panel ("—" until set), mouse-selectable, with object name `name`.
 QLabel* makeValueLabel(QWidget* parent, const char* name);
+/// A value label (makeValueLabel) appended to `form` as the row `label`, with `toolTip` (none when empty).
+QLabel* addValueRow(QFormLayout* form, QWidget* parent, const char* name, const QString& label,
+    const QString& toolTip = QString());
 
 /// The result views of a page with one plot, appended to `layout` under its controls: a summary line (object
 /// name "<name>Summary", "—" until set), the page's status line `status` and the plot ("<name>Plot", stretched).
