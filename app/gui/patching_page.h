@@ -85,7 +85,14 @@ protected:
     void jobsFinished() override;
 
 private:
-    struct Output;
+    /// One run's output: the result and the prompts and options it was computed with.
+    struct Output {
+        icl::PatchingResult result;
+        icl::Prompt clean;
+        icl::Prompt corrupted;
+        icl::PatchingOptions options;
+        bool shared = false;
+    };
 
     void showOutput(const Output& output);
     /// Rows computed so far (the others NaN) on the heatmap, while the run goes on.
