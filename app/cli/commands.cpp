@@ -374,10 +374,7 @@ IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64
     o.seed = seed;
     o.threads = threads;
     ProgressBar bar("eval");
-    return computeIclCurve(path, o, [&](int64_t done, int64_t total) {
-        bar.update(done, total);
-        return true;
-    });
+    return computeIclCurve(path, o, bar.callback());
 }
 
 json curveJson(const IclCurve& c)
@@ -790,10 +787,7 @@ int runKernel(const AnalyzeArgs& args)
     o.scaling = args.scaling;
     o.threads = args.threads;
     ProgressBar bar("kernel");
-    const KernelView kv = computeKernelView(args.path, o, [&](int64_t done, int64_t total) {
-        bar.update(done, total);
-        return true;
-    });
+    const KernelView kv = computeKernelView(args.path, o, bar.callback());
     bar.finish();
     const KernelSweep& s = kv.sweep;
     if (args.json) {
@@ -860,10 +854,7 @@ int runIclIwl(const AnalyzeArgs& args)
     o.seed = args.seed;
     o.threads = args.threads;
     ProgressBar bar("icl-iwl");
-    const IclIwlResult r = computeIclIwl(args.path, o, [&](int64_t done, int64_t total) {
-        bar.update(done, total);
-        return true;
-    });
+    const IclIwlResult r = computeIclIwl(args.path, o, bar.callback());
     bar.finish();
     if (args.json) {
         json out{{"analysis", "icl_iwl"},

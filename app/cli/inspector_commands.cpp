@@ -210,10 +210,7 @@ void addCorruptionMetadata(std::map<std::string, std::string>& metadata, const P
 PatchingResult runPatchingWithProgress(Inspector& inspector, const Prompt& clean, const PatchingOptions& o)
 {
     ProgressBar bar("patching");
-    const PatchingResult r = inspector.patching(clean, o, [&](int64_t done, int64_t total) {
-        bar.update(done, total);
-        return true;
-    });
+    const PatchingResult r = inspector.patching(clean, o, bar.callback());
     bar.finish();
     return r;
 }
@@ -249,10 +246,7 @@ int runAttentionCapture(const AnalyzeArgs& args)
               << formatBytes(e.total_bytes) << " written, " << formatBytes(e.chunk_bytes) << " in memory per chunk of "
               << e.chunk << "\n";
     ProgressBar bar("capture");
-    const CaptureResult r = captureActivations(args.path, o, [&](int64_t done, int64_t total) {
-        bar.update(done, total);
-        return true;
-    });
+    const CaptureResult r = captureActivations(args.path, o, bar.callback());
     bar.finish();
     if (args.json) {
         json shapes = json::object();

@@ -18,6 +18,14 @@ ProgressBar::~ProgressBar()
     finish();
 }
 
+std::function<bool(int64_t, int64_t)> ProgressBar::callback()
+{
+    return [this](int64_t done, int64_t total) {
+        update(done, total);
+        return true;
+    };
+}
+
 void ProgressBar::update(int64_t done, int64_t total, const std::string& detail)
 {
     if (!m_enabled || total <= 0)

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace icl::cli {
@@ -14,6 +15,8 @@ public:
     ~ProgressBar();
     /// Redraws at most every 100 ms (and always at done == total). `detail` is shown after the ETA.
     void update(int64_t done, int64_t total, const std::string& detail = {});
+    /// A core progress callback (done, total) that updates this bar and never cancels.
+    std::function<bool(int64_t done, int64_t total)> callback();
     /// Clears the line.
     void finish();
     bool enabled() const { return m_enabled; }

@@ -153,6 +153,16 @@ AnalysisRunner::ErrorHandler AnalysisPage::statusErrorHandler(const Ticket& t, s
     };
 }
 
+bool AnalysisPage::followTraining(const icl::RunSummary& summary)
+{
+    if (summary.path != m_path || !m_supported) {
+        showExperiment(summary, summary.checkpoints.empty() ? -1 : summary.checkpoints.back().step);
+        return false;
+    }
+    m_summary = summary;
+    return true;
+}
+
 QWidget* AnalysisPage::createContent(const QString& message)
 {
     m_stack = new QStackedWidget(this);

@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include <QMetaObject>
 #include <QString>
 #include <QWidget>
 
@@ -107,9 +108,10 @@ protected:
 
     /// Runs `work` on the worker (queued under `key`; a queued job with the same key is replaced) and
     /// `show(result)` on the GUI thread unless a newer request started. Errors go to statusErrorHandler(t).
+    /// `also` (optional) runs before the error is shown, for a current request.
     template <class Result>
     void submit(int key, const QString& label, const Ticket& t, std::function<Result()> work,
-        std::function<void(const Result&)> show)
+        std::function<void(const Result&)> show, std::function<void()> also = {})
     {
         m_runner->enqueue(
             key, label,
@@ -120,8 +122,28 @@ protected:
                         show(*result);
                 };
             },
-            statusErrorHandler(t));
+            statusErrorHandler(t, std::move(also)));
     }
+
+    /// The first-look callback of request `t` (called on the worker with a partial result): queues
+    /// `show(first)` to the GUI thread, where it runs unless a newer request started.
+    template <class Result>
+    std::function<void(const Result&)> firstLookCallback(const Ticket& t, std::function<void(const Result&)> show)
+    {
+        return [this, t, show = std::move(show)](const Result& first) {
+            QMetaObject::invokeMethod(
+                this,
+                [this, t, show, first] {
+                    if (isCurrent(t))
+                        show(first);
+                },
+                Qt::QueuedConnection);
+        };
+    }
+
+    /// For a page that draws the run's training curves while it trains: adopts `summary` (returns true) when it
+    /// is the bound, supported run; otherwise shows it at its last checkpoint (returns false).
+    bool followTraining(const icl::RunSummary& summary);
 
     AnalysisRunner* runner() const { return m_runner; }
     /// Joins the worker now (from a page's destructor, before the widgets its results go to are destroyed).

@@ -111,21 +111,16 @@ public:
     widgets::PlotView* lensPlot() const;
     QTableWidget* headTable() const;
     QTableWidget* predictionTable() const;
-    PromptEditor* promptEditor() const { return m_editor; }
     QTableWidget* promptTable() const { return m_editor->promptTable(); }
     QSpinBox* seedChooser() const { return m_editor->seedChooser(); }
     QDoubleSpinBox* noiseChooser() const { return m_editor->noiseChooser(); }
     QComboBox* ablationChooser() const { return m_editor->ablationChooser(); }
-    QPushButton* addButton() const { return m_editor->addButton(); }
     QPushButton* deleteButton() const { return m_editor->deleteButton(); }
-    QPushButton* upButton() const { return m_editor->upButton(); }
     QPushButton* downButton() const { return m_editor->downButton(); }
     QPushButton* duplicateButton() const { return m_editor->duplicateButton(); }
     QPushButton* resampleRowButton() const { return m_editor->resampleRowButton(); }
     QPushButton* resamplePromptButton() const { return m_editor->resamplePromptButton(); }
     QPushButton* relabelButton() const { return m_editor->relabelButton(); }
-    QPushButton* openPromptButton() const { return m_editor->openPromptButton(); }
-    QPushButton* savePromptButton() const { return m_editor->savePromptButton(); }
     QLabel* targetLabel() const { return m_target; }
 
 Q_SIGNALS:

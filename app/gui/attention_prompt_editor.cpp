@@ -102,10 +102,7 @@ PromptEditor::PromptEditor(QWidget* parent)
     auto* promptRow = new QHBoxLayout;
     promptRow->setSpacing(4);
     auto* seedLabel = new QLabel(tr("Seed"), this);
-    m_seed = new QSpinBox(this);
-    m_seed->setObjectName(QStringLiteral("attentionSeed"));
-    m_seed->setRange(0, INT_MAX);
-    m_seed->setValue(1);
+    m_seed = makeSpinBox(this, "attentionSeed", 0, INT_MAX, 1);
     m_seed->setToolTip(tr("Seed of the sampled prompt (same distribution as the training prompts)"));
     seedLabel->setBuddy(m_seed);
     m_resamplePrompt = button(tr("Resample prompt"), "attentionResamplePrompt",

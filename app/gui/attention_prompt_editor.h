@@ -59,16 +59,12 @@ public:
     QSpinBox* seedChooser() const { return m_seed; }
     QDoubleSpinBox* noiseChooser() const { return m_noise; }
     QComboBox* ablationChooser() const { return m_ablation; }
-    QPushButton* addButton() const { return m_add; }
     QPushButton* deleteButton() const { return m_delete; }
-    QPushButton* upButton() const { return m_up; }
     QPushButton* downButton() const { return m_down; }
     QPushButton* duplicateButton() const { return m_duplicate; }
     QPushButton* resampleRowButton() const { return m_resampleRow; }
     QPushButton* resamplePromptButton() const { return m_resamplePrompt; }
     QPushButton* relabelButton() const { return m_relabel; }
-    QPushButton* openPromptButton() const { return m_openPrompt; }
-    QPushButton* savePromptButton() const { return m_savePrompt; }
 
 Q_SIGNALS:
     /// The prompt was edited here (it is already changed): re-run the model.

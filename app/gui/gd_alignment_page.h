@@ -61,17 +61,16 @@ public:
     std::string reference() const;
 
     QTabWidget* tabs() const { return m_tabs; }
-    widgets::PlotView* alignmentPlot() const { return m_alignmentPlot; }
-    widgets::PlotView* scatterPlot() const { return m_scatterPlot; }
-    widgets::PlotView* etaPlot() const { return m_etaPlot; }
-    widgets::PlotView* oodPlot() const { return m_oodPlot; }
+    widgets::PlotView* alignmentPlot() const { return m_alignment.plot; }
+    widgets::PlotView* scatterPlot() const { return m_scatter.plot; }
+    widgets::PlotView* etaPlot() const { return m_eta.plot; }
+    widgets::PlotView* oodPlot() const { return m_ood.plot; }
     QTableWidget* layerTable() const;
     QComboBox* layerChooser() const;
     QComboBox* oodKindChooser() const { return m_oodKind; }
     /// The copy analysis (interleaved runs): G[k][j] heatmap and its own/next/other summary.
     widgets::HeatmapView* copyHeatmap() const { return m_copyHeatmap; }
     QLabel* copySummary() const { return m_copySummary; }
-    QSpinBox* etaStepsChooser() const { return m_etaK; }
     QCheckBox* gdppCheck() const { return m_withGdpp; }
     /// Learned (construction=false) or constructed W_KᵀW_Q (kq=true) / P·W_V heatmap.
     widgets::HeatmapView* heatmap(bool kq, bool construction) const;
@@ -103,23 +102,31 @@ private:
     std::array<quint64, AnalysisCount> m_analysisGeneration {};
     QString m_currentJob;
 
+    /// A tab's plot and its status line.
+    struct PlotTab {
+        widgets::PlotView* plot = nullptr;
+        QLabel* status = nullptr;
+    };
+    /// Adds a tab of `controls` (optional) above a plot, with its status line; object names `plotName`,
+    /// `statusName`.
+    PlotTab addPlotTab(QWidget* controls, const QString& plotName, const QString& statusName, const QString& title,
+        const QString& toolTip);
+    /// Adds a tab of `controls` (optional), a status line (object name `statusName`) and `body`.
+    void addTab(QWidget* controls, QLabel* status, QWidget* body, const QString& title, const QString& toolTip);
+
     AlignmentMetricsStrip* m_metrics = nullptr;
     QTabWidget* m_tabs = nullptr;
-    widgets::PlotView* m_alignmentPlot = nullptr;
-    QLabel* m_alignmentStatus = nullptr;
-    widgets::PlotView* m_scatterPlot = nullptr;
-    QLabel* m_scatterStatus = nullptr;
+    PlotTab m_alignment; ///< over training
+    PlotTab m_scatter;   ///< model vs GD
+    PlotTab m_eta;       ///< η scan
+    PlotTab m_ood;       ///< out of distribution
     LsaWeightsTab* m_weights = nullptr;
     QLabel* m_weightsStatus = nullptr;
     QSpinBox* m_etaK = nullptr;
-    widgets::PlotView* m_etaPlot = nullptr;
-    QLabel* m_etaStatus = nullptr;
     QCheckBox* m_withGdpp = nullptr;
     LayerStepTable* m_layerTable = nullptr;
     QLabel* m_layersStatus = nullptr;
     QComboBox* m_oodKind = nullptr;
-    widgets::PlotView* m_oodPlot = nullptr;
-    QLabel* m_oodStatus = nullptr;
     widgets::HeatmapView* m_copyHeatmap = nullptr;
     QLabel* m_copySummary = nullptr;
     QLabel* m_copyStatus = nullptr;

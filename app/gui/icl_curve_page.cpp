@@ -30,10 +30,7 @@ IclCurvePage::IclCurvePage(QWidget* parent)
 
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Prompts"), this));
-    m_prompts = new QSpinBox(this);
-    m_prompts->setObjectName(QStringLiteral("iclCurvePrompts"));
-    m_prompts->setRange(0, 1000000);
-    m_prompts->setSingleStep(256);
+    m_prompts = makeSpinBox(this, "iclCurvePrompts", 0, 1000000, 0, 256);
     m_prompts->setSpecialValueText(tr("run's evaluation prompts"));
     m_prompts->setToolTip(tr("Number of prompts the curve is averaged over (the run's own fixed evaluation prompts "
                              "when 0, so that the model's error at the largest N equals its eval loss)"));
@@ -78,15 +75,8 @@ void IclCurvePage::compute()
     m_status->setText(tr("Computing the ICL curve at checkpoint %1…").arg(m_step));
     const Progress progress = progressReporter(t, tr("ICL curve"));
     // The first look (the curve on the first prompts) is shown while the rest is computed.
-    auto preview = [this, t](const icl::IclCurve& first) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, t, first] {
-                if (isCurrent(t))
-                    showCurve(first, true);
-            },
-            Qt::QueuedConnection);
-    };
+    const auto preview =
+        firstLookCallback<icl::IclCurve>(t, [this](const icl::IclCurve& first) { showCurve(first, true); });
     submit<icl::IclCurve>(
         CurveJob, tr("ICL curve"), t, [path, o, progress, preview] { return icl::computeIclCurve(path, o, progress, preview); },
         [this](const icl::IclCurve& curve) { showCurve(curve, false); });

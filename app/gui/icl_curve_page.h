@@ -33,7 +33,6 @@ public:
     widgets::PlotView* plot() const { return m_plot; }
     QString cancelledMessage() const override { return tr("ICL curve cancelled"); }
     QString doneMessage() const override { return tr("ICL curve: analysis done"); }
-    QSpinBox* promptChooser() const { return m_prompts; }
     QLabel* summaryLabel() const { return m_summaryLabel; }
 
 private:

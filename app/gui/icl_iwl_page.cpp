@@ -93,33 +93,24 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     panel->setToolTip(tr("ICL: 2 holdout classes, 4 shots each, labels {0, 1} drawn per sequence. IWL: the query's "
                          "class is a training class absent from the context (no support), fixed labels."));
     auto* form = new QFormLayout(panel);
-    m_sequences = new QSpinBox(panel);
-    m_sequences->setObjectName(QStringLiteral("iclIwlSequences"));
-    m_sequences->setRange(0, 1000000);
-    m_sequences->setSingleStep(256);
+    m_sequences = makeSpinBox(panel, "iclIwlSequences", 0, 1000000, 0, 256);
     m_sequences->setSpecialValueText(tr("run's own"));
     m_sequences->setToolTip(tr("Sequences per evaluation (the run's own evaluation sequences when 0, so that the "
                                "numbers equal the metrics stored at that step; otherwise fresh sequences)"));
     form->addRow(tr("Sequences"), m_sequences);
-    m_checkpointValue = makeValueLabel(panel, "iclIwlCheckpoint");
-    form->addRow(tr("Checkpoint"), m_checkpointValue);
-    m_iclValue = makeValueLabel(panel, "iclIwlIclAccuracy");
-    m_iclValue->setToolTip(tr("Holdout classes, argmax over labels {0, 1} (chance 0.5)"));
-    form->addRow(tr("ICL accuracy, labels {0, 1}"), m_iclValue);
-    m_iclAllValue = makeValueLabel(panel, "iclIwlIclAllLabels");
-    m_iclAllValue->setToolTip(tr("The same holdout sequences, argmax over every label"));
-    form->addRow(tr("ICL accuracy, all labels"), m_iclAllValue);
-    m_iwlValue = makeValueLabel(panel, "iclIwlIwlAccuracy");
-    m_iwlValue->setToolTip(tr("Training classes with no support in the context, argmax over every label"));
-    form->addRow(tr("IWL accuracy"), m_iwlValue);
-    m_iclInContextValue = makeValueLabel(panel, "iclIwlIclInContext");
-    m_iclInContextValue->setToolTip(tr("How often the output (argmax over every label) is a label present in the "
-                                       "context, on the ICL sequences"));
-    form->addRow(tr("ICL: output in context"), m_iclInContextValue);
-    m_iwlInContextValue = makeValueLabel(panel, "iclIwlIwlInContext");
-    m_iwlInContextValue->setToolTip(tr("How often the output is a label present in the context, on the IWL "
-                                       "sequences (where the right label never is)"));
-    form->addRow(tr("IWL: output in context"), m_iwlInContextValue);
+    m_checkpointValue = addValueRow(form, panel, "iclIwlCheckpoint", tr("Checkpoint"));
+    m_iclValue = addValueRow(form, panel, "iclIwlIclAccuracy", tr("ICL accuracy, labels {0, 1}"),
+        tr("Holdout classes, argmax over labels {0, 1} (chance 0.5)"));
+    m_iclAllValue = addValueRow(form, panel, "iclIwlIclAllLabels", tr("ICL accuracy, all labels"),
+        tr("The same holdout sequences, argmax over every label"));
+    m_iwlValue = addValueRow(form, panel, "iclIwlIwlAccuracy", tr("IWL accuracy"),
+        tr("Training classes with no support in the context, argmax over every label"));
+    m_iclInContextValue = addValueRow(form, panel, "iclIwlIclInContext", tr("ICL: output in context"),
+        tr("How often the output (argmax over every label) is a label present in the "
+           "context, on the ICL sequences"));
+    m_iwlInContextValue = addValueRow(form, panel, "iclIwlIwlInContext", tr("IWL: output in context"),
+        tr("How often the output is a label present in the context, on the IWL "
+           "sequences (where the right label never is)"));
     // With a common / rare split of the training classes (task.n_common_classes > 0) only.
     const std::vector<std::tuple<QLabel**, const char*, QString, QString>> split = {
         { &m_iclCommonValue, "iclIwlIclCommon", tr("ICL, common classes"),
@@ -129,9 +120,7 @@ IclIwlPage::IclIwlPage(QWidget* parent)
             tr("Query and context from common classes, no support, argmax over every label") },
         { &m_iwlRareValue, "iclIwlIwlRare", tr("IWL, rare classes"), tr("The same on rare classes") } };
     for (const auto& [value, name, text, tip] : split) {
-        *value = makeValueLabel(panel, name);
-        (*value)->setToolTip(tip);
-        form->addRow(text, *value);
+        *value = addValueRow(form, panel, name, text, tip);
         form->setRowVisible(*value, false);
     }
     m_panelForm = form;
@@ -210,12 +199,8 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 
 void IclIwlPage::updateTrainingCurves(const icl::RunSummary& summary)
 {
-    if (summary.path != m_path || !m_supported) {
-        showExperiment(summary, summary.checkpoints.empty() ? -1 : summary.checkpoints.back().step);
-        return;
-    }
-    m_summary = summary;
-    showCurves();
+    if (followTraining(summary))
+        showCurves();
 }
 
 void IclIwlPage::showCurves()
@@ -289,25 +274,12 @@ void IclIwlPage::compute()
     m_status->setText(tr("Evaluating checkpoint %1…").arg(m_step));
     const Progress progress = progressReporter(t, tr("ICL vs IWL"));
     // The ICL accuracy is shown as soon as it is known (half the work); the IWL evaluation follows.
-    auto firstLook = [this, t](const icl::IclIwlResult& first) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, t, first] {
-                if (isCurrent(t))
-                    showResult(first, true);
-            },
-            Qt::QueuedConnection);
-    };
-    runner()->enqueue(
-        IclIwlJob, tr("ICL vs IWL"),
-        [this, t, path, o, progress, firstLook]() -> AnalysisRunner::Continuation {
-            const icl::IclIwlResult r = icl::computeIclIwl(path, o, progress, firstLook);
-            return [this, t, r] {
-                if (isCurrent(t))
-                    showResult(r, false);
-            };
-        },
-        statusErrorHandler(t, [this] { clearPanel(); }));
+    const auto firstLook = firstLookCallback<icl::IclIwlResult>(
+        t, [this](const icl::IclIwlResult& first) { showResult(first, true); });
+    submit<icl::IclIwlResult>(
+        IclIwlJob, tr("ICL vs IWL"), t,
+        [path, o, progress, firstLook] { return icl::computeIclIwl(path, o, progress, firstLook); },
+        [this](const icl::IclIwlResult& r) { showResult(r, false); }, [this] { clearPanel(); });
 }
 
 void IclIwlPage::showResult(const icl::IclIwlResult& r, bool firstLook)

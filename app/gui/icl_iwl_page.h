@@ -68,7 +68,6 @@ public:
     const std::optional<icl::IclIwlResult>& result() const { return m_result; }
 
     widgets::PlotView* plot() const { return m_plot; }
-    QSpinBox* sequenceChooser() const { return m_sequences; }
     QLabel* checkpointLabel() const { return m_checkpointValue; }
     QLabel* iclAccuracyLabel() const { return m_iclValue; }
     QLabel* iclAllLabelsLabel() const { return m_iclAllValue; }

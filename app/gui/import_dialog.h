@@ -96,6 +96,10 @@ protected:
     void reject() override;
 
 private:
+    /// Remembers where `source` is, for the next file dialog (a run folder by its parent).
+    static void rememberFolder(const QString& source);
+    /// A gray hint line.
+    static QLabel* grayLabel(const QString& text, QWidget* parent);
     void showPlan(const icl::ImportPlan& plan);
     void showPlanError(const QString& message);
     void clearPlanView();

@@ -34,8 +34,6 @@ public:
     static bool supports(const icl::RunSummary& summary, QString* why);
 
     QSpinBox* layerChooser() const { return m_layer; }
-    QSpinBox* headChooser() const { return m_head; }
-    QSpinBox* promptChooser() const { return m_prompt; }
     QComboBox* featuresChooser() const { return m_matrixM; }
     widgets::HeatmapView* exactHeatmap() const { return m_exact; }
     widgets::HeatmapView* approxHeatmap() const { return m_approx; }

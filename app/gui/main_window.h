@@ -159,7 +159,13 @@ private:
     /// Every analysis page (AnalysisPage) follows the checkpoint `step`, and the Train page too.
     void followCheckpoint(qint64 step);
     void showError(const QString& title, const QString& message);
+    /// The File, Train, View (one entry per page) and Help menus.
+    void createMenus();
+    /// Reads the recent-files list from QSettings.
+    void loadRecentFiles();
     void updateRecentMenu();
+    /// Shows `percent` (< 0: busy, no percentage) in the status bar's progress bar and `text` as its message.
+    void showProgress(int percent, const QString& text);
     /// Enables Cancel and the training actions from what runs now; emits idle when nothing does.
     void updateBusy();
 

@@ -3,14 +3,18 @@
 #include "widgets/plot_view.h"
 #include "core/io/config.h"
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 
 #include <QCoreApplication>
+#include <QFormLayout>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QVBoxLayout>
 #include <QWidget>
 
@@ -42,6 +46,25 @@ RunRow makeRunRow(const QString& name, QWidget* parent, const QString& runText, 
     return row;
 }
 
+std::pair<int64_t, int64_t> showRunProgress(QProgressBar* progress, const RunState& state)
+{
+    const int64_t total = std::max<int64_t>(1, state.total.load());
+    const int64_t done = std::min(state.done.load(), total);
+    progress->setRange(0, int(std::min<int64_t>(total, INT_MAX)));
+    progress->setValue(int(std::min<int64_t>(done, INT_MAX)));
+    return { done, total };
+}
+
+QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximum, int value, int step)
+{
+    auto* spin = new QSpinBox(parent);
+    spin->setObjectName(QString::fromLatin1(name));
+    spin->setRange(minimum, maximum);
+    spin->setSingleStep(step);
+    spin->setValue(value);
+    return spin;
+}
+
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text)
 {
     auto* label = new QLabel(text, parent);
@@ -57,6 +80,15 @@ QLabel* makeValueLabel(QWidget* parent, const char* name)
     label->setObjectName(QLatin1String(name));
     label->setTextInteractionFlags(Qt::TextSelectableByMouse);
     return label;
+}
+
+QLabel* addValueRow(QFormLayout* form, QWidget* parent, const char* name, const QString& label, const QString& toolTip)
+{
+    QLabel* value = makeValueLabel(parent, name);
+    if (!toolTip.isEmpty())
+        value->setToolTip(toolTip);
+    form->addRow(label, value);
+    return value;
 }
 
 SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status)

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 #include <QString>
 
@@ -48,11 +49,20 @@ struct RunState {
     }
 };
 
+/// Shows `state`'s (done, total) steps in `progress` and returns them, with total at least 1 and done at most total.
+std::pair<int64_t, int64_t> showRunProgress(QProgressBar* progress, const RunState& state);
+
+/// A spin box with object name `name`, range [minimum, maximum], single step `step` and value `value`.
+QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximum, int value, int step = 1);
+
 /// A word-wrapped, mouse-selectable text line (results, summaries, notes) with object name `name`.
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text = QString());
 
 /// A value in a panel ("—" until set), mouse-selectable, with object name `name`.
 QLabel* makeValueLabel(QWidget* parent, const char* name);
+/// A value label (makeValueLabel) appended to `form` as the row `label`, with `toolTip` (none when empty).
+QLabel* addValueRow(QFormLayout* form, QWidget* parent, const char* name, const QString& label,
+    const QString& toolTip = QString());
 
 /// The result views of a page with one plot, appended to `layout` under its controls: a summary line (object
 /// name "<name>Summary", "—" until set), the page's status line `status` and the plot ("<name>Plot", stretched).

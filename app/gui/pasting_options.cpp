@@ -1,4 +1,5 @@
 #include "app/gui/pasting_options.h"
+#include "app/gui/page_widgets.h"
 
 #include <algorithm>
 #include <climits>
@@ -44,9 +45,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     , m_fields(content)
 {
     QGridLayout* grid = m_fields.layout();
-    m_cutLayer = new QSpinBox(content);
-    m_cutLayer->setObjectName(QStringLiteral("pastingCutLayer"));
-    m_cutLayer->setRange(0, 0);
+    m_cutLayer = makeSpinBox(content, "pastingCutLayer", 0, 0, 0);
     m_fields.add(0, 0, tr("Cut layer ℓ"), m_cutLayer,
         tr("The parent's blocks ℓ..L−1, final LayerNorm and read-out are kept frozen; its read-in, positions and "
            "blocks 0..ℓ−1 are replaced by the new embedding"));
@@ -57,11 +56,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     m_fields.add(0, 1, tr("Embedding"), m_embedding,
         tr("New trainable embedding: linear (a read-in and learned positions) or transformer1 (the same plus one "
            "new GPT-2 block before the frozen ones)"));
-    m_steps = new QSpinBox(content);
-    m_steps->setObjectName(QStringLiteral("pastingSteps"));
-    m_steps->setRange(1, 10000000);
-    m_steps->setSingleStep(100);
-    m_steps->setValue(1000);
+    m_steps = makeSpinBox(content, "pastingSteps", 1, 10000000, 1000, 100);
     m_fields.add(0, 2, tr("Steps"), m_steps,
         tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
     m_lr = new LearningRateSpinBox(content);
@@ -72,22 +67,12 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     m_lr->setValue(1e-3);
     m_fields.add(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
 
-    m_batchSize = new QSpinBox(content);
-    m_batchSize->setObjectName(QStringLiteral("pastingBatchSize"));
-    m_batchSize->setRange(1, 1000000);
-    m_batchSize->setValue(64);
+    m_batchSize = makeSpinBox(content, "pastingBatchSize", 1, 1000000, 64);
     m_fields.add(1, 0, tr("Batch size"), m_batchSize, tr("Prompts per training step"));
-    m_nEval = new QSpinBox(content);
-    m_nEval->setObjectName(QStringLiteral("pastingEvalPrompts"));
-    m_nEval->setRange(2, 10000000);
-    m_nEval->setSingleStep(256);
-    m_nEval->setValue(1280);
+    m_nEval = makeSpinBox(content, "pastingEvalPrompts", 2, 10000000, 1280, 256);
     m_fields.add(1, 1, tr("Eval prompts"), m_nEval,
         tr("Fixed evaluation prompts, the same for every model and baseline (icl-cli --prompts)"));
-    m_evalEvery = new QSpinBox(content);
-    m_evalEvery->setObjectName(QStringLiteral("pastingEvalEvery"));
-    m_evalEvery->setRange(1, 10000000);
-    m_evalEvery->setValue(100);
+    m_evalEvery = makeSpinBox(content, "pastingEvalEvery", 1, 10000000, 100);
     m_fields.add(1, 2, tr("Eval every"), m_evalEvery, tr("Evaluation period of the loss curves, in training steps"));
     m_wScale = new QDoubleSpinBox(content);
     m_wScale->setObjectName(QStringLiteral("pastingWScale"));
@@ -99,9 +84,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         tr("Task weights w ~ N(0, τ²·I_d) of the linear regression the new embedding is trained on; 0 = the "
            "parent's task.w_scale"));
 
-    m_seed = new QSpinBox(content);
-    m_seed->setObjectName(QStringLiteral("pastingSeed"));
-    m_seed->setRange(0, INT_MAX);
+    m_seed = makeSpinBox(content, "pastingSeed", 0, INT_MAX, 0);
     m_seed->setSpecialValueText(tr("parent's"));
     m_fields.add(2, 0, tr("Seed"), m_seed,
         tr("Seed of the initialisation, training batches and evaluation prompts; 0 = the parent's seed"));

@@ -66,14 +66,11 @@ PastingPage::PastingPage(QWidget* parent)
     m_form = new PastingOptionsForm(content);
     layout->addLayout(m_form->layout());
 
-    const RunRow run = makeRunRow(QStringLiteral("pasting"), content, tr("Run pasting"),
+    m_runRow = makeRunRow(QStringLiteral("pasting"), content, tr("Run pasting"),
         tr("Train the pasted and the scratch model on a worker thread"), tr("%v / %m training steps"));
-    m_run = run.run;
-    m_cancel = run.cancel;
-    m_progress = run.progress;
-    m_cancel->setToolTip(tr("Stop the running pasting at its next training step (nothing is kept)"));
-    m_progress->setToolTip(tr("Training steps done, pasted and scratch model together"));
-    QHBoxLayout* runRow = run.layout;
+    m_runRow.cancel->setToolTip(tr("Stop the running pasting at its next training step (nothing is kept)"));
+    m_runRow.progress->setToolTip(tr("Training steps done, pasted and scratch model together"));
+    QHBoxLayout* runRow = m_runRow.layout;
     layout->addLayout(runRow);
 
     layout->addWidget(m_status);
@@ -107,8 +104,8 @@ PastingPage::PastingPage(QWidget* parent)
     connect(m_progressTimer, &QTimer::timeout, this, &PastingPage::updateProgress);
 
     connect(m_form, &PastingOptionsForm::changed, this, &PastingPage::updateControls);
-    connect(m_run, &QPushButton::clicked, this, [this] { startPasting(true, false); });
-    connect(m_cancel, &QPushButton::clicked, this, &PastingPage::cancel);
+    connect(m_runRow.run, &QPushButton::clicked, this, [this] { startPasting(true, false); });
+    connect(m_runRow.cancel, &QPushButton::clicked, this, &PastingPage::cancel);
     connect(m_openPasted, &QPushButton::clicked, this, [this] {
         if (m_result && !m_result->out_path.empty())
             Q_EMIT openRequested(QString::fromStdString(m_result->out_path));
@@ -204,7 +201,7 @@ void PastingPage::cancel()
     if (!isBusy() || !m_state)
         return;
     m_state->stop = true; // the job's error continuation reports the cancellation
-    m_cancel->setEnabled(false);
+    m_runRow.cancel->setEnabled(false);
     m_status->setText(tr("Cancelling…"));
 }
 
@@ -340,8 +337,8 @@ void PastingPage::clearResult()
     m_iclPlot->setFigure(icl::Figure {});
     m_lossPlot->setFigure(icl::Figure {});
     m_summaryLabel->setText(QStringLiteral("—"));
-    m_progress->setRange(0, 1);
-    m_progress->setValue(0);
+    m_runRow.progress->setRange(0, 1);
+    m_runRow.progress->setValue(0);
     updateControls();
 }
 
@@ -349,10 +346,7 @@ void PastingPage::updateProgress()
 {
     if (!m_state)
         return;
-    const int64_t total = std::max<int64_t>(1, m_state->total.load());
-    const int64_t done = std::min(m_state->done.load(), total);
-    m_progress->setRange(0, int(std::min<int64_t>(total, INT_MAX)));
-    m_progress->setValue(int(std::min<int64_t>(done, INT_MAX)));
+    const auto [done, total] = showRunProgress(m_runRow.progress, *m_state);
     if (isBusy()) {
         const int percent = int(100 * done / total);
         Q_EMIT progressChanged(percent, tr("Pasting: %1 of %2 training steps").arg(done).arg(total));
@@ -364,8 +358,8 @@ void PastingPage::updateControls()
     const bool busy = isBusy();
     const bool ready = m_supported && m_step >= 0;
     m_form->setBusy(busy);
-    m_run->setEnabled(ready && !busy);
-    m_cancel->setEnabled(busy && m_state && !m_state->stop);
+    m_runRow.run->setEnabled(ready && !busy);
+    m_runRow.cancel->setEnabled(busy && m_state && !m_state->stop);
     m_openPasted->setEnabled(m_result && !m_result->out_path.empty());
 }
 

@@ -84,10 +84,10 @@ public:
     /// transformer1 at ℓ ≥ 1.
     QCheckBox* initFromParentCheck() const { return m_form->initFromParent(); }
     QLineEdit* outputEdit() const { return m_form->output(); }
-    QPushButton* runButton() const { return m_run; }
-    QPushButton* cancelButton() const { return m_cancel; }
+    QPushButton* runButton() const { return m_runRow.run; }
+    QPushButton* cancelButton() const { return m_runRow.cancel; }
     QPushButton* openPastedButton() const { return m_openPasted; }
-    QProgressBar* progressBar() const { return m_progress; }
+    QProgressBar* progressBar() const { return m_runRow.progress; }
     QLabel* summaryLabel() const { return m_summaryLabel; }
 
 Q_SIGNALS:
@@ -111,10 +111,8 @@ private:
 
     QLabel* m_parentLabel = nullptr;
     PastingOptionsForm* m_form = nullptr;
-    QPushButton* m_run = nullptr;
-    QPushButton* m_cancel = nullptr;
+    RunRow m_runRow; ///< Run, Cancel and the progress bar
     QPushButton* m_openPasted = nullptr;
-    QProgressBar* m_progress = nullptr;
     QTimer* m_progressTimer = nullptr;
     QLabel* m_summaryLabel = nullptr;
     widgets::PlotView* m_iclPlot = nullptr;

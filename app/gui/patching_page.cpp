@@ -51,14 +51,6 @@ QString corruptionText(icl::Corruption c)
 } // namespace
 
 /// What one run computed on the worker.
-struct PatchingPage::Output {
-    icl::PatchingResult result;
-    icl::Prompt clean;
-    icl::Prompt corrupted;
-    icl::PatchingOptions options;
-    bool shared = false;
-};
-
 PatchingPage::PatchingPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("patching"), parent)
     , m_worker(std::make_shared<InspectorSession>())
@@ -80,14 +72,9 @@ PatchingPage::PatchingPage(QWidget* parent)
     fields.add(0, 0, tr("Corruption"), m_corruption,
         tr("How the corrupted prompt differs from the clean one: one label y_i redrawn, every label from an "
            "independent task vector w′, or the labels permuted among the examples"));
-    m_example = new QSpinBox(content);
-    m_example->setObjectName(QStringLiteral("patchingExample"));
-    m_example->setRange(1, 1);
+    m_example = makeSpinBox(content, "patchingExample", 1, 1, 1);
     fields.add(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
-    m_seed = new QSpinBox(content);
-    m_seed->setObjectName(QStringLiteral("patchingSeed"));
-    m_seed->setRange(0, INT_MAX);
-    m_seed->setValue(1);
+    m_seed = makeSpinBox(content, "patchingSeed", 0, INT_MAX, 1);
     fields.add(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
     m_useShared = new QCheckBox(tr("Use the Attention page's prompt"), content);
     m_useShared->setObjectName(QStringLiteral("patchingUseShared"));
@@ -95,10 +82,7 @@ PatchingPage::PatchingPage(QWidget* parent)
     m_useShared->setToolTip(tr("Patch the prompt shown (and edited) on the Attention page; otherwise sample one from "
                                "the prompt seed"));
     grid->addWidget(m_useShared, 1, 0, 1, 2);
-    m_promptSeed = new QSpinBox(content);
-    m_promptSeed->setObjectName(QStringLiteral("patchingPromptSeed"));
-    m_promptSeed->setRange(0, INT_MAX);
-    m_promptSeed->setValue(1);
+    m_promptSeed = makeSpinBox(content, "patchingPromptSeed", 0, INT_MAX, 1);
     fields.add(1, 1, tr("Prompt seed"), m_promptSeed,
         tr("Seed of the clean prompt when the Attention page has none or it is not used (the Attention page's "
            "default seed is 1 too)"));
@@ -106,13 +90,10 @@ PatchingPage::PatchingPage(QWidget* parent)
         grid->setColumnStretch(c, 1);
     layout->addLayout(grid);
 
-    const RunRow run = makeRunRow(QStringLiteral("patching"), content, tr("Run patching"),
+    m_runRow = makeRunRow(QStringLiteral("patching"), content, tr("Run patching"),
         tr("Patch the clean residual stream at every (layer, position) into the corrupted run"),
         tr("%v / %m patched runs"));
-    m_run = run.run;
-    m_cancel = run.cancel;
-    m_progress = run.progress;
-    QHBoxLayout* runRow = run.layout;
+    QHBoxLayout* runRow = m_runRow.layout;
     layout->addLayout(runRow);
     layout->addWidget(m_status);
 
@@ -148,8 +129,8 @@ PatchingPage::PatchingPage(QWidget* parent)
     connect(m_progressTimer, &QTimer::timeout, this, &PatchingPage::updateProgress);
     connect(m_corruption, qOverload<int>(&QComboBox::currentIndexChanged), this, &PatchingPage::updateControls);
     connect(m_useShared, &QCheckBox::toggled, this, &PatchingPage::updateControls);
-    connect(m_run, &QPushButton::clicked, this, [this] { startPatching(); });
-    connect(m_cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
+    connect(m_runRow.run, &QPushButton::clicked, this, [this] { startPatching(); });
+    connect(m_runRow.cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
     updateControls();
 }
 
@@ -218,7 +199,7 @@ void PatchingPage::cancel()
     if (!isBusy() || !m_state)
         return;
     m_state->stop = true;
-    m_cancel->setEnabled(false);
+    m_runRow.cancel->setEnabled(false);
     m_status->setText(tr("Cancelling…"));
 }
 
@@ -298,116 +279,11 @@ bool PatchingPage::startPatching()
     return true;
 }
 
-std::map<std::string, std::string> PatchingPage::metadata() const
-{
-    std::map<std::string, std::string> m;
-    m["experiment"] = std::filesystem::path(m_summary.path).filename().string();
-    m["checkpoint_step"] = std::to_string(m_result ? m_result->checkpoint_step : m_step);
-    m["seed"] = std::to_string(m_resultOptions.seed);
-    m["prompt"] = "seed " + std::to_string(m_clean.seed) + ", N = " + std::to_string(m_clean.nContext())
-        + (m_resultShared ? " (Attention page)" : "");
-    std::string corruption = icl::corruptionName(m_resultOptions.corruption);
-    if (m_resultOptions.corruption == icl::Corruption::ChangeLabel)
-        corruption += " (example " + std::to_string(m_resultOptions.example + 1) + ")";
-    m["corruption"] = corruption;
-    return m;
-}
-
-icl::Matrix PatchingPage::showEffect(const Output& out)
-{
-    icl::Matrix effect = out.result.effect;
-    const int64_t L = effect.rows - 1;
-    if (effect.row_labels.size() != size_t(effect.rows)) {
-        effect.row_labels.clear();
-        for (int64_t l = 0; l < effect.rows; ++l)
-            effect.row_labels.push_back(l < L ? "layer " + std::to_string(l) + " (resid_pre)" : "final (resid_post)");
-    }
-    effect.name = "Activation patching effect (" + icl::corruptionName(out.options.corruption) + ")";
-    m_heatmap->setMetadata(metadata());
-    m_heatmap->setMatrix(effect);
-    // Symmetric around 0 and at least ±1, so that 1 (= clean) has the same colour on every run.
-    double largest = 1.0;
-    for (double v : effect.data)
-        if (std::isfinite(v))
-            largest = std::max(largest, std::abs(v));
-    m_heatmap->setColorLimit(largest);
-    return effect;
-}
-
-void PatchingPage::showRows(const Output& partial, int64_t rowsDone)
-{
-    m_clean = partial.clean;
-    m_corrupted = partial.corrupted;
-    m_resultOptions = partial.options;
-    m_resultShared = partial.shared;
-    showEffect(partial);
-    m_status->setText(tr("%1 of %2 layers patched (from the final one up); the rest follow…")
-                          .arg(rowsDone)
-                          .arg(partial.result.effect.rows));
-    if (rowsDone == 1)
-        Q_EMIT firstLookShown();
-}
-
-void PatchingPage::showOutput(const Output& out)
-{
-    m_result = out.result;
-    m_clean = out.clean;
-    m_corrupted = out.corrupted;
-    m_resultOptions = out.options;
-    m_resultShared = out.shared;
-    m_result->effect = showEffect(out);
-
-    const icl::PatchingResult& r = out.result;
-    QString text = tr("Clean prediction ŷ = <b>%1</b> · corrupted ŷ = <b>%2</b> · true label of the clean query %3")
-                       .arg(formatValue(r.clean_prediction, 6), formatValue(r.corrupted_prediction, 6),
-                           formatValue(out.clean.y.empty() ? NAN : out.clean.y.back(), 6));
-    if (r.n_skipped > 0)
-        text += tr("<br><span style='color:#B2182B'>The clean and corrupted predictions agree (|Δŷ| < 1e-6): the "
-                   "effect is undefined; try another corruption or seed.</span>");
-    m_summaryLabel->setText(text);
-    const size_t n = out.clean.y.size();
-    m_labels->setRowCount(int(n));
-    QStringList rows;
-    for (size_t i = 0; i < n; ++i) {
-        rows << (i + 1 < n ? QString::number(i + 1) : tr("query"));
-        const double a = out.clean.y[i];
-        const double b = i < out.corrupted.y.size() ? out.corrupted.y[i] : NAN;
-        auto* ca = new QTableWidgetItem(formatValue(a, 6));
-        auto* cb = new QTableWidgetItem(formatValue(b, 6));
-        if (a != b) {
-            QFont bold = cb->font();
-            bold.setBold(true);
-            cb->setFont(bold);
-            cb->setBackground(QColor(0xFD, 0xDB, 0xC7));
-        }
-        m_labels->setItem(int(i), 0, ca);
-        m_labels->setItem(int(i), 1, cb);
-    }
-    m_labels->setVerticalHeaderLabels(rows);
-    m_status->setText(tr("Done: %1 patched runs.").arg(m_state ? m_state->total.load() : 0));
-    updateControls();
-}
-
-void PatchingPage::clearResult()
-{
-    m_result.reset();
-    m_heatmap->setMetadata({});
-    m_heatmap->setMatrix(icl::Matrix {});
-    m_summaryLabel->setText(tr("Press Run patching to patch the clean residual stream at every layer and token "
-                               "position into the corrupted run."));
-    m_labels->setRowCount(0);
-    m_progress->setRange(0, 1);
-    m_progress->setValue(0);
-}
-
 void PatchingPage::updateProgress()
 {
     if (!m_state)
         return;
-    const int64_t total = std::max<int64_t>(1, m_state->total.load());
-    const int64_t done = std::min(m_state->done.load(), total);
-    m_progress->setRange(0, int(std::min<int64_t>(total, INT_MAX)));
-    m_progress->setValue(int(std::min<int64_t>(done, INT_MAX)));
+    const auto [done, total] = showRunProgress(m_runRow.progress, *m_state);
     if (isBusy())
         Q_EMIT progressChanged(int(100 * done / total), tr("Patching: %1 of %2 patched runs").arg(done).arg(total));
 }
@@ -428,8 +304,8 @@ void PatchingPage::updateControls()
     for (QWidget* w : std::initializer_list<QWidget*> { m_corruption, m_seed, m_useShared })
         w->setEnabled(!busy);
     m_promptSeed->setEnabled(!busy && !shared);
-    m_run->setEnabled(ready && !busy);
-    m_cancel->setEnabled(busy && m_state && !m_state->stop);
+    m_runRow.run->setEnabled(ready && !busy);
+    m_runRow.cancel->setEnabled(busy && m_state && !m_state->stop);
 }
 
 bool PatchingPage::exportCurrentPlot()

@@ -75,9 +75,9 @@ public:
     QSpinBox* seedChooser() const { return m_seed; }
     QSpinBox* promptSeedChooser() const { return m_promptSeed; }
     QCheckBox* sharedPromptCheck() const { return m_useShared; }
-    QPushButton* runButton() const { return m_run; }
-    QPushButton* cancelButton() const { return m_cancel; }
-    QProgressBar* progressBar() const { return m_progress; }
+    QPushButton* runButton() const { return m_runRow.run; }
+    QPushButton* cancelButton() const { return m_runRow.cancel; }
+    QProgressBar* progressBar() const { return m_runRow.progress; }
     QLabel* summaryLabel() const { return m_summaryLabel; }
     QTableWidget* labelTable() const { return m_labels; }
 
@@ -85,7 +85,14 @@ protected:
     void jobsFinished() override;
 
 private:
-    struct Output;
+    /// One run's output: the result and the prompts and options it was computed with.
+    struct Output {
+        icl::PatchingResult result;
+        icl::Prompt clean;
+        icl::Prompt corrupted;
+        icl::PatchingOptions options;
+        bool shared = false;
+    };
 
     void showOutput(const Output& output);
     /// Rows computed so far (the others NaN) on the heatmap, while the run goes on.
@@ -113,9 +120,7 @@ private:
     QSpinBox* m_seed = nullptr;
     QSpinBox* m_promptSeed = nullptr;
     QCheckBox* m_useShared = nullptr;
-    QPushButton* m_run = nullptr;
-    QPushButton* m_cancel = nullptr;
-    QProgressBar* m_progress = nullptr;
+    RunRow m_runRow; ///< Run, Cancel and the progress bar
     QTimer* m_progressTimer = nullptr;
     QLabel* m_summaryLabel = nullptr;
     QTableWidget* m_labels = nullptr;

@@ -203,15 +203,11 @@ void ProbesPage::compute()
     m_status->setText(tr("Fitting probes at checkpoint %1 for %2…").arg(m_step).arg(targets.join(QStringLiteral(", "))));
     const Progress progress = progressReporter(t, tr("Probes"));
     // The first look (the first fit and test prompts) is shown while the rest is fitted.
-    auto firstLook = [this, t](const std::vector<icl::ProbeCurve>& first) {
-        QMetaObject::invokeMethod(
-            this,
-            [this, t, first] {
-                if (isCurrent(t) && !first.empty())
-                    showCurves(first, true);
-            },
-            Qt::QueuedConnection);
-    };
+    using Curves = std::vector<icl::ProbeCurve>;
+    const auto firstLook = firstLookCallback<Curves>(t, [this](const Curves& first) {
+        if (!first.empty())
+            showCurves(first, true);
+    });
     struct Fitted {
         std::vector<icl::ProbeCurve> curves;
         std::vector<std::string> failed; ///< a target that fails leaves the others shown

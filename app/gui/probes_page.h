@@ -53,7 +53,6 @@ public:
     widgets::PlotView* plot() const { return m_plot; }
     QString cancelledMessage() const override { return tr("Probes cancelled (the running probe finishes first)"); }
     QString doneMessage() const override { return tr("Probes: analysis done"); }
-    QComboBox* positionChooser() const { return m_positions; }
     QCheckBox* targetCheck(const QString& target) const;
     QLabel* summaryLabel() const { return m_summaryLabel; }
 

@@ -55,9 +55,7 @@ SequenceView::SequenceView(QWidget* parent)
                                   "context."));
     seqControls->addWidget(m_sequenceKind);
     seqControls->addWidget(new QLabel(tr("seed"), this));
-    m_sequenceSeed = new QSpinBox(this);
-    m_sequenceSeed->setObjectName(QStringLiteral("iclIwlSequenceSeed"));
-    m_sequenceSeed->setRange(0, 1000000000);
+    m_sequenceSeed = makeSpinBox(this, "iclIwlSequenceSeed", 0, 1000000000, 0);
     m_sequenceSeed->setToolTip(tr("Index of the draw: the same kind and seed give the same sequence (ICL/IWL seed s: "
                                   "the first sequence of that evaluation set with index s)"));
     seqControls->addWidget(m_sequenceSeed);
@@ -89,17 +87,13 @@ SequenceView::SequenceView(QWidget* parent)
     m_sequenceInfo = makeValueLabel(prediction, "iclIwlSequenceInfo");
     m_sequenceInfo->setWordWrap(true);
     m_sequenceForm->addRow(tr("Sequence"), m_sequenceInfo);
-    m_trueLabel = makeValueLabel(prediction, "iclIwlTrueLabel");
-    m_sequenceForm->addRow(tr("True label"), m_trueLabel);
-    m_predictedLabel = makeValueLabel(prediction, "iclIwlPredictedLabel");
-    m_predictedLabel->setToolTip(tr("Argmax of the query logits over every label (as the accuracies)"));
-    m_sequenceForm->addRow(tr("Predicted label"), m_predictedLabel);
-    m_predicted01 = makeValueLabel(prediction, "iclIwlPredicted01");
-    m_predicted01->setToolTip(tr("Argmax over labels {0, 1} only: the read-out of the ICL accuracy (chance 0.5)"));
-    m_sequenceForm->addRow(tr("Predicted over {0, 1}"), m_predicted01);
-    m_inContext = makeValueLabel(prediction, "iclIwlPredictionInContext");
-    m_inContext->setToolTip(tr("Whether the predicted label is the label of some in-context example"));
-    m_sequenceForm->addRow(tr("Prediction is in context"), m_inContext);
+    m_trueLabel = addValueRow(m_sequenceForm, prediction, "iclIwlTrueLabel", tr("True label"));
+    m_predictedLabel = addValueRow(m_sequenceForm, prediction, "iclIwlPredictedLabel", tr("Predicted label"),
+        tr("Argmax of the query logits over every label (as the accuracies)"));
+    m_predicted01 = addValueRow(m_sequenceForm, prediction, "iclIwlPredicted01", tr("Predicted over {0, 1}"),
+        tr("Argmax over labels {0, 1} only: the read-out of the ICL accuracy (chance 0.5)"));
+    m_inContext = addValueRow(m_sequenceForm, prediction, "iclIwlPredictionInContext", tr("Prediction is in context"),
+        tr("Whether the predicted label is the label of some in-context example"));
     prediction->setFixedWidth(340);
     seqBody->addWidget(prediction, 0, Qt::AlignTop);
     m_probabilities = new widgets::BarChartView(this);

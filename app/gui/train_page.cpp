@@ -25,6 +25,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/checkpoint_table.h"
+#include "app/gui/page_widgets.h"
 #include "app/gui/training_job.h"
 #include "core/error.h"
 #include "core/io/config.h"
@@ -97,10 +98,7 @@ TrainPage::TrainPage(QWidget* parent)
     m_output->setObjectName(QStringLiteral("outputPath"));
     m_output->setPlaceholderText(tr("runs/<preset>-<date>.h5 (default)"));
     m_browseOutput = new QPushButton(tr("Browse…"), source);
-    m_steps = new QSpinBox(source);
-    m_steps->setObjectName(QStringLiteral("stepsSpin"));
-    m_steps->setRange(0, 100000000);
-    m_steps->setSingleStep(1000);
+    m_steps = makeSpinBox(source, "stepsSpin", 0, 100000000, 0, 1000);
     m_steps->setSpecialValueText(tr("from config"));
     m_steps->setToolTip(tr("Total optimisation steps (for Resume: the new total)"));
     m_device = new QComboBox(source);
@@ -280,174 +278,6 @@ nlohmann::json TrainPage::resolveChosenConfig()
     if (!device.isEmpty())
         request.device = device.toStdString();
     return icl::resolveConfig(request);
-}
-
-bool TrainPage::startTraining(bool ask, bool overwrite)
-{
-    if (isRunning())
-        return false;
-    QString out = m_output->text().trimmed();
-    if (out.isEmpty()) {
-        const QString base = m_fromPreset->isChecked() ? m_preset->currentData().toString()
-                                                       : QFileInfo(m_configFile->text()).completeBaseName();
-        out = defaultOutputPath(base);
-        m_output->setText(out);
-    }
-    bool force = overwrite;
-    if (QFileInfo::exists(out) && !force) {
-        if (!ask) {
-            Q_EMIT errorOccurred(
-                tr("Training not started"), tr("%1 already exists; choose another output file.").arg(out));
-            return false;
-        }
-        const auto answer = QMessageBox::question(
-            this, tr("Overwrite experiment?"), tr("%1 already exists. Replace it with a new run?").arg(out));
-        if (answer != QMessageBox::Yes)
-            return false;
-        force = true;
-    }
-    nlohmann::json config;
-    try {
-        config = resolveChosenConfig();
-    } catch (const icl::Error& e) {
-        Q_EMIT errorOccurred(tr("Invalid config"), qs(e.what()));
-        return false;
-    }
-    const QString dir = QFileInfo(out).absolutePath();
-    if (!QDir().mkpath(dir)) {
-        Q_EMIT errorOccurred(tr("Training not started"), tr("Cannot create the folder %1.").arg(dir));
-        return false;
-    }
-    m_live.reset(out.toStdString(), config.dump());
-    m_checkpoints->setRowCount(0);
-    return launch(config, out, false, force);
-}
-
-bool TrainPage::resumeTraining()
-{
-    if (isRunning())
-        return false;
-    const QString out = m_output->text().trimmed();
-    icl::RunSummary saved;
-    nlohmann::json config;
-    try {
-        if (out.isEmpty())
-            throw icl::Error("no experiment file to resume: choose the output file");
-        saved = icl::readRunSummary(out.toStdString());
-        config = nlohmann::json::parse(saved.config_json);
-    } catch (const std::exception& e) {
-        Q_EMIT errorOccurred(tr("Cannot resume"), qs(e.what()));
-        return false;
-    }
-    m_live.resume(saved);
-    m_checkpoints->showRun(saved);
-    return launch(config, out, true, false);
-}
-
-bool TrainPage::launch(const nlohmann::json& config, const QString& out, bool resume, bool force)
-{
-    icl::TrainOptions options;
-    options.out_path = out.toStdString();
-    options.resume = resume;
-    options.force = force;
-    if (resume)
-        options.steps = m_steps->value();
-    m_runPath = out;
-    m_plot->setFigure(m_live.figure());
-    m_result->clear();
-    m_progress->setRange(0, 0); // busy until the first report
-    m_eta->setText(tr("preparing…"));
-    if (!m_job->start(config, options))
-        return false;
-    m_redrawTimer->start();
-    m_progress->setTextVisible(true);
-    updateButtons();
-    Q_EMIT trainingStarted();
-    Q_EMIT progressChanged(-1, tr("Preparing %1").arg(QFileInfo(out).fileName()));
-    return true;
-}
-
-void TrainPage::stopTraining()
-{
-    if (!isRunning())
-        return;
-    m_job->requestStop();
-    m_eta->setText(tr("stopping…"));
-    Q_EMIT statusMessage(tr("Stopping after the current step…"));
-    updateButtons();
-}
-
-void TrainPage::drainProgress()
-{
-    const std::vector<icl::TrainProgress> reports = m_job->takeProgress();
-    if (reports.empty())
-        return;
-    const size_t rowsBefore = m_live.rows();
-    bool committed = false;
-    for (const icl::TrainProgress& p : reports) {
-        m_live.add(p);
-        committed |= p.evaluated;
-        if (p.checkpointed) {
-            m_checkpoints->addCheckpoint(p.step, p.checkpoint_train_loss, p.wall_time_s);
-            Q_EMIT checkpointSaved(p.step);
-        }
-    }
-    if (committed)
-        Q_EMIT metricsCommitted(m_runPath);
-    const icl::TrainProgress& last = reports.back();
-    QString text;
-    int percent = -1;
-    if (last.phase == icl::TrainProgress::Phase::Preparing) {
-        m_progress->setRange(0, 0);
-        text = last.message.empty() ? tr("preparing…") : qs(last.message);
-    } else {
-        m_progress->setRange(0, 100);
-        percent = last.total_steps > 0 ? int(100 * last.step / last.total_steps) : 0;
-        m_progress->setValue(percent);
-        const int64_t done = last.step - last.start_step;
-        const double rate = last.elapsed_s > 0 ? done / last.elapsed_s : 0.0;
-        const double eta = rate > 0 ? (last.total_steps - last.step) / rate : NAN;
-        text = tr("step %1 / %2 · %3 steps/s · ETA %4")
-                   .arg(last.step)
-                   .arg(last.total_steps)
-                   .arg(rate, 0, 'f', 1)
-                   .arg(formatDuration(eta));
-        if (!last.message.empty())
-            text += QStringLiteral(" · ") + qs(last.message);
-    }
-    if (!m_job->stopRequested())
-        m_eta->setText(text);
-    Q_EMIT progressChanged(percent, text);
-    if (m_live.rows() != rowsBefore)
-        m_plot->setFigure(m_live.figure());
-}
-
-void TrainPage::onJobFinished(bool ok, const QString& message)
-{
-    drainProgress();
-    m_redrawTimer->stop();
-    m_progress->setRange(0, 100);
-    const icl::TrainResult& r = m_job->result();
-    if (ok) {
-        m_progress->setValue(r.stopped ? m_progress->value() : 100);
-        QStringList parts;
-        parts << (r.stopped ? tr("Stopped at step %1").arg(r.final_step) : tr("Finished at step %1").arg(r.final_step));
-        parts << tr("device %1").arg(qs(r.device));
-        parts << tr("eval loss %1").arg(formatLoss(r.eval_loss));
-        for (const auto& [name, loss] : r.baselines)
-            parts << QStringLiteral("%1 %2").arg(qs(name), formatLoss(loss));
-        m_result->setText(parts.join(QStringLiteral(" · ")));
-        m_eta->setText(r.stopped ? tr("stopped") : tr("done"));
-        Q_EMIT statusMessage(parts.join(QStringLiteral(" · ")));
-    } else {
-        m_eta->setText(tr("failed"));
-        m_result->setText(tr("Training failed: %1").arg(message));
-        Q_EMIT errorOccurred(tr("Training failed"), message);
-    }
-    updateButtons();
-    if (QFileInfo::exists(m_runPath))
-        Q_EMIT experimentWritten(m_runPath);
-    Q_EMIT trainingFinished(ok, m_runPath);
 }
 
 void TrainPage::showExperiment(const icl::RunSummary& summary)
