@@ -292,8 +292,8 @@ TEST(Config, GargPresetUsesTheCurriculumAtPaperScale)
     EXPECT_EQ(c.task.d, 20);
     EXPECT_EQ(c.task.n_context, 40);
 
-    // Quick scale: a shortened curriculum (d 2 → 8, points 5 → 21, every 400 of 3,000 steps) that trains
-    // the last 600 steps at the full d and N.
+    // Quick scale: a shortened curriculum (d 1 → 2, points 3 → 11, every 300 of 5,000 steps) that trains
+    // at least the last 600 steps at the full d and N.
     r.scale = "quick";
     const icl::ExperimentConfig q = icl::parseConfig(icl::resolveConfig(r));
     EXPECT_TRUE(q.training.curriculum.enabled);
