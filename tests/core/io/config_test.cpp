@@ -292,7 +292,7 @@ TEST(Config, GargPresetUsesTheCurriculumAtPaperScale)
     EXPECT_EQ(c.task.d, 20);
     EXPECT_EQ(c.task.n_context, 40);
 
-    // Quick scale: a shortened curriculum (d 1 → 2, points 3 → 11, every 300 of 5,000 steps) that trains
+    // Quick scale: a shortened curriculum (d 1 → 2, points 3 → 11, every 300 of 10,000 steps) that trains
     // at least the last 600 steps at the full d and N.
     r.scale = "quick";
     const icl::ExperimentConfig q = icl::parseConfig(icl::resolveConfig(r));
