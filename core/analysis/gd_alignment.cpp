@@ -263,7 +263,7 @@ std::vector<LayerStepRow> compareLayersWithSteps(const std::string& path, int64_
             const std::string name = "gdpp_" + std::to_string(k);
             auto it = run.fitted.gdpp.find(name);
             const GdPlusPlusParams p = it != run.fitted.gdpp.end() ? it->second
-                                                                   : fitGdPlusPlus(cfg.task, k, seeds::tuning(cfg.seed));
+                                                                   : fitGdPlusPlus(cfg.task, k, seeds::tuning(cfg.seed), cfg.eval.gdpp_tied);
             e = torch::tensor(p.eta, torch::kFloat64);
             g = torch::tensor(p.gamma, torch::kFloat64);
             refs.push_back([&](const PromptBatch& b) { return predictGdPlusPlus(b, e, g); });

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <mutex>
+#include <tuple>
+#include <utility>
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <nlohmann/json.hpp>
@@ -349,26 +351,47 @@ torch::Tensor predictGdPlusPlus(const PromptBatch& batch, const torch::Tensor& e
     return (-r.select(1, N)).to(batch.x.scalar_type());
 }
 
-GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed, int64_t steps, double lr)
+GdPlusPlusParams fitGdPlusPlus(const TaskConfig& task, int64_t k, uint64_t seed, bool tied, int64_t n_prompts)
 {
-    torch::Tensor eta = torch::ones({k}, torch::kFloat64).requires_grad_(true);
-    torch::Tensor gamma = torch::zeros({k}, torch::kFloat64).requires_grad_(true);
-    torch::optim::Adam opt({eta, gamma}, torch::optim::AdamOptions(lr));
-    for (int64_t t = 0; t < steps; ++t) {
-        const double progress = steps > 1 ? double(t) / double(steps - 1) : 1.0;
-        const double lrNow = lr * (0.01 + 0.99 * 0.5 * (1.0 + std::cos(M_PI * progress)));
-        for (auto& group : opt.param_groups())
-            group.options().set_lr(lrNow);
-        const PromptBatch b = samplePrompts(task, 512, mixSeed(seed, uint64_t(t)), torch::kFloat64);
-        opt.zero_grad();
-        torch::Tensor loss = halfMse(predictGdPlusPlus(b, eta, gamma), b.queryY());
-        loss.backward();
-        opt.step();
-    }
+    if (k < 1)
+        throw Error("GD++ needs at least one step, got k = " + std::to_string(k));
+    const PromptBatch b = samplePrompts(task, n_prompts, seed, torch::kFloat64);
+    const torch::Tensor yq = b.queryY().to(torch::kFloat64);
+    // Minimises the loss over (η, γ) [n] each, n = 1 (shared by the k steps) or k, from the given start.
+    auto minimise = [&](torch::Tensor eta, torch::Tensor gamma) {
+        eta.requires_grad_(true);
+        gamma.requires_grad_(true);
+        const bool shared = eta.size(0) == 1;
+        torch::optim::LBFGS opt({eta, gamma}, torch::optim::LBFGSOptions(1.0)
+                                                  .max_iter(100)
+                                                  .history_size(20)
+                                                  .tolerance_grad(1e-10)
+                                                  .tolerance_change(1e-13)
+                                                  .line_search_fn("strong_wolfe"));
+        auto closure = [&] {
+            opt.zero_grad();
+            torch::Tensor l = halfMse(
+                predictGdPlusPlus(b, shared ? eta.expand({k}) : eta, shared ? gamma.expand({k}) : gamma), yq);
+            l.backward();
+            return l;
+        };
+        for (int round = 0; round < 2; ++round)
+            opt.step(closure);
+        return std::make_pair(eta.detach(), gamma.detach());
+    };
+    // The loss has several local minima in the untied scalars; starting them from the tied optimum (two
+    // scalars, one basin from η = 1, γ = 0 in our checks) lands in the best one we found.
+    auto [eta, gamma] = minimise(torch::ones({1}, torch::kFloat64), torch::zeros({1}, torch::kFloat64));
+    if (!tied && k > 1)
+        std::tie(eta, gamma) = minimise(eta.expand({k}).clone(), gamma.expand({k}).clone());
     GdPlusPlusParams p;
     for (int64_t l = 0; l < k; ++l) {
-        p.eta.push_back(eta[l].item<double>());
-        p.gamma.push_back(gamma[l].item<double>());
+        const int64_t i = eta.size(0) == 1 ? 0 : l;
+        p.eta.push_back(eta[i].item<double>());
+        // Untied, the last step's input transform never reaches the prediction: report it as 0.
+        p.gamma.push_back(!tied && l == k - 1 ? 0.0 : gamma[i].item<double>());
+        if (!std::isfinite(p.eta.back()) || !std::isfinite(p.gamma.back()))
+            throw Error("the GD++ fit diverged (non-finite η or γ at step " + std::to_string(l + 1) + ")");
     }
     return p;
 }
@@ -511,7 +534,7 @@ FittedBaselines fitBaselines(const ExperimentConfig& config, const PromptBatch& 
             const int64_t k = std::stoll(name.substr(3));
             f.eta[name] = (k == 1) ? closedFormEtaOneStep(tuning) : lineSearchEta(tuning, k);
         } else if (name.rfind("gdpp_", 0) == 0) {
-            f.gdpp[name] = fitGdPlusPlus(config.task, std::stoll(name.substr(5)), seed);
+            f.gdpp[name] = fitGdPlusPlus(config.task, std::stoll(name.substr(5)), seed, config.eval.gdpp_tied);
         } else if (name.rfind("features_gd_", 0) == 0) {
             f.features_gd[name] = fitFeaturesGd(config, std::stoll(name.substr(12)), seed,
                                                 config.eval.features_gd_steps);

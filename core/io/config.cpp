@@ -502,6 +502,9 @@ std::vector<KeyRecord> buildSchema()
                           "ridge penalty lambda; negative = the Bayes choice sigma^2 / w_scale^2"));
     k.push_back(integerKey("eval.bootstrap", ICL_FIELD(eval.bootstrap), 0, 1000000,
                            "bootstrap resamples for confidence intervals"));
+    k.push_back(booleanKey("eval.gdpp_tied", ICL_FIELD(eval.gdpp_tied),
+                           "GD++-k baselines share one (eta, gamma) across their k steps: the recurrent GD++ a "
+                           "tied LSA is compared with"));
     k.push_back(integerKey("eval.features_gd_steps", ICL_FIELD(eval.features_gd_steps), 1, kBig,
                            "Adam steps that meta-train the \"features_gd\" baseline"));
     k.push_back(record("eval.alignment", "string list", "GD baselines of eval.baselines and eval.gd_steps", {},

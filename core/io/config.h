@@ -172,6 +172,7 @@ struct EvalConfig {
     /// ridge penalty λ on the sum-of-squares objective; negative = Bayes choice σ²/w_scale²
     double ridge_lambda = -1.0;
     int64_t bootstrap = 1000;              ///< bootstrap resamples for confidence intervals
+    bool gdpp_tied = false;               ///< GD++-k shares one (η, γ) across its k steps (recurrent, for tied LSA)
     int64_t features_gd_steps = 3000;      ///< Adam steps that meta-train the "features_gd" baseline
     /// GD baselines ("gd_k", "gdpp_k", "features_gd_k") the model is aligned with at every evaluation (prediction difference,
     /// model cosine, model difference; stored as /metrics/alignment/<reference>/<metric>)

@@ -46,7 +46,7 @@ void applyConstruction(const ExperimentConfig& cfg, const FittedBaselines& fitte
         applyGdConstruction(*lsa, eta, N);
     } else {
         auto it = fitted.gdpp.find("gdpp_" + std::to_string(K));
-        const GdPlusPlusParams p = it != fitted.gdpp.end() ? it->second : fitGdPlusPlus(cfg.task, K, seeds::tuning(cfg.seed));
+        const GdPlusPlusParams p = it != fitted.gdpp.end() ? it->second : fitGdPlusPlus(cfg.task, K, seeds::tuning(cfg.seed), cfg.eval.gdpp_tied);
         std::vector<double> eta = p.eta, gamma = p.gamma;
         if (lsa->tied()) {
             // One shared layer: the mean of the per-layer scalars.

@@ -3,10 +3,12 @@
 // plain doubles, independent of the library's GD baseline.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "core/analysis/lsa_construction.h"
 #include "core/baselines/baselines.h"
+#include "core/tasks/sine_regression.h"
 
 namespace {
 
@@ -202,7 +204,7 @@ TEST(GdPlusPlus, FittedScalarsBeatPlainGdWithTheSameDepth)
     icl::TaskConfig t;
     t.d = 10;
     t.n_context = 10;
-    const auto fit = icl::fitGdPlusPlus(t, 3, 99, 800);
+    const auto fit = icl::fitGdPlusPlus(t, 3, 99);
     const auto test = icl::sampleLinearRegression(t, 4000, 5, torch::kFloat64);
     const double gdppLoss = icl::halfMse(icl::predictGdPlusPlus(test, torch::tensor(fit.eta, torch::kFloat64),
                                                                 torch::tensor(fit.gamma, torch::kFloat64)),
@@ -213,6 +215,68 @@ TEST(GdPlusPlus, FittedScalarsBeatPlainGdWithTheSameDepth)
     // The last layer's input transform never reaches the prediction, so its γ gets no gradient.
     EXPECT_EQ(fit.gamma.back(), 0.0);
     EXPECT_NE(fit.gamma.front(), 0.0);
+}
+
+// With one step γ never reaches the query, so fitting GD++-1 is fitting plain GD's η on the fit's prompts,
+// whose optimum has the closed form η* = Σ g·y_q / Σ g² with g = (1/N)·Σ_i y_i x_iᵀx_q (computed here by hand).
+TEST(GdPlusPlus, OneStepFitIsTheClosedFormGdStepSize)
+{
+    icl::TaskConfig t;
+    t.d = 4;
+    t.n_context = 6;
+    const uint64_t seed = 17;
+    const auto fit = icl::fitGdPlusPlus(t, 1, seed, false, 2048);
+    const auto b = icl::samplePrompts(t, 2048, seed, torch::kFloat64);
+    const int64_t N = t.n_context;
+    const torch::Tensor X = b.x.narrow(1, 0, N), y = b.y.narrow(1, 0, N), xq = b.x.select(1, N);
+    const torch::Tensor g = (X * xq.unsqueeze(1)).sum(2).mul(y).sum(1) / double(N);
+    const torch::Tensor yq = b.y.select(1, N);
+    const double etaStar = ((g * yq).sum() / (g * g).sum()).item<double>();
+    ASSERT_EQ(fit.eta.size(), 1u);
+    EXPECT_NEAR(fit.eta[0], etaStar, 1e-6 * std::abs(etaStar));
+}
+
+// The fit is a minimum on its prompts: the gradient of the loss in (η, γ) vanishes there; the tied fit repeats
+// one (η, γ) and, being the untied family restricted, cannot beat the untied fit.
+TEST(GdPlusPlus, FitIsStationaryAndTiedIsTheRestrictedFamily)
+{
+    icl::TaskConfig t;
+    t.d = 5;
+    t.n_context = 6;
+    const uint64_t seed = 5;
+    const int64_t n = 2048;
+    const auto b = icl::samplePrompts(t, n, seed, torch::kFloat64);
+    auto lossAt = [&](const torch::Tensor& eta, const torch::Tensor& gamma) {
+        return icl::halfMse(icl::predictGdPlusPlus(b, eta, gamma), b.queryY());
+    };
+    const auto untied = icl::fitGdPlusPlus(t, 3, seed, false, n);
+    torch::Tensor eta = torch::tensor(untied.eta, torch::kFloat64).requires_grad_(true);
+    torch::Tensor gamma = torch::tensor(untied.gamma, torch::kFloat64).requires_grad_(true);
+    const torch::Tensor l = lossAt(eta, gamma);
+    l.backward();
+    EXPECT_LT(eta.grad().abs().max().item<double>(), 1e-5);
+    EXPECT_LT(gamma.grad().abs().max().item<double>(), 1e-5);
+    // … where the start of the fit (η = 1, γ = 0) is far from stationary.
+    torch::Tensor eta0 = torch::ones({3}, torch::kFloat64).requires_grad_(true);
+    lossAt(eta0, torch::zeros({3}, torch::kFloat64)).backward();
+    EXPECT_GT(eta0.grad().abs().max().item<double>(), 1e-2);
+
+    const auto tied = icl::fitGdPlusPlus(t, 3, seed, true, n);
+    ASSERT_EQ(tied.eta.size(), 3u);
+    EXPECT_EQ(tied.eta[0], tied.eta[2]);
+    EXPECT_EQ(tied.gamma[0], tied.gamma[1]);
+    EXPECT_NE(tied.gamma[0], 0.0);
+    const double tiedLoss
+        = lossAt(torch::tensor(tied.eta, torch::kFloat64), torch::tensor(tied.gamma, torch::kFloat64)).item<double>();
+    EXPECT_GE(tiedLoss, l.item<double>() - 1e-12);
+    // Perturbing the tied scalars together raises the loss: a minimum within the tied family.
+    for (const double h : {-1e-3, 1e-3}) {
+        std::vector<double> e = tied.eta;
+        for (auto& v : e)
+            v *= 1.0 + h;
+        EXPECT_GT(lossAt(torch::tensor(e, torch::kFloat64), torch::tensor(tied.gamma, torch::kFloat64)).item<double>(),
+                  tiedLoss);
+    }
 }
 
 } // namespace
