@@ -111,16 +111,8 @@ public:
     widgets::PlotView* lensPlot() const;
     QTableWidget* headTable() const;
     QTableWidget* predictionTable() const;
-    QTableWidget* promptTable() const { return m_editor->promptTable(); }
-    QSpinBox* seedChooser() const { return m_editor->seedChooser(); }
-    QDoubleSpinBox* noiseChooser() const { return m_editor->noiseChooser(); }
-    QComboBox* ablationChooser() const { return m_editor->ablationChooser(); }
-    QPushButton* deleteButton() const { return m_editor->deleteButton(); }
-    QPushButton* downButton() const { return m_editor->downButton(); }
-    QPushButton* duplicateButton() const { return m_editor->duplicateButton(); }
-    QPushButton* resampleRowButton() const { return m_editor->resampleRowButton(); }
-    QPushButton* resamplePromptButton() const { return m_editor->resamplePromptButton(); }
-    QPushButton* relabelButton() const { return m_editor->relabelButton(); }
+    /// The prompt editor: the prompt table, seed, noise and ablation choosers and the edit buttons.
+    PromptEditor* promptEditor() const { return m_editor; }
     QLabel* targetLabel() const { return m_target; }
 
 Q_SIGNALS:

@@ -81,7 +81,7 @@ public:
     QLabel* iwlRareLabel() const { return m_iwlRareValue; }
 
     /// Reads DIR/aggregate/table.csv (or DIR/table.csv, or the CSV file itself) and shows the sweep tab. On a
-    /// missing or malformed table shows the reason in sweepStatusLabel() and returns false.
+    /// missing or malformed table shows the reason in sweepView()->statusLabel() and returns false.
     bool openSweep(const QString& dir);
     /// Grid columns of the open sweep with at least two values (seed excluded), in table order: numeric ones
     /// (p_bursty, number of classes, Zipf α) and others such as model.kind (gpt2, lstm, rnn).
@@ -105,22 +105,10 @@ public:
     void resampleSequence();
     /// The sequence shown (empty before the first one, after an error and for another run).
     const std::optional<icl::FewShotSequence>& sequence() const { return m_sequenceView->sequence(); }
-    QComboBox* sequenceKindChooser() const { return m_sequenceView->kindChooser(); }
-    QSpinBox* sequenceSeedChooser() const { return m_sequenceView->seedChooser(); }
-    QPushButton* resampleButton() const { return m_sequenceView->resampleButton(); }
-    widgets::ExemplarStrip* sequenceStrip() const { return m_sequenceView->strip(); }
-    widgets::BarChartView* probabilityChart() const { return m_sequenceView->probabilityChart(); }
-    QLabel* sequenceStatusLabel() const { return m_sequenceView->statusLabel(); }
-    QLabel* sequenceInfoLabel() const { return m_sequenceView->infoLabel(); }
-    QLabel* trueLabelLabel() const { return m_sequenceView->trueLabelLabel(); }
-    QLabel* predictedLabelLabel() const { return m_sequenceView->predictedLabelLabel(); }
-    QLabel* predicted01Label() const { return m_sequenceView->predicted01Label(); }
-    QLabel* inContextLabel() const { return m_sequenceView->inContextLabel(); }
+    /// The sequence viewer tab and the sweep tab, whose controls the tests and the command line reach.
+    SequenceView* sequenceView() const { return m_sequenceView; }
+    SweepView* sweepView() const { return m_sweepView; }
     QTabWidget* tabs() const { return m_tabs; }
-    widgets::PlotView* sweepPlot() const { return m_sweepView->plot(); }
-    QComboBox* sweepColumnChooser() const { return m_sweepView->columnChooser(); }
-    QPushButton* openSweepButton() const { return m_sweepView->openButton(); }
-    QLabel* sweepStatusLabel() const { return m_sweepView->statusLabel(); }
 
     /// How the panel writes a fraction of `n` sequences: the value with 4 decimals and the count ("0.8125 (52/64)").
     static QString fractionText(double value, int64_t n);

@@ -213,7 +213,7 @@ int main(int argc, char** argv)
     if (!positional.isEmpty() && !window.openPath(positional.front())) {
         if (sweepArg)
             std::fprintf(
-                stderr, "icl-workbench: %s\n", qUtf8Printable(window.iclIwlPage()->sweepStatusLabel()->text()));
+                stderr, "icl-workbench: %s\n", qUtf8Printable(window.iclIwlPage()->sweepView()->statusLabel()->text()));
         exitCode = 1;
     }
     if (parser.isSet(presetOpt) || train) {

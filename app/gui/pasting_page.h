@@ -70,20 +70,8 @@ public:
 
     widgets::PlotView* iclPlot() const { return m_iclPlot; }
     widgets::PlotView* lossPlot() const { return m_lossPlot; }
-    QSpinBox* cutLayerChooser() const { return m_form->cutLayer(); }
-    QComboBox* embeddingChooser() const { return m_form->embedding(); }
-    QSpinBox* stepsChooser() const { return m_form->steps(); }
-    QDoubleSpinBox* learningRateChooser() const { return m_form->learningRate(); }
-    QSpinBox* batchSizeChooser() const { return m_form->batchSize(); }
-    QSpinBox* evalPromptsChooser() const { return m_form->evalPrompts(); }
-    QSpinBox* evalEveryChooser() const { return m_form->evalEvery(); }
-    QDoubleSpinBox* wScaleChooser() const { return m_form->wScale(); }
-    QSpinBox* seedChooser() const { return m_form->seed(); }
-    QCheckBox* scratchCheck() const { return m_form->trainScratch(); }
-    /// "Start from parent" (PastingOptions::copy_parent_embedding); enabled for linear at ℓ = 0 and
-    /// transformer1 at ℓ ≥ 1.
-    QCheckBox* initFromParentCheck() const { return m_form->initFromParent(); }
-    QLineEdit* outputEdit() const { return m_form->output(); }
+    /// The options form: cut layer, embedding, training and evaluation settings, output file.
+    PastingOptionsForm* optionsForm() const { return m_form; }
     QPushButton* runButton() const { return m_runRow.run; }
     QPushButton* cancelButton() const { return m_runRow.cancel; }
     QPushButton* openPastedButton() const { return m_openPasted; }

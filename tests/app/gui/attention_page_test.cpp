@@ -193,7 +193,7 @@ TEST_F(AttentionPageTest, HoverTextAndRowChartShowTheIndependentInspection)
         openOnAttention(window, path);
         AttentionPage* page = window.attentionPage();
         icl::Inspector reference(path);
-        const icl::Prompt prompt = reference.samplePrompt(uint64_t(page->seedChooser()->value()));
+        const icl::Prompt prompt = reference.samplePrompt(uint64_t(page->promptEditor()->seedChooser()->value()));
         ASSERT_TRUE(samePrompt(page->prompt(), prompt));
         const icl::Inspection want = reference.inspect(prompt);
         EXPECT_EQ(page->inspection()->checkpoint_step, want.checkpoint_step);
@@ -249,10 +249,10 @@ TEST_F(AttentionPageTest, EditsReRunTheModelExactlyLikeTheCore)
     openOnAttention(window, s_gpt2);
     AttentionPage* page = window.attentionPage();
     icl::Inspector reference(s_gpt2);
-    icl::Prompt p = reference.samplePrompt(uint64_t(page->seedChooser()->value()));
+    icl::Prompt p = reference.samplePrompt(uint64_t(page->promptEditor()->seedChooser()->value()));
 
     // Edit y_3 in the table.
-    QTableWidget* table = page->promptTable();
+    QTableWidget* table = page->promptEditor()->promptTable();
     const int yColumn = int(p.dim());
     table->item(2, yColumn)->setText(QStringLiteral("1.5"));
     waitForRerun(window);
@@ -272,20 +272,20 @@ TEST_F(AttentionPageTest, EditsReRunTheModelExactlyLikeTheCore)
 
     // Delete example 1, move the new first example down, duplicate example 2.
     table->selectRow(0);
-    page->deleteButton()->click();
+    page->promptEditor()->deleteButton()->click();
     waitForRerun(window);
     p.x.erase(p.x.begin());
     p.y.erase(p.y.begin());
     ASSERT_TRUE(samePrompt(page->prompt(), p));
     EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(p)));
     table->selectRow(0);
-    page->downButton()->click();
+    page->promptEditor()->downButton()->click();
     waitForRerun(window);
     std::swap(p.x[0], p.x[1]);
     std::swap(p.y[0], p.y[1]);
     ASSERT_TRUE(samePrompt(page->prompt(), p));
     table->selectRow(1);
-    page->duplicateButton()->click();
+    page->promptEditor()->duplicateButton()->click();
     waitForRerun(window);
     p.x.insert(p.x.begin() + 2, p.x[1]);
     p.y.insert(p.y.begin() + 2, p.y[1]);
@@ -299,8 +299,8 @@ TEST_F(AttentionPageTest, EditsReRunTheModelExactlyLikeTheCore)
     ASSERT_TRUE(samePrompt(page->prompt(), p));
 
     // Resampling the whole prompt draws the core's prompt for the seed.
-    page->seedChooser()->setValue(5);
-    page->resamplePromptButton()->click();
+    page->promptEditor()->seedChooser()->setValue(5);
+    page->promptEditor()->resamplePromptButton()->click();
     waitForRerun(window);
     const icl::Prompt five = reference.samplePrompt(5);
     ASSERT_TRUE(samePrompt(page->prompt(), five));
@@ -309,13 +309,13 @@ TEST_F(AttentionPageTest, EditsReRunTheModelExactlyLikeTheCore)
 
     // Resample one row and relabel: the prompt keeps its task instance, the predictions follow.
     table->selectRow(3);
-    page->resampleRowButton()->click();
+    page->promptEditor()->resampleRowButton()->click();
     waitForRerun(window);
     EXPECT_EQ(page->prompt().x[2], five.x[2]);
     EXPECT_NE(page->prompt().x[3], five.x[3]);
     EXPECT_TRUE(tableShows(page->predictionTable(), reference.inspect(page->prompt())));
-    page->noiseChooser()->setValue(0.0);
-    page->relabelButton()->click();
+    page->promptEditor()->noiseChooser()->setValue(0.0);
+    page->promptEditor()->relabelButton()->click();
     waitForRerun(window);
     const icl::Prompt relabelled = page->prompt();
     for (size_t i = 0; i < relabelled.y.size(); ++i)
@@ -338,7 +338,7 @@ TEST_F(AttentionPageTest, FollowsTheCheckpointTimelineAndAblation)
     EXPECT_EQ(page->patternView()->pattern().data, want.patterns[0].data);
 
     // Zero-ablating the (only) head of the 1-layer LSA.
-    page->ablationChooser()->setCurrentIndex(1);
+    page->promptEditor()->ablationChooser()->setCurrentIndex(1);
     waitForRerun(window);
     icl::Ablation a;
     a.kind = icl::Ablation::Kind::Zero;
@@ -464,7 +464,7 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
     openOnAttention(window, s_gpt2);
     AttentionPage* attention = window.attentionPage();
     // An edit on the Attention page reaches the Patching page's clean prompt.
-    attention->promptTable()->item(1, int(attention->prompt().dim()))->setText(QStringLiteral("0.875"));
+    attention->promptEditor()->promptTable()->item(1, int(attention->prompt().dim()))->setText(QStringLiteral("0.875"));
     waitForRerun(window);
     const icl::Prompt clean = attention->prompt();
     ASSERT_EQ(clean.y[1], 0.875);
@@ -601,7 +601,7 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
     ASSERT_TRUE(samePrompt(page->prompt(), want)) << page->statusLabel()->text().toStdString();
     EXPECT_TRUE(page->prompt().w.empty());
     EXPECT_EQ(page->promptFile(), path);
-    QTableWidget* table = page->promptTable();
+    QTableWidget* table = page->promptEditor()->promptTable();
     ASSERT_EQ(table->rowCount(), 8);
     ASSERT_EQ(table->columnCount(), 4);
     for (int r = 0; r < 8; ++r)
@@ -622,12 +622,12 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
     EXPECT_EQ(page->lens()->prediction.back(), expected.predictions[0].prediction);
     // Without w nothing can draw labels: resample row and relabel are off and say why.
     table->selectRow(2);
-    EXPECT_FALSE(page->resampleRowButton()->isEnabled());
-    EXPECT_FALSE(page->relabelButton()->isEnabled());
-    EXPECT_TRUE(page->resampleRowButton()->toolTip().contains("no task vector w"));
-    EXPECT_TRUE(page->relabelButton()->toolTip().contains("no task vector w"));
+    EXPECT_FALSE(page->promptEditor()->resampleRowButton()->isEnabled());
+    EXPECT_FALSE(page->promptEditor()->relabelButton()->isEnabled());
+    EXPECT_TRUE(page->promptEditor()->resampleRowButton()->toolTip().contains("no task vector w"));
+    EXPECT_TRUE(page->promptEditor()->relabelButton()->toolTip().contains("no task vector w"));
     EXPECT_TRUE(page->statusLabel()->text().contains("mine.json (N = 7, d = 3)")) << page->statusLabel()->text().toStdString();
-    EXPECT_TRUE(page->deleteButton()->isEnabled()) << "editing still works";
+    EXPECT_TRUE(page->promptEditor()->deleteButton()->isEnabled()) << "editing still works";
 
     // The Patching page corrupts the opened prompt; it needs only the model's predictions, not the query's label.
     window.showPage(MainWindow::Page::Patching);
@@ -724,7 +724,7 @@ TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrol
     openOnAttention(window, path);
     QTest::qWait(50); // pending layout requests
     AttentionPage* page = window.attentionPage();
-    QTableWidget* table = page->promptTable();
+    QTableWidget* table = page->promptEditor()->promptTable();
     ASSERT_EQ(page->prompt().dim(), 8);
     ASSERT_EQ(table->columnCount(), 9) << "x_1 … x_8 and y";
     EXPECT_FALSE(table->horizontalScrollBar()->isVisible());
@@ -746,7 +746,7 @@ TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrol
     MainWindow small;
     openOnAttention(small, s_gpt2);
     QTest::qWait(50);
-    QTableWidget* four = small.attentionPage()->promptTable();
+    QTableWidget* four = small.attentionPage()->promptEditor()->promptTable();
     ASSERT_EQ(four->columnCount(), 5);
     EXPECT_FALSE(four->horizontalScrollBar()->isVisible());
     EXPECT_LE(four->columnViewportPosition(4) + four->columnWidth(4), four->viewport()->width());

@@ -301,13 +301,13 @@ TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAver
     window.setScripted(true);
     window.showPage(MainWindow::Page::IclIwl);
     IclIwlPage* page = window.iclIwlPage();
-    ASSERT_TRUE(page->openSweep(dir.path())) << page->sweepStatusLabel()->text().toStdString();
-    EXPECT_EQ(window.currentPlot(), page->sweepPlot());
+    ASSERT_TRUE(page->openSweep(dir.path())) << page->sweepView()->statusLabel()->text().toStdString();
+    EXPECT_EQ(window.currentPlot(), page->sweepView()->plot());
     // seed is averaged over; p_bursty and model.kind (named ticks) can be on the x axis.
     EXPECT_EQ(page->sweepColumns(), (QStringList { "task.p_bursty", "model.kind" }));
-    EXPECT_EQ(page->sweepColumnChooser()->currentText(), "task.p_bursty");
+    EXPECT_EQ(page->sweepView()->columnChooser()->currentText(), "task.p_bursty");
 
-    const icl::Figure& f = page->sweepPlot()->figure();
+    const icl::Figure& f = page->sweepView()->plot()->figure();
     EXPECT_EQ(f.x_label, "task.p_bursty");
     struct Want {
         std::string name;
@@ -330,7 +330,7 @@ TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAver
     // model.kind on the x axis: one named tick per kind in table order (gpt2 at 0, lstm at 1), markers, one series
     // per p_bursty; the means worked out by hand from the table above (the empty IWL cell left out).
     ASSERT_TRUE(page->setSweepColumn("model.kind"));
-    const icl::Figure& g = page->sweepPlot()->figure();
+    const icl::Figure& g = page->sweepView()->plot()->figure();
     EXPECT_EQ(g.x_label, "model.kind");
     EXPECT_EQ(g.x_ticks, (std::vector<double> { 0.0, 1.0 }));
     EXPECT_EQ(g.x_tick_labels, (std::vector<std::string> { "gpt2", "lstm" }));
@@ -355,16 +355,16 @@ TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAver
     classesCsv.write("task.n_classes,seed,step,icl_accuracy,iwl_accuracy\n"
                      "100,0,10,0.5,0.9\n1600,0,10,0.7,0.5\n12800,0,10,0.9,0.1\n");
     classesCsv.close();
-    ASSERT_TRUE(page->openSweep(classes.path())) << page->sweepStatusLabel()->text().toStdString();
+    ASSERT_TRUE(page->openSweep(classes.path())) << page->sweepView()->statusLabel()->text().toStdString();
     EXPECT_EQ(page->sweepColumns(), QStringList { "task.n_classes" });
-    EXPECT_TRUE(page->sweepPlot()->figure().log_x);
+    EXPECT_TRUE(page->sweepView()->plot()->figure().log_x);
 
     // A directory that was never aggregated: a clear message, nothing plotted.
     QTemporaryDir empty;
     EXPECT_FALSE(page->openSweep(empty.path()));
-    EXPECT_TRUE(page->sweepStatusLabel()->text().contains("icl-cli aggregate"))
-        << page->sweepStatusLabel()->text().toStdString();
-    EXPECT_TRUE(page->sweepPlot()->figure().series.empty());
+    EXPECT_TRUE(page->sweepView()->statusLabel()->text().contains("icl-cli aggregate"))
+        << page->sweepView()->statusLabel()->text().toStdString();
+    EXPECT_TRUE(page->sweepView()->plot()->figure().series.empty());
     EXPECT_TRUE(page->sweepColumns().isEmpty());
 }
 
@@ -385,7 +385,7 @@ QString expectedCaption(const icl::FewShotSequence& s, size_t i)
 icl::FewShotSequence expectSequenceOfFacade(const IclIwlPage* page, const std::string& path, int64_t step)
 {
     const icl::FewShotSequence want = icl::sampleFewShotSequence(path, step, page->sequenceKind(), page->sequenceSeed());
-    EXPECT_TRUE(page->sequence().has_value()) << page->sequenceStatusLabel()->text().toStdString();
+    EXPECT_TRUE(page->sequence().has_value()) << page->sequenceView()->statusLabel()->text().toStdString();
     if (!page->sequence())
         return want;
     const icl::FewShotSequence& got = *page->sequence();
@@ -393,7 +393,7 @@ icl::FewShotSequence expectSequenceOfFacade(const IclIwlPage* page, const std::s
     EXPECT_EQ(got.predicted_label, want.predicted_label);
     EXPECT_EQ(got.probabilities, want.probabilities);
 
-    const std::vector<icl::widgets::ExemplarTile>& tiles = page->sequenceStrip()->tiles();
+    const std::vector<icl::widgets::ExemplarTile>& tiles = page->sequenceView()->strip()->tiles();
     EXPECT_EQ(tiles.size(), want.items.size());
     for (size_t i = 0; i < std::min(tiles.size(), want.items.size()); ++i) {
         EXPECT_EQ(tiles[i].caption, expectedCaption(want, i)) << "tile " << i;
@@ -404,28 +404,28 @@ icl::FewShotSequence expectSequenceOfFacade(const IclIwlPage* page, const std::s
             want.items[i].holdout ? QStringLiteral("holdout") : want.items[i].rare ? QStringLiteral("rare") : QString())
             << "tile " << i;
     }
-    EXPECT_EQ(page->trueLabelLabel()->text(), QStringLiteral("%1 (p = %2)")
+    EXPECT_EQ(page->sequenceView()->trueLabelLabel()->text(), QStringLiteral("%1 (p = %2)")
                                                   .arg(want.query().label)
                                                   .arg(want.probabilities[size_t(want.query().label)], 0, 'f', 3));
     const bool correct = want.predicted_label == want.query().label;
-    const QString predicted = page->predictedLabelLabel()->text();
+    const QString predicted = page->sequenceView()->predictedLabelLabel()->text();
     EXPECT_TRUE(predicted.startsWith(QString::number(want.predicted_label) + QLatin1Char(' ')))
         << predicted.toStdString();
     EXPECT_TRUE(predicted.endsWith(correct ? QStringLiteral("correct") : QStringLiteral("wrong")))
         << predicted.toStdString();
-    EXPECT_TRUE(page->predictedLabelLabel()->styleSheet().contains(correct ? "#1a7f37" : "#c62828"))
+    EXPECT_TRUE(page->sequenceView()->predictedLabelLabel()->styleSheet().contains(correct ? "#1a7f37" : "#c62828"))
         << "green when right, red when wrong";
     bool inContext = false;
     for (size_t i = 0; i + 1 < want.items.size(); ++i)
         inContext |= want.items[i].label == want.predicted_label;
-    EXPECT_EQ(page->inContextLabel()->text(), inContext ? QStringLiteral("yes") : QStringLiteral("no"));
+    EXPECT_EQ(page->sequenceView()->inContextLabel()->text(), inContext ? QStringLiteral("yes") : QStringLiteral("no"));
 
     // Top 5 of the vocabulary, sorted here.
     std::vector<std::pair<double, int64_t>> ranked;
     for (size_t l = 0; l < want.probabilities.size(); ++l)
         ranked.emplace_back(-want.probabilities[l], int64_t(l));
     std::sort(ranked.begin(), ranked.end());
-    const icl::widgets::BarChart& chart = page->probabilityChart()->chart();
+    const icl::widgets::BarChart& chart = page->sequenceView()->probabilityChart()->chart();
     EXPECT_EQ(chart.labels.size(), 5u);
     for (size_t k = 0; k < std::min<size_t>(5, chart.labels.size()); ++k) {
         EXPECT_EQ(chart.labels[k], std::to_string(ranked[k].second)) << "bar " << k;
@@ -455,21 +455,21 @@ TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSe
     EXPECT_EQ(page->sequenceKind(), icl::FewShotSequenceKind::Training);
     EXPECT_EQ(page->sequenceSeed(), 0u);
     icl::FewShotSequence shown = expectSequenceOfFacade(page, s_fewshot, 20);
-    EXPECT_TRUE(page->predicted01Label()->isHidden()) << "the {0, 1} read-out is for ICL sequences";
+    EXPECT_TRUE(page->sequenceView()->predicted01Label()->isHidden()) << "the {0, 1} read-out is for ICL sequences";
 
     // An ICL sequence: holdout classes, labels {0, 1}, and the {0, 1} read-out.
     page->setSequence(icl::FewShotSequenceKind::Icl, 3);
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
-    EXPECT_EQ(page->sequenceKindChooser()->currentData().toString(), "icl");
+    EXPECT_EQ(page->sequenceView()->kindChooser()->currentData().toString(), "icl");
     shown = expectSequenceOfFacade(page, s_fewshot, 20);
-    for (const auto& tile : page->sequenceStrip()->tiles())
+    for (const auto& tile : page->sequenceView()->strip()->tiles())
         EXPECT_EQ(tile.badge, "holdout");
-    EXPECT_FALSE(page->predicted01Label()->isHidden());
-    EXPECT_TRUE(page->predicted01Label()->text().startsWith(QString::number(shown.predicted_label_01)));
+    EXPECT_FALSE(page->sequenceView()->predicted01Label()->isHidden());
+    EXPECT_TRUE(page->sequenceView()->predicted01Label()->text().startsWith(QString::number(shown.predicted_label_01)));
 
     // Resample (Ctrl+R): the next seed.
-    EXPECT_EQ(page->resampleButton()->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_R));
-    page->resampleButton()->click();
+    EXPECT_EQ(page->sequenceView()->resampleButton()->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_R));
+    page->sequenceView()->resampleButton()->click();
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
     EXPECT_EQ(page->sequenceSeed(), 4u);
     expectSequenceOfFacade(page, s_fewshot, 20);
@@ -480,11 +480,11 @@ TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSe
     expectSequenceOfFacade(page, s_fewshot, 10);
 
     // The IWL kind from the combo box, as a user picks it.
-    page->sequenceKindChooser()->setCurrentIndex(page->sequenceKindChooser()->findData("iwl"));
+    page->sequenceView()->kindChooser()->setCurrentIndex(page->sequenceView()->kindChooser()->findData("iwl"));
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
     EXPECT_EQ(page->sequenceKind(), icl::FewShotSequenceKind::Iwl);
     shown = expectSequenceOfFacade(page, s_fewshot, 10);
-    EXPECT_EQ(page->inContextLabel()->text() == "yes", shown.prediction_in_context);
+    EXPECT_EQ(page->sequenceView()->inContextLabel()->text() == "yes", shown.prediction_in_context);
 
     // Another tab: a new seed waits until the sequence tab is back.
     page->showTab("training");
@@ -496,13 +496,13 @@ TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSe
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
     shown = expectSequenceOfFacade(page, s_fewshot, 10);
     EXPECT_TRUE(shown.bursty);
-    EXPECT_TRUE(page->sequenceInfoLabel()->text().contains("bursty")) << page->sequenceInfoLabel()->text().toStdString();
+    EXPECT_TRUE(page->sequenceView()->infoLabel()->text().contains("bursty")) << page->sequenceView()->infoLabel()->text().toStdString();
 
     // A regression run: no sequence, one line saying what the viewer is for.
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
     EXPECT_FALSE(page->isBusy());
     EXPECT_FALSE(page->sequence().has_value());
-    EXPECT_TRUE(page->sequenceStrip()->tiles().empty());
-    EXPECT_TRUE(page->sequenceStatusLabel()->text().contains("fewshot_classification"))
-        << page->sequenceStatusLabel()->text().toStdString();
+    EXPECT_TRUE(page->sequenceView()->strip()->tiles().empty());
+    EXPECT_TRUE(page->sequenceView()->statusLabel()->text().contains("fewshot_classification"))
+        << page->sequenceView()->statusLabel()->text().toStdString();
 }

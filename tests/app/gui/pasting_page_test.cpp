@@ -73,14 +73,14 @@ protected:
     static void configure(PastingPage* page, int steps)
     {
         page->setThreads(1);
-        page->cutLayerChooser()->setValue(1);
-        page->embeddingChooser()->setCurrentIndex(page->embeddingChooser()->findData("transformer1"));
-        page->stepsChooser()->setValue(steps);
-        page->learningRateChooser()->setValue(0.002);
-        page->batchSizeChooser()->setValue(16);
-        page->evalPromptsChooser()->setValue(64);
-        page->evalEveryChooser()->setValue(4);
-        page->seedChooser()->setValue(7);
+        page->optionsForm()->cutLayer()->setValue(1);
+        page->optionsForm()->embedding()->setCurrentIndex(page->optionsForm()->embedding()->findData("transformer1"));
+        page->optionsForm()->steps()->setValue(steps);
+        page->optionsForm()->learningRate()->setValue(0.002);
+        page->optionsForm()->batchSize()->setValue(16);
+        page->optionsForm()->evalPrompts()->setValue(64);
+        page->optionsForm()->evalEvery()->setValue(4);
+        page->optionsForm()->seed()->setValue(7);
     }
 
     static int storedPastings(const std::string& path)
@@ -158,11 +158,11 @@ TEST_F(PastingPageTest, StartFromParentIsOfferedWhereTheCoreDefinesIt)
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
     PastingPage* page = window.pastingPage();
-    QCheckBox* init = page->initFromParentCheck();
+    QCheckBox* init = page->optionsForm()->initFromParent();
     ASSERT_NE(init, nullptr);
     auto choose = [&](const char* embedding, int cut) {
-        page->embeddingChooser()->setCurrentIndex(page->embeddingChooser()->findData(embedding));
-        page->cutLayerChooser()->setValue(cut);
+        page->optionsForm()->embedding()->setCurrentIndex(page->optionsForm()->embedding()->findData(embedding));
+        page->optionsForm()->cutLayer()->setValue(cut);
     };
     choose("transformer1", 0);
     EXPECT_FALSE(init->isEnabled()) << "transformer1 needs ℓ ≥ 1";
@@ -189,12 +189,12 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     PastingPage* page = window.pastingPage();
     EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
     EXPECT_FALSE(page->messageLabel()->isVisibleTo(page));
-    EXPECT_EQ(page->cutLayerChooser()->minimum(), 0);
-    EXPECT_EQ(page->cutLayerChooser()->maximum(), 1) << "ℓ ≤ L − 1 for a 2-block parent";
+    EXPECT_EQ(page->optionsForm()->cutLayer()->minimum(), 0);
+    EXPECT_EQ(page->optionsForm()->cutLayer()->maximum(), 1) << "ℓ ≤ L − 1 for a 2-block parent";
     EXPECT_EQ(page->checkpointStep(), 20);
     configure(page, 12);
     const QString out = s_dir->filePath("guo.paste-l1-transformer1.h5");
-    EXPECT_EQ(page->outputEdit()->placeholderText(), out) << "the default follows ℓ and the embedding";
+    EXPECT_EQ(page->optionsForm()->output()->placeholderText(), out) << "the default follows ℓ and the embedding";
     EXPECT_EQ(page->options().out_path, out.toStdString());
     const int storedBefore = storedPastings(s_gpt2);
 
@@ -203,7 +203,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     EXPECT_TRUE(window.isBusy());
     EXPECT_TRUE(page->cancelButton()->isEnabled());
     EXPECT_FALSE(page->runButton()->isEnabled());
-    EXPECT_FALSE(page->stepsChooser()->isEnabled()) << "the options of a running pasting are fixed";
+    EXPECT_FALSE(page->optionsForm()->steps()->isEnabled()) << "the options of a running pasting are fixed";
     EXPECT_TRUE(window.findChild<QPushButton*>("cancelButton")->isEnabled());
     ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
@@ -335,7 +335,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     QTest::mouseClick(page->openPastedButton(), Qt::LeftButton);
     EXPECT_EQ(QString::fromStdString(window.experiment().path), out);
     EXPECT_FALSE(page->result().has_value());
-    EXPECT_EQ(page->cutLayerChooser()->maximum(), 1) << "the pasted model has 2 blocks";
+    EXPECT_EQ(page->optionsForm()->cutLayer()->maximum(), 1) << "the pasted model has 2 blocks";
 }
 
 TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
@@ -349,7 +349,7 @@ TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
     PastingPage* page = window.pastingPage();
     configure(page, 1000000); // far more than a test waits for
     const QString out = s_dir->filePath("cancelled.h5");
-    page->outputEdit()->setText(out);
+    page->optionsForm()->output()->setText(out);
     const int storedBefore = storedPastings(s_gpt2);
 
     // Cancel with the page's button, then with the status bar's.
@@ -370,7 +370,7 @@ TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
         EXPECT_FALSE(QFileInfo::exists(out)) << "a cancelled run leaves no pasted file";
         EXPECT_EQ(storedPastings(s_gpt2), storedBefore) << "nothing is stored in the parent";
         EXPECT_TRUE(page->runButton()->isEnabled());
-        EXPECT_TRUE(page->stepsChooser()->isEnabled());
+        EXPECT_TRUE(page->optionsForm()->steps()->isEnabled());
     }
 }
 
