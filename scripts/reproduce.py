@@ -7,7 +7,9 @@ Usage: scripts/reproduce.sh [--scale quick|paper] [--seeds 0,1,2] [--presets a,b
                             [--threads N] [--jobs J] [--list]
 
 Runs that are already finished are not trained again, interrupted ones are resumed (`icl-cli train --resume`),
-and an analysis whose JSON is already in OUT/results/ is not run again: delete that file to redo it.
+and an analysis whose JSON is already in OUT/results/ is not run again: delete that file to redo it. The run files
+(OUT/runs/) are not committed; OUT/results/ is, so on a fresh clone a run whose analyses are all cached is summarised
+from the cache instead of being trained again (delete OUT/results/<id>-s<seed>/ to retrain it).
 Only the Python standard library is used; every number comes from `icl-cli … --json`.
 """
 import argparse
@@ -150,7 +152,7 @@ EXPERIMENTS = [
     {
         "id": "renliu-kernel", "preset": "renliu-kernel",
         "analyses": {"kernel": ["analyze", "{run}", "kernel", "--m", "16,256", "--seeds", "2", "--json"]},
-        "metrics": kernel_metrics,
+        "metrics": kernel_metrics, "needs_info": True,
         "targets": [("exact_max_error", "<=", 1e-5)],
         "paper": "softmax attention = one GD step of the contrastive reference model, exactly with the exact kernel",
     },
@@ -172,7 +174,7 @@ EXPERIMENTS = [
     {
         "id": "garg-linear-regression", "preset": "garg-linear-regression",
         "analyses": {"eval": ["eval", "{run}", "--json"]},
-        "metrics": garg_metrics,
+        "metrics": garg_metrics, "needs_info": True,
         "targets": [("err_over_d_at_0", ">=", 0.7), ("err_over_d_at_2d", "<=", 0.1),
                     ("max_gap_to_least_squares_below_d", "<=", 0.15)],
         "paper": "error/d falls with N like least squares' (d − N)/d and is ≈ 0 from N = 2d (Fig. 2)",
@@ -234,26 +236,63 @@ def finished(cli, run, log):
     return last >= steps
 
 
+def trimmed_info(s):
+    """What a record needs from `icl-cli info --json`: the config, the final evaluation, the checkpoint steps."""
+    return {"config": s.get("config"), "final": s.get("final"),
+            "checkpoints": [{"step": c["step"]} for c in s.get("checkpoints", []) if isinstance(c, dict) and "step" in c]}
+
+
+def cached_info(exp, res_dir):
+    """The record's info from OUT/results/ when the run file is gone (a fresh clone: runs are not committed).
+
+    `info.json` is written beside the analyses of every run; results cached before it existed fall back to the
+    checkpoint step the analyses report, which is enough for experiments whose metrics need neither the config nor the final evaluation.
+    Returns None when neither is there (or the experiment's metrics need the run's info): the run is trained again."""
+    path = os.path.join(res_dir, "info.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    if exp.get("needs_info"):
+        return None
+    steps = []
+    for key in exp["analyses"]:
+        with open(os.path.join(res_dir, key + ".json")) as f:
+            steps.append(json.load(f).get("checkpoint_step"))
+    if any(not isinstance(s, int) for s in steps) or len(set(steps)) != 1:
+        return None
+    return {"config": None, "final": None, "checkpoints": [{"step": steps[0]}]}
+
+
 def one(args, exp, seed):
-    """Trains (or resumes) one experiment on one seed and runs its analyses; returns its record."""
+    """Trains (or resumes) one experiment on one seed and runs its analyses; returns its record.
+
+    When the run file is absent but every analysis of this experiment and seed is cached in OUT/results/ (as
+    committed), the record is rebuilt from the cache without training; delete OUT/results/<id>-s<seed>/ to redo it."""
     name = f"{exp['id']}-s{seed}"
     run = os.path.join(args.out, "runs", name + ".h5")
     log = os.path.join(args.out, "logs", name + ".log")
     res_dir = os.path.join(args.out, "results", name)
     os.makedirs(res_dir, exist_ok=True)
+    all_cached = all(os.path.exists(os.path.join(res_dir, k + ".json")) for k in exp["analyses"])
+    cached = cached_info(exp, res_dir) if all_cached and not os.path.exists(run) else None
     t0 = time.time()
     trained = False
-    if not os.path.exists(run):
-        argv = ["train", "--preset", exp["preset"], "--scale", args.scale, "--set", f"seed={seed}", "--out", run]
-        for s in exp.get("set", []):
-            argv += ["--set", s]
-        run_cmd(args.cli, argv, log, args.threads)
-        trained = True
-    elif not finished(args.cli, run, log):
-        run_cmd(args.cli, ["train", "--resume", "--out", run], log, args.threads)
-        trained = True
+    if cached is None:
+        if not os.path.exists(run):
+            argv = ["train", "--preset", exp["preset"], "--scale", args.scale, "--set", f"seed={seed}", "--out", run]
+            for s in exp.get("set", []):
+                argv += ["--set", s]
+            run_cmd(args.cli, argv, log, args.threads)
+            trained = True
+        elif not finished(args.cli, run, log):
+            run_cmd(args.cli, ["train", "--resume", "--out", run], log, args.threads)
+            trained = True
+        results = {"info": trimmed_info(info(args.cli, run, log))}
+        with open(os.path.join(res_dir, "info.json"), "w") as f:
+            json.dump(results["info"], f, indent=1)
+    else:
+        results = {"info": cached}
     train_s = time.time() - t0 if trained else None
-    results = {"info": info(args.cli, run, log)}
     for key, argv in exp["analyses"].items():
         path = os.path.join(res_dir, key + ".json")
         if not os.path.exists(path):
@@ -264,7 +303,7 @@ def one(args, exp, seed):
         with open(path) as f:
             results[key] = json.load(f)
     report_dir = os.path.join(args.out, "reports", name)
-    if not os.path.isdir(report_dir):
+    if not os.path.isdir(report_dir) and os.path.exists(run):
         run_cmd(args.cli, ["report", run, "--out", report_dir], log, 0)
     cfg = results["info"]["config"]
     metrics = exp["metrics"](results, cfg)
@@ -277,7 +316,8 @@ def one(args, exp, seed):
             metrics["train_minutes"] = json.load(f)["train_seconds"] / 60.0
     metrics["final_step"] = max((c["step"] for c in results["info"].get("checkpoints", []) if "step" in c), default=-1)
     return {"experiment": exp["id"], "seed": seed, "run": os.path.relpath(run, args.out),
-            "report": os.path.relpath(report_dir, args.out), "metrics": metrics}
+            "report": os.path.relpath(report_dir, args.out) if os.path.isdir(report_dir) else None,
+            "from_cache": cached is not None, "metrics": metrics}
 
 
 def passes(value, op, bound):
@@ -341,7 +381,8 @@ def summarise(args, records, selected):
             lines.append(f"| {exp['id'] if k == keys[0] else ''} | {k} | {fmt(m['mean'])} ± {fmt(m['sd'])} | "
                          f"{per_seed} | {t_txt} | {p_txt} | {paper} |")
         if recs:
-            links = ", ".join(f"[s{r['seed']}]({r['report']}/)" for r in recs)
+            links = ", ".join(f"[s{r['seed']}]({r['report']}/)" if r["report"] else f"s{r['seed']}: from the cache"
+                              for r in recs)
             lines.append(f"| | plots | {links} | | | | |")
         summary["experiments"].append(entry)
     summary["all_pass"] = all_pass
