@@ -652,6 +652,7 @@ int runPaste(const AnalyzeArgs& args)
     o.batch_size = args.batch_size;
     o.w_scale = args.w_scale;
     o.copy_parent_embedding = args.init_from_parent;
+    o.zero_new_mlp = args.zero_new_mlp;
     if (args.prompts > 0)
         o.n_eval = args.prompts;
     o.seed = args.seed;
@@ -704,6 +705,7 @@ int runPaste(const AnalyzeArgs& args)
                           {"batch_size", o.batch_size},
                           {"w_scale", r.w_scale},
                           {"init_from_parent", o.copy_parent_embedding},
+                          {"zero_new_mlp", o.zero_new_mlp},
                           {"ridge_lambda", r.ridge_lambda},
                           {"pasted_loss", number(r.pasted_loss)},
                           {"scratch_loss", number(r.scratch_loss)},

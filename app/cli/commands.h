@@ -121,6 +121,7 @@ struct AnalyzeArgs {
     int64_t batch_size = 64;        ///< paste: prompts per step
     double w_scale = 0.0;           ///< paste: τ of w ~ N(0, τ²I_d); 0 = the parent's task.w_scale
     bool init_from_parent = false;  ///< paste: PastingOptions::copy_parent_embedding
+    bool zero_new_mlp = false;      ///< paste: PastingOptions::zero_new_mlp
     bool force = false;             ///< paste: replace an existing output file
     std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name); attention, lens, patching: CSV of the result
     uint64_t prompt_seed = 0;       ///< attention, lens, patching: seed of the prompt (Inspector::samplePrompt)

@@ -245,6 +245,9 @@ int main(int argc, char** argv)
     a->add_flag("--init-from-parent", analyze.init_from_parent,
                 "paste: start the new module from the parent (linear, ℓ = 0: its read-in and positions; "
                 "transformer1, ℓ ≥ 1: also its block ℓ − 1) instead of GPT-2's random initialisation");
+    a->add_flag("--zero-new-mlp", analyze.zero_new_mlp,
+                "paste, with --init-from-parent and transformer1: the new block's MLP output starts at zero (the "
+                "parent's attention, which copies x_i to the y-tokens, without its MLP, which computes Φ*)");
     a->add_option("--out", analyze.out,
                   "paste: experiment file for the pasted model (default RUN.paste-l<ℓ>-<embedding>.h5); an existing "
                   "file needs --force; removed again if the run is interrupted or fails. attention, lens, patching: "

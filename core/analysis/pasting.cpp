@@ -120,6 +120,9 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     if (o.copy_parent_embedding && o.embedding == "transformer1" && o.cut_layer < 1)
         throw Error("pasting: copying the parent's embedding with transformer1 needs cut layer ≥ 1 (the new "
                     "block starts as the parent's block ℓ − 1)");
+    if (o.zero_new_mlp && !(o.copy_parent_embedding && o.embedding == "transformer1"))
+        throw Error("pasting: zeroing the new block's MLP needs the transformer1 embedding started from the parent "
+                    "(--init-from-parent)");
 
     // Training task: plain linear regression with the parent's d, N, x distribution and σ.
     ExperimentConfig cfg = pc;
@@ -184,6 +187,10 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
             dst.copy_(t);
             dst.set_requires_grad(false);
             frozen[target] = name;
+        }
+        if (o.zero_new_mlp) {
+            pastedParams.at("blocks.0.mlp.W_out").zero_();
+            pastedParams.at("blocks.0.mlp.b_out").zero_();
         }
     }
     std::vector<torch::Tensor> trainable;
@@ -317,6 +324,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
                                  {"lr", o.lr},                  {"batch_size", o.batch_size},
                                  {"n_eval", o.n_eval},          {"w_scale", r.w_scale},
                                  {"seed", seed},                {"copy_parent_embedding", o.copy_parent_embedding},
+                                 {"zero_new_mlp", o.zero_new_mlp},
                                  {"out_path", o.out_path}};
     if (!o.out_path.empty()) {
         const nlohmann::json link = {{"parent", std::filesystem::absolute(parentPath).string()},

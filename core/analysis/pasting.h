@@ -45,6 +45,11 @@ struct PastingOptions {
     /// the parent (a warm start: the new module must turn the parent's Φ* into a representation for
     /// linear ICL). The scratch model is never initialised from the parent.
     bool copy_parent_embedding = false;
+    /// With copy_parent_embedding and "transformer1": the new block's MLP output (W_out, b_out) starts at
+    /// zero, so the new block starts as the parent's block ℓ − 1 without its MLP — the parent's attention
+    /// (which copies x_i to the y-tokens) kept, its computation of Φ* dropped — and the read-in can write a
+    /// linear feature of x where the frozen blocks read Φ*(x). Throws icl::Error without those two options.
+    bool zero_new_mlp = false;
     bool train_scratch = true;          ///< also train the same-size model from scratch
     std::string out_path;               ///< new experiment file for the pasted model; "" = none
     bool overwrite = false;             ///< replace an existing out_path

@@ -137,6 +137,44 @@ TEST(Pasting, Transformer1WarmStartAtCutOneReproducesTheParentExactly)
     expectError([&] { icl::computePasting(parent, o); }, "transformer1 needs cut layer ≥ 1");
 }
 
+TEST(Pasting, ZeroNewMlpStartsAsTheParentWithoutBlockZerosMlp)
+{
+    // transformer1 at ℓ = 1 from the parent with zero_new_mlp: before training the pasted model is the
+    // parent whose block 0 MLP output (W_out, b_out) is zero — computed here by editing the parent's own
+    // parameters, not through the pasting code.
+    const std::string parent = writeParent("paste_parent_zero_mlp.h5");
+    const std::string out = icl::test::scratchPrefix() + "paste_zero_mlp.h5";
+    icl::PastingOptions o;
+    o.cut_layer = 1;
+    o.embedding = "transformer1";
+    o.copy_parent_embedding = true;
+    o.zero_new_mlp = true;
+    o.steps = 0;
+    o.n_eval = 32;
+    o.train_scratch = false;
+    o.store = false;
+    o.out_path = out;
+    o.overwrite = true;
+    icl::computePasting(parent, o);
+    icl::LoadedRun p = icl::loadRun(parent, -1);
+    const icl::LoadedRun q = icl::loadRun(out, -1);
+    const icl::PromptBatch prompts = icl::samplePrompts(p.config.task, 50, 13);
+    torch::NoGradGuard guard;
+    const torch::Tensor before = p.model.predict_all(prompts);
+    int zeroed = 0;
+    for (auto& kv : p.model.module->named_parameters())
+        if (kv.key() == "blocks.0.mlp.W_out" || kv.key() == "blocks.0.mlp.b_out") {
+            kv.value().zero_();
+            ++zeroed;
+        }
+    ASSERT_EQ(zeroed, 2);
+    const torch::Tensor a = p.model.predict_all(prompts), b = q.model.predict_all(prompts);
+    EXPECT_GT((a - before).abs().max().item<double>(), 1e-3);  // block 0's MLP mattered
+    EXPECT_TRUE(torch::equal(a, b)) << "max |Δ| " << (a - b).abs().max().item<double>();
+    o.copy_parent_embedding = false;
+    expectError([&] { icl::computePasting(parent, o); }, "needs the transformer1 embedding started from the parent");
+}
+
 TEST(Pasting, UpperBlocksStayBitwiseFrozenWhileTheEmbeddingTrains)
 {
     const std::string parent = writeParent("paste_parent_frozen.h5");
