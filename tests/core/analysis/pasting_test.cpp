@@ -70,13 +70,12 @@ std::map<std::string, icl::NamedArray> byName(const std::vector<icl::NamedArray>
     return out;
 }
 
-TEST(Pasting, FrozenCopyAtCutZeroReproducesTheParentExactly)
+/// Options of an untrained copy (steps 0, no scratch model, nothing stored) written to `out`.
+icl::PastingOptions untrainedCopy(int64_t cut, const std::string& embedding, const std::string& out)
 {
-    const std::string parent = writeParent("paste_parent_copy.h5");
-    const std::string out = icl::test::scratchPrefix() + "paste_copy.h5";
     icl::PastingOptions o;
-    o.cut_layer = 0;
-    o.embedding = "linear";
+    o.cut_layer = cut;
+    o.embedding = embedding;
     o.copy_parent_embedding = true;
     o.steps = 0;
     o.n_eval = 32;
@@ -84,6 +83,14 @@ TEST(Pasting, FrozenCopyAtCutZeroReproducesTheParentExactly)
     o.store = false;
     o.out_path = out;
     o.overwrite = true;
+    return o;
+}
+
+TEST(Pasting, FrozenCopyAtCutZeroReproducesTheParentExactly)
+{
+    const std::string parent = writeParent("paste_parent_copy.h5");
+    const std::string out = icl::test::scratchPrefix() + "paste_copy.h5";
+    icl::PastingOptions o = untrainedCopy(0, "linear", out);
     const icl::PastingResult r = icl::computePasting(parent, o);
     EXPECT_EQ(r.pasted_layers, 3);
     EXPECT_TRUE(r.frozen_unchanged);
@@ -110,16 +117,7 @@ TEST(Pasting, Transformer1WarmStartAtCutOneReproducesTheParentExactly)
     // before training the pasted model is the parent (3 blocks: new 0 + frozen 1, 2).
     const std::string parent = writeParent("paste_parent_warm.h5");
     const std::string out = icl::test::scratchPrefix() + "paste_warm.h5";
-    icl::PastingOptions o;
-    o.cut_layer = 1;
-    o.embedding = "transformer1";
-    o.copy_parent_embedding = true;
-    o.steps = 0;
-    o.n_eval = 32;
-    o.train_scratch = false;
-    o.store = false;
-    o.out_path = out;
-    o.overwrite = true;
+    icl::PastingOptions o = untrainedCopy(1, "transformer1", out);
     const icl::PastingResult r = icl::computePasting(parent, o);
     EXPECT_EQ(r.pasted_layers, 3);
     const icl::LoadedRun p = icl::loadRun(parent, -1);
@@ -144,17 +142,8 @@ TEST(Pasting, ZeroNewMlpStartsAsTheParentWithoutBlockZerosMlp)
     // parameters, not through the pasting code.
     const std::string parent = writeParent("paste_parent_zero_mlp.h5");
     const std::string out = icl::test::scratchPrefix() + "paste_zero_mlp.h5";
-    icl::PastingOptions o;
-    o.cut_layer = 1;
-    o.embedding = "transformer1";
-    o.copy_parent_embedding = true;
+    icl::PastingOptions o = untrainedCopy(1, "transformer1", out);
     o.zero_new_mlp = true;
-    o.steps = 0;
-    o.n_eval = 32;
-    o.train_scratch = false;
-    o.store = false;
-    o.out_path = out;
-    o.overwrite = true;
     icl::computePasting(parent, o);
     icl::LoadedRun p = icl::loadRun(parent, -1);
     const icl::LoadedRun q = icl::loadRun(out, -1);
