@@ -610,10 +610,8 @@ int runInterpolate(const AnalyzeArgs& args)
 
 int runProbe(const AnalyzeArgs& args)
 {
-    ProbeOptions o;
+    ProbeOptions o = args.probe;
     o.checkpoint_step = args.checkpoint;
-    o.target = args.probe_target;
-    o.positions = args.probe_positions;
     if (args.prompts > 0)
         o.n_fit = o.n_test = args.prompts;
     o.seed = args.seed;
@@ -643,16 +641,8 @@ int runProbe(const AnalyzeArgs& args)
 
 int runPaste(const AnalyzeArgs& args)
 {
-    PastingOptions o;
+    PastingOptions o = args.paste;
     o.checkpoint_step = args.checkpoint;
-    o.cut_layer = args.cut_layer;
-    o.embedding = args.embedding;
-    o.steps = args.steps;
-    o.lr = args.lr;
-    o.batch_size = args.batch_size;
-    o.w_scale = args.w_scale;
-    o.copy_parent_embedding = args.init_from_parent;
-    o.zero_new_mlp = args.zero_new_mlp;
     if (args.prompts > 0)
         o.n_eval = args.prompts;
     o.seed = args.seed;
@@ -660,8 +650,8 @@ int runPaste(const AnalyzeArgs& args)
     o.out_path = args.out;
     if (o.out_path.empty()) {
         const fs::path p(args.path);
-        o.out_path = (p.parent_path() / (p.stem().string() + ".paste-l" + std::to_string(args.cut_layer) + "-"
-                                         + args.embedding + ".h5"))
+        o.out_path = (p.parent_path() / (p.stem().string() + ".paste-l" + std::to_string(o.cut_layer) + "-"
+                                         + o.embedding + ".h5"))
                          .string();
     }
     // Never replace an experiment by accident, and never leave a half-trained pasted file behind.

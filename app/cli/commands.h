@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "core/analysis/pasting.h"
+#include "core/analysis/probe_analysis.h"
 #include "core/io/config.h"
 
 namespace icl::cli {
@@ -107,21 +109,18 @@ struct AnalyzeArgs {
     int64_t points = 200;           ///< eta-scan
     std::string ood_kind = "x_scale";  ///< ood: x_scale, w_scale, label_noise, depth
     std::vector<double> alpha;      ///< ood values (empty: defaults)
-    std::string probe_target = "phi";  ///< probe: x, phi, y, oracle, gd_k
-    std::string probe_positions = "x"; ///< probe: x, y, query
+    /// probe: target and positions bound straight from --target / --positions (checkpoint, prompts, seed and
+    /// threads come from the fields above).
+    ProbeOptions probe;
     int64_t layer = 0;              ///< kernel: 0-based softmax layer
     int64_t head = 0;               ///< kernel: 0-based head
     std::vector<int64_t> m;         ///< kernel: numbers of random features (empty: 16, 64, 256, 1024, 4096)
     int64_t seeds = 5;              ///< kernel: random-feature draws per m
     std::string scaling = "balanced";  ///< kernel: "balanced" or "symmetric" (see KernelViewOptions)
-    int64_t cut_layer = 0;          ///< paste: layer ℓ where the parent is cut
-    std::string embedding = "linear";  ///< paste: "linear" or "transformer1"
-    int64_t steps = 1000;           ///< paste: training steps
-    double lr = 1e-3;               ///< paste: Adam learning rate η
-    int64_t batch_size = 64;        ///< paste: prompts per step
-    double w_scale = 0.0;           ///< paste: τ of w ~ N(0, τ²I_d); 0 = the parent's task.w_scale
-    bool init_from_parent = false;  ///< paste: PastingOptions::copy_parent_embedding
-    bool zero_new_mlp = false;      ///< paste: PastingOptions::zero_new_mlp
+    /// paste: cut layer, embedding, steps, η, batch size, τ, --init-from-parent (copy_parent_embedding) and
+    /// --zero-new-mlp bound straight from the options (checkpoint, prompts, seed, threads and out from the
+    /// fields here).
+    PastingOptions paste;
     bool force = false;             ///< paste: replace an existing output file
     std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name); attention, lens, patching: CSV of the result
     uint64_t prompt_seed = 0;       ///< attention, lens, patching: seed of the prompt (Inspector::samplePrompt)

@@ -210,10 +210,10 @@ int main(int argc, char** argv)
     a->add_option("--kind", analyze.ood_kind, "ood: x_scale, w_scale, label_noise or depth")
         ->check(CLI::IsMember({"x_scale", "w_scale", "label_noise", "depth"}));
     a->add_option("--alpha", analyze.alpha, "ood: values of α (repeatable; default depends on --kind)");
-    a->add_option("--target", analyze.probe_target, "probe: x, phi, y, oracle or gd_k (default phi)")
+    a->add_option("--target", analyze.probe.target, "probe: x, phi, y, oracle or gd_k (default phi)")
         ->check(CLI::IsMember({"x", "phi", "y", "oracle"}) | CLI::Validator(
             [](std::string& v) { return v.rfind("gd_", 0) == 0 ? std::string() : std::string("not gd_k"); }, "gd_k"));
-    a->add_option("--positions", analyze.probe_positions, "probe: x, y or query tokens (default x)")
+    a->add_option("--positions", analyze.probe.positions, "probe: x, y or query tokens (default x)")
         ->check(CLI::IsMember({"x", "y", "query"}));
     a->add_option("--layer", analyze.layer, "kernel: 0-based softmax layer (default 0)")->check(atLeast(0));
     a->add_option("--head", analyze.head, "kernel: 0-based head (default 0)")->check(atLeast(0));
@@ -227,25 +227,25 @@ int main(int argc, char** argv)
                   "(keys minus their mean, norms balanced by a linear map; default) or symmetric (q and k times "
                   "D^(-1/4)); both leave the attention unchanged")
         ->check(CLI::IsMember({"balanced", "symmetric"}));
-    a->add_option("--cut-layer", analyze.cut_layer, "paste: layer ℓ where the parent is cut (blocks ℓ..L−1 kept frozen)")
+    a->add_option("--cut-layer", analyze.paste.cut_layer, "paste: layer ℓ where the parent is cut (blocks ℓ..L−1 kept frozen)")
         ->check(atLeast(0));
-    a->add_option("--embedding", analyze.embedding, "paste: new trainable embedding: linear or transformer1 (default linear)")
+    a->add_option("--embedding", analyze.paste.embedding, "paste: new trainable embedding: linear or transformer1 (default linear)")
         ->check(CLI::IsMember({"linear", "transformer1"}));
-    a->add_option("--steps", analyze.steps, "paste: Adam steps for the pasted and the scratch model (default 1000)")
+    a->add_option("--steps", analyze.paste.steps, "paste: Adam steps for the pasted and the scratch model (default 1000)")
         ->check(atLeast(0));
-    a->add_option("--lr", analyze.lr, "paste: Adam learning rate η of the new embedding and of the scratch model (default 1e-3)")
+    a->add_option("--lr", analyze.paste.lr, "paste: Adam learning rate η of the new embedding and of the scratch model (default 1e-3)")
         ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 10.0));
-    a->add_option("--batch-size", analyze.batch_size, "paste: prompts per training step (default 64)")
+    a->add_option("--batch-size", analyze.paste.batch_size, "paste: prompts per training step (default 64)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
-    a->add_option("--w-scale", analyze.w_scale,
+    a->add_option("--w-scale", analyze.paste.w_scale,
                   "paste: τ > 0 of the linear task's weights w ~ N(0, τ²I_d) (default: the parent's task.w_scale)")
         ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 1e6));
-    a->add_flag("--init-from-parent", analyze.init_from_parent,
+    a->add_flag("--init-from-parent", analyze.paste.copy_parent_embedding,
                 "paste: start the new module from the parent (linear, ℓ = 0: its read-in and positions; "
                 "transformer1, ℓ ≥ 1: also its block ℓ − 1) instead of GPT-2's random initialisation");
-    a->add_flag("--zero-new-mlp", analyze.zero_new_mlp,
+    a->add_flag("--zero-new-mlp", analyze.paste.zero_new_mlp,
                 "paste, with --init-from-parent and transformer1: the new block's MLP output starts at zero (the "
                 "parent's attention, which copies x_i to the y-tokens, without its MLP, which computes Φ*)");
     a->add_option("--out", analyze.out,

@@ -123,11 +123,7 @@ PromptEditor::PromptEditor(QWidget* parent)
     auto* noiseRow = new QHBoxLayout;
     noiseRow->setSpacing(4);
     auto* noiseLabel = new QLabel(tr("Label noise σ"), this);
-    m_noise = new QDoubleSpinBox(this);
-    m_noise->setObjectName(QStringLiteral("attentionNoise"));
-    m_noise->setDecimals(3);
-    m_noise->setRange(0.0, 100.0);
-    m_noise->setSingleStep(0.05);
+    m_noise = makeDoubleSpinBox(this, "attentionNoise", 3, 0.0, 100.0, 0.05);
     m_noise->setToolTip(tr("σ of the label noise: Relabel recomputes every y_i = f_w(x_i) + σ·z_i"));
     noiseLabel->setBuddy(m_noise);
     m_relabel = button(tr("Relabel"), "attentionRelabel", relabelTip());

@@ -89,9 +89,8 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     });
 
     // (e) K layers vs K steps
-    m_withGdpp = new QCheckBox(tr("Compare with GD++ (fits GD++ for k > 1; a few seconds per layer)"));
-    m_withGdpp->setObjectName(QStringLiteral("gdppCheck"));
-    m_withGdpp->setChecked(true);
+    m_withGdpp = makeCheckBox(this, "gdppCheck", tr("Compare with GD++ (fits GD++ for k > 1; a few seconds per layer)"),
+        true, QString());
     m_layerTable = new LayerStepTable(this);
     m_layersStatus = makeTabStatusLabel(QStringLiteral("layersStatus"), this);
     addTab(controlsRow(QString(), m_withGdpp), m_layersStatus, m_layerTable, tr("Layers vs steps"),

@@ -14,6 +14,8 @@
 #include <QLabel>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QCheckBox>
+#include <QDoubleSpinBox>
 #include <QSpinBox>
 #include <QVBoxLayout>
 #include <QWidget>
@@ -63,6 +65,27 @@ QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximu
     spin->setSingleStep(step);
     spin->setValue(value);
     return spin;
+}
+
+QDoubleSpinBox* makeDoubleSpinBox(
+    QWidget* parent, const char* name, int decimals, double minimum, double maximum, double step, QDoubleSpinBox* spin)
+{
+    if (!spin)
+        spin = new QDoubleSpinBox(parent);
+    spin->setObjectName(QString::fromLatin1(name));
+    spin->setDecimals(decimals);
+    spin->setRange(minimum, maximum);
+    spin->setSingleStep(step);
+    return spin;
+}
+
+QCheckBox* makeCheckBox(QWidget* parent, const char* name, const QString& text, bool checked, const QString& toolTip)
+{
+    auto* box = new QCheckBox(text, parent);
+    box->setObjectName(QString::fromLatin1(name));
+    box->setChecked(checked);
+    box->setToolTip(toolTip);
+    return box;
 }
 
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text)

@@ -55,6 +55,14 @@ std::pair<int64_t, int64_t> showRunProgress(QProgressBar* progress, const RunSta
 /// A spin box with object name `name`, range [minimum, maximum], single step `step` and value `value`.
 QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximum, int value, int step = 1);
 
+/// A double spin box with object name `name`, `decimals` decimals, range [minimum, maximum] and single step
+/// `step` (the value is left at the minimum); `spin` (optional) is a subclass instance to set up instead.
+QDoubleSpinBox* makeDoubleSpinBox(QWidget* parent, const char* name, int decimals, double minimum, double maximum,
+    double step, QDoubleSpinBox* spin = nullptr);
+
+/// A check box labelled `text` with object name `name`, initially `checked`, with `toolTip`.
+QCheckBox* makeCheckBox(QWidget* parent, const char* name, const QString& text, bool checked, const QString& toolTip);
+
 /// A word-wrapped, mouse-selectable text line (results, summaries, notes) with object name `name`.
 QLabel* makeTextLine(const QString& name, QWidget* parent, const QString& text = QString());
 

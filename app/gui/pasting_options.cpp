@@ -59,11 +59,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     m_steps = makeSpinBox(content, "pastingSteps", 1, 10000000, 1000, 100);
     m_fields.add(0, 2, tr("Steps"), m_steps,
         tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
-    m_lr = new LearningRateSpinBox(content);
-    m_lr->setObjectName(QStringLiteral("pastingLearningRate"));
-    m_lr->setDecimals(7);
-    m_lr->setRange(1e-7, 1.0);
-    m_lr->setSingleStep(1e-4);
+    m_lr = makeDoubleSpinBox(content, "pastingLearningRate", 7, 1e-7, 1.0, 1e-4, new LearningRateSpinBox(content));
     m_lr->setValue(1e-3);
     m_fields.add(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
 
@@ -74,11 +70,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         tr("Fixed evaluation prompts, the same for every model and baseline (icl-cli --prompts)"));
     m_evalEvery = makeSpinBox(content, "pastingEvalEvery", 1, 10000000, 100);
     m_fields.add(1, 2, tr("Eval every"), m_evalEvery, tr("Evaluation period of the loss curves, in training steps"));
-    m_wScale = new QDoubleSpinBox(content);
-    m_wScale->setObjectName(QStringLiteral("pastingWScale"));
-    m_wScale->setDecimals(4);
-    m_wScale->setRange(0.0, 1000.0);
-    m_wScale->setSingleStep(0.05);
+    m_wScale = makeDoubleSpinBox(content, "pastingWScale", 4, 0.0, 1000.0, 0.05);
     m_wScale->setSpecialValueText(tr("parent's"));
     m_fields.add(1, 3, tr("w_scale τ"), m_wScale,
         tr("Task weights w ~ N(0, τ²·I_d) of the linear regression the new embedding is trained on; 0 = the "
@@ -88,20 +80,20 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     m_seed->setSpecialValueText(tr("parent's"));
     m_fields.add(2, 0, tr("Seed"), m_seed,
         tr("Seed of the initialisation, training batches and evaluation prompts; 0 = the parent's seed"));
-    m_trainScratch = new QCheckBox(tr("Train scratch model"), content);
-    m_trainScratch->setObjectName(QStringLiteral("pastingTrainScratch"));
-    m_trainScratch->setChecked(true);
-    m_trainScratch->setToolTip(tr("Also train a model of the same architecture (new embedding + the same number of "
-                                  "blocks, all trainable) from scratch on the same batches"));
+    m_trainScratch = makeCheckBox(content, "pastingTrainScratch", tr("Train scratch model"), true,
+        tr("Also train a model of the same architecture (new embedding + the same number of blocks, all trainable) "
+           "from scratch on the same batches"));
     grid->addWidget(m_trainScratch, 2, 2, 1, 1);
-    m_initFromParent = new QCheckBox(tr("Start from parent"), content);
-    m_initFromParent->setObjectName(QStringLiteral("pastingInitFromParent"));
-    m_initFromParent->setToolTip(
-        tr("Initialise the new module from the parent instead of GPT-2's random initialisation "
-           "(it stays trainable): linear at ℓ = 0 copies the read-in and positions; "
-           "transformer1 at ℓ ≥ 1 also copies block ℓ − 1 into the new block. The scratch "
-           "model is never initialised from the parent."));
+    m_initFromParent = makeCheckBox(content, "pastingInitFromParent", tr("Start from parent"), false,
+        tr("Initialise the new module from the parent instead of GPT-2's random initialisation (it stays "
+           "trainable): linear at ℓ = 0 copies the read-in and positions; transformer1 at ℓ ≥ 1 also copies block "
+           "ℓ − 1 into the new block. The scratch model is never initialised from the parent."));
     grid->addWidget(m_initFromParent, 2, 3, 1, 1);
+    m_zeroNewMlp = makeCheckBox(content, "pastingZeroNewMlp", tr("Without its MLP"), false,
+        tr("With Start from parent and transformer1: the new block's MLP output starts at zero — the parent's "
+           "attention (which copies x_i to the y-tokens) kept, its MLP (which computes Φ*) dropped (icl-cli "
+           "--zero-new-mlp)"));
+    grid->addWidget(m_zeroNewMlp, 2, 4, 1, 1);
     auto* outputRow = new QHBoxLayout;
     m_output = new QLineEdit(content);
     m_output->setObjectName(QStringLiteral("pastingOutput"));
@@ -116,8 +108,8 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
                                  "next to the parent, as icl-cli analyze paste)");
     outputLabel->setToolTip(outputTip);
     m_output->setToolTip(outputTip);
-    grid->addWidget(outputLabel, 2, 4);
-    grid->addLayout(outputRow, 2, 5, 1, 3);
+    grid->addWidget(outputLabel, 2, 5);
+    grid->addLayout(outputRow, 2, 6, 1, 2);
     for (int c : { 1, 3, 5, 7 })
         grid->setColumnStretch(c, 1);
 
@@ -126,6 +118,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     connect(m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingOptionsForm::changed);
     connect(
         m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingOptionsForm::updateDefaultOutput);
+    connect(m_initFromParent, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
     connect(m_browse, &QPushButton::clicked, this, &PastingOptionsForm::browseOutput);
 }
 
@@ -157,6 +150,7 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
     o.seed = uint64_t(m_seed->value());
     o.train_scratch = m_trainScratch->isChecked();
     o.copy_parent_embedding = m_initFromParent->isEnabled() && m_initFromParent->isChecked();
+    o.zero_new_mlp = m_zeroNewMlp->isEnabled() && m_zeroNewMlp->isChecked();
     const QString out = m_output->text().trimmed();
     o.out_path = (out.isEmpty() ? m_output->placeholderText() : out).toStdString();
     o.overwrite = false;
@@ -173,6 +167,8 @@ void PastingOptionsForm::setBusy(bool busy)
     // Starting from the parent is defined for linear at ℓ = 0 and transformer1 at ℓ ≥ 1 (PastingOptions).
     const bool transformer1 = m_embedding->currentData().toString() == QLatin1String("transformer1");
     m_initFromParent->setEnabled(!busy && (transformer1 ? m_cutLayer->value() >= 1 : m_cutLayer->value() == 0));
+    // Dropping the new block's MLP is defined only for a transformer1 started from the parent.
+    m_zeroNewMlp->setEnabled(m_initFromParent->isEnabled() && transformer1 && m_initFromParent->isChecked());
 }
 
 void PastingOptionsForm::updateDefaultOutput()

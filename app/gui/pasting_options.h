@@ -18,7 +18,7 @@ namespace icl::gui {
 QString pastingOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding);
 
 /// Cut layer ℓ, embedding, steps, learning rate η, batch size, evaluation prompts and period, w_scale τ, seed, the
-/// scratch model, "Start from parent" and the output file (object names "pastingCutLayer", …). The fields are
+/// scratch model, "Start from parent", "Without its MLP" and the output file (object names "pastingCutLayer", …). The fields are
 /// children of the page's content widget; the form keeps them and their grid. Thread affinity: GUI thread only.
 class PastingOptionsForm : public QObject {
     Q_OBJECT
@@ -34,7 +34,8 @@ public:
     /// The options of the next run (checkpoint `step`; out_path: the field or the default; overwrite false;
     /// store true).
     icl::PastingOptions options(qint64 step, int threads) const;
-    /// Every field is off while a pasting runs; "Start from parent" only where it is defined.
+    /// Every field is off while a pasting runs; "Start from parent" and "Without its MLP" only where they are
+    /// defined.
     void setBusy(bool busy);
 
     QSpinBox* cutLayer() const { return m_cutLayer; }
@@ -48,10 +49,12 @@ public:
     QSpinBox* seed() const { return m_seed; }
     QCheckBox* trainScratch() const { return m_trainScratch; }
     QCheckBox* initFromParent() const { return m_initFromParent; }
+    QCheckBox* zeroNewMlp() const { return m_zeroNewMlp; }
     QLineEdit* output() const { return m_output; }
 
 Q_SIGNALS:
-    /// The cut layer or the embedding changed (what "Start from parent" means depends on both).
+    /// The cut layer, the embedding or "Start from parent" changed (which of the start options are defined
+    /// depends on them).
     void changed();
 
 private:
@@ -71,6 +74,7 @@ private:
     QSpinBox* m_seed = nullptr;
     QCheckBox* m_trainScratch = nullptr;
     QCheckBox* m_initFromParent = nullptr;
+    QCheckBox* m_zeroNewMlp = nullptr;
     QLineEdit* m_output = nullptr;
     QPushButton* m_browse = nullptr;
 };

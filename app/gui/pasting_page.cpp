@@ -31,6 +31,7 @@
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
+#include "app/gui/request_run.h"
 #include "app/gui/pasting_figures.h"
 #include "app/gui/pasting_options.h"
 #include "core/error.h"
@@ -66,12 +67,12 @@ PastingPage::PastingPage(QWidget* parent)
     m_form = new PastingOptionsForm(content);
     layout->addLayout(m_form->layout());
 
-    m_runRow = makeRunRow(QStringLiteral("pasting"), content, tr("Run pasting"),
-        tr("Train the pasted and the scratch model on a worker thread"), tr("%v / %m training steps"));
-    m_runRow.cancel->setToolTip(tr("Stop the running pasting at its next training step (nothing is kept)"));
-    m_runRow.progress->setToolTip(tr("Training steps done, pasted and scratch model together"));
-    QHBoxLayout* runRow = m_runRow.layout;
-    layout->addLayout(runRow);
+    m_run = new RequestRun(this, QStringLiteral("pasting"), content, tr("Run pasting"),
+        tr("Train the pasted and the scratch model on a worker thread"), tr("Pasting"), tr("training steps"),
+        [this] { startPasting(true, false); });
+    m_run->row().cancel->setToolTip(tr("Stop the running pasting at its next training step (nothing is kept)"));
+    m_run->row().progress->setToolTip(tr("Training steps done, pasted and scratch model together"));
+    layout->addLayout(m_run->row().layout);
 
     layout->addWidget(m_status);
     auto* summaryRow = new QHBoxLayout;
@@ -99,13 +100,7 @@ PastingPage::PastingPage(QWidget* parent)
         if (QWidget* canvas = plot->findChild<QWidget*>(QStringLiteral("plot")))
             canvas->installEventFilter(this);
 
-    m_progressTimer = new QTimer(this);
-    m_progressTimer->setInterval(100); // progress is polled, never posted per training step
-    connect(m_progressTimer, &QTimer::timeout, this, &PastingPage::updateProgress);
-
     connect(m_form, &PastingOptionsForm::changed, this, &PastingPage::updateControls);
-    connect(m_runRow.run, &QPushButton::clicked, this, [this] { startPasting(true, false); });
-    connect(m_runRow.cancel, &QPushButton::clicked, this, &PastingPage::cancel);
     connect(m_openPasted, &QPushButton::clicked, this, [this] {
         if (m_result && !m_result->out_path.empty())
             Q_EMIT openRequested(QString::fromStdString(m_result->out_path));
@@ -115,17 +110,19 @@ PastingPage::PastingPage(QWidget* parent)
 
 void PastingPage::jobsFinished()
 {
-    m_progressTimer->stop();
-    updateProgress();
+    m_run->finished();
     updateControls();
 }
 
 PastingPage::~PastingPage()
 {
-    // The runner (a child) joins the worker when it is destroyed; the run stops at its next step.
-    if (m_state)
-        m_state->stop = true;
+    // The runner (a child, destroyed first) joins the worker; the run stops at its next step.
+    m_run->stop();
 }
+
+QPushButton* PastingPage::runButton() const { return m_run->row().run; }
+QPushButton* PastingPage::cancelButton() const { return m_run->row().cancel; }
+QProgressBar* PastingPage::progressBar() const { return m_run->row().progress; }
 
 bool PastingPage::eventFilter(QObject* watched, QEvent* event)
 {
@@ -151,8 +148,7 @@ QString PastingPage::defaultOutputPath(const QString& parentPath, int64_t cutLay
 
 void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
-    if (m_state)
-        m_state->stop = true; // a running pasting of the previous file stops; its result is dropped
+    m_run->stop(); // a running pasting of the previous file stops; its result is dropped
     ++m_generation;
     m_summary = summary;
     m_step = step;
@@ -196,14 +192,7 @@ void PastingPage::selectCheckpoint(qint64 step)
     updateControls();
 }
 
-void PastingPage::cancel()
-{
-    if (!isBusy() || !m_state)
-        return;
-    m_state->stop = true; // the job's error continuation reports the cancellation
-    m_runRow.cancel->setEnabled(false);
-    m_status->setText(tr("Cancelling…"));
-}
+void PastingPage::cancel() { m_run->cancel(); }
 
 icl::PastingOptions PastingPage::options() const { return m_form->options(m_step, m_threads); }
 
@@ -244,9 +233,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
 
     clearResult();
     const quint64 generation = ++m_generation;
-    auto state = std::make_shared<RunState>();
-    state->total = o.steps * (o.train_scratch ? 2 : 1);
-    m_state = state;
+    const std::shared_ptr<RunState> state = m_run->start(o.steps * (o.train_scratch ? 2 : 1));
     m_status->setText(tr("Pasting at ℓ = %1 (%2 embedding) from checkpoint %3: training…")
                           .arg(o.cut_layer)
                           .arg(QString::fromStdString(o.embedding))
@@ -275,19 +262,8 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
                 showResult(*shown, o);
             };
         },
-        [this, generation, state, o](const QString& error) {
-            if (generation != m_generation)
-                return;
-            if (state->cancelled)
-                m_status->setText(tr("Cancelled after %1 of %2 training steps; the partial file %3 was removed.")
-                                      .arg(state->done.load())
-                                      .arg(state->total.load())
-                                      .arg(QString::fromStdString(o.out_path)));
-            else
-                m_status->setText(tr("Pasting failed: %1").arg(error));
-        });
-    updateProgress();
-    m_progressTimer->start();
+        m_run->errorHandler([this, generation] { return generation == m_generation; },
+            tr("; the partial file %1 was removed").arg(QString::fromStdString(o.out_path))));
     updateControls();
     return true;
 }
@@ -337,20 +313,8 @@ void PastingPage::clearResult()
     m_iclPlot->setFigure(icl::Figure {});
     m_lossPlot->setFigure(icl::Figure {});
     m_summaryLabel->setText(QStringLiteral("—"));
-    m_runRow.progress->setRange(0, 1);
-    m_runRow.progress->setValue(0);
+    m_run->resetProgress();
     updateControls();
-}
-
-void PastingPage::updateProgress()
-{
-    if (!m_state)
-        return;
-    const auto [done, total] = showRunProgress(m_runRow.progress, *m_state);
-    if (isBusy()) {
-        const int percent = int(100 * done / total);
-        Q_EMIT progressChanged(percent, tr("Pasting: %1 of %2 training steps").arg(done).arg(total));
-    }
 }
 
 void PastingPage::updateControls()
@@ -358,8 +322,7 @@ void PastingPage::updateControls()
     const bool busy = isBusy();
     const bool ready = m_supported && m_step >= 0;
     m_form->setBusy(busy);
-    m_runRow.run->setEnabled(ready && !busy);
-    m_runRow.cancel->setEnabled(busy && m_state && !m_state->stop);
+    m_run->updateButtons(ready);
     m_openPasted->setEnabled(m_result && !m_result->out_path.empty());
 }
 

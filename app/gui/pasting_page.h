@@ -31,6 +31,8 @@ namespace icl::gui {
 /// against the number of in-context examples, and the loss curves over training steps; both export
 /// like every PlotView (PNG, SVG, PDF, CSV). gpt2 runs only; others get a message instead.
 /// Thread affinity: GUI thread only.
+class RequestRun;
+
 class PastingPage : public AnalysisPage {
     Q_OBJECT
 public:
@@ -72,10 +74,10 @@ public:
     widgets::PlotView* lossPlot() const { return m_lossPlot; }
     /// The options form: cut layer, embedding, training and evaluation settings, output file.
     PastingOptionsForm* optionsForm() const { return m_form; }
-    QPushButton* runButton() const { return m_runRow.run; }
-    QPushButton* cancelButton() const { return m_runRow.cancel; }
+    QPushButton* runButton() const;
+    QPushButton* cancelButton() const;
     QPushButton* openPastedButton() const { return m_openPasted; }
-    QProgressBar* progressBar() const { return m_runRow.progress; }
+    QProgressBar* progressBar() const;
     QLabel* summaryLabel() const { return m_summaryLabel; }
 
 Q_SIGNALS:
@@ -89,19 +91,16 @@ protected:
 private:
     void showResult(const icl::PastingResult& result, const icl::PastingOptions& options);
     void clearResult();
-    void updateProgress();
     void updateControls();
 
     int64_t m_parentLayers = 0;
     int m_threads = 0;
-    std::shared_ptr<RunState> m_state; ///< the running pasting's state
     std::optional<icl::PastingResult> m_result;
 
     QLabel* m_parentLabel = nullptr;
     PastingOptionsForm* m_form = nullptr;
-    RunRow m_runRow; ///< Run, Cancel and the progress bar
+    RequestRun* m_run = nullptr; ///< Run, Cancel, the progress bar and the running pasting's state
     QPushButton* m_openPasted = nullptr;
-    QTimer* m_progressTimer = nullptr;
     QLabel* m_summaryLabel = nullptr;
     widgets::PlotView* m_iclPlot = nullptr;
     widgets::PlotView* m_lossPlot = nullptr;

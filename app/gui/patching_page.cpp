@@ -26,6 +26,7 @@
 #include "app/gui/analysis_runner.h"
 #include "app/gui/inspector_session.h"
 #include "app/gui/page_widgets.h"
+#include "app/gui/request_run.h"
 #include "widgets/heatmap_view.h"
 #include "core/io/config.h"
 
@@ -76,11 +77,8 @@ PatchingPage::PatchingPage(QWidget* parent)
     fields.add(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
     m_seed = makeSpinBox(content, "patchingSeed", 0, INT_MAX, 1);
     fields.add(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
-    m_useShared = new QCheckBox(tr("Use the Attention page's prompt"), content);
-    m_useShared->setObjectName(QStringLiteral("patchingUseShared"));
-    m_useShared->setChecked(true);
-    m_useShared->setToolTip(tr("Patch the prompt shown (and edited) on the Attention page; otherwise sample one from "
-                               "the prompt seed"));
+    m_useShared = makeCheckBox(content, "patchingUseShared", tr("Use the Attention page's prompt"), true,
+        tr("Patch the prompt shown (and edited) on the Attention page; otherwise sample one from the prompt seed"));
     grid->addWidget(m_useShared, 1, 0, 1, 2);
     m_promptSeed = makeSpinBox(content, "patchingPromptSeed", 0, INT_MAX, 1);
     fields.add(1, 1, tr("Prompt seed"), m_promptSeed,
@@ -90,11 +88,10 @@ PatchingPage::PatchingPage(QWidget* parent)
         grid->setColumnStretch(c, 1);
     layout->addLayout(grid);
 
-    m_runRow = makeRunRow(QStringLiteral("patching"), content, tr("Run patching"),
-        tr("Patch the clean residual stream at every (layer, position) into the corrupted run"),
-        tr("%v / %m patched runs"));
-    QHBoxLayout* runRow = m_runRow.layout;
-    layout->addLayout(runRow);
+    m_run = new RequestRun(this, QStringLiteral("patching"), content, tr("Run patching"),
+        tr("Patch the clean residual stream at every (layer, position) into the corrupted run"), tr("Patching"),
+        tr("patched runs"), [this] { startPatching(); });
+    layout->addLayout(m_run->row().layout);
     layout->addWidget(m_status);
 
     auto* split = new QSplitter(Qt::Horizontal, content);
@@ -124,33 +121,29 @@ PatchingPage::PatchingPage(QWidget* parent)
     split->setSizes({ 820, 260 });
     layout->addWidget(split, 1);
 
-    m_progressTimer = new QTimer(this);
-    m_progressTimer->setInterval(100);
-    connect(m_progressTimer, &QTimer::timeout, this, &PatchingPage::updateProgress);
     connect(m_corruption, qOverload<int>(&QComboBox::currentIndexChanged), this, &PatchingPage::updateControls);
     connect(m_useShared, &QCheckBox::toggled, this, &PatchingPage::updateControls);
-    connect(m_runRow.run, &QPushButton::clicked, this, [this] { startPatching(); });
-    connect(m_runRow.cancel, &QPushButton::clicked, this, &PatchingPage::cancel);
     updateControls();
 }
 
 void PatchingPage::jobsFinished()
 {
-    m_progressTimer->stop();
-    updateProgress();
+    m_run->finished();
     updateControls();
 }
 
 PatchingPage::~PatchingPage()
 {
-    if (m_state)
-        m_state->stop = true; // the runner (a child) joins the worker after the next forward pass
+    m_run->stop(); // the runner (a child, destroyed first) joins the worker after the next forward pass
 }
+
+QPushButton* PatchingPage::runButton() const { return m_run->row().run; }
+QPushButton* PatchingPage::cancelButton() const { return m_run->row().cancel; }
+QProgressBar* PatchingPage::progressBar() const { return m_run->row().progress; }
 
 void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
-    if (m_state)
-        m_state->stop = true;
+    m_run->stop();
     runner()->cancel();
     ++m_generation;
     ++m_experimentGeneration;
@@ -194,14 +187,7 @@ std::optional<icl::Prompt> PatchingPage::sharedPrompt() const
     return std::nullopt;
 }
 
-void PatchingPage::cancel()
-{
-    if (!isBusy() || !m_state)
-        return;
-    m_state->stop = true;
-    m_runRow.cancel->setEnabled(false);
-    m_status->setText(tr("Cancelling…"));
-}
+void PatchingPage::cancel() { m_run->cancel(); }
 
 icl::PatchingOptions PatchingPage::options() const
 {
@@ -218,8 +204,7 @@ bool PatchingPage::startPatching()
         return false;
     clearResult();
     const quint64 generation = ++m_generation;
-    auto state = std::make_shared<RunState>();
-    m_state = state;
+    const std::shared_ptr<RunState> state = m_run->start(0);
     const icl::PatchingOptions o = options();
     const std::optional<icl::Prompt> shared = sharedPrompt();
     const uint64_t promptSeed = uint64_t(m_promptSeed->value());
@@ -263,29 +248,9 @@ bool PatchingPage::startPatching()
                 showOutput(*out);
             };
         },
-        [this, generation, state](const QString& error) {
-            if (generation != m_generation)
-                return;
-            if (state->cancelled)
-                m_status->setText(tr("Cancelled after %1 of %2 patched runs.")
-                                      .arg(state->done.load())
-                                      .arg(state->total.load()));
-            else
-                m_status->setText(tr("Patching failed: %1").arg(error));
-        });
-    updateProgress();
-    m_progressTimer->start();
+        m_run->errorHandler([this, generation] { return generation == m_generation; }));
     updateControls();
     return true;
-}
-
-void PatchingPage::updateProgress()
-{
-    if (!m_state)
-        return;
-    const auto [done, total] = showRunProgress(m_runRow.progress, *m_state);
-    if (isBusy())
-        Q_EMIT progressChanged(int(100 * done / total), tr("Patching: %1 of %2 patched runs").arg(done).arg(total));
 }
 
 void PatchingPage::updateControls()
@@ -304,8 +269,7 @@ void PatchingPage::updateControls()
     for (QWidget* w : std::initializer_list<QWidget*> { m_corruption, m_seed, m_useShared })
         w->setEnabled(!busy);
     m_promptSeed->setEnabled(!busy && !shared);
-    m_runRow.run->setEnabled(ready && !busy);
-    m_runRow.cancel->setEnabled(busy && m_state && !m_state->stop);
+    m_run->updateButtons(ready);
 }
 
 bool PatchingPage::exportCurrentPlot()

@@ -32,6 +32,8 @@ class InspectorSession;
 /// as they are computed, the final one first (Inspector::patching's rows callback). Exports
 /// PNG/SVG/PDF and the effect matrix as CSV. Nothing runs until Run is pressed (or --run).
 /// Thread affinity: GUI thread only.
+class RequestRun;
+
 class PatchingPage : public AnalysisPage {
     Q_OBJECT
 public:
@@ -75,9 +77,9 @@ public:
     QSpinBox* seedChooser() const { return m_seed; }
     QSpinBox* promptSeedChooser() const { return m_promptSeed; }
     QCheckBox* sharedPromptCheck() const { return m_useShared; }
-    QPushButton* runButton() const { return m_runRow.run; }
-    QPushButton* cancelButton() const { return m_runRow.cancel; }
-    QProgressBar* progressBar() const { return m_runRow.progress; }
+    QPushButton* runButton() const;
+    QPushButton* cancelButton() const;
+    QProgressBar* progressBar() const;
     QLabel* summaryLabel() const { return m_summaryLabel; }
     QTableWidget* labelTable() const { return m_labels; }
 
@@ -100,13 +102,11 @@ private:
     /// Shows out.result's effect on the heatmap (labels, colour limit); returns the matrix shown.
     icl::Matrix showEffect(const Output& out);
     void clearResult();
-    void updateProgress();
     void updateControls();
 
     std::shared_ptr<InspectorSession> m_worker; ///< used only by jobs on the runner's worker thread
     quint64 m_experimentGeneration = 0;
     int64_t m_contextLength = 0; ///< the run's task.n_context (range of "Changed example i" for sampled prompts)
-    std::shared_ptr<RunState> m_state;
     std::optional<icl::Prompt> m_shared;
     std::optional<icl::PatchingResult> m_result;
     icl::Prompt m_clean;
@@ -120,8 +120,7 @@ private:
     QSpinBox* m_seed = nullptr;
     QSpinBox* m_promptSeed = nullptr;
     QCheckBox* m_useShared = nullptr;
-    RunRow m_runRow; ///< Run, Cancel and the progress bar
-    QTimer* m_progressTimer = nullptr;
+    RequestRun* m_run = nullptr; ///< Run, Cancel, the progress bar and the running patching's state
     QLabel* m_summaryLabel = nullptr;
     QTableWidget* m_labels = nullptr;
     widgets::HeatmapView* m_heatmap = nullptr;

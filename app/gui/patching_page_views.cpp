@@ -1,6 +1,7 @@
 // PatchingPage's result views: the effect heatmap (row by row as the rows arrive), the prediction and label
 // table, the summary line and the export metadata.
 #include "app/gui/patching_page.h"
+#include "app/gui/request_run.h"
 
 #include <algorithm>
 #include <climits>
@@ -119,7 +120,7 @@ void PatchingPage::showOutput(const Output& out)
         m_labels->setItem(int(i), 1, cb);
     }
     m_labels->setVerticalHeaderLabels(rows);
-    m_status->setText(tr("Done: %1 patched runs.").arg(m_state ? m_state->total.load() : 0));
+    m_status->setText(tr("Done: %1 patched runs.").arg(m_run->state() ? m_run->state()->total.load() : 0));
     updateControls();
 }
 
@@ -131,8 +132,7 @@ void PatchingPage::clearResult()
     m_summaryLabel->setText(tr("Press Run patching to patch the clean residual stream at every layer and token "
                                "position into the corrupted run."));
     m_labels->setRowCount(0);
-    m_runRow.progress->setRange(0, 1);
-    m_runRow.progress->setValue(0);
+    m_run->resetProgress();
 }
 
 } // namespace icl::gui

@@ -178,6 +178,36 @@ TEST_F(PastingPageTest, StartFromParentIsOfferedWhereTheCoreDefinesIt)
     EXPECT_TRUE(page->options().copy_parent_embedding);
 }
 
+TEST_F(PastingPageTest, WithoutItsMlpIsOfferedOnlyForATransformer1StartedFromTheParent)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    PastingPage* page = window.pastingPage();
+    QCheckBox* init = page->optionsForm()->initFromParent();
+    QCheckBox* zero = page->optionsForm()->zeroNewMlp();
+    ASSERT_NE(zero, nullptr);
+    auto choose = [&](const char* embedding, int cut) {
+        page->optionsForm()->embedding()->setCurrentIndex(page->optionsForm()->embedding()->findData(embedding));
+        page->optionsForm()->cutLayer()->setValue(cut);
+    };
+    choose("transformer1", 1);
+    init->setChecked(false);
+    EXPECT_FALSE(zero->isEnabled()) << "PastingOptions::zero_new_mlp needs copy_parent_embedding";
+    init->setChecked(true);
+    ASSERT_TRUE(zero->isEnabled());
+    zero->setChecked(true);
+    EXPECT_TRUE(page->options().zero_new_mlp);
+    EXPECT_TRUE(page->options().copy_parent_embedding);
+    choose("linear", 0);
+    EXPECT_TRUE(page->options().copy_parent_embedding);
+    EXPECT_FALSE(zero->isEnabled()) << "a linear embedding has no MLP";
+    EXPECT_FALSE(page->options().zero_new_mlp) << "a disabled choice is not passed on";
+    choose("transformer1", 1);
+    init->setChecked(false);
+    EXPECT_FALSE(page->options().zero_new_mlp);
+}
+
 TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 {
     MainWindow window;
