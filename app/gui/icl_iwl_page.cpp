@@ -98,31 +98,30 @@ IclIwlPage::IclIwlPage(QWidget* parent)
     m_sequences->setToolTip(tr("Sequences per evaluation (the run's own evaluation sequences when 0, so that the "
                                "numbers equal the metrics stored at that step; otherwise fresh sequences)"));
     form->addRow(tr("Sequences"), m_sequences);
-    m_checkpointValue = addValueRow(form, panel, "iclIwlCheckpoint", tr("Checkpoint"));
-    m_iclValue = addValueRow(form, panel, "iclIwlIclAccuracy", tr("ICL accuracy, labels {0, 1}"),
-        tr("Holdout classes, argmax over labels {0, 1} (chance 0.5)"));
-    m_iclAllValue = addValueRow(form, panel, "iclIwlIclAllLabels", tr("ICL accuracy, all labels"),
-        tr("The same holdout sequences, argmax over every label"));
-    m_iwlValue = addValueRow(form, panel, "iclIwlIwlAccuracy", tr("IWL accuracy"),
-        tr("Training classes with no support in the context, argmax over every label"));
-    m_iclInContextValue = addValueRow(form, panel, "iclIwlIclInContext", tr("ICL: output in context"),
-        tr("How often the output (argmax over every label) is a label present in the "
-           "context, on the ICL sequences"));
-    m_iwlInContextValue = addValueRow(form, panel, "iclIwlIwlInContext", tr("IWL: output in context"),
-        tr("How often the output is a label present in the context, on the IWL "
-           "sequences (where the right label never is)"));
+    addValueRows(form, panel,
+        { { &m_checkpointValue, "iclIwlCheckpoint", tr("Checkpoint"), QString() },
+            { &m_iclValue, "iclIwlIclAccuracy", tr("ICL accuracy, labels {0, 1}"),
+                tr("Holdout classes, argmax over labels {0, 1} (chance 0.5)") },
+            { &m_iclAllValue, "iclIwlIclAllLabels", tr("ICL accuracy, all labels"),
+                tr("The same holdout sequences, argmax over every label") },
+            { &m_iwlValue, "iclIwlIwlAccuracy", tr("IWL accuracy"),
+                tr("Training classes with no support in the context, argmax over every label") },
+            { &m_iclInContextValue, "iclIwlIclInContext", tr("ICL: output in context"),
+                tr("How often the output (argmax over every label) is a label present in the context, on the ICL "
+                   "sequences") },
+            { &m_iwlInContextValue, "iclIwlIwlInContext", tr("IWL: output in context"),
+                tr("How often the output is a label present in the context, on the IWL sequences (where the right "
+                   "label never is)") } });
     // With a common / rare split of the training classes (task.n_common_classes > 0) only.
-    const std::vector<std::tuple<QLabel**, const char*, QString, QString>> split = {
-        { &m_iclCommonValue, "iclIwlIclCommon", tr("ICL, common classes"),
-            tr("2 common classes, 4 shots each, labels {0, 1} drawn per sequence, argmax over {0, 1}") },
-        { &m_iclRareValue, "iclIwlIclRare", tr("ICL, rare classes"), tr("The same on 2 rare classes") },
-        { &m_iwlCommonValue, "iclIwlIwlCommon", tr("IWL, common classes"),
-            tr("Query and context from common classes, no support, argmax over every label") },
-        { &m_iwlRareValue, "iclIwlIwlRare", tr("IWL, rare classes"), tr("The same on rare classes") } };
-    for (const auto& [value, name, text, tip] : split) {
-        *value = addValueRow(form, panel, name, text, tip);
-        form->setRowVisible(*value, false);
-    }
+    addValueRows(form, panel,
+        { { &m_iclCommonValue, "iclIwlIclCommon", tr("ICL, common classes"),
+              tr("2 common classes, 4 shots each, labels {0, 1} drawn per sequence, argmax over {0, 1}") },
+            { &m_iclRareValue, "iclIwlIclRare", tr("ICL, rare classes"), tr("The same on 2 rare classes") },
+            { &m_iwlCommonValue, "iclIwlIwlCommon", tr("IWL, common classes"),
+                tr("Query and context from common classes, no support, argmax over every label") },
+            { &m_iwlRareValue, "iclIwlIwlRare", tr("IWL, rare classes"), tr("The same on rare classes") } });
+    for (QLabel* value : { m_iclCommonValue, m_iclRareValue, m_iwlCommonValue, m_iwlRareValue })
+        form->setRowVisible(value, false);
     m_panelForm = form;
     form->addRow(m_status);
     panel->setFixedWidth(340);

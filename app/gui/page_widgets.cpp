@@ -114,6 +114,12 @@ QLabel* addValueRow(QFormLayout* form, QWidget* parent, const char* name, const 
     return value;
 }
 
+void addValueRows(QFormLayout* form, QWidget* parent, std::initializer_list<ValueRow> rows)
+{
+    for (const ValueRow& r : rows)
+        *r.value = addValueRow(form, parent, r.name, r.label, r.toolTip);
+}
+
 SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status)
 {
     SummaryAndPlot views;

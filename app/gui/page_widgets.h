@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
@@ -71,6 +72,16 @@ QLabel* makeValueLabel(QWidget* parent, const char* name);
 /// A value label (makeValueLabel) appended to `form` as the row `label`, with `toolTip` (none when empty).
 QLabel* addValueRow(QFormLayout* form, QWidget* parent, const char* name, const QString& label,
     const QString& toolTip = QString());
+
+/// One row of addValueRows: where the label goes, its object name, the row's label and tool tip.
+struct ValueRow {
+    QLabel** value;
+    const char* name;
+    QString label;
+    QString toolTip;
+};
+/// addValueRow for each of `rows`, in order.
+void addValueRows(QFormLayout* form, QWidget* parent, std::initializer_list<ValueRow> rows);
 
 /// The result views of a page with one plot, appended to `layout` under its controls: a summary line (object
 /// name "<name>Summary", "—" until set), the page's status line `status` and the plot ("<name>Plot", stretched).

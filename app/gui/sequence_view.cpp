@@ -87,13 +87,14 @@ SequenceView::SequenceView(QWidget* parent)
     m_sequenceInfo = makeValueLabel(prediction, "iclIwlSequenceInfo");
     m_sequenceInfo->setWordWrap(true);
     m_sequenceForm->addRow(tr("Sequence"), m_sequenceInfo);
-    m_trueLabel = addValueRow(m_sequenceForm, prediction, "iclIwlTrueLabel", tr("True label"));
-    m_predictedLabel = addValueRow(m_sequenceForm, prediction, "iclIwlPredictedLabel", tr("Predicted label"),
-        tr("Argmax of the query logits over every label (as the accuracies)"));
-    m_predicted01 = addValueRow(m_sequenceForm, prediction, "iclIwlPredicted01", tr("Predicted over {0, 1}"),
-        tr("Argmax over labels {0, 1} only: the read-out of the ICL accuracy (chance 0.5)"));
-    m_inContext = addValueRow(m_sequenceForm, prediction, "iclIwlPredictionInContext", tr("Prediction is in context"),
-        tr("Whether the predicted label is the label of some in-context example"));
+    addValueRows(m_sequenceForm, prediction,
+        { { &m_trueLabel, "iclIwlTrueLabel", tr("True label"), QString() },
+            { &m_predictedLabel, "iclIwlPredictedLabel", tr("Predicted label"),
+                tr("Argmax of the query logits over every label (as the accuracies)") },
+            { &m_predicted01, "iclIwlPredicted01", tr("Predicted over {0, 1}"),
+                tr("Argmax over labels {0, 1} only: the read-out of the ICL accuracy (chance 0.5)") },
+            { &m_inContext, "iclIwlPredictionInContext", tr("Prediction is in context"),
+                tr("Whether the predicted label is the label of some in-context example") } });
     prediction->setFixedWidth(340);
     seqBody->addWidget(prediction, 0, Qt::AlignTop);
     m_probabilities = new widgets::BarChartView(this);
