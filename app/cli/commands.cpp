@@ -694,6 +694,7 @@ int runPaste(const AnalyzeArgs& args)
                           {"lr", o.lr},
                           {"batch_size", o.batch_size},
                           {"w_scale", r.w_scale},
+                          {"match_label_variance", o.match_label_variance},
                           {"init_from_parent", o.copy_parent_embedding},
                           {"zero_new_mlp", o.zero_new_mlp},
                           {"ridge_lambda", r.ridge_lambda},
@@ -718,7 +719,8 @@ int runPaste(const AnalyzeArgs& args)
     }
     std::cout << "pasting: " << r.embedding << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
               << " of checkpoint " << r.parent_step << ", " << r.steps << " steps of linear regression (τ "
-              << fmt(r.w_scale) << ", ridge λ " << fmt(r.ridge_lambda) << "; Adam η " << fmt(o.lr) << ", batch "
+              << fmt(r.w_scale) << (o.match_label_variance ? ", matched to the parent's label variance" : "")
+              << ", ridge λ " << fmt(r.ridge_lambda) << "; Adam η " << fmt(o.lr) << ", batch "
               << o.batch_size << (o.copy_parent_embedding ? ", new module started from the parent" : "") << ")\n"
               << "  trainable parameters: pasted " << r.trainable_pasted << ", scratch " << r.trainable_scratch << "\n"
               << "  query loss (0.5·MSE): pasted " << fmt(r.pasted_loss) << ", scratch " << fmt(r.scratch_loss)

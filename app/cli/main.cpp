@@ -238,10 +238,14 @@ int main(int argc, char** argv)
         ->check(CLI::Range(0.0, 10.0));
     a->add_option("--batch-size", analyze.paste.batch_size, "paste: prompts per training step (default 64)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
-    a->add_option("--w-scale", analyze.paste.w_scale,
+    auto* wScaleOption = a->add_option("--w-scale", analyze.paste.w_scale,
                   "paste: τ > 0 of the linear task's weights w ~ N(0, τ²I_d) (default: the parent's task.w_scale)")
         ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 1e6));
+    a->add_flag("--match-label-variance", analyze.paste.match_label_variance,
+                "paste: choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal variance "
+                "(τ = τ_parent·(E‖Φ*(x)‖² / E‖x‖²)^½), the label scale the frozen read-out was trained on")
+        ->excludes(wScaleOption);
     a->add_flag("--init-from-parent", analyze.paste.copy_parent_embedding,
                 "paste: start the new module from the parent (linear, ℓ = 0: its read-in and positions; "
                 "transformer1, ℓ ≥ 1: also its block ℓ − 1) instead of GPT-2's random initialisation");

@@ -94,6 +94,10 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
            "attention (which copies x_i to the y-tokens) kept, its MLP (which computes Φ*) dropped (icl-cli "
            "--zero-new-mlp)"));
     grid->addWidget(m_zeroNewMlp, 2, 4, 1, 1);
+    m_matchLabels = makeCheckBox(content, "pastingMatchLabelVariance", tr("Match label variance"), false,
+        tr("Choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal variance, τ = τ_parent·(E‖Φ*(x)‖² "
+           "/ E‖x‖²)^½: the label scale the frozen read-out was trained on (icl-cli --match-label-variance)"));
+    grid->addWidget(m_matchLabels, 2, 5, 1, 1);
     auto* outputRow = new QHBoxLayout;
     m_output = new QLineEdit(content);
     m_output->setObjectName(QStringLiteral("pastingOutput"));
@@ -108,8 +112,8 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
                                  "next to the parent, as icl-cli analyze paste)");
     outputLabel->setToolTip(outputTip);
     m_output->setToolTip(outputTip);
-    grid->addWidget(outputLabel, 2, 5);
-    grid->addLayout(outputRow, 2, 6, 1, 2);
+    grid->addWidget(outputLabel, 3, 0);
+    grid->addLayout(outputRow, 3, 1, 1, 7);
     for (int c : { 1, 3, 5, 7 })
         grid->setColumnStretch(c, 1);
 
@@ -119,6 +123,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     connect(
         m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingOptionsForm::updateDefaultOutput);
     connect(m_initFromParent, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
+    connect(m_matchLabels, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
     connect(m_browse, &QPushButton::clicked, this, &PastingOptionsForm::browseOutput);
 }
 
@@ -146,7 +151,8 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
     o.batch_size = m_batchSize->value();
     o.n_eval = m_nEval->value();
     o.eval_every = m_evalEvery->value();
-    o.w_scale = m_wScale->value();
+    o.match_label_variance = m_matchLabels->isChecked();
+    o.w_scale = o.match_label_variance ? 0.0 : m_wScale->value();
     o.seed = uint64_t(m_seed->value());
     o.train_scratch = m_trainScratch->isChecked();
     o.copy_parent_embedding = m_initFromParent->isEnabled() && m_initFromParent->isChecked();
@@ -162,8 +168,9 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
 void PastingOptionsForm::setBusy(bool busy)
 {
     for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
-             m_evalEvery, m_wScale, m_seed, m_trainScratch, m_output, m_browse })
+             m_evalEvery, m_seed, m_trainScratch, m_matchLabels, m_output, m_browse })
         w->setEnabled(!busy);
+    m_wScale->setEnabled(!busy && !m_matchLabels->isChecked()); // τ is either given or matched
     // Starting from the parent is defined for linear at ℓ = 0 and transformer1 at ℓ ≥ 1 (PastingOptions).
     const bool transformer1 = m_embedding->currentData().toString() == QLatin1String("transformer1");
     m_initFromParent->setEnabled(!busy && (transformer1 ? m_cutLayer->value() >= 1 : m_cutLayer->value() == 0));

@@ -18,7 +18,7 @@ namespace icl::gui {
 QString pastingOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding);
 
 /// Cut layer ℓ, embedding, steps, learning rate η, batch size, evaluation prompts and period, w_scale τ, seed, the
-/// scratch model, "Start from parent", "Without its MLP" and the output file (object names "pastingCutLayer", …). The fields are
+/// scratch model, "Start from parent", "Without its MLP", "Match label variance" and the output file (object names "pastingCutLayer", …). The fields are
 /// children of the page's content widget; the form keeps them and their grid. Thread affinity: GUI thread only.
 class PastingOptionsForm : public QObject {
     Q_OBJECT
@@ -50,10 +50,11 @@ public:
     QCheckBox* trainScratch() const { return m_trainScratch; }
     QCheckBox* initFromParent() const { return m_initFromParent; }
     QCheckBox* zeroNewMlp() const { return m_zeroNewMlp; }
+    QCheckBox* matchLabelVariance() const { return m_matchLabels; }
     QLineEdit* output() const { return m_output; }
 
 Q_SIGNALS:
-    /// The cut layer, the embedding or "Start from parent" changed (which of the start options are defined
+    /// The cut layer, the embedding, "Start from parent" or "Match label variance" changed (which of the start options are defined
     /// depends on them).
     void changed();
 
@@ -75,6 +76,7 @@ private:
     QCheckBox* m_trainScratch = nullptr;
     QCheckBox* m_initFromParent = nullptr;
     QCheckBox* m_zeroNewMlp = nullptr;
+    QCheckBox* m_matchLabels = nullptr;
     QLineEdit* m_output = nullptr;
     QPushButton* m_browse = nullptr;
 };

@@ -13,6 +13,8 @@
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/models/gpt2.h"
+#include "core/tasks/representation.h"
+#include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
 
@@ -24,6 +26,7 @@ namespace {
 constexpr uint64_t kStreamBase = uint64_t(1) << 52;
 constexpr uint64_t kInitStream = kStreamBase + 1;
 constexpr uint64_t kEvalStream = kStreamBase + 2;
+constexpr uint64_t kMatchStream = kStreamBase + 3;
 
 std::map<std::string, torch::Tensor> paramMap(torch::nn::Module& m)
 {
@@ -91,6 +94,22 @@ std::vector<double> ridgeCurve(const PromptBatch& p, double lambda)
 
 } // namespace
 
+double matchedWScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed)
+{
+    if (task.kind != "representation" && task.kind != "representation_mixture")
+        return task.w_scale;
+    const PromptBatch p = samplePrompts(task, n_prompts, seed, torch::kFloat64);
+    const torch::Tensor x = p.x.reshape({-1, p.x.size(-1)});  // [B·(N+1), d]
+    const double xSq = x.pow(2).sum(-1).mean().item<double>();
+    double phiSq = 0.0;
+    const std::vector<Representation>& reps = taskRepresentations(task);
+    for (const Representation& r : reps)
+        phiSq += r(x).pow(2).sum(-1).mean().item<double>() / double(reps.size());
+    if (!(xSq > 0) || !(phiSq > 0))
+        throw Error("pasting: cannot match the label variance (E‖x‖² or E‖Φ*(x)‖² is 0)");
+    return task.w_scale * std::sqrt(phiSq / xSq);
+}
+
 PastingResult computePasting(const std::string& parentPath, const PastingOptions& o,
                              const std::function<bool(int64_t, int64_t)>& progress)
 {
@@ -103,6 +122,8 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
         throw Error("pasting: batch size and eval period must be >= 1 and eval prompts >= 2");
     if (!(o.lr > 0) || !(o.w_scale >= 0))
         throw Error("pasting: lr must be > 0 and w_scale >= 0");
+    if (o.match_label_variance && o.w_scale > 0)
+        throw Error("pasting: give either w_scale or match_label_variance, not both");
     configureThreads(o.threads);
 
     LoadedRun run = loadRun(parentPath, o.checkpoint_step);
@@ -131,7 +152,9 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     cfg.task.kind = "linear_regression";
     cfg.task.rep_dim = 0;
     cfg.task.n_representations = 1;
-    cfg.task.w_scale = o.w_scale > 0 ? o.w_scale : pc.task.w_scale;
+    cfg.task.w_scale = o.w_scale > 0              ? o.w_scale
+                       : o.match_label_variance ? matchedWScale(pc.task, o.n_eval, mixSeed(seed, kMatchStream))
+                                                : pc.task.w_scale;
     const int64_t offset = o.embedding == "transformer1" ? 1 : 0;
     cfg.model.n_layers = L - o.cut_layer + offset;
     cfg.training.optimizer = "adam";

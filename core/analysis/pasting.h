@@ -8,7 +8,8 @@
 //   "transformer1" the same plus one new trainable GPT-2 block before the frozen ones.
 // Only the new module is trained, on plain linear regression y = ⟨w, x⟩ + σ·z with the parent's d, N,
 // x distribution and σ, and w ~ N(0, w_scale²·I_d) with the parent's task.w_scale (the Guo presets set it
-// to 1/√D = 1/√d, i.e. w ~ N(0, I/d)); `w_scale` > 0 overrides it. A model of the same architecture
+// to 1/√D = 1/√d, i.e. w ~ N(0, I/d)); `w_scale` > 0 overrides it, and `match_label_variance` chooses τ so
+// that the labels have the parent's signal variance (matchedWScale). A model of the same architecture
 // (new embedding + L − ℓ blocks, all trainable, GPT-2 initialisation) is trained from scratch on the
 // same batches with the same budget for comparison.
 //
@@ -25,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "core/io/config.h"
+
 namespace icl {
 
 struct PastingOptions {
@@ -38,6 +41,10 @@ struct PastingOptions {
     int64_t eval_every = 100;           ///< evaluation (loss curve) period in steps
     double w_scale = 0.0;               ///< τ of w ~ N(0, τ²I_d); 0 = the parent's task.w_scale
     uint64_t seed = 0;                  ///< 0 = the parent's seed
+    /// τ from matchedWScale (the linear labels get the parent task's signal variance, so that the frozen
+    /// read-out sees labels of the scale it was trained on) instead of the parent's task.w_scale. Throws
+    /// icl::Error together with w_scale > 0.
+    bool match_label_variance = false;
     /// Initialise the new module from the parent instead of GPT-2's random initialisation (it stays
     /// trainable): "linear" (ℓ = 0 only) copies the read-in and positions, so the pasted model is an exact
     /// copy of the parent before training (the "frozen copy" check); "transformer1" (ℓ ≥ 1) copies the
@@ -56,6 +63,13 @@ struct PastingOptions {
     bool store = true;                  ///< store /analysis/pasting/<id> in the parent
     int threads = 0;
 };
+
+/// The τ of the linear task whose signal ⟨w, x⟩, w ~ N(0, τ²I_d), has the variance of the parent task's
+/// signal ⟨w, Φ*(x)⟩, w ~ N(0, τ_p²I_D): τ = τ_p·(E‖Φ*(x)‖² / E‖x‖²)^{1/2} (a mixture: E‖Φ*‖² averaged over
+/// its K representations, each drawn with probability 1/K). Both expectations are sample means over the x of
+/// `n_prompts` prompts of `task` (every position; samplePrompts(task, n_prompts, seed)); a task without a
+/// representation gives τ_p exactly. Throws icl::Error for a non-regression task.
+double matchedWScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed);
 
 struct PastingResult {
     int64_t parent_step = 0;

@@ -208,6 +208,26 @@ TEST_F(PastingPageTest, WithoutItsMlpIsOfferedOnlyForATransformer1StartedFromThe
     EXPECT_FALSE(page->options().zero_new_mlp);
 }
 
+TEST_F(PastingPageTest, MatchLabelVarianceReplacesTheGivenWScale)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    PastingPage* page = window.pastingPage();
+    QCheckBox* match = page->optionsForm()->matchLabelVariance();
+    ASSERT_NE(match, nullptr);
+    page->optionsForm()->wScale()->setValue(0.7);
+    EXPECT_FALSE(page->options().match_label_variance);
+    EXPECT_DOUBLE_EQ(page->options().w_scale, 0.7);
+    match->setChecked(true);
+    EXPECT_TRUE(page->options().match_label_variance);
+    EXPECT_EQ(page->options().w_scale, 0.0) << "PastingOptions refuses both";
+    EXPECT_FALSE(page->optionsForm()->wScale()->isEnabled());
+    match->setChecked(false);
+    EXPECT_TRUE(page->optionsForm()->wScale()->isEnabled());
+    EXPECT_DOUBLE_EQ(page->options().w_scale, 0.7);
+}
+
 TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 {
     MainWindow window;

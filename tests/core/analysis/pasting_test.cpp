@@ -13,6 +13,7 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
+#include "core/tasks/representation.h"
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
@@ -243,6 +244,11 @@ TEST(Pasting, BadOptionsThrowClearErrors)
     o.copy_parent_embedding = false;
     const std::string lsa = writeParent("paste_parent_lsa.h5", "lsa");
     expectError([&] { icl::computePasting(lsa, o); }, "this run has model.kind lsa");
+    o.w_scale = 0.5;
+    o.match_label_variance = true;
+    expectError([&] { icl::computePasting(parent, o); }, "either w_scale or match_label_variance");
+    o.w_scale = 0.0;
+    o.match_label_variance = false;
     bool cancelled = false;
     try {
         o.steps = 5;
@@ -251,6 +257,37 @@ TEST(Pasting, BadOptionsThrowClearErrors)
         cancelled = std::string(e.what()) == "cancelled";
     }
     EXPECT_TRUE(cancelled);
+}
+
+// The matched τ against the closed form of a one-layer representation: with B_1 orthogonal (D = d) and
+// x ~ N(0, I), B_1 x ~ N(0, I), so E‖Φ*(x)‖² = D·E[σ*(t)²] = D·(1 + 0.01²)/2 for the leaky ReLU σ*, and
+// τ = τ_p·((1 + 10⁻⁴)/2)^{1/2}. 2,000 prompts × 11 positions: the sample means are within ~1 % (3 σ).
+TEST(Pasting, MatchedWScaleGivesTheParentsSignalVariance)
+{
+    icl::TaskConfig t;
+    t.kind = "representation";
+    t.d = 4;
+    t.rep_dim = 4;
+    t.rep_layers = 1;
+    t.n_context = 10;
+    t.w_scale = 0.5;
+    t.noise_std = 0.1;
+    t.experiment_seed = 3;
+    const double expected = 0.5 * std::sqrt((1.0 + 1e-4) / 2.0);
+    EXPECT_NEAR(icl::matchedWScale(t, 2000, 11), expected, 0.015 * expected);
+    // Two layers (no closed form: B_2 mixes a non-centred input): the task's Φ* applied to 200,000 fresh
+    // Gaussian x of this test's own.
+    t.rep_layers = 2;
+    const icl::Representation& phi = icl::taskRepresentations(t).at(0);
+    torch::manual_seed(5);
+    const torch::Tensor x = torch::randn({200000, 4}, torch::kFloat64);
+    const double ratio = phi(x).pow(2).sum(-1).mean().item<double>() / x.pow(2).sum(-1).mean().item<double>();
+    const double expected2 = 0.5 * std::sqrt(ratio);
+    EXPECT_NEAR(icl::matchedWScale(t, 2000, 11), expected2, 0.03 * expected2);
+    // Without a representation the labels already have the parent's scale.
+    t.kind = "linear_regression";
+    t.rep_dim = 0;
+    EXPECT_EQ(icl::matchedWScale(t, 2000, 11), 0.5);
 }
 
 } // namespace
