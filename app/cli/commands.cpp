@@ -610,12 +610,9 @@ int runInterpolate(const AnalyzeArgs& args)
 
 int runProbe(const AnalyzeArgs& args)
 {
-    ProbeOptions o = args.probe;
-    o.checkpoint_step = args.checkpoint;
+    ProbeOptions o = withCommonOptions(args.probe, args);
     if (args.prompts > 0)
         o.n_fit = o.n_test = args.prompts;
-    o.seed = args.seed;
-    o.threads = args.threads;
     const ProbeCurve c = computeProbe(args.path, o);
     if (args.json) {
         std::cout << json{{"analysis", "probe"},
@@ -641,12 +638,9 @@ int runProbe(const AnalyzeArgs& args)
 
 int runPaste(const AnalyzeArgs& args)
 {
-    PastingOptions o = args.paste;
-    o.checkpoint_step = args.checkpoint;
+    PastingOptions o = withCommonOptions(args.paste, args);
     if (args.prompts > 0)
         o.n_eval = args.prompts;
-    o.seed = args.seed;
-    o.threads = args.threads;
     o.out_path = args.out;
     if (o.out_path.empty()) {
         const fs::path p(args.path);
@@ -842,11 +836,8 @@ namespace {
 
 int runIclIwl(const AnalyzeArgs& args)
 {
-    IclIwlOptions o;
-    o.checkpoint_step = args.checkpoint;
+    IclIwlOptions o = withCommonOptions(IclIwlOptions{}, args);
     o.n_sequences = args.prompts;
-    o.seed = args.seed;
-    o.threads = args.threads;
     ProgressBar bar("icl-iwl");
     const IclIwlResult r = computeIclIwl(args.path, o, bar.callback());
     bar.finish();

@@ -10,6 +10,7 @@
 #include "core/analysis/pasting.h"
 #include "core/analysis/probe_analysis.h"
 #include "core/io/config.h"
+#include "core/training/weights_import.h"
 
 namespace icl::cli {
 
@@ -38,13 +39,8 @@ int runVerify(const std::string& path, bool json);
 
 /// icl-cli import SRC --out RUN.h5: a foreign checkpoint (file or Garg et al.'s run folder) → an experiment file.
 struct ImportArgs {
-    std::string source;
-    std::string out;
-    std::string config_file;        ///< Garg's config.yaml or a workbench JSON config ("" = SRC/config.yaml if present)
-    std::vector<std::string> sets;  ///< key.path=value
-    bool force = false;
-    bool dry_run = false;           ///< print the plan (format, mapping, inferred model, missing keys), write nothing
-    int threads = 0;
+    ImportRequest request;  ///< source, --out, --config, --set, --force and --threads, bound straight from the options
+    bool dry_run = false;   ///< print the plan (format, mapping, inferred model, missing keys), write nothing
     bool json = false;
 };
 int runImport(const ImportArgs& args);
@@ -132,6 +128,15 @@ struct AnalyzeArgs {
     std::string show_sequence;         ///< icl-iwl: print one sequence of this kind (FewShotSequenceKind names) instead
 };
 int runAnalyze(const AnalyzeArgs& args);
+/// `o` with the fields every analysis' options share set from the command line: checkpoint_step, seed, threads.
+template <class Options>
+Options withCommonOptions(Options o, const AnalyzeArgs& args)
+{
+    o.checkpoint_step = args.checkpoint;
+    o.seed = args.seed;
+    o.threads = args.threads;
+    return o;
+}
 /// The kinds runAnalyze accepts ("gd-alignment", "eta-scan", …, "icl-iwl"), in the order of the help text.
 std::vector<std::string> analysisKinds();
 

@@ -264,16 +264,16 @@ int main(int argc, char** argv)
     ImportArgs importArgs;
     auto* im = app.add_subcommand("import", "write an experiment file from a foreign checkpoint: a PyTorch .pt, .safetensors "
                                             "or .npz file, or a Garg et al. run folder (model_<step>.pt, state.pt)");
-    im->add_option("source", importArgs.source, "weights file or run folder")->required();
-    im->add_option("--out", importArgs.out, "experiment file to write (RUN.h5)");
-    im->add_option("--config", importArgs.config_file, "Garg et al.'s config.yaml or a workbench JSON config "
+    im->add_option("source", importArgs.request.source, "weights file or run folder")->required();
+    im->add_option("--out", importArgs.request.out_path, "experiment file to write (RUN.h5)");
+    im->add_option("--config", importArgs.request.config_file, "Garg et al.'s config.yaml or a workbench JSON config "
                                                        "(default: config.yaml in / beside the source)")
         ->check(CLI::ExistingFile);
-    im->add_option("--set", importArgs.sets, "fill or override a config value: key.path=value (repeatable), e.g. "
+    im->add_option("--set", importArgs.request.sets, "fill or override a config value: key.path=value (repeatable), e.g. "
                                              "model.n_heads=8, task.n_context=40");
-    im->add_flag("--force", importArgs.force, "replace an existing output file");
+    im->add_flag("--force", importArgs.request.force, "replace an existing output file");
     im->add_flag("--dry-run", importArgs.dry_run, "show the detected format, key mapping and inferred model; write nothing");
-    im->add_option("--threads", importArgs.threads, "LibTorch intra-op threads")->check(atLeast(1));
+    im->add_option("--threads", importArgs.request.threads, "LibTorch intra-op threads")->check(atLeast(1));
     im->add_flag("--json", importArgs.json, "one JSON object on stdout");
 
     ExportWeightsArgs exportWeightsArgs;
@@ -342,7 +342,7 @@ int main(int argc, char** argv)
         if (*a)
             return runAnalyze(analyze);
         if (*im) {
-            if (importArgs.out.empty() && !importArgs.dry_run)
+            if (importArgs.request.out_path.empty() && !importArgs.dry_run)
                 throw icl::Error("import: give --out RUN.h5 (or --dry-run to see what would be imported)");
             return runImport(importArgs);
         }

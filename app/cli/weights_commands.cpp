@@ -67,13 +67,7 @@ void printPlan(const ImportPlan& plan)
 
 int runImport(const ImportArgs& args)
 {
-    ImportRequest req;
-    req.source = args.source;
-    req.config_file = args.config_file;
-    req.sets = args.sets;
-    req.out_path = args.out;
-    req.force = args.force;
-    req.threads = args.threads;
+    const ImportRequest& req = args.request;
     if (args.dry_run) {
         const ImportPlan plan = planImport(req);
         if (args.json) {
@@ -109,19 +103,19 @@ int runImport(const ImportArgs& args)
     std::signal(SIGTERM, previousTerm);
     bar.finish();
     if (r.cancelled) {
-        std::cerr << "icl-cli: import interrupted: nothing was written (" << args.out << " is unchanged)\n";
+        std::cerr << "icl-cli: import interrupted: nothing was written (" << args.request.out_path << " is unchanged)\n";
         return 130;
     }
     if (args.json) {
         json j = planJson(r.plan);
-        j["out"] = args.out;
+        j["out"] = args.request.out_path;
         j["steps"] = r.steps;
         j["eval_loss"] = r.eval_loss;
         std::cout << j.dump(2) << "\n";
         return 0;
     }
     printPlan(r.plan);
-    std::cout << "wrote       " << args.out << ": " << r.steps.size() << " checkpoint(s), eval loss " << r.eval_loss
+    std::cout << "wrote       " << args.request.out_path << ": " << r.steps.size() << " checkpoint(s), eval loss " << r.eval_loss
               << " (0.5·MSE on the run's evaluation prompts) at step " << (r.steps.empty() ? 0 : r.steps.back()) << "\n";
     return 0;
 }
