@@ -69,6 +69,13 @@ protected:
         s_dir = nullptr;
     }
 
+    /// Chooses the embedding and the cut layer ℓ on the page's form.
+    static void choose(PastingPage* page, const char* embedding, int cut)
+    {
+        page->optionsForm()->embedding()->setCurrentIndex(page->optionsForm()->embedding()->findData(embedding));
+        page->optionsForm()->cutLayer()->setValue(cut);
+    }
+
     /// Small options on the page's controls: ℓ = 1 with one new block, 12 steps, 64 eval prompts.
     static void configure(PastingPage* page, int steps)
     {
@@ -160,20 +167,16 @@ TEST_F(PastingPageTest, StartFromParentIsOfferedWhereTheCoreDefinesIt)
     PastingPage* page = window.pastingPage();
     QCheckBox* init = page->optionsForm()->initFromParent();
     ASSERT_NE(init, nullptr);
-    auto choose = [&](const char* embedding, int cut) {
-        page->optionsForm()->embedding()->setCurrentIndex(page->optionsForm()->embedding()->findData(embedding));
-        page->optionsForm()->cutLayer()->setValue(cut);
-    };
-    choose("transformer1", 0);
+    choose(page, "transformer1", 0);
     EXPECT_FALSE(init->isEnabled()) << "transformer1 needs ℓ ≥ 1";
-    choose("transformer1", 1);
+    choose(page, "transformer1", 1);
     EXPECT_TRUE(init->isEnabled());
     init->setChecked(true);
     EXPECT_TRUE(page->options().copy_parent_embedding);
-    choose("linear", 1);
+    choose(page, "linear", 1);
     EXPECT_FALSE(init->isEnabled()) << "linear needs ℓ = 0";
     EXPECT_FALSE(page->options().copy_parent_embedding) << "a disabled choice is not passed on";
-    choose("linear", 0);
+    choose(page, "linear", 0);
     EXPECT_TRUE(init->isEnabled());
     EXPECT_TRUE(page->options().copy_parent_embedding);
 }
@@ -187,11 +190,7 @@ TEST_F(PastingPageTest, WithoutItsMlpIsOfferedOnlyForATransformer1StartedFromThe
     QCheckBox* init = page->optionsForm()->initFromParent();
     QCheckBox* zero = page->optionsForm()->zeroNewMlp();
     ASSERT_NE(zero, nullptr);
-    auto choose = [&](const char* embedding, int cut) {
-        page->optionsForm()->embedding()->setCurrentIndex(page->optionsForm()->embedding()->findData(embedding));
-        page->optionsForm()->cutLayer()->setValue(cut);
-    };
-    choose("transformer1", 1);
+    choose(page, "transformer1", 1);
     init->setChecked(false);
     EXPECT_FALSE(zero->isEnabled()) << "PastingOptions::zero_new_mlp needs copy_parent_embedding";
     init->setChecked(true);
@@ -199,11 +198,11 @@ TEST_F(PastingPageTest, WithoutItsMlpIsOfferedOnlyForATransformer1StartedFromThe
     zero->setChecked(true);
     EXPECT_TRUE(page->options().zero_new_mlp);
     EXPECT_TRUE(page->options().copy_parent_embedding);
-    choose("linear", 0);
+    choose(page, "linear", 0);
     EXPECT_TRUE(page->options().copy_parent_embedding);
     EXPECT_FALSE(zero->isEnabled()) << "a linear embedding has no MLP";
     EXPECT_FALSE(page->options().zero_new_mlp) << "a disabled choice is not passed on";
-    choose("transformer1", 1);
+    choose(page, "transformer1", 1);
     init->setChecked(false);
     EXPECT_FALSE(page->options().zero_new_mlp);
 }
