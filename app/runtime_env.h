@@ -11,10 +11,13 @@
 //    best core for the CPU. OpenBLAS also reads it only when loaded.
 // So each executable re-executes itself once with the variables set, unless the user set them. Call
 // first thing in main(); returns normally when nothing needs doing or exec fails.
+// 3. The malloc thresholds that let a training step reuse the previous step's memory
+//    (core/training/allocator.h), set with mallopt in the process that carries on.
 
 #include <cstdlib>
 #include <unistd.h>
 
+#include "core/training/allocator.h"
 #include "core/training/blas.h"
 
 namespace icl::app {
@@ -30,6 +33,7 @@ inline void ensureRuntimeEnvironment(char** argv)
     if (changed)
         ::execv("/proc/self/exe", argv);
     // Nothing to change, or exec failed (no /proc?): carry on as we are.
+    icl::configureCpuAllocator();
 }
 
 } // namespace icl::app

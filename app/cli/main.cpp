@@ -59,7 +59,8 @@ int main(int argc, char** argv)
     // One line on stderr for every command-line error, like every other error of icl-cli.
     app.failure_message([](const CLI::App*, const CLI::Error& e) { return "icl-cli: " + std::string(e.what()) + "\n"; });
     app.set_version_flag("--version", [] {
-        return std::string("icl-cli ") + ICL_APP_VERSION_STRING + "\nBLAS: " + icl::blasInfo().summary();
+        return std::string("icl-cli ") + ICL_APP_VERSION_STRING + "\nBLAS: " + icl::blasInfo().summary()
+               + "\nallocator: " + icl::cpuAllocatorInfo().summary();
     });
 
     bool json = false;

@@ -38,6 +38,7 @@
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
+#include "core/training/allocator.h"
 #include "core/training/blas.h"
 #include "core/training/trainer.h"
 #include "widgets/attention_pattern_view.h"
@@ -316,9 +317,10 @@ void MainWindow::about()
            "<p>Train small transformers on synthetic in-context-learning tasks, compare them with gradient "
            "descent and other learning algorithms on the same prompts, and export publication-ready plots.</p>"
            "<p>%2 · Qt %3</p>"
-           "<p>BLAS: %4</p>")
+           "<p>BLAS: %4<br>Allocator: %5</p>")
             .arg(QStringLiteral(ICL_APP_VERSION_STRING), m_deviceLabel->text(), QString::fromLatin1(qVersion()),
-                QString::fromStdString(icl::blasInfo().summary()).toHtmlEscaped()));
+                QString::fromStdString(icl::blasInfo().summary()).toHtmlEscaped(),
+                QString::fromStdString(icl::cpuAllocatorInfo().summary()).toHtmlEscaped()));
 }
 
 void MainWindow::showProgress(int percent, const QString& text)

@@ -332,7 +332,8 @@ BENCHMARK(BM_Gpt2TrainStepVsEager)
     ->Args({12, 8, 256})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
-    ->MinWarmUpTime(1.0);
+    ->MinWarmUpTime(3.0)
+    ->MinTime(6.0);  // 12 / 8 / 256: 3–4 steps of each side after the warm-up, not one
 
 // On CUDA device 0 (an error instead of a time where there is none). Args: layers, heads, d_model, batch.
 // Its same-run baseline is BM_BaselineGemmCuda; scripts/check-cuda.sh also times PyTorch eager on the same step.
@@ -682,6 +683,7 @@ int main(int argc, char** argv)
 {
     icl::app::ensureRuntimeEnvironment(argv);
     benchmark::AddCustomContext("blas", icl::blasInfo().summary());
+    benchmark::AddCustomContext("allocator", icl::cpuAllocatorInfo().summary());
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv))
         return 1;

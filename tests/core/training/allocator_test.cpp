@@ -1,0 +1,72 @@
+#include "core/training/allocator.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <gtest/gtest.h>
+#include <malloc.h>
+#include <optional>
+#include <string>
+
+namespace {
+
+// Sets (or, with nullopt, unsets) an environment variable for one scope.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, std::optional<std::string> value)
+        : m_name(name)
+    {
+        if (const char* old = std::getenv(name))
+            m_old = old;
+        if (value)
+            ::setenv(name, value->c_str(), 1);
+        else
+            ::unsetenv(name);
+    }
+    ~ScopedEnv()
+    {
+        if (m_old)
+            ::setenv(m_name, m_old->c_str(), 1);
+        else
+            ::unsetenv(m_name);
+    }
+
+private:
+    const char* m_name;
+    std::optional<std::string> m_old;
+};
+
+// glibc's own account of the bytes it holds in mmapped blocks.
+std::size_t mappedBytes()
+{
+    return mallinfo2().hblkhd;
+}
+
+} // namespace
+
+TEST(CpuAllocator, BlocksBelowTheThresholdComeFromTheHeapAfterConfiguring)
+{
+    ScopedEnv a("MALLOC_MMAP_THRESHOLD_", std::nullopt), b("MALLOC_TRIM_THRESHOLD_", std::nullopt),
+        c("MALLOC_TOP_PAD_", std::nullopt), d("GLIBC_TUNABLES", std::nullopt);
+    ASSERT_TRUE(icl::configureCpuAllocator());
+    EXPECT_TRUE(icl::cpuAllocatorInfo().configured);
+    // 24 MiB: above glibc's default starting threshold (128 KiB), below kMmapThresholdBytes. With the
+    // defaults this block is mmapped; configured, the heap serves it and glibc maps nothing new.
+    const std::size_t bytes = std::size_t(24) << 20;
+    ASSERT_LT(bytes, icl::kMmapThresholdBytes);
+    const std::size_t before = mappedBytes();
+    void* p = nullptr;
+    ASSERT_EQ(posix_memalign(&p, 64, bytes), 0);  // as LibTorch's CPU allocator asks
+    std::memset(p, 1, bytes);
+    EXPECT_LT(mappedBytes(), before + bytes);
+    std::free(p);
+    const std::string s = icl::cpuAllocatorInfo().summary();
+    EXPECT_NE(s.find("64 MiB"), std::string::npos) << s;
+    EXPECT_NE(s.find("256 MiB"), std::string::npos) << s;
+}
+
+TEST(CpuAllocator, LeavesTheUsersSettingsAlone)
+{
+    ScopedEnv e("MALLOC_TRIM_THRESHOLD_", std::string("1048576"));
+    EXPECT_FALSE(icl::configureCpuAllocator());
+    EXPECT_TRUE(icl::cpuAllocatorInfo().from_environment);
+}
