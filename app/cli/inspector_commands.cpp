@@ -143,6 +143,15 @@ void requireOutExtension(const std::string& out, std::initializer_list<const cha
     throw Error("--out " + out + ": " + what + " writes " + names + " files");
 }
 
+/// The start of a command that inspects one prompt: --out (when given) must end in one of `allowed`, and
+/// the command computes on --threads. Throws icl::Error naming the option.
+void startPromptCommand(const AnalyzeArgs& args, std::initializer_list<const char*> allowed, const std::string& what)
+{
+    if (!args.out.empty())
+        requireOutExtension(args.out, allowed, what);
+    configureThreads(args.threads);
+}
+
 /// Attention patterns of every head as CSV in long form: layer, head, query_token, key_token, weight.
 void writeAttentionCsv(const Inspection& view, const std::map<std::string, std::string>& metadata,
                        const std::string& path)
@@ -348,9 +357,7 @@ int runAttention(const AnalyzeArgs& args)
 
 int runLens(const AnalyzeArgs& args)
 {
-    if (!args.out.empty())
-        requireOutExtension(args.out, {".csv"}, "lens");
-    configureThreads(args.threads);
+    startPromptCommand(args, {".csv"}, "lens");
     Inspector inspector(args.path, args.checkpoint);
     const Prompt prompt = commandPrompt(args, inspector);
     const RegressionLens lens = inspector.lens(prompt);
@@ -385,9 +392,7 @@ int runLens(const AnalyzeArgs& args)
 
 int runPatching(const AnalyzeArgs& args)
 {
-    if (!args.out.empty())
-        requireOutExtension(args.out, {".csv"}, "patching");
-    configureThreads(args.threads);
+    startPromptCommand(args, {".csv"}, "patching");
     Inspector inspector(args.path, args.checkpoint);
     const Prompt clean = commandPrompt(args, inspector);
     const PatchingOptions o = patchingOptions(args.corruption, args.example, args.seed);

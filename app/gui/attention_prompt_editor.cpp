@@ -122,27 +122,18 @@ PromptEditor::PromptEditor(QWidget* parent)
     m_layout->addLayout(promptRow);
     auto* noiseRow = new QHBoxLayout;
     noiseRow->setSpacing(4);
-    auto* noiseLabel = new QLabel(tr("Label noise σ"), this);
     m_noise = makeDoubleSpinBox(this, "attentionNoise", 3, 0.0, 100.0, 0.05);
     m_noise->setToolTip(tr("σ of the label noise: Relabel recomputes every y_i = f_w(x_i) + σ·z_i"));
-    noiseLabel->setBuddy(m_noise);
     m_relabel = button(tr("Relabel"), "attentionRelabel", relabelTip());
-    noiseRow->addWidget(noiseLabel);
-    noiseRow->addWidget(m_noise);
+    addLabelled(noiseRow, tr("Label noise σ"), m_noise);
     noiseRow->addWidget(m_relabel, 1);
     m_layout->addLayout(noiseRow);
     auto* ablationRow = new QHBoxLayout;
-    auto* ablationLabel = new QLabel(tr("Ablation"), this);
-    m_ablation = new QComboBox(this);
-    m_ablation->setObjectName(QStringLiteral("attentionAblation"));
-    m_ablation->addItem(tr("none"));
-    m_ablation->addItem(tr("zero-ablate the selected head"));
-    m_ablation->addItem(tr("mean-ablate the selected head"));
-    m_ablation->setToolTip(tr("Replace the selected head's output (attn.out of its layer) by zero or its mean over "
-                              "positions, and re-run"));
-    ablationLabel->setBuddy(m_ablation);
-    ablationRow->addWidget(ablationLabel);
-    ablationRow->addWidget(m_ablation, 1);
+    m_ablation = makeComboBox(this, "attentionAblation",
+        tr("Replace the selected head's output (attn.out of its layer) by zero or its mean over positions, and "
+           "re-run"),
+        {{tr("none"), {}}, {tr("zero-ablate the selected head"), {}}, {tr("mean-ablate the selected head"), {}}});
+    addLabelled(ablationRow, tr("Ablation"), m_ablation, 1);
     m_layout->addLayout(ablationRow);
 
     connect(m_promptTable, &QTableWidget::itemChanged, this, &PromptEditor::cellEdited);

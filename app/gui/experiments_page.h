@@ -1,7 +1,6 @@
 #pragma once
 // Experiments page: open saved experiment files, recent files, presets ("new experiment").
 
-#include <QDialog>
 #include <QStringList>
 #include <QWidget>
 
@@ -58,22 +57,6 @@ private:
     QLabel* m_provenanceLabel = nullptr;
     QTableWidget* m_provenanceSources = nullptr;
     QLabel* m_provenanceNotes = nullptr;
-};
-
-/// Dialog of "New experiment from preset": preset, scale (quick/paper) and output file.
-class NewExperimentDialog : public QDialog {
-    Q_OBJECT
-public:
-    explicit NewExperimentDialog(const QString& preset, QWidget* parent = nullptr);
-    QString preset() const;
-    QString scale() const;
-    QString outputPath() const;
-
-private:
-    QComboBox* m_preset = nullptr;
-    QComboBox* m_scale = nullptr;
-    QLineEdit* m_output = nullptr;
-    QLabel* m_description = nullptr;
 };
 
 } // namespace icl::gui

@@ -3,6 +3,7 @@
 // header includes this one line instead of its own list.
 
 class QAction;
+class QBoxLayout;
 class QCheckBox;
 class QComboBox;
 class QDoubleSpinBox;

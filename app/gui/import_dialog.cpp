@@ -1,6 +1,7 @@
 #include "app/gui/import_dialog.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -27,6 +28,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 
 namespace icl::gui {
 
@@ -93,8 +95,7 @@ ImportDialog::ImportDialog(QWidget* parent)
     auto* pickFolder = new QPushButton(tr("Run folder…"), this);
     pickFolder->setToolTip(tr("Choose a run folder in Garg et al.'s layout: model_<step>.pt, state.pt, config.yaml"));
     auto* sourceRow = new QHBoxLayout;
-    sourceRow->addWidget(new QLabel(tr("Source"), this));
-    sourceRow->addWidget(m_sourceEdit, 1);
+    addLabelled(sourceRow, tr("Source"), m_sourceEdit, 1);
     sourceRow->addWidget(pickFile);
     sourceRow->addWidget(pickFolder);
 
@@ -173,8 +174,7 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_replace->setObjectName(QStringLiteral("importReplace"));
     m_replace->setToolTip(tr("Replace the experiment file if it exists"));
     auto* outputRow = new QHBoxLayout;
-    outputRow->addWidget(new QLabel(tr("Output"), this));
-    outputRow->addWidget(m_output, 1);
+    addLabelled(outputRow, tr("Output"), m_output, 1);
     outputRow->addWidget(pickOutput);
     outputRow->addWidget(m_replace);
     m_outputNote->setStyleSheet(QStringLiteral("color: #b06000;"));
@@ -213,16 +213,12 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_replanTimer->setInterval(300);
     connect(m_replanTimer, &QTimer::timeout, this, &ImportDialog::replan);
     connect(m_runner, &AnalysisRunner::finished, this, &ImportDialog::updateButtons);
-    connect(pickFile, &QPushButton::clicked, this, [this] {
-        const QString path = browseForSource(this, false);
-        if (!path.isEmpty())
-            setSource(path);
-    });
-    connect(pickFolder, &QPushButton::clicked, this, [this] {
-        const QString path = browseForSource(this, true);
-        if (!path.isEmpty())
-            setSource(path);
-    });
+    for (auto [pick, folder] : {std::pair{pickFile, false}, std::pair{pickFolder, true}})
+        connect(pick, &QPushButton::clicked, this, [this, folder = folder] {
+            const QString path = browseForSource(this, folder);
+            if (!path.isEmpty())
+                setSource(path);
+        });
     connect(pickConfig, &QPushButton::clicked, this, [this] {
         const QString start = m_configFile->text().isEmpty() ? QFileInfo(m_sourcePath).absolutePath()
                                                              : m_configFile->text();

@@ -53,27 +53,21 @@ KernelViewPage::KernelViewPage(QWidget* parent)
     auto* layout = makeContentLayout(content);
 
     auto* controls = new QHBoxLayout;
-    auto spin = [&](const QString& label, const QString& name, const QString& tip) {
-        controls->addWidget(new QLabel(label, content));
-        auto* s = new QSpinBox(content);
-        s->setObjectName(name);
-        s->setRange(0, 0);
+    auto spin = [&](const QString& label, const char* name, const QString& tip) {
+        QSpinBox* s = makeSpinBox(content, name, 0, 0, 0);
         s->setToolTip(tip);
-        controls->addWidget(s);
+        addLabelled(controls, label, s);
         return s;
     };
-    m_layer = spin(tr("Layer"), QStringLiteral("kernelLayer"), tr("Softmax attention layer (0-based)"));
-    m_head = spin(tr("Head"), QStringLiteral("kernelHead"), tr("Attention head (0-based)"));
-    m_prompt = spin(tr("Prompt"), QStringLiteral("kernelPrompt"),
-        tr("Evaluation prompt whose attention matrices are shown"));
-    controls->addWidget(new QLabel(tr("Random features m"), content));
-    m_matrixM = new QComboBox(content);
-    m_matrixM->setObjectName(QStringLiteral("kernelFeatures"));
-    for (int m : { 16, 64, 256, 1024, 4096 })
-        m_matrixM->addItem(QString::number(m), m);
+    m_layer = spin(tr("Layer"), "kernelLayer", tr("Softmax attention layer (0-based)"));
+    m_head = spin(tr("Head"), "kernelHead", tr("Attention head (0-based)"));
+    m_prompt = spin(tr("Prompt"), "kernelPrompt", tr("Evaluation prompt whose attention matrices are shown"));
+    m_matrixM = makeComboBox(content, "kernelFeatures", tr("Number of random features of the approximated attention matrix"),
+        {{QStringLiteral("16"), QStringLiteral("16")}, {QStringLiteral("64"), QStringLiteral("64")},
+            {QStringLiteral("256"), QStringLiteral("256")}, {QStringLiteral("1024"), QStringLiteral("1024")},
+            {QStringLiteral("4096"), QStringLiteral("4096")}});
     m_matrixM->setCurrentIndex(2);
-    m_matrixM->setToolTip(tr("Number of random features of the approximated attention matrix"));
-    controls->addWidget(m_matrixM);
+    addLabelled(controls, tr("Random features m"), m_matrixM);
     controls->addStretch(1);
     layout->addLayout(controls);
 

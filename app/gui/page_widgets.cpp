@@ -15,6 +15,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QSpinBox>
 #include <QVBoxLayout>
@@ -65,6 +66,24 @@ QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximu
     spin->setSingleStep(step);
     spin->setValue(value);
     return spin;
+}
+
+QComboBox* makeComboBox(QWidget* parent, const char* name, const QString& toolTip, std::initializer_list<ComboItem> items)
+{
+    auto* combo = new QComboBox(parent);
+    combo->setObjectName(QString::fromLatin1(name));
+    for (const ComboItem& item : items)
+        combo->addItem(item.text, item.data);
+    combo->setToolTip(toolTip);
+    return combo;
+}
+
+void addLabelled(QBoxLayout* row, const QString& text, QWidget* widget, int stretch)
+{
+    auto* label = new QLabel(text, widget->parentWidget());
+    label->setBuddy(widget);
+    row->addWidget(label);
+    row->addWidget(widget, stretch);
 }
 
 QDoubleSpinBox* makeDoubleSpinBox(

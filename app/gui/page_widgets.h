@@ -61,6 +61,19 @@ QSpinBox* makeSpinBox(QWidget* parent, const char* name, int minimum, int maximu
 QDoubleSpinBox* makeDoubleSpinBox(QWidget* parent, const char* name, int decimals, double minimum, double maximum,
     double step, QDoubleSpinBox* spin = nullptr);
 
+/// One item of a combo box: the text shown and the data it carries.
+struct ComboItem {
+    QString text;
+    QString data;
+};
+
+/// A combo box with object name `name`, `toolTip` and `items` (the first one current).
+QComboBox* makeComboBox(QWidget* parent, const char* name, const QString& toolTip, std::initializer_list<ComboItem> items);
+
+/// Adds a label `text` (a child of `widget`'s parent, its buddy `widget`) and `widget` with `stretch` to the
+/// row of controls `row`.
+void addLabelled(QBoxLayout* row, const QString& text, QWidget* widget, int stretch = 0);
+
 /// A check box labelled `text` with object name `name`, initially `checked`, with `toolTip`.
 QCheckBox* makeCheckBox(QWidget* parent, const char* name, const QString& text, bool checked, const QString& toolTip);
 

@@ -36,15 +36,12 @@ ProbesPage::ProbesPage(QWidget* parent)
     auto* layout = makeContentLayout(content);
 
     auto* controls = new QHBoxLayout;
-    controls->addWidget(new QLabel(tr("Positions"), content));
-    m_positions = new QComboBox(content);
-    m_positions->setObjectName(QStringLiteral("probePositions"));
-    m_positions->addItem(tr("x tokens"), QStringLiteral("x"));
-    m_positions->addItem(tr("y tokens"), QStringLiteral("y"));
-    m_positions->addItem(tr("query token"), QStringLiteral("query"));
-    m_positions->setToolTip(tr("Token positions whose residual stream the probes read: every x_i token, every y_i "
-                               "token, or the last (query) token"));
-    controls->addWidget(m_positions);
+    m_positions = makeComboBox(content, "probePositions",
+        tr("Token positions whose residual stream the probes read: every x_i token, every y_i token, or the last "
+           "(query) token"),
+        {{tr("x tokens"), QStringLiteral("x")}, {tr("y tokens"), QStringLiteral("y")},
+            {tr("query token"), QStringLiteral("query")}});
+    addLabelled(controls, tr("Positions"), m_positions);
     controls->addSpacing(16);
     controls->addWidget(new QLabel(tr("Targets"), content));
     const std::map<QString, QString> tips = {
