@@ -1,6 +1,7 @@
 #include "core/analysis/kernel_attention.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include <cmath>
 #include <limits>
@@ -399,6 +400,17 @@ KernelSweep sweepRandomFeatures(const torch::Tensor& q, const torch::Tensor& k, 
     fitCurve(sweep.m, sweep.attention_rmse);
     fitCurve(sweep.m, sweep.attention_max_abs);
     return sweep;
+}
+
+std::pair<torch::Tensor, torch::Tensor> symmetricSqrtAndInverseSqrt(const torch::Tensor& S)
+{
+    auto [values, vectors] = torch::linalg_eigh(S);
+    // Eigenvalues below 1e-12 of the largest are rounding noise of the products that formed S (they
+    // can come out negative, e.g. −1.7e-10 beside 0.55 for keys that span fewer directions than D):
+    // raised to that floor, the inverse stays finite and S^{1/2}·S^{-1/2} = I still holds.
+    const torch::Tensor floor = values.max().clamp_min(1e-300) * 1e-12;
+    const torch::Tensor r = torch::max(values, floor).sqrt();
+    return {torch::matmul(vectors * r, vectors.t()), torch::matmul(vectors / r, vectors.t())};
 }
 
 std::pair<double, double> fitLogLogLine(const std::vector<double>& x, const std::vector<double>& y)

@@ -126,6 +126,12 @@ KernelSweep sweepRandomFeatures(const torch::Tensor& q, const torch::Tensor& k, 
                                 const KernelSweepOptions& options, const torch::Tensor& mask = {},
                                 const std::function<bool(int64_t, int64_t)>& progress = {});
 
+/// Square root and inverse square root of a symmetric positive semi-definite matrix S [D, D] (float64
+/// recommended) by eigendecomposition: {S^{1/2}, S^{-1/2}}, both symmetric. Eigenvalues below 1e-12 of
+/// the largest (rounding noise, possibly negative) are raised to that floor, so both are finite and
+/// their product is the identity. Used by the kernel view's balanced scaling of queries and keys.
+std::pair<torch::Tensor, torch::Tensor> symmetricSqrtAndInverseSqrt(const torch::Tensor& S);
+
 /// Least-squares line through (log x_i, log y_i): returns {slope, intercept} (natural logs).
 /// Both are NaN when fewer than two distinct x or any x or y is not positive and finite.
 std::pair<double, double> fitLogLogLine(const std::vector<double>& x, const std::vector<double>& y);

@@ -98,14 +98,6 @@ std::map<std::string, std::string> viewMetadata(const KernelView& v)
             {"seed", std::to_string(v.seed)}};
 }
 
-/// Symmetric positive-definite square root and inverse square root (eigendecomposition).
-std::pair<torch::Tensor, torch::Tensor> sqrtAndInverse(const torch::Tensor& S)
-{
-    auto [values, vectors] = torch::linalg_eigh(S);
-    const torch::Tensor r = values.clamp_min(0).sqrt();
-    return {torch::matmul(vectors * r, vectors.t()), torch::matmul(vectors / r, vectors.t())};
-}
-
 /// KernelViewOptions::scaling = "balanced": keys minus their prompt's mean (when `center`), then q ↦ A q, k ↦ A⁻¹ k
 /// with the symmetric A that minimises E‖Aq‖² + E‖A⁻¹k‖² (A² = M, M Σ_q M = Σ_k: the geometric mean
 /// of Σ_q⁻¹ and Σ_k). qᵀk is unchanged, the mean shift is one constant per query, so the attention
@@ -123,10 +115,10 @@ std::pair<torch::Tensor, torch::Tensor> balancedQueriesKeys(const torch::Tensor&
         return S + (1e-9 * S.trace().item<double>() + 1e-300) * eye;
     };
     const torch::Tensor Sq = second(qf), Sk = second(kf);
-    const auto [sq, sqInv] = sqrtAndInverse(Sq);
+    const auto [sq, sqInv] = symmetricSqrtAndInverseSqrt(Sq);
     const torch::Tensor C = torch::matmul(torch::matmul(sq, Sk), sq);
-    const torch::Tensor M = torch::matmul(torch::matmul(sqInv, sqrtAndInverse(0.5 * (C + C.t())).first), sqInv);
-    const auto [A, AInv] = sqrtAndInverse(0.5 * (M + M.t()));
+    const torch::Tensor M = torch::matmul(torch::matmul(sqInv, symmetricSqrtAndInverseSqrt(0.5 * (C + C.t())).first), sqInv);
+    const auto [A, AInv] = symmetricSqrtAndInverseSqrt(0.5 * (M + M.t()));
     return {torch::matmul(q, A), torch::matmul(kc, AInv)};
 }
 

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/linalg.h>
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/analysis/kernel_attention.h"
 #include "core/error.h"
@@ -457,6 +459,29 @@ TEST(KernelAttention, RejectsBadShapesAndMasks)
     EXPECT_THROW(icl::referenceModelExact(q, k, v, blind), icl::Error);
     EXPECT_THROW(icl::referenceModelLoss(q, k, v, -1), icl::Error);
     EXPECT_THROW(icl::referenceModelLoss(q, k, v, 2, -1.0), icl::Error);
+}
+
+// S = V diag(λ) Vᵀ built from a random rotation: the square roots are V diag(√λ) Vᵀ and V diag(1/√λ) Vᵀ
+// (closed forms). A matrix that should be semi-definite but has a slightly negative eigenvalue from
+// rounding (−1e-14 beside 2) gets finite roots whose product is the identity, the floor 1e-12 · 2 in
+// place of that eigenvalue.
+TEST(SymmetricSqrt, ClosedFormsAndANegativeRoundingEigenvalue)
+{
+    torch::manual_seed(5);
+    const torch::Tensor V = std::get<0>(torch::linalg_qr(torch::randn({4, 4}, torch::kFloat64)));
+    auto fromEigen = [&](const std::vector<double>& l) {
+        return torch::matmul(V * torch::tensor(l, torch::kFloat64), V.t());
+    };
+    const auto [root, invRoot] = icl::symmetricSqrtAndInverseSqrt(fromEigen({2.0, 0.5, 0.25, 1e-3}));
+    EXPECT_TRUE(torch::allclose(root, fromEigen({std::sqrt(2.0), std::sqrt(0.5), 0.5, std::sqrt(1e-3)}), 1e-12, 1e-12));
+    EXPECT_TRUE(torch::allclose(invRoot, fromEigen({1 / std::sqrt(2.0), 1 / std::sqrt(0.5), 2.0, 1 / std::sqrt(1e-3)}),
+                                1e-10, 1e-10));
+
+    const auto [r, ir] = icl::symmetricSqrtAndInverseSqrt(fromEigen({2.0, 0.5, 0.25, -1e-14}));
+    EXPECT_TRUE(torch::isfinite(r).all().item<bool>());
+    EXPECT_TRUE(torch::isfinite(ir).all().item<bool>());
+    EXPECT_TRUE(torch::allclose(torch::matmul(r, ir), torch::eye(4, torch::kFloat64), 1e-6, 1e-6));
+    EXPECT_TRUE(torch::allclose(r, fromEigen({std::sqrt(2.0), std::sqrt(0.5), 0.5, std::sqrt(2e-12)}), 1e-9, 1e-9));
 }
 
 } // namespace
