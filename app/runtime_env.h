@@ -11,7 +11,9 @@
 //    best core for the CPU. OpenBLAS also reads it only when loaded.
 // So each executable re-executes itself once with the variables set, unless the user set them. Call
 // first thing in main(); returns normally when nothing needs doing or exec fails.
-// 3. The malloc thresholds that let a training step reuse the previous step's memory
+// 3. ATEN_CPU_CAPABILITY=avx512 on CPUs with AVX-512 (core/training/cpu_kernels.h): ATen reads it at its
+//    first kernel call, so it needs no restart, but is set before one so that a restart keeps it.
+// 4. The malloc thresholds that let a training step reuse the previous step's memory
 //    (core/training/allocator.h), set with mallopt in the process that carries on.
 
 #include <cstdlib>
@@ -19,6 +21,7 @@
 
 #include "core/training/allocator.h"
 #include "core/training/blas.h"
+#include "core/training/cpu_kernels.h"
 
 namespace icl::app {
 
@@ -29,6 +32,7 @@ inline void ensureRuntimeEnvironment(char** argv)
         ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         changed = true;
     }
+    icl::preferBestAtenCpuCapability();
     changed = icl::preferBestOpenBlasCore() || changed;
     if (changed)
         ::execv("/proc/self/exe", argv);

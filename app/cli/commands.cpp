@@ -22,6 +22,7 @@
 #include "core/io/kinds.h"
 #include "core/report.h"
 #include "core/training/allocator.h"
+#include "core/training/cpu_kernels.h"
 #include "core/training/blas.h"
 #include "core/training/trainer.h"
 #include "plot_export.h"
@@ -258,12 +259,15 @@ int runInfo(const std::string& path, bool asJson)
         out["blas"] = {{"library", blas.library}, {"core", blas.core}, {"core_source", blas.core_source},
                        {"best_core", blas.best_core}, {"threads", blas.intra_op_threads}};
         out["allocator"] = cpuAllocatorInfo().summary();
+        const AtenCpuInfo kernels = atenCpuInfo();
+        out["cpu_kernels"] = {{"capability", kernels.capability}, {"source", kernels.source}, {"best", kernels.best}};
         std::cout << out.dump(2) << "\n";
         return s.damaged.empty() ? 0 : 1;
     }
     std::cout << path << "  (" << s.format << " v" << s.format_version << ", app " << s.app_version << ", created "
               << s.created << ")\n";
     std::cout << "BLAS        " << blasInfo().summary() << "\n";
+    std::cout << "CPU kernels " << atenCpuInfo().summary() << "\n";
     std::cout << "allocator   " << cpuAllocatorInfo().summary() << "\n";
     if (config.is_object()) {
         if (config.value("preset", "") != "")

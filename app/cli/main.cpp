@@ -60,7 +60,7 @@ int main(int argc, char** argv)
     app.failure_message([](const CLI::App*, const CLI::Error& e) { return "icl-cli: " + std::string(e.what()) + "\n"; });
     app.set_version_flag("--version", [] {
         return std::string("icl-cli ") + ICL_APP_VERSION_STRING + "\nBLAS: " + icl::blasInfo().summary()
-               + "\nallocator: " + icl::cpuAllocatorInfo().summary();
+               + "\nCPU kernels: " + icl::atenCpuInfo().summary() + "\nallocator: " + icl::cpuAllocatorInfo().summary();
     });
 
     bool json = false;

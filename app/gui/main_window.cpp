@@ -39,6 +39,7 @@
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/training/allocator.h"
+#include "core/training/cpu_kernels.h"
 #include "core/training/blas.h"
 #include "core/training/trainer.h"
 #include "widgets/attention_pattern_view.h"
@@ -317,9 +318,10 @@ void MainWindow::about()
            "<p>Train small transformers on synthetic in-context-learning tasks, compare them with gradient "
            "descent and other learning algorithms on the same prompts, and export publication-ready plots.</p>"
            "<p>%2 · Qt %3</p>"
-           "<p>BLAS: %4<br>Allocator: %5</p>")
+           "<p>BLAS: %4<br>CPU kernels: %5<br>Allocator: %6</p>")
             .arg(QStringLiteral(ICL_APP_VERSION_STRING), m_deviceLabel->text(), QString::fromLatin1(qVersion()),
                 QString::fromStdString(icl::blasInfo().summary()).toHtmlEscaped(),
+                QString::fromStdString(icl::atenCpuInfo().summary()).toHtmlEscaped(),
                 QString::fromStdString(icl::cpuAllocatorInfo().summary()).toHtmlEscaped()));
 }
 

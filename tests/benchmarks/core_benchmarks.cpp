@@ -189,7 +189,8 @@ BENCHMARK(BM_Gpt2TrainStep)
 
 // The in-process LibTorch autograd reference of the GPT-2 step: the model of
 // tests/benchmarks/reference/pytorch_gpt2_step.py (PyTorch eager) written op for op with torch::nn modules —
-// fused QKV Linear, [B, H, T, dh] attention with the causal mask passed in, GELU MLP, Adam.
+// fused QKV Linear, [B, H, T, dh] attention with the causal mask passed in, an MLP with GPT-2's tanh-form
+// GELU (as the workbench's model and Garg et al.'s Hugging Face GPT-2: gelu_new), Adam.
 struct RefBlockImpl : torch::nn::Module {
     RefBlockImpl(int64_t D, int64_t heads)
         : H(heads)
@@ -208,7 +209,7 @@ struct RefBlockImpl : torch::nn::Module {
         torch::Tensor a = torch::matmul(parts[0], parts[1].transpose(-1, -2)) / std::sqrt(double(D / H));
         a = a.masked_fill(mask.logical_not(), -std::numeric_limits<float>::infinity()).softmax(-1);
         x = x + o->forward(torch::matmul(a, parts[2]).transpose(1, 2).reshape({B, T, D}));
-        return x + w2->forward(torch::gelu(w1->forward(ln2->forward(x))));
+        return x + w2->forward(torch::gelu(w1->forward(ln2->forward(x)), "tanh"));
     }
     int64_t H;
     torch::nn::LayerNorm ln1;
@@ -683,6 +684,7 @@ int main(int argc, char** argv)
 {
     icl::app::ensureRuntimeEnvironment(argv);
     benchmark::AddCustomContext("blas", icl::blasInfo().summary());
+    benchmark::AddCustomContext("cpu_kernels", icl::atenCpuInfo().summary());
     benchmark::AddCustomContext("allocator", icl::cpuAllocatorInfo().summary());
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv))

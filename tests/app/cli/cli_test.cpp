@@ -10,12 +10,15 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+#include "tests/support/cpu_flags.h"
+#include "tests/support/scoped_env.h"
 #include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
@@ -303,6 +306,29 @@ TEST(Cli, VersionNamesTheBlasAndItsCore)
             std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return char(std::tolower(c)); });
         EXPECT_NE(lowerOut.find("core " + lowerCore + " ("), std::string::npos) << r.out;
     }
+}
+
+// --version names the instruction set of LibTorch's own CPU kernels: AVX-512, chosen by the workbench,
+// exactly where /proc/cpuinfo lists AVX-512 F, BW, VL and DQ (LibTorch 1.13 alone stays on AVX2), and a
+// value the user set is kept.
+TEST(Cli, VersionNamesTheCpuKernels)
+{
+    {
+        icl::test::ScopedEnv unset("ATEN_CPU_CAPABILITY", std::nullopt), flag("ICL_ATEN_CPU_CAPABILITY_SET", std::nullopt);
+        const Result r = run("--version");
+        ASSERT_EQ(r.code, 0) << r.err;
+        const bool avx512 = icl::test::cpuinfoHas({"avx512f", "avx512bw", "avx512vl", "avx512dq"});
+        const bool avx2 = icl::test::cpuinfoHas({"avx2", "fma"});
+        const std::string expected = avx512 ? "\nCPU kernels: AVX512 (set by ICL Workbench)\n"
+                                     : avx2 ? "\nCPU kernels: AVX2 (LibTorch's default)\n"
+                                            : "\nCPU kernels: NO AVX (LibTorch's default)\n";
+        EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
+    }
+    icl::test::ScopedEnv user("ATEN_CPU_CAPABILITY", std::string("default"));
+    const Result r = run("--version");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("\nCPU kernels: NO AVX (ATEN_CPU_CAPABILITY from the environment"), std::string::npos)
+        << r.out;
 }
 
 // The kernel view from the command line on a freshly trained renliu-kernel run: the exact-kernel

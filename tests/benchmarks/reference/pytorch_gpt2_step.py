@@ -1,7 +1,7 @@
 # PyTorch eager reference for BM_Gpt2TrainStep and BM_Gpt2TrainStepCuda (run by scripts/check-cuda.sh): the same
 # GPT-2 training step (Garg et al.: d = 20, N = 40,
 # 81 interleaved tokens [x_i; (y_i, 0...)], read-in, learned positions, pre-LN blocks with causal multi-head
-# attention and a GELU MLP x4, final LN, read-out to one number, half-MSE over all y predictions, Adam).
+# attention and an MLP x4 with GPT-2's tanh-form GELU, final LN, read-out to one number, half-MSE over all y predictions, Adam).
 import sys, time, torch, torch.nn as nn, torch.nn.functional as F
 
 class Block(nn.Module):
@@ -15,7 +15,7 @@ class Block(nn.Module):
         a = (q @ k.transpose(-1, -2)) / (D // s.H) ** 0.5
         a = a.masked_fill(~mask, float('-inf')).softmax(-1)
         x = x + s.o((a @ v).transpose(1, 2).reshape(B, T, D))
-        return x + s.w2(F.gelu(s.w1(s.ln2(x))))
+        return x + s.w2(F.gelu(s.w1(s.ln2(x)), approximate='tanh'))
 
 class Gpt2(nn.Module):
     def __init__(s, L, H, D, d=20, T=81):

@@ -7,33 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "tests/support/scoped_env.h"
+
 namespace {
 
-// Sets (or, with nullopt, unsets) an environment variable for one scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, std::optional<std::string> value)
-        : m_name(name)
-    {
-        if (const char* old = std::getenv(name))
-            m_old = old;
-        if (value)
-            ::setenv(name, value->c_str(), 1);
-        else
-            ::unsetenv(name);
-    }
-    ~ScopedEnv()
-    {
-        if (m_old)
-            ::setenv(m_name, m_old->c_str(), 1);
-        else
-            ::unsetenv(m_name);
-    }
-
-private:
-    const char* m_name;
-    std::optional<std::string> m_old;
-};
+using icl::test::ScopedEnv;
 
 // glibc's own account of the bytes it holds in mmapped blocks.
 std::size_t mappedBytes()

@@ -1,0 +1,63 @@
+#include "core/training/cpu_kernels.h"
+
+#include <cstdlib>
+
+#include <ATen/Version.h>
+
+namespace icl {
+
+std::string bestAtenCpuCapability(const CpuVectorFeatures& cpu)
+{
+    if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq)
+        return "avx512";
+    if (cpu.avx2 && cpu.fma)
+        return "avx2";
+    return "default";
+}
+
+bool preferBestAtenCpuCapability()
+{
+    if (std::getenv("ATEN_CPU_CAPABILITY") != nullptr)
+        return false;  // the user's (or an earlier start's) choice stands
+    if (bestAtenCpuCapability(cpuVectorFeatures()) != "avx512")
+        return false;  // LibTorch already picks AVX2 where the CPU has it
+    ::setenv("ATEN_CPU_CAPABILITY", "avx512", 1);
+    ::setenv("ICL_ATEN_CPU_CAPABILITY_SET", "1", 1);
+    return true;
+}
+
+std::string AtenCpuInfo::summary() const
+{
+    return capability + " (" + source + ")";
+}
+
+AtenCpuInfo atenCpuInfo()
+{
+    AtenCpuInfo info;
+    info.best = bestAtenCpuCapability(cpuVectorFeatures());
+    // at::show_config() lists "CPU capability usage: AVX2" (LibTorch's own get_cpu_capability is not
+    // exported).
+    const std::string config = at::show_config();
+    const std::string key = "CPU capability usage: ";
+    const size_t at = config.find(key);
+    if (at == std::string::npos) {
+        info.capability = "unknown";
+    } else {
+        const size_t begin = at + key.size();
+        const size_t end = config.find('\n', begin);
+        info.capability = config.substr(begin, end == std::string::npos ? std::string::npos : end - begin);
+    }
+    if (std::getenv("ATEN_CPU_CAPABILITY") == nullptr)
+        info.source = "LibTorch's default";
+    else if (std::getenv("ICL_ATEN_CPU_CAPABILITY_SET") != nullptr)
+        info.source = "set by ICL Workbench";
+    else
+        info.source = "ATEN_CPU_CAPABILITY from the environment";
+    // LibTorch's names for the levels of ATEN_CPU_CAPABILITY.
+    const std::string bestName = info.best == "avx512" ? "AVX512" : info.best == "avx2" ? "AVX2" : "NO AVX";
+    if (info.capability != bestName && info.capability != "unknown")
+        info.source += "; this CPU could run " + bestName;
+    return info;
+}
+
+} // namespace icl

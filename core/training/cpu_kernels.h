@@ -1,0 +1,45 @@
+#pragma once
+// The instruction set of LibTorch's own CPU kernels (ATen's "CPU capability"), and the start-up choice
+// that lets them use AVX-512 where the CPU has it. Torch-free header: the app calls it.
+//
+// ATen compiles its element-wise, reduction, softmax and layer-norm kernels three times (default, AVX2,
+// AVX-512) and picks one at the first kernel call. LibTorch 1.13 never picks AVX-512 by itself (it
+// became opt-in through ATEN_CPU_CAPABILITY=avx512 because it ran slower on some Intel parts, PyTorch
+// issue 80252). Matrix products do not depend on it (OpenBLAS has its own core, blas.h). Measured on this
+// 2-core AVX-512 AMD EPYC, 2 threads: tanh-approximation GELU forward + backward over [5184, 256]
+// 3.6 → 1.8 ms; Garg et al.'s GPT-2 train step (batch 64, 81 tokens) 3 / 2 / 64: 13.7 → 14.6 steps/s,
+// 12 / 8 / 256: 0.60 → 0.64 steps/s; the LSA training loop within noise. Numbers change in the last bits
+// (another vector width sums in another order, Sleef's 16-wide tanh is a different 1-ulp approximation),
+// exactly as with another OpenBLAS core; same machine and setting → the same numbers, bitwise.
+
+#include <string>
+
+#include "core/training/blas.h"
+
+namespace icl {
+
+/// The best ATEN_CPU_CAPABILITY value for `cpu`: "avx512" (AVX-512 F/BW/VL/DQ, what ATen's AVX-512
+/// kernels are compiled for), "avx2" (AVX2 + FMA), else "default".
+std::string bestAtenCpuCapability(const CpuVectorFeatures& cpu);
+
+/// Sets ATEN_CPU_CAPABILITY=avx512 (and ICL_ATEN_CPU_CAPABILITY_SET=1, so that atenCpuInfo can say who
+/// chose it) when the CPU has AVX-512 and the user did not set the variable. ATen reads the variable at
+/// its first kernel call, so no restart is needed: call from main() before any tensor operation and
+/// before any thread starts (it calls setenv). Returns true when it set the variable.
+bool preferBestAtenCpuCapability();
+
+/// What ATen's CPU kernels run on in this process.
+struct AtenCpuInfo {
+    std::string capability;  ///< as LibTorch reports it (at::show_config): "AVX512", "AVX2", "NO AVX"
+    std::string source;      ///< "LibTorch's default", "ATEN_CPU_CAPABILITY from the environment" or
+                             ///< "set by ICL Workbench"
+    std::string best;        ///< bestAtenCpuCapability of this CPU
+    /// One line: "AVX512 (set by ICL Workbench)".
+    std::string summary() const;
+};
+
+/// The CPU capability of this process. Fixes ATen's choice if no kernel has run yet (call it after
+/// preferBestAtenCpuCapability). Thread-safe.
+AtenCpuInfo atenCpuInfo();
+
+} // namespace icl
