@@ -337,16 +337,20 @@ def fmt(x):
 def summarise(args, records, selected):
     git = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True).stdout.strip()
-    blas = ""
+    # `icl-cli --version`: "icl-cli X", then "BLAS: …", "CPU kernels: …", "allocator: …" lines.
+    version = {}
     try:
-        blas = subprocess.run([args.cli, "--version"], stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
+        out = subprocess.run([args.cli, "--version"], stdout=subprocess.PIPE, text=True).stdout
+        version = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
     except OSError:
         pass
+    blas, kernels = version.get("BLAS", ""), version.get("CPU kernels", "")
     summary = {"commit": git, "scale": args.scale, "seeds": args.seeds, "date": datetime.datetime.utcnow().isoformat() + "Z",
-               "machine": f"{platform.machine()}, {os.cpu_count()} cores", "blas": blas,
+               "machine": f"{platform.machine()}, {os.cpu_count()} cores", "blas": blas, "cpu_kernels": kernels,
                "threads": args.threads or "default", "experiments": []}
     lines = [f"# Reproduction summary ({args.scale} scale)", "",
-             f"Commit `{git}`, seeds {', '.join(map(str, args.seeds))}, {summary['machine']}, {blas}, "
+             f"Commit `{git}`, seeds {', '.join(map(str, args.seeds))}, {summary['machine']}, BLAS: {blas}, "
+             f"CPU kernels: {kernels}, "
              f"threads per run: {summary['threads']}. Written by `scripts/reproduce.sh`; do not edit by hand.", "",
              "| experiment | metric | mean ± sd | per seed | target | pass | paper |", "|---|---|---|---|---|---|---|"]
     all_pass = True
