@@ -13,6 +13,20 @@
 
 namespace icl::gui {
 
+/// The keys under which the analysis pages queue their jobs (AnalysisRunner::enqueue). Each page owns its runner, so
+/// a key only replaces a queued job of the same page; the one list keeps every page's keys apart.
+enum JobKey : int {
+    KernelJob = 100, ///< Kernel view: the chosen attention matrix and its error sweep
+    VariantsJob = 101, ///< Kernel view: the variants' loss curves
+    CurveJob = 200, ///< ICL curve
+    ProbeJob = 300, ///< Probes
+    PastingJob = 400, ///< Pasting
+    InspectJob = 500, ///< Attention: inspect the prompt
+    PatchingJob = 600, ///< Patching
+    IclIwlJob = 900, ///< ICL vs IWL: the evaluation of the selected checkpoint
+    SequenceJob = 901, ///< ICL vs IWL: the sequence viewer
+};
+
 /// A queue of analysis jobs executed in order on one worker std::thread (the core's analyses use all
 /// cores themselves; running them side by side would only thrash). A job is a function run on the
 /// worker that returns a continuation run on the GUI thread (to show its result). Jobs carry a key:

@@ -25,12 +25,6 @@
 
 namespace icl::gui {
 
-namespace {
-
-enum JobKey { InspectJob = 500 };
-
-} // namespace
-
 AttentionPage::AttentionPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("attention"), parent)
     , m_worker(std::make_shared<InspectorSession>())

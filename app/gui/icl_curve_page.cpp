@@ -17,12 +17,6 @@
 
 namespace icl::gui {
 
-namespace {
-
-enum JobKey { CurveJob = 200 };
-
-} // namespace
-
 IclCurvePage::IclCurvePage(QWidget* parent)
     : AnalysisPage(QStringLiteral("iclCurve"), parent)
 {

@@ -42,8 +42,6 @@ namespace icl::gui {
 
 namespace {
 
-enum JobKey { IclIwlJob = 900, SequenceJob = 901 };
-
 /// Tab indices of the page.
 enum Tab { TrainingTab = 0, SweepTab = 1, SequenceTab = 2 };
 

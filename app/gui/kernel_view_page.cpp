@@ -31,8 +31,6 @@ namespace icl::gui {
 
 namespace {
 
-enum JobKey { KernelJob = 100, VariantsJob = 101 };
-
 /// The `task` section and softmax layers of a run's config ({} when unreadable).
 nlohmann::json taskOf(const icl::RunSummary& s)
 {

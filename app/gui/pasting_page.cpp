@@ -43,8 +43,6 @@ namespace icl::gui {
 
 namespace {
 
-enum JobKey { PastingJob = 400 };
-
 QString count(int64_t n)
 {
     return QLocale(QLocale::English).toString(static_cast<qlonglong>(n));

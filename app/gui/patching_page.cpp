@@ -34,8 +34,6 @@ namespace icl::gui {
 
 namespace {
 
-enum JobKey { PatchingJob = 600 };
-
 QString corruptionText(icl::Corruption c)
 {
     switch (c) {

@@ -22,12 +22,6 @@
 
 namespace icl::gui {
 
-namespace {
-
-enum JobKey { ProbeJob = 300 };
-
-} // namespace
-
 ProbesPage::ProbesPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("probes"), parent)
 {
