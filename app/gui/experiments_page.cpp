@@ -34,15 +34,6 @@
 
 namespace icl::gui {
 
-namespace {
-
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
-} // namespace
-
 ExperimentsPage::ExperimentsPage(QWidget* parent)
     : QWidget(parent)
     , m_recent(new QListWidget(this))

@@ -29,6 +29,7 @@
 #include <QVBoxLayout>
 
 #include "app/gui/analysis_runner.h"
+#include "app/gui/page_widgets.h"
 
 namespace icl::gui {
 
@@ -36,11 +37,6 @@ namespace {
 
 constexpr int kPlanJob = 1;
 constexpr int kImportJob = 2;
-
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
 
 } // namespace
 

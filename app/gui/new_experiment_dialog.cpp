@@ -12,20 +12,12 @@
 #include <QPushButton>
 #include <QVBoxLayout>
 
+#include "app/gui/page_widgets.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/config.h"
 
 namespace icl::gui {
-
-namespace {
-
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
-} // namespace
 
 std::vector<icl::PresetInfo> availablePresets()
 {

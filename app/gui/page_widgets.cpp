@@ -7,17 +7,21 @@
 #include <climits>
 #include <cmath>
 
-#include <QCoreApplication>
-#include <QFormLayout>
-#include <QGridLayout>
-#include <QHBoxLayout>
-#include <QLabel>
-#include <QProgressBar>
-#include <QPushButton>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QSpinBox>
+#include <QSplitter>
 #include <QVBoxLayout>
 #include <QWidget>
 
@@ -86,6 +90,18 @@ void addLabelled(QBoxLayout* row, const QString& text, QWidget* widget, int stre
     row->addWidget(widget, stretch);
 }
 
+QHBoxLayout* makeFieldRow(QWidget* field, std::initializer_list<QWidget*> after, const QString& label)
+{
+    auto* row = new QHBoxLayout;
+    if (label.isEmpty())
+        row->addWidget(field, 1);
+    else
+        addLabelled(row, label, field, 1);
+    for (QWidget* w : after)
+        row->addWidget(w);
+    return row;
+}
+
 QDoubleSpinBox* makeDoubleSpinBox(
     QWidget* parent, const char* name, int decimals, double minimum, double maximum, double step, QDoubleSpinBox* spin)
 {
@@ -96,6 +112,14 @@ QDoubleSpinBox* makeDoubleSpinBox(
     spin->setRange(minimum, maximum);
     spin->setSingleStep(step);
     return spin;
+}
+
+QPushButton* makePushButton(QWidget* parent, const char* name, const QString& text, const QString& toolTip)
+{
+    auto* button = new QPushButton(text, parent);
+    button->setObjectName(QString::fromLatin1(name));
+    button->setToolTip(toolTip);
+    return button;
 }
 
 QCheckBox* makeCheckBox(QWidget* parent, const char* name, const QString& text, bool checked, const QString& toolTip)
@@ -139,6 +163,12 @@ void addValueRows(QFormLayout* form, QWidget* parent, std::initializer_list<Valu
         *r.value = addValueRow(form, parent, r.name, r.label, r.toolTip);
 }
 
+void SummaryAndPlot::clear() const
+{
+    plot->setFigure(icl::Figure {});
+    summary->setText(QStringLiteral("—"));
+}
+
 SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status)
 {
     SummaryAndPlot views;
@@ -157,6 +187,55 @@ QVBoxLayout* makeContentLayout(QWidget* content)
     layout->setContentsMargins(4, 4, 4, 4);
     layout->setSpacing(4);
     return layout;
+}
+
+QGroupBox* makeGroupBox(const QString& title, QWidget* parent, QWidget* content, QVBoxLayout** layout)
+{
+    auto* box = new QGroupBox(title, parent);
+    auto* boxLayout = new QVBoxLayout(box);
+    boxLayout->setContentsMargins(4, 4, 4, 4);
+    if (content)
+        boxLayout->addWidget(content);
+    if (layout)
+        *layout = boxLayout;
+    return box;
+}
+
+QSplitter* makeSplitter(
+    Qt::Orientation orientation, QWidget* parent, QWidget* first, int firstStretch, QWidget* second, int secondStretch)
+{
+    auto* splitter = new QSplitter(orientation, parent);
+    splitter->addWidget(first);
+    splitter->addWidget(second);
+    splitter->setStretchFactor(0, firstStretch);
+    splitter->setStretchFactor(1, secondStretch);
+    splitter->setChildrenCollapsible(false);
+    return splitter;
+}
+
+void FileField::setEnabled(bool enabled) const
+{
+    path->setEnabled(enabled);
+    browse->setEnabled(enabled);
+}
+
+FileField makeFileField(QWidget* parent, const QString& placeholder, const QString& browseText)
+{
+    FileField f;
+    f.path = new QLineEdit(parent);
+    f.path->setPlaceholderText(placeholder);
+    f.browse = new QPushButton(browseText, parent);
+    return f;
+}
+
+QString askExperimentFileToWrite(QWidget* parent, const QString& title, const QString& start, bool confirmOverwrite)
+{
+    const QString path = QFileDialog::getSaveFileName(parent, title, start,
+        QCoreApplication::translate("icl::gui::AnalysisPage", "Experiment files (*.h5)"), nullptr,
+        confirmOverwrite ? QFileDialog::Options() : QFileDialog::DontConfirmOverwrite);
+    if (path.isEmpty() || path.endsWith(QStringLiteral(".h5")))
+        return path;
+    return path + QStringLiteral(".h5");
 }
 
 FieldGrid::FieldGrid(QWidget* parent)

@@ -9,12 +9,19 @@
 #include <utility>
 
 #include <QString>
+#include <Qt>
 
 #include "app/gui/gui_forward.h"
 #include "core/io/kinds.h"
 #include "core/types/run_summary.h"
 
 namespace icl::gui {
+
+/// `s` (UTF-8, as the core's strings) as a QString.
+inline QString qs(const std::string& s)
+{
+    return QString::fromStdString(s);
+}
 
 /// `v` with `digits` significant digits, or "—" when it is not finite (NaN: not computed).
 QString formatValue(double v, int digits = 3);
@@ -74,6 +81,13 @@ QComboBox* makeComboBox(QWidget* parent, const char* name, const QString& toolTi
 /// row of controls `row`.
 void addLabelled(QBoxLayout* row, const QString& text, QWidget* widget, int stretch = 0);
 
+/// A row of `field`, stretched, and the widgets `after` it (buttons); with a `label` (non-empty) before it, as
+/// addLabelled.
+QHBoxLayout* makeFieldRow(QWidget* field, std::initializer_list<QWidget*> after, const QString& label = QString());
+
+/// A push button labelled `text` with object name `name` and `toolTip`.
+QPushButton* makePushButton(QWidget* parent, const char* name, const QString& text, const QString& toolTip);
+
 /// A check box labelled `text` with object name `name`, initially `checked`, with `toolTip`.
 QCheckBox* makeCheckBox(QWidget* parent, const char* name, const QString& text, bool checked, const QString& toolTip);
 
@@ -101,11 +115,37 @@ void addValueRows(QFormLayout* form, QWidget* parent, std::initializer_list<Valu
 struct SummaryAndPlot {
     QLabel* summary = nullptr;
     widgets::PlotView* plot = nullptr;
+    /// Shows nothing: an empty plot and "—" as the summary.
+    void clear() const;
 };
 SummaryAndPlot addSummaryAndPlot(QVBoxLayout* layout, QWidget* parent, const QString& name, QLabel* status);
 
 /// The vertical layout of a page's content: 4 px margins and spacing.
 QVBoxLayout* makeContentLayout(QWidget* content);
+
+/// A group box titled `title` with a vertical layout of 4 px margins that holds `content` (nothing when nullptr);
+/// `layout`, when given, receives the layout for more widgets.
+QGroupBox* makeGroupBox(const QString& title, QWidget* parent, QWidget* content, QVBoxLayout** layout = nullptr);
+
+/// A splitter of two panes, `first` and `second`, that share its length as `firstStretch` : `secondStretch` and
+/// cannot be collapsed.
+QSplitter* makeSplitter(
+    Qt::Orientation orientation, QWidget* parent, QWidget* first, int firstStretch, QWidget* second, int secondStretch);
+
+/// A file name field and the button that browses for it (the page connects the button to its file dialog).
+struct FileField {
+    QLineEdit* path = nullptr;
+    QPushButton* browse = nullptr;
+    /// Enables or disables the field and its button together.
+    void setEnabled(bool enabled) const;
+};
+/// A FileField, children of `parent`: the field with `placeholder`, then the button labelled `browseText`.
+FileField makeFileField(QWidget* parent, const QString& placeholder, const QString& browseText);
+
+/// Asks for an experiment file to write: a save dialog titled `title` opened at `start` that asks before replacing an
+/// existing file only when `confirmOverwrite` (otherwise the caller decides). Returns the path with ".h5" appended
+/// when it lacks it, or "" when the user cancelled.
+QString askExperimentFileToWrite(QWidget* parent, const QString& title, const QString& start, bool confirmOverwrite);
 
 /// A grid of labelled fields, two columns of (label, field) pairs per row; the tool tip goes on both.
 class FieldGrid {

@@ -37,11 +37,6 @@ namespace icl::gui {
 
 namespace {
 
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
 /// "eval loss 0.0123 · least_squares 0.0001 · ..." from a summary's last metric row.
 QString finalMetricsText(const icl::RunSummary& summary)
 {
