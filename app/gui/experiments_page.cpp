@@ -40,9 +40,8 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
     , m_presets(new QTableWidget(this))
     , m_summary(new QTextBrowser(this))
 {
-    auto* open = new QPushButton(tr("Open experiment…"), this);
-    open->setObjectName(QStringLiteral("openButton"));
-    open->setToolTip(tr("Open a saved experiment file (.h5) — or drop one onto the window (Ctrl+O)"));
+    auto* open = makePushButton(this, "openButton", tr("Open experiment…"),
+        tr("Open a saved experiment file (.h5) — or drop one onto the window (Ctrl+O)"));
     auto* create = new QPushButton(tr("New experiment from preset…"), this);
     create->setObjectName(QStringLiteral("newExperimentButton"));
     auto* buttons = new QHBoxLayout;
@@ -52,52 +51,48 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
 
     m_recent->setObjectName(QStringLiteral("recentList"));
     m_recent->setToolTip(tr("Double-click to open"));
-    auto* recentBox = new QGroupBox(tr("Recent experiments"), this);
-    auto* recentLayout = new QVBoxLayout(recentBox);
-    recentLayout->setContentsMargins(4, 4, 4, 4);
-    recentLayout->addWidget(m_recent);
+    auto* recentBox = makeGroupBox(tr("Recent experiments"), this, m_recent);
 
     m_summary->setObjectName(QStringLiteral("experimentSummary"));
     m_summary->setOpenLinks(false);
     m_summary->setHtml(tr("<p style='color:gray'>No experiment open. Open a <b>.h5</b> file (Ctrl+O), drop one "
                           "here, or start a new experiment from a preset below.</p>"));
-    auto* summaryBox = new QGroupBox(tr("Experiment"), this);
-    auto* summaryLayout = new QVBoxLayout(summaryBox);
-    summaryLayout->setContentsMargins(4, 4, 4, 4);
+    QVBoxLayout* summaryLayout = nullptr;
+    auto* summaryBox = makeGroupBox(tr("Experiment"), this, nullptr, &summaryLayout);
 
     // Provenance of an imported run, above its summary (hidden for runs trained here).
-    m_provenance = new QFrame(summaryBox);
-    m_provenance->setObjectName(QStringLiteral("importProvenance"));
-    auto* provenanceLayout = new QVBoxLayout(m_provenance);
+    m_provenance.box = new QFrame(summaryBox);
+    m_provenance.box->setObjectName(QStringLiteral("importProvenance"));
+    auto* provenanceLayout = new QVBoxLayout(m_provenance.box);
     provenanceLayout->setContentsMargins(0, 0, 0, 4);
     provenanceLayout->setSpacing(3);
-    m_provenanceLabel = new QLabel(m_provenance);
-    m_provenanceLabel->setObjectName(QStringLiteral("importProvenanceLabel"));
-    m_provenanceLabel->setWordWrap(true);
-    m_provenanceLabel->setTextFormat(Qt::PlainText);
-    QFont bold = m_provenanceLabel->font();
+    m_provenance.heading = new QLabel(m_provenance.box);
+    m_provenance.heading->setObjectName(QStringLiteral("importProvenanceLabel"));
+    m_provenance.heading->setWordWrap(true);
+    m_provenance.heading->setTextFormat(Qt::PlainText);
+    QFont bold = m_provenance.heading->font();
     bold.setBold(true);
-    m_provenanceLabel->setFont(bold);
-    m_provenanceLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    m_provenanceLabel->setToolTip(tr("This run's weights come from a foreign checkpoint (icl-cli import or File ▸ "
-                                     "Import checkpoint…); its checkpoints have no training loss or wall time"));
-    m_provenanceSources = new QTableWidget(0, 4, m_provenance);
-    m_provenanceSources->setObjectName(QStringLiteral("importProvenanceSources"));
-    m_provenanceSources->setHorizontalHeaderLabels({ tr("source"), tr("format"), tr("step"), tr("SHA-256") });
-    m_provenanceSources->verticalHeader()->setVisible(false);
-    m_provenanceSources->setEditTriggers(QAbstractItemView::NoEditTriggers);
-    m_provenanceSources->setSelectionBehavior(QAbstractItemView::SelectRows);
-    m_provenanceSources->setWordWrap(false);
-    m_provenanceSources->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    m_provenanceSources->horizontalHeader()->setStretchLastSection(true);
-    m_provenanceSources->verticalHeader()->setDefaultSectionSize(m_provenanceSources->fontMetrics().height() + 6);
-    m_provenanceSources->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
-    m_provenanceNotes = makeTextLine(QStringLiteral("importProvenanceNotes"), m_provenance);
-    provenanceLayout->addWidget(m_provenanceLabel);
-    provenanceLayout->addWidget(m_provenanceSources);
-    provenanceLayout->addWidget(m_provenanceNotes);
-    m_provenance->setVisible(false);
-    summaryLayout->addWidget(m_provenance);
+    m_provenance.heading->setFont(bold);
+    m_provenance.heading->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_provenance.heading->setToolTip(tr("This run's weights come from a foreign checkpoint (icl-cli import or File ▸ "
+                                        "Import checkpoint…); its checkpoints have no training loss or wall time"));
+    m_provenance.sources = new QTableWidget(0, 4, m_provenance.box);
+    m_provenance.sources->setObjectName(QStringLiteral("importProvenanceSources"));
+    m_provenance.sources->setHorizontalHeaderLabels({ tr("source"), tr("format"), tr("step"), tr("SHA-256") });
+    m_provenance.sources->verticalHeader()->setVisible(false);
+    m_provenance.sources->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    m_provenance.sources->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_provenance.sources->setWordWrap(false);
+    m_provenance.sources->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    m_provenance.sources->horizontalHeader()->setStretchLastSection(true);
+    m_provenance.sources->verticalHeader()->setDefaultSectionSize(m_provenance.sources->fontMetrics().height() + 6);
+    m_provenance.sources->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+    m_provenance.notes = makeTextLine(QStringLiteral("importProvenanceNotes"), m_provenance.box);
+    provenanceLayout->addWidget(m_provenance.heading);
+    provenanceLayout->addWidget(m_provenance.sources);
+    provenanceLayout->addWidget(m_provenance.notes);
+    m_provenance.box->setVisible(false);
+    summaryLayout->addWidget(m_provenance.box);
     summaryLayout->addWidget(m_summary, 1);
 
     m_presets->setObjectName(QStringLiteral("presetTable"));
@@ -125,23 +120,10 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
     }
     if (!presets.empty())
         m_presets->selectRow(0);
-    auto* presetBox = new QGroupBox(tr("Presets — reproduce a figure (double-click to train)"), this);
-    auto* presetLayout = new QVBoxLayout(presetBox);
-    presetLayout->setContentsMargins(4, 4, 4, 4);
-    presetLayout->addWidget(m_presets);
+    auto* presetBox = makeGroupBox(tr("Presets — reproduce a figure (double-click to train)"), this, m_presets);
 
-    auto* top = new QSplitter(Qt::Horizontal, this);
-    top->addWidget(recentBox);
-    top->addWidget(summaryBox);
-    top->setStretchFactor(0, 1);
-    top->setStretchFactor(1, 2);
-    top->setChildrenCollapsible(false);
-    auto* vertical = new QSplitter(Qt::Vertical, this);
-    vertical->addWidget(top);
-    vertical->addWidget(presetBox);
-    vertical->setStretchFactor(0, 3);
-    vertical->setStretchFactor(1, 1);
-    vertical->setChildrenCollapsible(false);
+    auto* top = makeSplitter(Qt::Horizontal, this, recentBox, 1, summaryBox, 2);
+    auto* vertical = makeSplitter(Qt::Vertical, this, top, 3, presetBox, 1);
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(buttons);
@@ -190,11 +172,11 @@ void ExperimentsPage::newExperimentFromPreset()
 
 void ExperimentsPage::showProvenance(const std::string& importJson)
 {
-    m_provenanceSources->setRowCount(0);
-    m_provenanceLabel->clear();
-    m_provenanceNotes->clear();
-    m_provenanceNotes->setVisible(false);
-    m_provenance->setVisible(!importJson.empty());
+    m_provenance.sources->setRowCount(0);
+    m_provenance.heading->clear();
+    m_provenance.notes->clear();
+    m_provenance.notes->setVisible(false);
+    m_provenance.box->setVisible(!importJson.empty());
     if (importJson.empty())
         return; // trained here
     nlohmann::json j;
@@ -203,9 +185,9 @@ void ExperimentsPage::showProvenance(const std::string& importJson)
         if (!j.is_object())
             throw std::runtime_error("not a JSON object");
     } catch (const std::exception& e) {
-        m_provenanceLabel->setText(
+        m_provenance.heading->setText(
             tr("Imported, not trained here (the file's /import provenance cannot be read: %1)").arg(qs(e.what())));
-        m_provenanceSources->setVisible(false);
+        m_provenance.sources->setVisible(false);
         return;
     }
     auto str = [](const nlohmann::json& o, const char* key) {
@@ -226,13 +208,13 @@ void ExperimentsPage::showProvenance(const std::string& importJson)
         = imported.isEmpty() ? tr("Imported, not trained here") : tr("Imported %1, not trained here").arg(imported);
     if (!layout.isEmpty())
         heading += tr(" (%1 layout)").arg(layout);
-    m_provenanceLabel->setText(heading);
+    m_provenance.heading->setText(heading);
 
     const auto sources = j.find("sources");
     const bool hasSources = sources != j.end() && sources->is_array() && !sources->empty();
-    m_provenanceSources->setVisible(hasSources);
+    m_provenance.sources->setVisible(hasSources);
     if (hasSources) {
-        m_provenanceSources->setRowCount(int(sources->size()));
+        m_provenance.sources->setRowCount(int(sources->size()));
         int row = 0;
         for (const nlohmann::json& source : *sources) {
             const nlohmann::json s = source.is_object() ? source : nlohmann::json::object();
@@ -247,17 +229,17 @@ void ExperimentsPage::showProvenance(const std::string& importJson)
             auto* digest = new QTableWidgetItem(sha.size() > 12 ? sha.left(12) + QStringLiteral("…") : sha);
             digest->setToolTip(tr("SHA-256 of %1:\n%2").arg(QFileInfo(path).fileName(), sha));
             digest->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
-            m_provenanceSources->setItem(row, 0, file);
-            m_provenanceSources->setItem(row, 1, format);
-            m_provenanceSources->setItem(row, 2, stepItem);
-            m_provenanceSources->setItem(row, 3, digest);
+            m_provenance.sources->setItem(row, 0, file);
+            m_provenance.sources->setItem(row, 1, format);
+            m_provenance.sources->setItem(row, 2, stepItem);
+            m_provenance.sources->setItem(row, 3, digest);
             ++row;
         }
         // Every row shown, no scroll bar: the sources are few (one per checkpoint).
-        const int rows = std::min(m_provenanceSources->rowCount(), 8);
-        m_provenanceSources->setFixedHeight(m_provenanceSources->horizontalHeader()->sizeHint().height()
-            + rows * m_provenanceSources->verticalHeader()->defaultSectionSize() + 2 * m_provenanceSources->frameWidth()
-            + 2);
+        const int rows = std::min(m_provenance.sources->rowCount(), 8);
+        m_provenance.sources->setFixedHeight(m_provenance.sources->horizontalHeader()->sizeHint().height()
+            + rows * m_provenance.sources->verticalHeader()->defaultSectionSize()
+            + 2 * m_provenance.sources->frameWidth() + 2);
     }
 
     QStringList notes;
@@ -266,8 +248,8 @@ void ExperimentsPage::showProvenance(const std::string& importJson)
         notes << tr("prefixes removed: %1").arg(prefixes.join(QStringLiteral(", ")).toHtmlEscaped());
     for (const QString& warning : strings(j, "warnings"))
         notes << QStringLiteral("<span style='color:#b35900'>⚠ %1</span>").arg(warning.toHtmlEscaped());
-    m_provenanceNotes->setText(notes.join(QStringLiteral("<br>")));
-    m_provenanceNotes->setVisible(!notes.isEmpty());
+    m_provenance.notes->setText(notes.join(QStringLiteral("<br>")));
+    m_provenance.notes->setVisible(!notes.isEmpty());
 }
 
 void ExperimentsPage::showExperiment(const icl::RunSummary& summary)

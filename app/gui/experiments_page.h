@@ -28,13 +28,13 @@ public:
     QTableWidget* presetTable() const { return m_presets; }
     QTextBrowser* summaryView() const { return m_summary; }
     /// The provenance of an imported run (hidden for runs trained here).
-    QWidget* provenanceBox() const { return m_provenance; }
+    QWidget* provenanceBox() const { return m_provenance.box; }
     /// "Imported <time>, not trained here (<layout> layout)" (empty for runs trained here).
-    QLabel* provenanceLabel() const { return m_provenanceLabel; }
+    QLabel* provenanceLabel() const { return m_provenance.heading; }
     /// One row per source file: file name, format, step, SHA-256 (first 12 hex digits and "…").
-    QTableWidget* provenanceSources() const { return m_provenanceSources; }
+    QTableWidget* provenanceSources() const { return m_provenance.sources; }
     /// Removed prefixes and warnings of the import (hidden when there are none).
-    QLabel* provenanceNotes() const { return m_provenanceNotes; }
+    QLabel* provenanceNotes() const { return m_provenance.notes; }
 
 public Q_SLOTS:
     /// Asks for a .h5 file and requests to open it.
@@ -50,13 +50,16 @@ private:
     /// Fills (or hides, for "") the provenance box from RunSummary::import_json.
     void showProvenance(const std::string& importJson);
 
+    /// The provenance box above the summary (imported runs only): heading, source files, notes.
+    struct ProvenanceBox {
+        QWidget* box = nullptr;
+        QLabel* heading = nullptr;
+        QTableWidget* sources = nullptr;
+        QLabel* notes = nullptr;
+    } m_provenance;
     QListWidget* m_recent = nullptr;
     QTableWidget* m_presets = nullptr;
     QTextBrowser* m_summary = nullptr;
-    QWidget* m_provenance = nullptr;
-    QLabel* m_provenanceLabel = nullptr;
-    QTableWidget* m_provenanceSources = nullptr;
-    QLabel* m_provenanceNotes = nullptr;
 };
 
 } // namespace icl::gui
