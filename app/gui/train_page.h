@@ -10,6 +10,7 @@
 
 #include "app/gui/gui_forward.h"
 #include "app/gui/live_loss.h"
+#include "app/gui/page_widgets.h"
 #include "core/types/run_summary.h"
 
 namespace icl::gui {
@@ -89,22 +90,27 @@ private:
     QString m_runPath;
     QElapsedTimer m_clock;
 
-    QRadioButton* m_fromPreset = nullptr;
-    QRadioButton* m_fromFile = nullptr;
-    QComboBox* m_preset = nullptr;
-    QComboBox* m_scale = nullptr;
-    QLineEdit* m_configFile = nullptr;
-    QPushButton* m_browseConfig = nullptr;
-    QLineEdit* m_output = nullptr;
-    QPushButton* m_browseOutput = nullptr;
-    QSpinBox* m_steps = nullptr;
-    QComboBox* m_device = nullptr;
-    QPushButton* m_start = nullptr;
-    QPushButton* m_stop = nullptr;
-    QPushButton* m_resume = nullptr;
-    QProgressBar* m_progress = nullptr;
-    QLabel* m_eta = nullptr;
-    QLabel* m_result = nullptr;
+    /// The config chooser: a preset at a scale or a config file (the radio buttons choose), the output file, and the
+    /// steps and device that override the config.
+    struct ConfigChooser {
+        QRadioButton* fromPreset = nullptr;
+        QComboBox* preset = nullptr;
+        QComboBox* scale = nullptr;
+        QRadioButton* fromFile = nullptr;
+        FileField file;
+        FileField output;
+        QSpinBox* steps = nullptr;
+        QComboBox* device = nullptr;
+    } m_config;
+    /// The run controls: Start, Stop and Resume, the progress bar with the ETA beside it, and the result line below.
+    struct RunControls {
+        QPushButton* start = nullptr;
+        QPushButton* stop = nullptr;
+        QPushButton* resume = nullptr;
+        QProgressBar* progress = nullptr;
+        QLabel* eta = nullptr;
+        QLabel* result = nullptr;
+    } m_run;
     widgets::PlotView* m_plot = nullptr;
     CheckpointTable* m_checkpoints = nullptr;
 };

@@ -40,12 +40,13 @@ bool TrainPage::startTraining(bool ask, bool overwrite)
 {
     if (isRunning())
         return false;
-    QString out = m_output->text().trimmed();
+    QString out = m_config.output.path->text().trimmed();
     if (out.isEmpty()) {
-        const QString base = m_fromPreset->isChecked() ? m_preset->currentData().toString()
-                                                       : QFileInfo(m_configFile->text()).completeBaseName();
+        const QString base = m_config.fromPreset->isChecked()
+            ? m_config.preset->currentData().toString()
+            : QFileInfo(m_config.file.path->text()).completeBaseName();
         out = defaultOutputPath(base);
-        m_output->setText(out);
+        m_config.output.path->setText(out);
     }
     bool force = overwrite;
     if (QFileInfo::exists(out) && !force) {
@@ -81,7 +82,7 @@ bool TrainPage::resumeTraining()
 {
     if (isRunning())
         return false;
-    const QString out = m_output->text().trimmed();
+    const QString out = m_config.output.path->text().trimmed();
     icl::RunSummary saved;
     nlohmann::json config;
     try {
@@ -105,16 +106,16 @@ bool TrainPage::launch(const nlohmann::json& config, const QString& out, bool re
     options.resume = resume;
     options.force = force;
     if (resume)
-        options.steps = m_steps->value();
+        options.steps = m_config.steps->value();
     m_runPath = out;
     m_plot->setFigure(m_live.figure());
-    m_result->clear();
-    m_progress->setRange(0, 0); // busy until the first report
-    m_eta->setText(tr("preparing…"));
+    m_run.result->clear();
+    m_run.progress->setRange(0, 0); // busy until the first report
+    m_run.eta->setText(tr("preparing…"));
     if (!m_job->start(config, options))
         return false;
     m_redrawTimer->start();
-    m_progress->setTextVisible(true);
+    m_run.progress->setTextVisible(true);
     updateButtons();
     Q_EMIT trainingStarted();
     Q_EMIT progressChanged(-1, tr("Preparing %1").arg(QFileInfo(out).fileName()));
@@ -126,7 +127,7 @@ void TrainPage::stopTraining()
     if (!isRunning())
         return;
     m_job->requestStop();
-    m_eta->setText(tr("stopping…"));
+    m_run.eta->setText(tr("stopping…"));
     Q_EMIT statusMessage(tr("Stopping after the current step…"));
     updateButtons();
 }
@@ -152,12 +153,12 @@ void TrainPage::drainProgress()
     QString text;
     int percent = -1;
     if (last.phase == icl::TrainProgress::Phase::Preparing) {
-        m_progress->setRange(0, 0);
+        m_run.progress->setRange(0, 0);
         text = last.message.empty() ? tr("preparing…") : QString::fromStdString(last.message);
     } else {
-        m_progress->setRange(0, 100);
+        m_run.progress->setRange(0, 100);
         percent = last.total_steps > 0 ? int(100 * last.step / last.total_steps) : 0;
-        m_progress->setValue(percent);
+        m_run.progress->setValue(percent);
         const int64_t done = last.step - last.start_step;
         const double rate = last.elapsed_s > 0 ? done / last.elapsed_s : 0.0;
         const double eta = rate > 0 ? (last.total_steps - last.step) / rate : NAN;
@@ -170,7 +171,7 @@ void TrainPage::drainProgress()
             text += QStringLiteral(" · ") + QString::fromStdString(last.message);
     }
     if (!m_job->stopRequested())
-        m_eta->setText(text);
+        m_run.eta->setText(text);
     Q_EMIT progressChanged(percent, text);
     if (m_live.rows() != rowsBefore)
         m_plot->setFigure(m_live.figure());
@@ -180,22 +181,22 @@ void TrainPage::onJobFinished(bool ok, const QString& message)
 {
     drainProgress();
     m_redrawTimer->stop();
-    m_progress->setRange(0, 100);
+    m_run.progress->setRange(0, 100);
     const icl::TrainResult& r = m_job->result();
     if (ok) {
-        m_progress->setValue(r.stopped ? m_progress->value() : 100);
+        m_run.progress->setValue(r.stopped ? m_run.progress->value() : 100);
         QStringList parts;
         parts << (r.stopped ? tr("Stopped at step %1").arg(r.final_step) : tr("Finished at step %1").arg(r.final_step));
         parts << tr("device %1").arg(QString::fromStdString(r.device));
         parts << tr("eval loss %1").arg(formatLoss(r.eval_loss));
         for (const auto& [name, loss] : r.baselines)
             parts << QStringLiteral("%1 %2").arg(QString::fromStdString(name), formatLoss(loss));
-        m_result->setText(parts.join(QStringLiteral(" · ")));
-        m_eta->setText(r.stopped ? tr("stopped") : tr("done"));
+        m_run.result->setText(parts.join(QStringLiteral(" · ")));
+        m_run.eta->setText(r.stopped ? tr("stopped") : tr("done"));
         Q_EMIT statusMessage(parts.join(QStringLiteral(" · ")));
     } else {
-        m_eta->setText(tr("failed"));
-        m_result->setText(tr("Training failed: %1").arg(message));
+        m_run.eta->setText(tr("failed"));
+        m_run.result->setText(tr("Training failed: %1").arg(message));
         Q_EMIT errorOccurred(tr("Training failed"), message);
     }
     updateButtons();
