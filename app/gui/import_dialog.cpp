@@ -94,10 +94,7 @@ ImportDialog::ImportDialog(QWidget* parent)
     pickFile->setToolTip(tr("Choose a weights file: PyTorch .pt/.pth/.bin, .safetensors, .npz or .npy"));
     auto* pickFolder = new QPushButton(tr("Run folder…"), this);
     pickFolder->setToolTip(tr("Choose a run folder in Garg et al.'s layout: model_<step>.pt, state.pt, config.yaml"));
-    auto* sourceRow = new QHBoxLayout;
-    addLabelled(sourceRow, tr("Source"), m_sourceEdit, 1);
-    sourceRow->addWidget(pickFile);
-    sourceRow->addWidget(pickFolder);
+    auto* sourceRow = makeFieldRow(m_sourceEdit, { pickFile, pickFolder }, tr("Source"));
 
     // --- what was found ---
     m_sources->setObjectName(QStringLiteral("importSources"));
@@ -144,17 +141,13 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_configFile->setPlaceholderText(tr("config.yaml in the run folder, if any"));
     m_configFile->setToolTip(tr("Garg et al.'s config.yaml (its model: and training.task) or a workbench JSON config"));
     auto* pickConfig = new QPushButton(tr("Config file…"), this);
-    auto* configRow = new QHBoxLayout;
-    configRow->addWidget(m_configFile, 1);
-    configRow->addWidget(pickConfig);
+    auto* configRow = makeFieldRow(m_configFile, { pickConfig });
     m_setLine->setObjectName(QStringLiteral("importSets"));
     m_setLine->setPlaceholderText(tr("key=value … (e.g. eval.n_prompts=512), applied last"));
     m_setLine->setToolTip(tr("Overrides of the resolved config, like icl-cli import --set key=value"));
     m_recheck->setObjectName(QStringLiteral("recheckButton"));
     m_recheck->setToolTip(tr("Plan the import again with these values"));
-    auto* setRow = new QHBoxLayout;
-    setRow->addWidget(m_setLine, 1);
-    setRow->addWidget(m_recheck);
+    auto* setRow = makeFieldRow(m_setLine, { m_recheck });
     // One form: the values asked for (inserted at the top), then the config file and the overrides.
     m_form->addRow(tr("Config file"), configRow);
     m_form->addRow(tr("--set"), setRow);
@@ -173,10 +166,7 @@ ImportDialog::ImportDialog(QWidget* parent)
     auto* pickOutput = new QPushButton(tr("Browse…"), this);
     m_replace->setObjectName(QStringLiteral("importReplace"));
     m_replace->setToolTip(tr("Replace the experiment file if it exists"));
-    auto* outputRow = new QHBoxLayout;
-    addLabelled(outputRow, tr("Output"), m_output, 1);
-    outputRow->addWidget(pickOutput);
-    outputRow->addWidget(m_replace);
+    auto* outputRow = makeFieldRow(m_output, { pickOutput, m_replace }, tr("Output"));
     m_outputNote->setStyleSheet(QStringLiteral("color: #b06000;"));
     m_outputNote->setVisible(false);
 
@@ -236,11 +226,10 @@ ImportDialog::ImportDialog(QWidget* parent)
     connect(m_setLine, &QLineEdit::returnPressed, this, &ImportDialog::replan);
     connect(m_recheck, &QPushButton::clicked, this, &ImportDialog::replan);
     connect(pickOutput, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(
-            this, tr("Experiment file"), outputPath(), tr("Experiment files (*.h5)"));
+        const QString path = askExperimentFileToWrite(this, tr("Experiment file"), outputPath(), true);
         if (path.isEmpty())
             return;
-        setOutputPath(path.endsWith(QStringLiteral(".h5")) ? path : path + QStringLiteral(".h5"));
+        setOutputPath(path);
         m_outputEdited = true;
     });
     connect(m_output, &QLineEdit::textEdited, this, [this] { m_outputEdited = true; });

@@ -4,7 +4,6 @@
 
 #include <QComboBox>
 #include <QDialogButtonBox>
-#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -47,9 +46,7 @@ NewExperimentDialog::NewExperimentDialog(const QString& preset, QWidget* parent)
     m_description->setWordWrap(true);
     m_description->setStyleSheet(QStringLiteral("color: gray;"));
     auto* browse = new QPushButton(tr("Browse…"), this);
-    auto* outputRow = new QHBoxLayout;
-    outputRow->addWidget(m_output, 1);
-    outputRow->addWidget(browse);
+    auto* outputRow = makeFieldRow(m_output, { browse });
 
     auto* form = new QFormLayout;
     form->addRow(tr("Preset"), m_preset);
@@ -73,10 +70,9 @@ NewExperimentDialog::NewExperimentDialog(const QString& preset, QWidget* parent)
     };
     connect(m_preset, &QComboBox::currentIndexChanged, this, update);
     connect(browse, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getSaveFileName(
-            this, tr("Experiment file"), m_output->text(), tr("Experiment files (*.h5)"));
+        const QString path = askExperimentFileToWrite(this, tr("Experiment file"), m_output->text(), true);
         if (!path.isEmpty())
-            m_output->setText(path.endsWith(QStringLiteral(".h5")) ? path : path + QStringLiteral(".h5"));
+            m_output->setText(path);
     });
     connect(box, &QDialogButtonBox::accepted, this, &QDialog::accept);
     connect(box, &QDialogButtonBox::rejected, this, &QDialog::reject);

@@ -9,7 +9,6 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
@@ -98,20 +97,17 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         tr("Choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal variance, τ = τ_parent·(E‖Φ*(x)‖² "
            "/ E‖x‖²)^½: the label scale the frozen read-out was trained on (icl-cli --match-label-variance)"));
     grid->addWidget(m_matchLabels, 2, 5, 1, 1);
-    auto* outputRow = new QHBoxLayout;
-    m_output = new QLineEdit(content);
-    m_output->setObjectName(QStringLiteral("pastingOutput"));
-    m_output->setClearButtonEnabled(true);
-    outputRow->addWidget(m_output, 1);
-    m_browse = new QPushButton(tr("Browse…"), content);
-    m_browse->setObjectName(QStringLiteral("pastingBrowse"));
-    outputRow->addWidget(m_browse);
+    m_output = makeFileField(content, QString(), tr("Browse…"));
+    m_output.path->setObjectName(QStringLiteral("pastingOutput"));
+    m_output.path->setClearButtonEnabled(true);
+    m_output.browse->setObjectName(QStringLiteral("pastingBrowse"));
+    auto* outputRow = makeFieldRow(m_output.path, { m_output.browse });
     auto* outputLabel = new QLabel(tr("Output"), content);
-    outputLabel->setBuddy(m_output);
+    outputLabel->setBuddy(m_output.path);
     const QString outputTip = tr("New experiment file for the pasted model (empty: PARENT.paste-l<ℓ>-<embedding>.h5 "
                                  "next to the parent, as icl-cli analyze paste)");
     outputLabel->setToolTip(outputTip);
-    m_output->setToolTip(outputTip);
+    m_output.path->setToolTip(outputTip);
     grid->addWidget(outputLabel, 3, 0);
     grid->addLayout(outputRow, 3, 1, 1, 7);
     for (int c : { 1, 3, 5, 7 })
@@ -124,7 +120,7 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingOptionsForm::updateDefaultOutput);
     connect(m_initFromParent, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
     connect(m_matchLabels, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
-    connect(m_browse, &QPushButton::clicked, this, &PastingOptionsForm::browseOutput);
+    connect(m_output.browse, &QPushButton::clicked, this, &PastingOptionsForm::browseOutput);
 }
 
 void PastingOptionsForm::bindParent(const ParentConfig& p, const QString& parentPath)
@@ -136,7 +132,7 @@ void PastingOptionsForm::bindParent(const ParentConfig& p, const QString& parent
     }
     m_wScale->setSpecialValueText(tr("parent's (%1)").arg(formatValue(p.w_scale)));
     m_seed->setSpecialValueText(tr("parent's (%1)").arg(p.seed));
-    m_output->clear();
+    m_output.path->clear();
     updateDefaultOutput();
 }
 
@@ -157,8 +153,8 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
     o.train_scratch = m_trainScratch->isChecked();
     o.copy_parent_embedding = m_initFromParent->isEnabled() && m_initFromParent->isChecked();
     o.zero_new_mlp = m_zeroNewMlp->isEnabled() && m_zeroNewMlp->isChecked();
-    const QString out = m_output->text().trimmed();
-    o.out_path = (out.isEmpty() ? m_output->placeholderText() : out).toStdString();
+    const QString out = m_output.path->text().trimmed();
+    o.out_path = (out.isEmpty() ? m_output.path->placeholderText() : out).toStdString();
     o.overwrite = false;
     o.store = true;
     o.threads = threads;
@@ -168,8 +164,9 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
 void PastingOptionsForm::setBusy(bool busy)
 {
     for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
-             m_evalEvery, m_seed, m_trainScratch, m_matchLabels, m_output, m_browse })
+             m_evalEvery, m_seed, m_trainScratch, m_matchLabels })
         w->setEnabled(!busy);
+    m_output.setEnabled(!busy);
     m_wScale->setEnabled(!busy && !m_matchLabels->isChecked()); // τ is either given or matched
     // Starting from the parent is defined for linear at ℓ = 0 and transformer1 at ℓ ≥ 1 (PastingOptions).
     const bool transformer1 = m_embedding->currentData().toString() == QLatin1String("transformer1");
@@ -182,17 +179,17 @@ void PastingOptionsForm::updateDefaultOutput()
 {
     if (m_parentPath.isEmpty())
         return;
-    m_output->setPlaceholderText(
+    m_output.path->setPlaceholderText(
         pastingOutputPath(m_parentPath, m_cutLayer->value(), m_embedding->currentData().toString()));
 }
 
 void PastingOptionsForm::browseOutput()
 {
-    const QString start = m_output->text().isEmpty() ? m_output->placeholderText() : m_output->text();
-    const QString path = QFileDialog::getSaveFileName(m_output->window(), tr("Pasted model's experiment file"), start,
-        tr("Experiment files (*.h5)"), nullptr, QFileDialog::DontConfirmOverwrite);
+    const QString start = m_output.path->text().isEmpty() ? m_output.path->placeholderText() : m_output.path->text();
+    const QString path
+        = askExperimentFileToWrite(m_output.path->window(), tr("Pasted model's experiment file"), start, false);
     if (!path.isEmpty())
-        m_output->setText(path.endsWith(QStringLiteral(".h5")) ? path : path + QStringLiteral(".h5"));
+        m_output.path->setText(path);
 }
 
 } // namespace icl::gui

@@ -51,7 +51,7 @@ public:
     QCheckBox* initFromParent() const { return m_initFromParent; }
     QCheckBox* zeroNewMlp() const { return m_zeroNewMlp; }
     QCheckBox* matchLabelVariance() const { return m_matchLabels; }
-    QLineEdit* output() const { return m_output; }
+    QLineEdit* output() const { return m_output.path; }
 
 Q_SIGNALS:
     /// The cut layer, the embedding, "Start from parent" or "Match label variance" changed (which of the start options are defined
@@ -77,8 +77,7 @@ private:
     QCheckBox* m_initFromParent = nullptr;
     QCheckBox* m_zeroNewMlp = nullptr;
     QCheckBox* m_matchLabels = nullptr;
-    QLineEdit* m_output = nullptr;
-    QPushButton* m_browse = nullptr;
+    FileField m_output;
 };
 
 } // namespace icl::gui
