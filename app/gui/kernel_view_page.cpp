@@ -57,58 +57,57 @@ KernelViewPage::KernelViewPage(QWidget* parent)
         addLabelled(controls, label, s);
         return s;
     };
-    m_layer = spin(tr("Layer"), "kernelLayer", tr("Softmax attention layer (0-based)"));
-    m_head = spin(tr("Head"), "kernelHead", tr("Attention head (0-based)"));
-    m_prompt = spin(tr("Prompt"), "kernelPrompt", tr("Evaluation prompt whose attention matrices are shown"));
-    m_matrixM = makeComboBox(content, "kernelFeatures", tr("Number of random features of the approximated attention matrix"),
+    m_choose.layer = spin(tr("Layer"), "kernelLayer", tr("Softmax attention layer (0-based)"));
+    m_choose.head = spin(tr("Head"), "kernelHead", tr("Attention head (0-based)"));
+    m_choose.prompt = spin(tr("Prompt"), "kernelPrompt", tr("Evaluation prompt whose attention matrices are shown"));
+    m_features = makeComboBox(content, "kernelFeatures", tr("Number of random features of the approximated attention matrix"),
         {{QStringLiteral("16"), QStringLiteral("16")}, {QStringLiteral("64"), QStringLiteral("64")},
             {QStringLiteral("256"), QStringLiteral("256")}, {QStringLiteral("1024"), QStringLiteral("1024")},
             {QStringLiteral("4096"), QStringLiteral("4096")}});
-    m_matrixM->setCurrentIndex(2);
-    addLabelled(controls, tr("Random features m"), m_matrixM);
+    m_features->setCurrentIndex(2);
+    addLabelled(controls, tr("Random features m"), m_features);
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    m_summaryLabel = makeTextLine(QStringLiteral("kernelSummary"), content, QStringLiteral("—"));
-    layout->addWidget(m_summaryLabel);
+    m_views.summary = makeTextLine(QStringLiteral("kernelSummary"), content, QStringLiteral("—"));
+    layout->addWidget(m_views.summary);
     m_status->setObjectName(QStringLiteral("kernelStatus"));
     layout->addWidget(m_status);
 
     auto* grid = new QGridLayout;
     grid->setSpacing(4);
-    m_exact = new widgets::HeatmapView(content);
-    m_exact->setObjectName(QStringLiteral("kernelExactHeatmap"));
-    m_exact->setCaptionVisible(false);
-    m_approx = new widgets::HeatmapView(content);
-    m_approx->setObjectName(QStringLiteral("kernelApproxHeatmap"));
-    m_approx->setCaptionVisible(false);
-    m_errorPlot = new widgets::PlotView(content);
-    m_errorPlot->setObjectName(QStringLiteral("kernelErrorPlot"));
-    m_lossPlot = new widgets::PlotView(content);
-    m_lossPlot->setObjectName(QStringLiteral("kernelLossPlot"));
-    m_variantPlot = new widgets::PlotView(content);
-    m_variantPlot->setObjectName(QStringLiteral("kernelVariantPlot"));
+    m_views.exact = new widgets::HeatmapView(content);
+    m_views.exact->setObjectName(QStringLiteral("kernelExactHeatmap"));
+    m_views.exact->setCaptionVisible(false);
+    m_views.approx = new widgets::HeatmapView(content);
+    m_views.approx->setObjectName(QStringLiteral("kernelApproxHeatmap"));
+    m_views.approx->setCaptionVisible(false);
+    m_views.error = new widgets::PlotView(content);
+    m_views.error->setObjectName(QStringLiteral("kernelErrorPlot"));
+    m_views.loss = new widgets::PlotView(content);
+    m_views.loss->setObjectName(QStringLiteral("kernelLossPlot"));
+    m_variants.plot = new widgets::PlotView(content);
+    m_variants.plot->setObjectName(QStringLiteral("kernelVariantPlot"));
 
     auto* variantBox = new QWidget(content);
     auto* variantLayout = new QVBoxLayout(variantBox);
     variantLayout->setContentsMargins(0, 0, 0, 0);
     auto* variantControls = new QHBoxLayout;
-    m_addVariants = new QPushButton(tr("Add experiment files…"), variantBox);
-    m_addVariants->setObjectName(QStringLiteral("kernelAddVariants"));
-    m_addVariants->setToolTip(tr("Compare the loss curves of other runs (e.g. the renliu-regularized, "
-                                 "renliu-augmented and renliu-negative-samples presets)"));
-    variantControls->addWidget(m_addVariants);
-    m_variantStatus = new QLabel(variantBox);
-    m_variantStatus->setObjectName(QStringLiteral("kernelVariantStatus"));
-    m_variantStatus->setWordWrap(true);
-    variantControls->addWidget(m_variantStatus, 1);
+    auto* addVariants = makePushButton(variantBox, "kernelAddVariants", tr("Add experiment files…"),
+        tr("Compare the loss curves of other runs (e.g. the renliu-regularized, renliu-augmented and "
+           "renliu-negative-samples presets)"));
+    variantControls->addWidget(addVariants);
+    m_variants.status = new QLabel(variantBox);
+    m_variants.status->setObjectName(QStringLiteral("kernelVariantStatus"));
+    m_variants.status->setWordWrap(true);
+    variantControls->addWidget(m_variants.status, 1);
     variantLayout->addLayout(variantControls);
-    variantLayout->addWidget(m_variantPlot, 1);
+    variantLayout->addWidget(m_variants.plot, 1);
 
-    grid->addWidget(m_exact, 0, 0);
-    grid->addWidget(m_approx, 0, 1);
-    grid->addWidget(m_errorPlot, 0, 2);
-    grid->addWidget(m_lossPlot, 1, 0);
+    grid->addWidget(m_views.exact, 0, 0);
+    grid->addWidget(m_views.approx, 0, 1);
+    grid->addWidget(m_views.error, 0, 2);
+    grid->addWidget(m_views.loss, 1, 0);
     grid->addWidget(variantBox, 1, 1, 1, 2);
     for (int c = 0; c < 3; ++c)
         grid->setColumnStretch(c, 1);
@@ -117,11 +116,11 @@ KernelViewPage::KernelViewPage(QWidget* parent)
     layout->addLayout(grid, 1);
 
     const auto rerun = [this] { requestCompute(); };
-    connect(m_layer, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
-    connect(m_head, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
-    connect(m_prompt, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
-    connect(m_matrixM, qOverload<int>(&QComboBox::currentIndexChanged), this, rerun);
-    connect(m_addVariants, &QPushButton::clicked, this, [this] {
+    connect(m_choose.layer, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
+    connect(m_choose.head, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
+    connect(m_choose.prompt, qOverload<int>(&QSpinBox::valueChanged), this, rerun);
+    connect(m_features, qOverload<int>(&QComboBox::currentIndexChanged), this, rerun);
+    connect(addVariants, &QPushButton::clicked, this, [this] {
         const QStringList files = QFileDialog::getOpenFileNames(this, tr("Add experiment files"),
             QString::fromStdString(std::filesystem::path(m_path).parent_path().string()),
             tr("Experiment files (*.h5);;All files (*)"));
@@ -144,23 +143,23 @@ bool KernelViewPage::supports(const icl::RunSummary& summary, QString* why)
 
 bool KernelViewPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    ++m_variantGeneration;
+    ++m_variants.generation;
     if (!supports(summary, why)) {
         showMessage(*why);
         return false;
     }
     showContent();
     {
-        const QSignalBlocker b1(m_layer), b2(m_head), b3(m_prompt);
-        m_layer->setRange(0, int(summary.config->model.softmax_layers) - 1);
-        m_head->setRange(0, int(summary.config->model.n_heads) - 1);
-        m_prompt->setRange(0, 127);
-        m_layer->setValue(0);
-        m_head->setValue(0);
-        m_prompt->setValue(0);
+        const QSignalBlocker b1(m_choose.layer), b2(m_choose.head), b3(m_choose.prompt);
+        m_choose.layer->setRange(0, int(summary.config->model.softmax_layers) - 1);
+        m_choose.head->setRange(0, int(summary.config->model.n_heads) - 1);
+        m_choose.prompt->setRange(0, 127);
+        m_choose.layer->setValue(0);
+        m_choose.head->setValue(0);
+        m_choose.prompt->setValue(0);
     }
     // The variant comparison starts with this run and the runs next to it on the same task.
-    m_variantFiles = { QString::fromStdString(m_path) };
+    m_variants.files = { QString::fromStdString(m_path) };
     const nlohmann::json task = taskOf(summary);
     std::error_code ec;
     std::vector<std::string> siblings;
@@ -169,13 +168,13 @@ bool KernelViewPage::bind(const icl::RunSummary& summary, QString* why)
             siblings.push_back(entry.path().string());
     std::sort(siblings.begin(), siblings.end());
     for (const std::string& s : siblings) {
-        if (m_variantFiles.size() >= 12)
+        if (m_variants.files.size() >= 12)
             break;
         try {
             const icl::RunSummary other = icl::readRunSummary(s);
             QString ignored;
             if (supports(other, &ignored) && taskOf(other) == task)
-                m_variantFiles << QString::fromStdString(s);
+                m_variants.files << QString::fromStdString(s);
         } catch (const std::exception&) {
             // not an experiment file (or being written): not a variant
         }
@@ -188,8 +187,8 @@ void KernelViewPage::addVariantFiles(const QStringList& paths)
 {
     bool added = false;
     for (const QString& p : paths)
-        if (!p.isEmpty() && !m_variantFiles.contains(p)) {
-            m_variantFiles << p;
+        if (!p.isEmpty() && !m_variants.files.contains(p)) {
+            m_variants.files << p;
             added = true;
         }
     if (added)
@@ -201,10 +200,10 @@ void KernelViewPage::compute()
     const Ticket t = newTicket();
     icl::KernelViewOptions o;
     o.checkpoint_step = m_step;
-    o.layer = m_layer->value();
-    o.head = m_head->value();
-    o.prompt = m_prompt->value();
-    o.matrix_m = m_matrixM->currentData().toInt();
+    o.layer = m_choose.layer->value();
+    o.head = m_choose.head->value();
+    o.prompt = m_choose.prompt->value();
+    o.matrix_m = m_features->currentData().toInt();
     o.store = false;
     const std::string path = m_path;
     m_status->setText(tr("Computing the kernel view of layer %1, head %2 at checkpoint %3…")
@@ -227,15 +226,15 @@ void KernelViewPage::compute()
                     limit = std::max(limit, std::abs(x));
                 for (double x : kv.approx_attention.data)
                     limit = std::max(limit, std::abs(x));
-                m_exact->setMetadata(meta);
-                m_exact->setColorLimit(limit);
-                m_exact->setMatrix(kv.exact_attention);
-                m_approx->setMetadata(meta);
-                m_approx->setColorLimit(limit);
-                m_approx->setMatrix(kv.approx_attention);
-                m_errorPlot->setFigure(icl::kernelErrorFigure(kv));
-                m_lossPlot->setFigure(icl::referenceLossFigure(kv));
-                m_summaryLabel->setText(
+                m_views.exact->setMetadata(meta);
+                m_views.exact->setColorLimit(limit);
+                m_views.exact->setMatrix(kv.exact_attention);
+                m_views.approx->setMetadata(meta);
+                m_views.approx->setColorLimit(limit);
+                m_views.approx->setMatrix(kv.approx_attention);
+                m_views.error->setFigure(icl::kernelErrorFigure(kv));
+                m_views.loss->setFigure(icl::referenceLossFigure(kv));
+                m_views.summary->setText(
                     tr("Checkpoint %1, layer %2, head %3 (%4 attention, %5 prompts, %6 queries × %7 keys): exact-kernel "
                        "reference model vs the layer: max error %8 (output %9, attention %10). Random features: "
                        "fitted slope of the output error vs m %11 (attention %12; 1/√m is −0.5). Mean query/key "
@@ -257,9 +256,9 @@ void KernelViewPage::compute()
 
 void KernelViewPage::runVariants()
 {
-    const quint64 generation = ++m_variantGeneration;
-    const QStringList files = m_variantFiles;
-    m_variantStatus->setText(tr("Reading %1 experiment file(s)…").arg(files.size()));
+    const quint64 generation = ++m_variants.generation;
+    const QStringList files = m_variants.files;
+    m_variants.status->setText(tr("Reading %1 experiment file(s)…").arg(files.size()));
     runner()->enqueue(
         VariantsJob, tr("variant loss curves"),
         [this, generation, files]() -> AnalysisRunner::Continuation {
@@ -275,17 +274,17 @@ void KernelViewPage::runVariants()
             auto figure = std::make_shared<icl::Figure>(icl::variantLossFigure(runs));
             const int shown = int(runs.size());
             return [this, generation, figure, failed, shown] {
-                if (generation != m_variantGeneration)
+                if (generation != m_variants.generation)
                     return;
-                m_variantPlot->setFigure(*figure);
-                m_variantStatus->setText(failed.isEmpty()
+                m_variants.plot->setFigure(*figure);
+                m_variants.status->setText(failed.isEmpty()
                         ? tr("%1 run(s) on this task").arg(shown)
                         : tr("Not shown: %1").arg(failed.join(QStringLiteral("; "))));
             };
         },
         [this, generation](const QString& error) {
-            if (generation == m_variantGeneration)
-                m_variantStatus->setText(error);
+            if (generation == m_variants.generation)
+                m_variants.status->setText(error);
         });
 }
 

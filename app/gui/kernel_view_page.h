@@ -28,19 +28,19 @@ public:
     /// Adds experiment files to the variant comparison (ignores files already shown). Files that do
     /// not open are reported in the variants status line.
     void addVariantFiles(const QStringList& paths);
-    QStringList variantFiles() const { return m_variantFiles; }
+    QStringList variantFiles() const { return m_variants.files; }
 
     /// lsa models with at least one softmax layer; `why` gets the message shown otherwise.
     static bool supports(const icl::RunSummary& summary, QString* why);
 
-    QSpinBox* layerChooser() const { return m_layer; }
-    QComboBox* featuresChooser() const { return m_matrixM; }
-    widgets::HeatmapView* exactHeatmap() const { return m_exact; }
-    widgets::HeatmapView* approxHeatmap() const { return m_approx; }
-    widgets::PlotView* errorPlot() const { return m_errorPlot; }
-    widgets::PlotView* lossPlot() const { return m_lossPlot; }
-    widgets::PlotView* variantPlot() const { return m_variantPlot; }
-    QLabel* summaryLabel() const { return m_summaryLabel; }
+    QSpinBox* layerChooser() const { return m_choose.layer; }
+    QComboBox* featuresChooser() const { return m_features; }
+    widgets::HeatmapView* exactHeatmap() const { return m_views.exact; }
+    widgets::HeatmapView* approxHeatmap() const { return m_views.approx; }
+    widgets::PlotView* errorPlot() const { return m_views.error; }
+    widgets::PlotView* lossPlot() const { return m_views.loss; }
+    widgets::PlotView* variantPlot() const { return m_variants.plot; }
+    QLabel* summaryLabel() const { return m_views.summary; }
     QString cancelledMessage() const override { return tr("Kernel view cancelled"); }
     QString doneMessage() const override { return tr("Kernel view: analysis done"); }
 
@@ -49,21 +49,29 @@ private:
     void compute() override;
     void runVariants();
 
-    quint64 m_variantGeneration = 0;
-    QStringList m_variantFiles;   ///< the shown file first, then siblings and added files
-
-    QSpinBox* m_layer = nullptr;
-    QSpinBox* m_head = nullptr;
-    QSpinBox* m_prompt = nullptr;
-    QComboBox* m_matrixM = nullptr;
-    QLabel* m_summaryLabel = nullptr;
-    widgets::HeatmapView* m_exact = nullptr;
-    widgets::HeatmapView* m_approx = nullptr;
-    widgets::PlotView* m_errorPlot = nullptr;
-    widgets::PlotView* m_lossPlot = nullptr;
-    widgets::PlotView* m_variantPlot = nullptr;
-    QLabel* m_variantStatus = nullptr;
-    QPushButton* m_addVariants = nullptr;
+    /// Which attention matrix is shown: softmax layer, head and evaluation prompt.
+    struct MatrixChoosers {
+        QSpinBox* layer = nullptr;
+        QSpinBox* head = nullptr;
+        QSpinBox* prompt = nullptr;
+    } m_choose;
+    QComboBox* m_features = nullptr; ///< the number of random features m of the approximated matrix
+    /// The kernel view of the chosen matrix: its summary line, the exact and the random-feature attention
+    /// matrices, error vs m and the reference model's loss over GD steps.
+    struct KernelViews {
+        QLabel* summary = nullptr;
+        widgets::HeatmapView* exact = nullptr;
+        widgets::HeatmapView* approx = nullptr;
+        widgets::PlotView* error = nullptr;
+        widgets::PlotView* loss = nullptr;
+    } m_views;
+    /// The variant comparison: its files, the generation that drops superseded readings, plot and status line.
+    struct Variants {
+        QStringList files; ///< the shown file first, then siblings and added files
+        quint64 generation = 0;
+        widgets::PlotView* plot = nullptr;
+        QLabel* status = nullptr;
+    } m_variants;
 };
 
 } // namespace icl::gui
