@@ -32,9 +32,7 @@ IclCurvePage::IclCurvePage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    const SummaryAndPlot views = addSummaryAndPlot(layout, this, QStringLiteral("iclCurve"), m_status);
-    m_summaryLabel = views.summary;
-    m_plot = views.plot;
+    m_views = addSummaryAndPlot(layout, this, QStringLiteral("iclCurve"), m_status);
 
     connect(m_prompts, qOverload<int>(&QSpinBox::valueChanged), this, &IclCurvePage::requestCompute);
 }
@@ -42,8 +40,7 @@ IclCurvePage::IclCurvePage(QWidget* parent)
 bool IclCurvePage::bind(const icl::RunSummary&, QString*)
 {
     m_curve = {};
-    m_plot->setFigure(icl::Figure {});
-    m_summaryLabel->setText(QStringLiteral("—"));
+    m_views.clear();
     return true;
 }
 
@@ -79,7 +76,7 @@ void IclCurvePage::compute()
 void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
 {
     m_curve = curve;
-    m_plot->setFigure(icl::iclCurveFigure(m_curve, m_summary));
+    m_views.plot->setFigure(icl::iclCurveFigure(m_curve, m_summary));
     QString text = tr("Checkpoint %1, %2 prompts").arg(m_curve.checkpoint_step).arg(m_curve.n_prompts);
     if (!m_curve.n_examples.empty()) {
         text += tr("; error with %1 in-context examples:").arg(m_curve.n_examples.back());
@@ -89,7 +86,7 @@ void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
                 parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), formatValue(s.error.back()));
         text += QLatin1Char(' ') + parts.join(QStringLiteral(", "));
     }
-    m_summaryLabel->setText(text);
+    m_views.summary->setText(text);
     if (preview) {
         m_status->setText(tr("First look on the first %1 prompts; computing the curve on all of them…")
                               .arg(m_curve.n_prompts));

@@ -6,6 +6,7 @@
 
 #include "app/gui/analysis_page.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/page_widgets.h"
 #include "core/analysis/icl_curve.h"
 #include "core/types/icl_curve.h"
 #include "core/types/run_summary.h"
@@ -30,10 +31,10 @@ public:
 
     /// The last result shown (empty before the first one).
     const icl::IclCurve& curve() const { return m_curve; }
-    widgets::PlotView* plot() const { return m_plot; }
+    widgets::PlotView* plot() const { return m_views.plot; }
     QString cancelledMessage() const override { return tr("ICL curve cancelled"); }
     QString doneMessage() const override { return tr("ICL curve: analysis done"); }
-    QLabel* summaryLabel() const { return m_summaryLabel; }
+    QLabel* summaryLabel() const { return m_views.summary; }
 
 private:
     bool bind(const icl::RunSummary& summary, QString* why) override;
@@ -45,8 +46,7 @@ private:
     icl::IclCurve m_curve;
 
     QSpinBox* m_prompts = nullptr;
-    QLabel* m_summaryLabel = nullptr;
-    widgets::PlotView* m_plot = nullptr;
+    SummaryAndPlot m_views;
 };
 
 } // namespace icl::gui

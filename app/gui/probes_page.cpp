@@ -58,9 +58,7 @@ ProbesPage::ProbesPage(QWidget* parent)
     controls->addStretch(1);
     layout->addLayout(controls);
 
-    const SummaryAndPlot views = addSummaryAndPlot(layout, content, QStringLiteral("probes"), m_status);
-    m_summaryLabel = views.summary;
-    m_plot = views.plot;
+    m_views = addSummaryAndPlot(layout, content, QStringLiteral("probes"), m_status);
 
     connect(m_positions, qOverload<int>(&QComboBox::currentIndexChanged), this, &ProbesPage::requestCompute);
 }
@@ -98,8 +96,7 @@ bool ProbesPage::supports(const icl::RunSummary& summary, QString* why)
 bool ProbesPage::bind(const icl::RunSummary& summary, QString* why)
 {
     m_curves.clear();
-    m_plot->setFigure(icl::Figure {});
-    m_summaryLabel->setText(QStringLiteral("—"));
+    m_views.clear();
     if (!supports(summary, why)) {
         showMessage(*why);
         return false;
@@ -181,8 +178,8 @@ void ProbesPage::compute()
     if (targets.isEmpty()) {
         runner()->cancel();
         m_curves.clear();
-        m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
-        m_summaryLabel->setText(QStringLiteral("—"));
+        m_views.plot->setFigure(icl::probeFigure(m_curves, m_summary));
+        m_views.summary->setText(QStringLiteral("—"));
         m_status->setText(tr("Check at least one target."));
         return;
     }
@@ -216,8 +213,7 @@ void ProbesPage::compute()
                 errors << QString::fromStdString(e);
             if (f.curves.empty()) {
                 m_curves.clear();
-                m_plot->setFigure(icl::Figure {});
-                m_summaryLabel->setText(QStringLiteral("—"));
+                m_views.clear();
             } else {
                 showCurves(f.curves, false);
             }
@@ -228,7 +224,7 @@ void ProbesPage::compute()
 void ProbesPage::showCurves(const std::vector<icl::ProbeCurve>& curves, bool firstLook)
 {
     m_curves = curves;
-    m_plot->setFigure(icl::probeFigure(m_curves, m_summary));
+    m_views.plot->setFigure(icl::probeFigure(m_curves, m_summary));
     QStringList parts;
     for (const icl::ProbeCurve& c : m_curves) {
         size_t best = 0;
@@ -246,12 +242,12 @@ void ProbesPage::showCurves(const std::vector<icl::ProbeCurve>& curves, bool fir
                              formatValue(c.normalised_mse.front()));
     }
     const icl::ProbeCurve& first = m_curves.front();
-    m_summaryLabel->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")
-                                .arg(first.checkpoint_step)
-                                .arg(QString::fromStdString(first.positions))
-                                .arg(first.n_fit)
-                                .arg(first.n_test)
-                                .arg(parts.join(QStringLiteral("; "))));
+    m_views.summary->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")
+                                 .arg(first.checkpoint_step)
+                                 .arg(QString::fromStdString(first.positions))
+                                 .arg(first.n_fit)
+                                 .arg(first.n_test)
+                                 .arg(parts.join(QStringLiteral("; "))));
     if (firstLook) {
         m_status->setText(tr("First look on the first %1 fit and %1 test prompts; fitting on all %2 + %3…")
                               .arg(icl::kProbeFirstLookPrompts)

@@ -10,6 +10,7 @@
 
 #include "app/gui/analysis_page.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/page_widgets.h"
 #include "core/analysis/probe_analysis.h"
 #include "core/types/probe.h"
 #include "core/types/run_summary.h"
@@ -50,11 +51,11 @@ public:
 
     /// The curves shown (one per checked target, in page order).
     const std::vector<icl::ProbeCurve>& curves() const { return m_curves; }
-    widgets::PlotView* plot() const { return m_plot; }
+    widgets::PlotView* plot() const { return m_views.plot; }
     QString cancelledMessage() const override { return tr("Probes cancelled (the running probe finishes first)"); }
     QString doneMessage() const override { return tr("Probes: analysis done"); }
     QCheckBox* targetCheck(const QString& target) const;
-    QLabel* summaryLabel() const { return m_summaryLabel; }
+    QLabel* summaryLabel() const { return m_views.summary; }
 
 private:
     bool bind(const icl::RunSummary& summary, QString* why) override;
@@ -68,8 +69,7 @@ private:
 
     QComboBox* m_positions = nullptr;
     std::map<QString, QCheckBox*> m_targets;
-    QLabel* m_summaryLabel = nullptr;
-    widgets::PlotView* m_plot = nullptr;
+    SummaryAndPlot m_views;
 };
 
 } // namespace icl::gui
