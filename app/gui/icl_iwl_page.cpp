@@ -97,29 +97,29 @@ IclIwlPage::IclIwlPage(QWidget* parent)
                                "numbers equal the metrics stored at that step; otherwise fresh sequences)"));
     form->addRow(tr("Sequences"), m_sequences);
     addValueRows(form, panel,
-        { { &m_checkpointValue, "iclIwlCheckpoint", tr("Checkpoint"), QString() },
-            { &m_iclValue, "iclIwlIclAccuracy", tr("ICL accuracy, labels {0, 1}"),
+        { { &m_panel[CheckpointRow], "iclIwlCheckpoint", tr("Checkpoint"), QString() },
+            { &m_panel[IclRow], "iclIwlIclAccuracy", tr("ICL accuracy, labels {0, 1}"),
                 tr("Holdout classes, argmax over labels {0, 1} (chance 0.5)") },
-            { &m_iclAllValue, "iclIwlIclAllLabels", tr("ICL accuracy, all labels"),
+            { &m_panel[IclAllLabelsRow], "iclIwlIclAllLabels", tr("ICL accuracy, all labels"),
                 tr("The same holdout sequences, argmax over every label") },
-            { &m_iwlValue, "iclIwlIwlAccuracy", tr("IWL accuracy"),
+            { &m_panel[IwlRow], "iclIwlIwlAccuracy", tr("IWL accuracy"),
                 tr("Training classes with no support in the context, argmax over every label") },
-            { &m_iclInContextValue, "iclIwlIclInContext", tr("ICL: output in context"),
+            { &m_panel[IclInContextRow], "iclIwlIclInContext", tr("ICL: output in context"),
                 tr("How often the output (argmax over every label) is a label present in the context, on the ICL "
                    "sequences") },
-            { &m_iwlInContextValue, "iclIwlIwlInContext", tr("IWL: output in context"),
+            { &m_panel[IwlInContextRow], "iclIwlIwlInContext", tr("IWL: output in context"),
                 tr("How often the output is a label present in the context, on the IWL sequences (where the right "
                    "label never is)") } });
     // With a common / rare split of the training classes (task.n_common_classes > 0) only.
     addValueRows(form, panel,
-        { { &m_iclCommonValue, "iclIwlIclCommon", tr("ICL, common classes"),
+        { { &m_panel[IclCommonRow], "iclIwlIclCommon", tr("ICL, common classes"),
               tr("2 common classes, 4 shots each, labels {0, 1} drawn per sequence, argmax over {0, 1}") },
-            { &m_iclRareValue, "iclIwlIclRare", tr("ICL, rare classes"), tr("The same on 2 rare classes") },
-            { &m_iwlCommonValue, "iclIwlIwlCommon", tr("IWL, common classes"),
+            { &m_panel[IclRareRow], "iclIwlIclRare", tr("ICL, rare classes"), tr("The same on 2 rare classes") },
+            { &m_panel[IwlCommonRow], "iclIwlIwlCommon", tr("IWL, common classes"),
                 tr("Query and context from common classes, no support, argmax over every label") },
-            { &m_iwlRareValue, "iclIwlIwlRare", tr("IWL, rare classes"), tr("The same on rare classes") } });
-    for (QLabel* value : { m_iclCommonValue, m_iclRareValue, m_iwlCommonValue, m_iwlRareValue })
-        form->setRowVisible(value, false);
+            { &m_panel[IwlRareRow], "iclIwlIwlRare", tr("IWL, rare classes"), tr("The same on rare classes") } });
+    for (int row = IclCommonRow; row <= IwlRareRow; ++row)
+        form->setRowVisible(m_panel[row], false);
     m_panelForm = form;
     form->addRow(m_status);
     panel->setFixedWidth(340);
@@ -171,8 +171,8 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_sequenceView->clear();
     const std::string kind = taskKind(summary);
     m_supported = summary.config && icl::kindOf(summary.config->task) == icl::TaskKind::FewshotClassification;
-    for (QLabel* label : { m_iclCommonValue, m_iclRareValue, m_iwlCommonValue, m_iwlRareValue })
-        m_panelForm->setRowVisible(label, m_supported && hasCommonRareSplit(summary));
+    for (int row = IclCommonRow; row <= IwlRareRow; ++row)
+        m_panelForm->setRowVisible(m_panel[row], m_supported && hasCommonRareSplit(summary));
     m_content->setVisible(m_supported);
     m_message->setVisible(!m_supported);
     if (!m_supported) {
@@ -212,8 +212,7 @@ void IclIwlPage::showCurves()
 
 void IclIwlPage::clearPanel()
 {
-    for (QLabel* label : { m_checkpointValue, m_iclValue, m_iclAllValue, m_iwlValue, m_iclInContextValue,
-             m_iwlInContextValue, m_iclCommonValue, m_iclRareValue, m_iwlCommonValue, m_iwlRareValue })
+    for (QLabel* label : m_panel)
         label->setText(QStringLiteral("—"));
 }
 
@@ -282,15 +281,15 @@ void IclIwlPage::compute()
 void IclIwlPage::showResult(const icl::IclIwlResult& r, bool firstLook)
 {
     m_result = r;
-    m_checkpointValue->setText(tr("step %1").arg(r.checkpoint_step));
-    m_iclValue->setText(fractionText(r.icl_accuracy, r.n_sequences));
-    m_iclAllValue->setText(fractionText(r.icl_accuracy_all_labels, r.n_sequences));
-    m_iwlValue->setText(fractionText(r.iwl_accuracy, r.n_sequences));
-    m_iclInContextValue->setText(fractionText(r.icl_in_context_rate, r.n_sequences));
-    m_iwlInContextValue->setText(fractionText(r.iwl_in_context_rate, r.n_sequences));
-    const std::vector<std::pair<QLabel*, double>> split = { { m_iclCommonValue, r.icl_accuracy_common },
-        { m_iclRareValue, r.icl_accuracy_rare }, { m_iwlCommonValue, r.iwl_accuracy_common },
-        { m_iwlRareValue, r.iwl_accuracy_rare } };
+    m_panel[CheckpointRow]->setText(tr("step %1").arg(r.checkpoint_step));
+    m_panel[IclRow]->setText(fractionText(r.icl_accuracy, r.n_sequences));
+    m_panel[IclAllLabelsRow]->setText(fractionText(r.icl_accuracy_all_labels, r.n_sequences));
+    m_panel[IwlRow]->setText(fractionText(r.iwl_accuracy, r.n_sequences));
+    m_panel[IclInContextRow]->setText(fractionText(r.icl_in_context_rate, r.n_sequences));
+    m_panel[IwlInContextRow]->setText(fractionText(r.iwl_in_context_rate, r.n_sequences));
+    const std::vector<std::pair<QLabel*, double>> split
+        = { { m_panel[IclCommonRow], r.icl_accuracy_common }, { m_panel[IclRareRow], r.icl_accuracy_rare },
+              { m_panel[IwlCommonRow], r.iwl_accuracy_common }, { m_panel[IwlRareRow], r.iwl_accuracy_rare } };
     for (const auto& [label, value] : split) {
         label->setText(fractionText(value, r.n_sequences));
         m_panelForm->setRowVisible(label, r.common_rare_split);

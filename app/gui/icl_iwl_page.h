@@ -2,6 +2,7 @@
 // ICL vs IWL page (Chan et al. 2022, docs/science.md §4): for a few-shot classification run, the in-context and
 // in-weights accuracies over training and the on-demand evaluation of the selected checkpoint.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -68,17 +69,17 @@ public:
     const std::optional<icl::IclIwlResult>& result() const { return m_result; }
 
     widgets::PlotView* plot() const { return m_plot; }
-    QLabel* checkpointLabel() const { return m_checkpointValue; }
-    QLabel* iclAccuracyLabel() const { return m_iclValue; }
-    QLabel* iclAllLabelsLabel() const { return m_iclAllValue; }
-    QLabel* iwlAccuracyLabel() const { return m_iwlValue; }
-    QLabel* iclInContextLabel() const { return m_iclInContextValue; }
-    QLabel* iwlInContextLabel() const { return m_iwlInContextValue; }
+    QLabel* checkpointLabel() const { return m_panel[CheckpointRow]; }
+    QLabel* iclAccuracyLabel() const { return m_panel[IclRow]; }
+    QLabel* iclAllLabelsLabel() const { return m_panel[IclAllLabelsRow]; }
+    QLabel* iwlAccuracyLabel() const { return m_panel[IwlRow]; }
+    QLabel* iclInContextLabel() const { return m_panel[IclInContextRow]; }
+    QLabel* iwlInContextLabel() const { return m_panel[IwlInContextRow]; }
     /// ICL and IWL accuracy on common and on rare classes: rows shown only for a run with a common / rare split.
-    QLabel* iclCommonLabel() const { return m_iclCommonValue; }
-    QLabel* iclRareLabel() const { return m_iclRareValue; }
-    QLabel* iwlCommonLabel() const { return m_iwlCommonValue; }
-    QLabel* iwlRareLabel() const { return m_iwlRareValue; }
+    QLabel* iclCommonLabel() const { return m_panel[IclCommonRow]; }
+    QLabel* iclRareLabel() const { return m_panel[IclRareRow]; }
+    QLabel* iwlCommonLabel() const { return m_panel[IwlCommonRow]; }
+    QLabel* iwlRareLabel() const { return m_panel[IwlRareRow]; }
 
     /// Reads DIR/aggregate/table.csv (or DIR/table.csv, or the CSV file itself) and shows the sweep tab. On a
     /// missing or malformed table shows the reason in sweepView()->statusLabel() and returns false.
@@ -127,16 +128,22 @@ private:
 
     QWidget* m_content = nullptr;
     QSpinBox* m_sequences = nullptr;
-    QLabel* m_checkpointValue = nullptr;
-    QLabel* m_iclValue = nullptr;
-    QLabel* m_iclAllValue = nullptr;
-    QLabel* m_iwlValue = nullptr;
-    QLabel* m_iclInContextValue = nullptr;
-    QLabel* m_iwlInContextValue = nullptr;
-    QLabel* m_iclCommonValue = nullptr;
-    QLabel* m_iclRareValue = nullptr;
-    QLabel* m_iwlCommonValue = nullptr;
-    QLabel* m_iwlRareValue = nullptr;
+    /// The value rows of the "Selected checkpoint" panel, in order; the last four (ICL and IWL accuracy on common
+    /// and on rare classes) are shown only for a run with a common / rare split.
+    enum PanelRow {
+        CheckpointRow,
+        IclRow,
+        IclAllLabelsRow,
+        IwlRow,
+        IclInContextRow,
+        IwlInContextRow,
+        IclCommonRow,
+        IclRareRow,
+        IwlCommonRow,
+        IwlRareRow,
+        PanelRowCount
+    };
+    std::array<QLabel*, PanelRowCount> m_panel {}; ///< the value label of each PanelRow
     QFormLayout* m_panelForm = nullptr;
     widgets::PlotView* m_plot = nullptr;
     QTabWidget* m_tabs = nullptr;

@@ -44,28 +44,28 @@ SequenceView::SequenceView(QWidget* parent)
     auto* seqLayout = makeContentLayout(this);
     auto* seqControls = new QHBoxLayout;
     seqControls->addWidget(new QLabel(tr("Sequence"), this));
-    m_sequenceKind = new QComboBox(this);
-    m_sequenceKind->setObjectName(QStringLiteral("iclIwlSequenceKind"));
+    m_choose.kind = new QComboBox(this);
+    m_choose.kind->setObjectName(QStringLiteral("iclIwlSequenceKind"));
     for (const auto& [kind, name] : sequenceKinds())
-        m_sequenceKind->addItem(QCoreApplication::translate("IclIwlPage", name),
+        m_choose.kind->addItem(QCoreApplication::translate("IclIwlPage", name),
             QString::fromStdString(icl::fewShotSequenceKindName(kind)));
-    m_sequenceKind->setToolTip(tr("Training: as the task draws it (bursty with probability p_bursty), or forced bursty "
-                                  "(query class ×3, a second class ×3, others) or i.i.d. ICL: 2 holdout classes × 4 "
-                                  "shots, labels {0, 1} drawn per sequence. IWL: the query's class is absent from the "
-                                  "context."));
-    seqControls->addWidget(m_sequenceKind);
+    m_choose.kind->setToolTip(tr("Training: as the task draws it (bursty with probability p_bursty), or forced bursty "
+                                 "(query class ×3, a second class ×3, others) or i.i.d. ICL: 2 holdout classes × 4 "
+                                 "shots, labels {0, 1} drawn per sequence. IWL: the query's class is absent from the "
+                                 "context."));
+    seqControls->addWidget(m_choose.kind);
     seqControls->addWidget(new QLabel(tr("seed"), this));
-    m_sequenceSeed = makeSpinBox(this, "iclIwlSequenceSeed", 0, 1000000000, 0);
-    m_sequenceSeed->setToolTip(tr("Index of the draw: the same kind and seed give the same sequence (ICL/IWL seed s: "
-                                  "the first sequence of that evaluation set with index s)"));
-    seqControls->addWidget(m_sequenceSeed);
-    m_resample = new QPushButton(tr("Resample"), this);
-    m_resample->setObjectName(QStringLiteral("iclIwlResample"));
-    m_resample->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
-    m_resample->setToolTip(tr("Draw the next sequence (seed + 1) (Ctrl+R)"));
-    seqControls->addWidget(m_resample);
-    m_sequenceStatus = makeTextLine(QStringLiteral("iclIwlSequenceStatus"), this);
-    seqControls->addWidget(m_sequenceStatus, 1);
+    m_choose.seed = makeSpinBox(this, "iclIwlSequenceSeed", 0, 1000000000, 0);
+    m_choose.seed->setToolTip(tr("Index of the draw: the same kind and seed give the same sequence (ICL/IWL seed s: "
+                                 "the first sequence of that evaluation set with index s)"));
+    seqControls->addWidget(m_choose.seed);
+    m_choose.resample = new QPushButton(tr("Resample"), this);
+    m_choose.resample->setObjectName(QStringLiteral("iclIwlResample"));
+    m_choose.resample->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_R));
+    m_choose.resample->setToolTip(tr("Draw the next sequence (seed + 1) (Ctrl+R)"));
+    seqControls->addWidget(m_choose.resample);
+    m_status = makeTextLine(QStringLiteral("iclIwlSequenceStatus"), this);
+    seqControls->addWidget(m_status, 1);
     seqLayout->addLayout(seqControls);
 
     m_strip = new widgets::ExemplarStrip(this);
@@ -83,17 +83,17 @@ SequenceView::SequenceView(QWidget* parent)
     auto* seqBody = new QHBoxLayout;
     auto* prediction = new QGroupBox(tr("Prediction at the query"), this);
     prediction->setObjectName(QStringLiteral("iclIwlPredictionPanel"));
-    m_sequenceForm = new QFormLayout(prediction);
-    m_sequenceInfo = makeValueLabel(prediction, "iclIwlSequenceInfo");
-    m_sequenceInfo->setWordWrap(true);
-    m_sequenceForm->addRow(tr("Sequence"), m_sequenceInfo);
-    addValueRows(m_sequenceForm, prediction,
-        { { &m_trueLabel, "iclIwlTrueLabel", tr("True label"), QString() },
-            { &m_predictedLabel, "iclIwlPredictedLabel", tr("Predicted label"),
+    m_predictionForm = new QFormLayout(prediction);
+    m_prediction[SequenceRow] = makeValueLabel(prediction, "iclIwlSequenceInfo");
+    m_prediction[SequenceRow]->setWordWrap(true);
+    m_predictionForm->addRow(tr("Sequence"), m_prediction[SequenceRow]);
+    addValueRows(m_predictionForm, prediction,
+        { { &m_prediction[TrueLabelRow], "iclIwlTrueLabel", tr("True label"), QString() },
+            { &m_prediction[PredictedRow], "iclIwlPredictedLabel", tr("Predicted label"),
                 tr("Argmax of the query logits over every label (as the accuracies)") },
-            { &m_predicted01, "iclIwlPredicted01", tr("Predicted over {0, 1}"),
+            { &m_prediction[Predicted01Row], "iclIwlPredicted01", tr("Predicted over {0, 1}"),
                 tr("Argmax over labels {0, 1} only: the read-out of the ICL accuracy (chance 0.5)") },
-            { &m_inContext, "iclIwlPredictionInContext", tr("Prediction is in context"),
+            { &m_prediction[InContextRow], "iclIwlPredictionInContext", tr("Prediction is in context"),
                 tr("Whether the predicted label is the label of some in-context example") } });
     prediction->setFixedWidth(340);
     seqBody->addWidget(prediction, 0, Qt::AlignTop);
@@ -104,36 +104,35 @@ SequenceView::SequenceView(QWidget* parent)
     seqLayout->addLayout(seqBody, 1);
     clear();
 
-    connect(m_sequenceKind, qOverload<int>(&QComboBox::currentIndexChanged), this, &SequenceView::changed);
-    connect(m_sequenceSeed, qOverload<int>(&QSpinBox::valueChanged), this, &SequenceView::changed);
-    connect(m_resample, &QPushButton::clicked, this, &SequenceView::resample);
+    connect(m_choose.kind, qOverload<int>(&QComboBox::currentIndexChanged), this, &SequenceView::changed);
+    connect(m_choose.seed, qOverload<int>(&QSpinBox::valueChanged), this, &SequenceView::changed);
+    connect(m_choose.resample, &QPushButton::clicked, this, &SequenceView::resample);
 }
 
 void SequenceView::setSequence(icl::FewShotSequenceKind kind, uint64_t seed)
 {
-    const QSignalBlocker blockKind(m_sequenceKind), blockSeed(m_sequenceSeed);
-    m_sequenceKind->setCurrentIndex(
-        m_sequenceKind->findData(QString::fromStdString(icl::fewShotSequenceKindName(kind))));
-    m_sequenceSeed->setValue(int(seed));
+    const QSignalBlocker blockKind(m_choose.kind), blockSeed(m_choose.seed);
+    m_choose.kind->setCurrentIndex(m_choose.kind->findData(QString::fromStdString(icl::fewShotSequenceKindName(kind))));
+    m_choose.seed->setValue(int(seed));
 }
 
 icl::FewShotSequenceKind SequenceView::kind() const
 {
-    return icl::fewShotSequenceKindFromName(m_sequenceKind->currentData().toString().toStdString())
+    return icl::fewShotSequenceKindFromName(m_choose.kind->currentData().toString().toStdString())
         .value_or(icl::FewShotSequenceKind::Training);
 }
 
 uint64_t SequenceView::seed() const
 {
-    return uint64_t(m_sequenceSeed->value());
+    return uint64_t(m_choose.seed->value());
 }
 
 void SequenceView::resample()
 {
-    if (m_sequenceSeed->value() < m_sequenceSeed->maximum())
-        m_sequenceSeed->setValue(m_sequenceSeed->value() + 1); // emits changed through valueChanged
+    if (m_choose.seed->value() < m_choose.seed->maximum())
+        m_choose.seed->setValue(m_choose.seed->value() + 1); // emits changed through valueChanged
     else
-        m_sequenceSeed->setValue(0);
+        m_choose.seed->setValue(0);
 }
 
 void SequenceView::clear()
@@ -142,10 +141,10 @@ void SequenceView::clear()
     m_strip->clear();
     m_stripScroll->setFixedHeight(
         m_strip->sizeHint().height() + m_stripScroll->horizontalScrollBar()->sizeHint().height());
-    for (QLabel* label : { m_sequenceInfo, m_trueLabel, m_predictedLabel, m_predicted01, m_inContext })
+    for (QLabel* label : m_prediction)
         label->setText(QStringLiteral("—"));
-    m_predictedLabel->setStyleSheet(QString());
-    m_sequenceForm->setRowVisible(m_predicted01, false);
+    m_prediction[PredictedRow]->setStyleSheet(QString());
+    m_predictionForm->setRowVisible(m_prediction[Predicted01Row], false);
     widgets::BarChart empty;
     empty.title = tr("Most probable labels at the query").toStdString();
     empty.x_label = "label";
@@ -193,23 +192,25 @@ void SequenceView::showSequence(const icl::FewShotSequence& s, const std::string
     default:
         kind = s.bursty ? tr("training, bursty") : tr("training, i.i.d.");
     }
-    m_sequenceInfo->setText(tr("%1\nseed %2, checkpoint %3").arg(kind).arg(s.seed).arg(s.checkpoint_step));
+    m_prediction[SequenceRow]->setText(tr("%1\nseed %2, checkpoint %3").arg(kind).arg(s.seed).arg(s.checkpoint_step));
     const double pTrue = s.true_label < int64_t(s.probabilities.size()) ? s.probabilities[size_t(s.true_label)] : 0.0;
-    m_trueLabel->setText(tr("%1 (p = %2)").arg(s.true_label).arg(pTrue, 0, 'f', 3));
+    m_prediction[TrueLabelRow]->setText(tr("%1 (p = %2)").arg(s.true_label).arg(pTrue, 0, 'f', 3));
     const double pPredicted = s.probabilities[size_t(s.predicted_label)];
-    m_predictedLabel->setText(tr("%1 (p = %2) — %3")
-                                  .arg(s.predicted_label)
-                                  .arg(pPredicted, 0, 'f', 3)
-                                  .arg(s.correct() ? tr("correct") : tr("wrong")));
-    m_predictedLabel->setStyleSheet(s.correct() ? QStringLiteral("QLabel { color: #1a7f37; font-weight: bold; }")
-                                                : QStringLiteral("QLabel { color: #c62828; font-weight: bold; }"));
+    m_prediction[PredictedRow]->setText(tr("%1 (p = %2) — %3")
+                                            .arg(s.predicted_label)
+                                            .arg(pPredicted, 0, 'f', 3)
+                                            .arg(s.correct() ? tr("correct") : tr("wrong")));
+    m_prediction[PredictedRow]->setStyleSheet(s.correct()
+            ? QStringLiteral("QLabel { color: #1a7f37; font-weight: bold; }")
+            : QStringLiteral("QLabel { color: #c62828; font-weight: bold; }"));
     const bool isIcl = s.kind == icl::FewShotSequenceKind::Icl;
-    m_sequenceForm->setRowVisible(m_predicted01, isIcl);
-    m_predicted01->setText(isIcl ? tr("%1 — %2")
-                                       .arg(s.predicted_label_01)
-                                       .arg(s.predicted_label_01 == s.true_label ? tr("correct") : tr("wrong"))
-                                 : QStringLiteral("—"));
-    m_inContext->setText(s.prediction_in_context ? tr("yes") : tr("no"));
+    m_predictionForm->setRowVisible(m_prediction[Predicted01Row], isIcl);
+    m_prediction[Predicted01Row]->setText(isIcl
+            ? tr("%1 — %2")
+                  .arg(s.predicted_label_01)
+                  .arg(s.predicted_label_01 == s.true_label ? tr("correct") : tr("wrong"))
+            : QStringLiteral("—"));
+    m_prediction[InContextRow]->setText(s.prediction_in_context ? tr("yes") : tr("no"));
 
     widgets::BarChart chart;
     chart.name = "sequence_top_labels";

@@ -2,6 +2,7 @@
 // The sequence viewer tab of the ICL vs IWL page: one few-shot sequence as a row of exemplar tiles and the
 // selected checkpoint's prediction at its query.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,17 +38,17 @@ public:
     /// The sequence shown (empty before the first one, after an error and for another run).
     const std::optional<icl::FewShotSequence>& sequence() const { return m_sequence; }
 
-    QComboBox* kindChooser() const { return m_sequenceKind; }
-    QSpinBox* seedChooser() const { return m_sequenceSeed; }
-    QPushButton* resampleButton() const { return m_resample; }
+    QComboBox* kindChooser() const { return m_choose.kind; }
+    QSpinBox* seedChooser() const { return m_choose.seed; }
+    QPushButton* resampleButton() const { return m_choose.resample; }
     widgets::ExemplarStrip* strip() const { return m_strip; }
     widgets::BarChartView* probabilityChart() const { return m_probabilities; }
-    QLabel* statusLabel() const { return m_sequenceStatus; }
-    QLabel* infoLabel() const { return m_sequenceInfo; }
-    QLabel* trueLabelLabel() const { return m_trueLabel; }
-    QLabel* predictedLabelLabel() const { return m_predictedLabel; }
-    QLabel* predicted01Label() const { return m_predicted01; }
-    QLabel* inContextLabel() const { return m_inContext; }
+    QLabel* statusLabel() const { return m_status; }
+    QLabel* infoLabel() const { return m_prediction[SequenceRow]; }
+    QLabel* trueLabelLabel() const { return m_prediction[TrueLabelRow]; }
+    QLabel* predictedLabelLabel() const { return m_prediction[PredictedRow]; }
+    QLabel* predicted01Label() const { return m_prediction[Predicted01Row]; }
+    QLabel* inContextLabel() const { return m_prediction[InContextRow]; }
 
 Q_SIGNALS:
     /// The kind or the seed changed (by the user or resample()): the sequence to show is another one.
@@ -55,18 +56,21 @@ Q_SIGNALS:
 
 private:
     std::optional<icl::FewShotSequence> m_sequence;
-    QComboBox* m_sequenceKind = nullptr;
-    QSpinBox* m_sequenceSeed = nullptr;
-    QPushButton* m_resample = nullptr;
-    QLabel* m_sequenceStatus = nullptr;
+    /// Which sequence: its kind and seed, and the Resample button.
+    struct Chooser {
+        QComboBox* kind = nullptr;
+        QSpinBox* seed = nullptr;
+        QPushButton* resample = nullptr;
+    } m_choose;
+    QLabel* m_status = nullptr;
+    /// The sequence's exemplar tiles, in a scroll area one strip high.
     widgets::ExemplarStrip* m_strip = nullptr;
     QScrollArea* m_stripScroll = nullptr;
-    QLabel* m_sequenceInfo = nullptr;
-    QLabel* m_trueLabel = nullptr;
-    QLabel* m_predictedLabel = nullptr;
-    QLabel* m_predicted01 = nullptr;
-    QLabel* m_inContext = nullptr;
-    QFormLayout* m_sequenceForm = nullptr;
+    /// The value rows of the "Prediction at the query" panel, in order; the {0, 1} row is shown for ICL
+    /// sequences only.
+    enum PredictionRow { SequenceRow, TrueLabelRow, PredictedRow, Predicted01Row, InContextRow, PredictionRowCount };
+    std::array<QLabel*, PredictionRowCount> m_prediction {}; ///< the value label of each PredictionRow
+    QFormLayout* m_predictionForm = nullptr;
     widgets::BarChartView* m_probabilities = nullptr;
 };
 
