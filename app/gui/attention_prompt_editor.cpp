@@ -78,25 +78,19 @@ PromptEditor::PromptEditor(QWidget* parent)
 
     auto* rowButtons = new QGridLayout;
     rowButtons->setSpacing(3);
-    auto button = [&](const QString& text, const char* name, const QString& tip) {
-        auto* b = new QPushButton(text, this);
-        b->setObjectName(QString::fromLatin1(name));
-        b->setToolTip(tip);
-        return b;
-    };
-    m_add = button(
-        tr("Add"), "attentionAdd", tr("Add an in-context example drawn from the prompt's task (before the query)"));
-    m_delete = button(tr("Delete"), "attentionDelete", tr("Delete the selected in-context example"));
-    m_up = button(tr("Up"), "attentionUp", tr("Move the selected example one place earlier"));
-    m_down = button(tr("Down"), "attentionDown", tr("Move the selected example one place later"));
-    m_duplicate = button(tr("Duplicate"), "attentionDuplicate", tr("Insert a copy of the selected row after it"));
-    m_resampleRow = button(tr("Resample row"), "attentionResampleRow", resampleRowTip());
-    rowButtons->addWidget(m_add, 0, 0);
-    rowButtons->addWidget(m_delete, 0, 1);
-    rowButtons->addWidget(m_duplicate, 0, 2);
-    rowButtons->addWidget(m_up, 1, 0);
-    rowButtons->addWidget(m_down, 1, 1);
-    rowButtons->addWidget(m_resampleRow, 1, 2);
+    m_rowButtons[AddRow] = makePushButton(this, "attentionAdd", tr("Add"),
+        tr("Add an in-context example drawn from the prompt's task (before the query)"));
+    m_rowButtons[DeleteRow]
+        = makePushButton(this, "attentionDelete", tr("Delete"), tr("Delete the selected in-context example"));
+    m_rowButtons[MoveUp]
+        = makePushButton(this, "attentionUp", tr("Up"), tr("Move the selected example one place earlier"));
+    m_rowButtons[MoveDown]
+        = makePushButton(this, "attentionDown", tr("Down"), tr("Move the selected example one place later"));
+    m_rowButtons[DuplicateRow]
+        = makePushButton(this, "attentionDuplicate", tr("Duplicate"), tr("Insert a copy of the selected row after it"));
+    m_rowButtons[ResampleRow] = makePushButton(this, "attentionResampleRow", tr("Resample row"), resampleRowTip());
+    for (int i = 0; i < RowButtonCount; ++i)
+        rowButtons->addWidget(m_rowButtons[i], i / 3, i % 3);
     m_layout->addLayout(rowButtons);
 
     auto* promptRow = new QHBoxLayout;
@@ -105,26 +99,26 @@ PromptEditor::PromptEditor(QWidget* parent)
     m_seed = makeSpinBox(this, "attentionSeed", 0, INT_MAX, 1);
     m_seed->setToolTip(tr("Seed of the sampled prompt (same distribution as the training prompts)"));
     seedLabel->setBuddy(m_seed);
-    m_resamplePrompt = button(tr("Resample prompt"), "attentionResamplePrompt",
+    m_resamplePrompt = makePushButton(this, "attentionResamplePrompt", tr("Resample prompt"),
         tr("Draw a whole new prompt (task instance w, examples and query) from the seed"));
     promptRow->addWidget(seedLabel);
     promptRow->addWidget(m_seed);
     promptRow->addWidget(m_resamplePrompt, 1);
-    m_openPrompt = button(tr("Open…"), "attentionOpenPrompt",
+    m_fileButtons.open = makePushButton(this, "attentionOpenPrompt", tr("Open…"),
         tr("Open a prompt of your own (Ctrl+Shift+O): JSON {\"x\": [[…], …], \"y\": […]} or CSV with the header "
            "x_1,…,x_d,y, one row per point, the query last (its y may be left empty)"));
-    m_openPrompt->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
-    m_savePrompt = button(tr("Save…"), "attentionSavePrompt",
+    m_fileButtons.open->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_O));
+    m_fileButtons.save = makePushButton(this, "attentionSavePrompt", tr("Save…"),
         tr("Save the prompt (every x and y, exactly) as JSON or CSV, to reproduce an edited prompt (Ctrl+Shift+S)"));
-    m_savePrompt->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
-    titleRow->addWidget(m_openPrompt, 0, Qt::AlignTop);
-    titleRow->addWidget(m_savePrompt, 0, Qt::AlignTop);
+    m_fileButtons.save->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_S));
+    titleRow->addWidget(m_fileButtons.open, 0, Qt::AlignTop);
+    titleRow->addWidget(m_fileButtons.save, 0, Qt::AlignTop);
     m_layout->addLayout(promptRow);
     auto* noiseRow = new QHBoxLayout;
     noiseRow->setSpacing(4);
     m_noise = makeDoubleSpinBox(this, "attentionNoise", 3, 0.0, 100.0, 0.05);
     m_noise->setToolTip(tr("σ of the label noise: Relabel recomputes every y_i = f_w(x_i) + σ·z_i"));
-    m_relabel = button(tr("Relabel"), "attentionRelabel", relabelTip());
+    m_relabel = makePushButton(this, "attentionRelabel", tr("Relabel"), relabelTip());
     addLabelled(noiseRow, tr("Label noise σ"), m_noise);
     noiseRow->addWidget(m_relabel, 1);
     m_layout->addLayout(noiseRow);
@@ -138,13 +132,13 @@ PromptEditor::PromptEditor(QWidget* parent)
 
     connect(m_promptTable, &QTableWidget::itemChanged, this, &PromptEditor::cellEdited);
     connect(m_promptTable, &QTableWidget::itemSelectionChanged, this, &PromptEditor::selectionChanged);
-    connect(
-        m_add, &QPushButton::clicked, this, [this] { requestEdit(PromptMutation::Kind::AddRow, m_prompt.nContext()); });
-    connect(m_delete, &QPushButton::clicked, this, &PromptEditor::deleteSelected);
-    connect(m_up, &QPushButton::clicked, this, [this] { moveSelected(-1); });
-    connect(m_down, &QPushButton::clicked, this, [this] { moveSelected(+1); });
-    connect(m_duplicate, &QPushButton::clicked, this, &PromptEditor::duplicateSelected);
-    connect(m_resampleRow, &QPushButton::clicked, this, [this] {
+    connect(m_rowButtons[AddRow], &QPushButton::clicked, this,
+        [this] { requestEdit(PromptMutation::Kind::AddRow, m_prompt.nContext()); });
+    connect(m_rowButtons[DeleteRow], &QPushButton::clicked, this, &PromptEditor::deleteSelected);
+    connect(m_rowButtons[MoveUp], &QPushButton::clicked, this, [this] { moveSelected(-1); });
+    connect(m_rowButtons[MoveDown], &QPushButton::clicked, this, [this] { moveSelected(+1); });
+    connect(m_rowButtons[DuplicateRow], &QPushButton::clicked, this, &PromptEditor::duplicateSelected);
+    connect(m_rowButtons[ResampleRow], &QPushButton::clicked, this, [this] {
         const int r = selectedPromptRow();
         if (r >= 0)
             requestEdit(PromptMutation::Kind::ResampleRow, r);
@@ -152,13 +146,13 @@ PromptEditor::PromptEditor(QWidget* parent)
     connect(m_resamplePrompt, &QPushButton::clicked, this, [this] { Q_EMIT mutationRequested(sampleMutation()); });
     connect(m_relabel, &QPushButton::clicked, this, [this] { requestEdit(PromptMutation::Kind::Relabel, 0); });
     connect(m_ablation, qOverload<int>(&QComboBox::currentIndexChanged), this, &PromptEditor::ablationChanged);
-    connect(m_openPrompt, &QPushButton::clicked, this, [this] {
+    connect(m_fileButtons.open, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(this, tr("Open prompt"), QString(),
             tr("Prompt files (*.json *.csv);;JSON (*.json);;CSV data (*.csv);;All files (*)"));
         if (!path.isEmpty())
             Q_EMIT openRequested(path);
     });
-    connect(m_savePrompt, &QPushButton::clicked, this, &PromptEditor::chooseSavePath);
+    connect(m_fileButtons.save, &QPushButton::clicked, this, &PromptEditor::chooseSavePath);
 }
 
 PromptMutation PromptEditor::sampleMutation() const
@@ -397,21 +391,21 @@ void PromptEditor::updateControls(bool busy, bool runOpen, bool inspected)
     const bool example = r >= 0 && r < N;
     const bool hasTask = !m_prompt.w.empty();
     m_promptTable->setEnabled(editable);
-    m_add->setEnabled(editable);
-    m_delete->setEnabled(editable && example && N > 1);
-    m_up->setEnabled(editable && example && r > 0);
-    m_down->setEnabled(editable && example && r + 1 < N);
-    m_duplicate->setEnabled(editable && r >= 0 && r <= N);
-    m_resampleRow->setEnabled(editable && hasTask && r >= 0 && r <= N);
+    m_rowButtons[AddRow]->setEnabled(editable);
+    m_rowButtons[DeleteRow]->setEnabled(editable && example && N > 1);
+    m_rowButtons[MoveUp]->setEnabled(editable && example && r > 0);
+    m_rowButtons[MoveDown]->setEnabled(editable && example && r + 1 < N);
+    m_rowButtons[DuplicateRow]->setEnabled(editable && r >= 0 && r <= N);
+    m_rowButtons[ResampleRow]->setEnabled(editable && hasTask && r >= 0 && r <= N);
     m_relabel->setEnabled(editable && hasTask);
     m_noise->setEnabled(editable && hasTask);
     // A prompt without its task instance (an opened file without "w") has no label function to draw from.
     const QString noTask = tr(" — off: the prompt has no task vector w (e.g. opened from a file without one)");
-    m_resampleRow->setToolTip(resampleRowTip() + (m_hasPrompt && !hasTask ? noTask : QString()));
+    m_rowButtons[ResampleRow]->setToolTip(resampleRowTip() + (m_hasPrompt && !hasTask ? noTask : QString()));
     m_relabel->setToolTip(relabelTip() + (m_hasPrompt && !hasTask ? noTask : QString()));
     m_resamplePrompt->setEnabled(runOpen && !busy);
-    m_openPrompt->setEnabled(runOpen && !busy);
-    m_savePrompt->setEnabled(m_hasPrompt);
+    m_fileButtons.open->setEnabled(runOpen && !busy);
+    m_fileButtons.save->setEnabled(m_hasPrompt);
     m_ablation->setEnabled(inspected);
 }
 

@@ -2,6 +2,7 @@
 // The Attention page's prompt editor: the prompt's in-context examples and query as an editable table, the row
 // buttons (add, delete, move, duplicate, resample), the seed, label noise and ablation choosers, Open…/Save….
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -59,10 +60,10 @@ public:
     QSpinBox* seedChooser() const { return m_seed; }
     QDoubleSpinBox* noiseChooser() const { return m_noise; }
     QComboBox* ablationChooser() const { return m_ablation; }
-    QPushButton* deleteButton() const { return m_delete; }
-    QPushButton* downButton() const { return m_down; }
-    QPushButton* duplicateButton() const { return m_duplicate; }
-    QPushButton* resampleRowButton() const { return m_resampleRow; }
+    QPushButton* deleteButton() const { return m_rowButtons[DeleteRow]; }
+    QPushButton* downButton() const { return m_rowButtons[MoveDown]; }
+    QPushButton* duplicateButton() const { return m_rowButtons[DuplicateRow]; }
+    QPushButton* resampleRowButton() const { return m_rowButtons[ResampleRow]; }
     QPushButton* resamplePromptButton() const { return m_resamplePrompt; }
     QPushButton* relabelButton() const { return m_relabel; }
 
@@ -102,19 +103,19 @@ private:
 
     QVBoxLayout* m_layout = nullptr;
     QTableWidget* m_promptTable = nullptr;
+    /// The buttons under the prompt table, in their grid order (two rows of three).
+    enum RowButton { AddRow, DeleteRow, DuplicateRow, MoveUp, MoveDown, ResampleRow, RowButtonCount };
+    std::array<QPushButton*, RowButtonCount> m_rowButtons {};
     QSpinBox* m_seed = nullptr;
-    QDoubleSpinBox* m_noise = nullptr;
-    QComboBox* m_ablation = nullptr;
-    QPushButton* m_add = nullptr;
-    QPushButton* m_delete = nullptr;
-    QPushButton* m_up = nullptr;
-    QPushButton* m_down = nullptr;
-    QPushButton* m_duplicate = nullptr;
-    QPushButton* m_resampleRow = nullptr;
     QPushButton* m_resamplePrompt = nullptr;
+    QDoubleSpinBox* m_noise = nullptr;
     QPushButton* m_relabel = nullptr;
-    QPushButton* m_openPrompt = nullptr;
-    QPushButton* m_savePrompt = nullptr;
+    QComboBox* m_ablation = nullptr;
+    /// Open… and Save… of the title row.
+    struct PromptFileButtons {
+        QPushButton* open = nullptr;
+        QPushButton* save = nullptr;
+    } m_fileButtons;
 };
 
 } // namespace icl::gui
