@@ -47,12 +47,12 @@ AttentionPage::AttentionPage(QWidget* parent)
 
     // --- right: prompt editor and predictions ---
     m_editor = new PromptEditor(columns);
-    m_target = new QLabel(m_editor);
-    m_target->setObjectName(QStringLiteral("attentionTarget"));
-    m_target->setWordWrap(true);
-    m_editor->columnLayout()->addWidget(m_target);
-    m_predictionTable = new PredictionTable(m_editor);
-    m_editor->columnLayout()->addWidget(m_predictionTable, 2);
+    m_predictions.target = new QLabel(m_editor);
+    m_predictions.target->setObjectName(QStringLiteral("attentionTarget"));
+    m_predictions.target->setWordWrap(true);
+    m_editor->columnLayout()->addWidget(m_predictions.target);
+    m_predictions.table = new PredictionTable(m_editor);
+    m_editor->columnLayout()->addWidget(m_predictions.table, 2);
     m_editor->columnLayout()->addWidget(m_status);
 
     columns->addWidget(m_editor);
@@ -107,7 +107,7 @@ QTableWidget* AttentionPage::headTable() const
 }
 QTableWidget* AttentionPage::predictionTable() const
 {
-    return m_predictionTable;
+    return m_predictions.table;
 }
 
 void AttentionPage::showExperiment(const icl::RunSummary& summary, qint64 step)

@@ -113,7 +113,7 @@ public:
     QTableWidget* predictionTable() const;
     /// The prompt editor: the prompt table, seed, noise and ablation choosers and the edit buttons.
     PromptEditor* promptEditor() const { return m_editor; }
-    QLabel* targetLabel() const { return m_target; }
+    QLabel* targetLabel() const { return m_predictions.target; }
 
 Q_SIGNALS:
     /// The prompt changed (edit, resample, new experiment); the Patching page can follow it.
@@ -146,11 +146,14 @@ private:
     int m_head = 0;
     int m_query = -1;
 
+    QLabel* m_headingLabel = nullptr;
+    /// Under the prompt editor: the query's true label (with the ablation in effect) and every predictor's prediction.
+    struct PredictionViews {
+        QLabel* target = nullptr;
+        PredictionTable* table = nullptr;
+    } m_predictions;
     AttentionHeadViews* m_views = nullptr;
     PromptEditor* m_editor = nullptr;
-    PredictionTable* m_predictionTable = nullptr;
-    QLabel* m_target = nullptr;
-    QLabel* m_headingLabel = nullptr;
 };
 
 } // namespace icl::gui

@@ -94,8 +94,8 @@ icl::Figure AttentionPage::lensFigure(
 void AttentionPage::clearViews()
 {
     m_views->clear();
-    m_predictionTable->setRowCount(0);
-    m_target->clear();
+    m_predictions.table->setRowCount(0);
+    m_predictions.target->clear();
 }
 
 void AttentionPage::showInspection()
@@ -132,7 +132,7 @@ void AttentionPage::showInspection()
                                 .arg(m_editor->edits() > 0 ? tr(", edited") : QString()));
     showSelectedHead();
     m_views->headTable()->fill(in.heads, m_layer, m_head);
-    m_predictionTable->fill(in.predictions);
+    m_predictions.table->fill(in.predictions);
     fillTarget();
     if (m_lens)
         lensPlot()->setFigure(lensFigure(*m_lens, metadata()));
@@ -148,7 +148,7 @@ void AttentionPage::fillTarget()
 {
     const icl::Inspection& in = *m_inspection;
     const int ablation = m_editor->ablationIndex();
-    m_target->setText(
+    m_predictions.target->setText(
         (std::isfinite(in.target) ? tr("True label of the query y = <b>%1</b>%2").arg(formatValue(in.target, 6))
                                   : tr("True label of the query: <b>unknown</b> (type it in the query's y "
                                        "cell to see the errors)%1"))
