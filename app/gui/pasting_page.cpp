@@ -76,9 +76,8 @@ PastingPage::PastingPage(QWidget* parent)
     auto* summaryRow = new QHBoxLayout;
     m_summaryLabel = makeTextLine(QStringLiteral("pastingSummary"), content, QStringLiteral("—"));
     summaryRow->addWidget(m_summaryLabel, 1);
-    m_openPasted = new QPushButton(tr("Open pasted experiment"), content);
-    m_openPasted->setObjectName(QStringLiteral("pastingOpenPasted"));
-    m_openPasted->setToolTip(tr("Open the pasted model's experiment file (an ordinary gpt2 experiment)"));
+    m_openPasted = makePushButton(content, "pastingOpenPasted", tr("Open pasted experiment"),
+        tr("Open the pasted model's experiment file (an ordinary gpt2 experiment)"));
     m_openPasted->setEnabled(false);
     summaryRow->addWidget(m_openPasted, 0, Qt::AlignTop);
     layout->addLayout(summaryRow);

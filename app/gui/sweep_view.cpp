@@ -28,9 +28,8 @@ SweepView::SweepView(QWidget* parent)
 {
     auto* layout = makeContentLayout(this);
     auto* sweepControls = new QHBoxLayout;
-    m_openSweep = new QPushButton(tr("Open sweep…"), this);
-    m_openSweep->setObjectName(QStringLiteral("iclIwlOpenSweep"));
-    m_openSweep->setToolTip(tr("A directory written by icl-cli sweep and icl-cli aggregate (reads aggregate/table.csv)"));
+    m_openSweep = makePushButton(this, "iclIwlOpenSweep", tr("Open sweep…"),
+        tr("A directory written by icl-cli sweep and icl-cli aggregate (reads aggregate/table.csv)"));
     sweepControls->addWidget(m_openSweep);
     sweepControls->addWidget(new QLabel(tr("against"), this));
     m_sweepColumn = new QComboBox(this);
