@@ -92,6 +92,11 @@ int64_t layersOf(const json& config)
 
 } // namespace
 
+void printJsonObj(const json& out)
+{
+    std::cout << out.dump(2) << "\n";
+}
+
 int runPresets(bool asJson)
 {
     const auto presets = listPresets();
@@ -102,7 +107,7 @@ int runPresets(bool asJson)
             list.push_back({{"name", p.name}, {"description", p.description}, {"reproduces", p.reproduces},
                             {"scales", p.scales}});
         out["presets"] = list;
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return 0;
     }
     for (const auto& p : presets)
@@ -115,7 +120,7 @@ int runConfigList(bool asJson, bool markdown)
     if (asJson && markdown)
         throw Error("config --list: give --json or --markdown, not both");
     if (asJson)
-        std::cout << configReferenceJson().dump(2) << "\n";
+        printJsonObj(configReferenceJson());
     else if (markdown)
         std::cout << configReferenceMarkdown();
     else
@@ -157,9 +162,8 @@ int runTrain(const TrainArgs& args)
         if (!s.checkpoints.empty() && total >= 0 && s.checkpoints.back().step >= total) {
             const int64_t last = s.checkpoints.back().step;
             if (args.json)
-                std::cout << json{{"out", args.out}, {"final_step", last}, {"stopped", false}, {"already_finished", true}}
-                                 .dump(2)
-                          << "\n";
+                printJsonObj(json{{"out", args.out}, {"final_step", last}, {"stopped", false},
+                                  {"already_finished", true}});
             else
                 std::cout << args.out << ": already finished at step " << last << " (training.steps " << total
                           << "); nothing to train (give --steps to continue beyond it)\n";
@@ -202,7 +206,7 @@ int runTrain(const TrainArgs& args)
         out["baselines"] = json::object();
         for (const auto& [name, value] : result.baselines)
             out["baselines"][name] = number(value);
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return exitCode;
     }
     std::cout << (result.stopped ? "stopped" : "finished") << " at step " << result.final_step << " on "
@@ -261,7 +265,7 @@ int runInfo(const std::string& path, bool asJson)
         out["allocator"] = cpuAllocatorInfo().summary();
         const AtenCpuInfo kernels = atenCpuInfo();
         out["cpu_kernels"] = {{"capability", kernels.capability}, {"source", kernels.source}, {"best", kernels.best}};
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return s.damaged.empty() ? 0 : 1;
     }
     std::cout << path << "  (" << s.format << " v" << s.format_version << ", app " << s.app_version << ", created "
@@ -340,10 +344,8 @@ int runVerify(const std::string& path, bool asJson)
 {
     const FileVerification v = verifyExperimentFile(path);
     if (asJson) {
-        std::cout << json{{"file", path}, {"ok", v.damaged.empty()}, {"checksums", v.checksums},
-                          {"objects_checked", v.objects_checked}, {"damaged", v.damaged}, {"notes", v.notes}}
-                         .dump(2)
-                  << "\n";
+        printJsonObj(json{{"file", path}, {"ok", v.damaged.empty()}, {"checksums", v.checksums},
+                          {"objects_checked", v.objects_checked}, {"damaged", v.damaged}, {"notes", v.notes}});
         return v.damaged.empty() ? 0 : 1;
     }
     for (const auto& n : v.notes)
@@ -408,7 +410,7 @@ int runEval(const EvalArgs& args)
 {
     const IclCurve c = iclCurveWithProgress(args.path, args.checkpoint, args.prompts, args.seed, args.threads, true);
     if (args.json) {
-        std::cout << curveJson(c).dump(2) << "\n";
+        printJsonObj(curveJson(c));
         return 0;
     }
     std::cout << "ICL curve of " << args.path << " at checkpoint " << c.checkpoint_step << " (" << c.n_prompts
@@ -508,7 +510,7 @@ int runReport(const ReportArgs& args)
     std::ofstream(summaryPath) << summary.dump(2) << "\n";
     files.push_back(summaryPath);
     if (args.json) {
-        std::cout << json{{"out_dir", args.out_dir}, {"files", files}}.dump(2) << "\n";
+        printJsonObj(json{{"out_dir", args.out_dir}, {"files", files}});
         return 0;
     }
     std::cout << "report for " << args.path << " in " << args.out_dir << ":\n";
@@ -539,11 +541,9 @@ int runEtaScan(const AnalyzeArgs& args)
     const int64_t k = args.k > 0 ? args.k : modelLayers(args.path);
     const EtaScan s = computeEtaScan(args.path, args.checkpoint, k, args.eta_max, args.points);
     if (args.json) {
-        std::cout << json{{"analysis", "eta_scan"}, {"k", s.k}, {"checkpoint_step", s.checkpoint_step},
+        printJsonObj(json{{"analysis", "eta_scan"}, {"k", s.k}, {"checkpoint_step", s.checkpoint_step},
                           {"eta", s.eta}, {"loss", s.loss}, {"best_eta", s.best_eta}, {"best_loss", s.best_loss},
-                          {"model_loss", s.model_loss}}
-                         .dump(2)
-                  << "\n";
+                          {"model_loss", s.model_loss}});
         return 0;
     }
     std::cout << "η scan of GD-" << s.k << " on the evaluation prompts of " << args.path << ":\n"
@@ -567,7 +567,7 @@ int runLayers(const AnalyzeArgs& args)
                                    {"gdpp_loss", number(r.gdpp_loss)},
                                    {"vs_gd", metricsJson(r.vs_gd)},
                                    {"vs_gdpp", metricsJson(r.vs_gdpp)}});
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return 0;
     }
     std::printf("%6s %11s %11s %11s %12s %12s %12s %12s\n", "layer", "model", "GD-k", "GD++-k", "cos GD",
@@ -583,11 +583,9 @@ int runOod(const AnalyzeArgs& args)
 {
     const OodCurve c = computeOod(args.path, args.checkpoint, args.ood_kind, args.alpha);
     if (args.json) {
-        std::cout << json{{"analysis", "ood"}, {"kind", c.kind}, {"checkpoint_step", c.checkpoint_step},
+        printJsonObj(json{{"analysis", "ood"}, {"kind", c.kind}, {"checkpoint_step", c.checkpoint_step},
                           {"alpha", c.alpha}, {"model_loss", c.model_loss}, {"gd_loss", c.gd_loss},
-                          {"least_squares_loss", c.least_squares_loss}, {"zero_loss", c.zero_loss}}
-                         .dump(2)
-                  << "\n";
+                          {"least_squares_loss", c.least_squares_loss}, {"zero_loss", c.zero_loss}});
         return 0;
     }
     std::cout << "out-of-distribution (" << c.kind << ") at checkpoint " << c.checkpoint_step << ":\n";
@@ -602,10 +600,8 @@ int runInterpolate(const AnalyzeArgs& args)
 {
     const InterpolationCurve c = computeInterpolation(args.path, args.checkpoint);
     if (args.json) {
-        std::cout << json{{"analysis", "interpolation"}, {"checkpoint_step", c.checkpoint_step}, {"t", c.t},
-                          {"loss", c.loss}, {"gd_loss", c.gd_loss}}
-                         .dump(2)
-                  << "\n";
+        printJsonObj(json{{"analysis", "interpolation"}, {"checkpoint_step", c.checkpoint_step}, {"t", c.t},
+                          {"loss", c.loss}, {"gd_loss", c.gd_loss}});
         return 0;
     }
     std::cout << "loss along (1 − t)·trained + t·GD construction, checkpoint " << c.checkpoint_step << " (GD loss "
@@ -622,7 +618,7 @@ int runProbe(const AnalyzeArgs& args)
         o.n_fit = o.n_test = args.prompts;
     const ProbeCurve c = computeProbe(args.path, o);
     if (args.json) {
-        std::cout << json{{"analysis", "probe"},
+        printJsonObj(json{{"analysis", "probe"},
                           {"checkpoint_step", c.checkpoint_step},
                           {"target", c.target},
                           {"positions", c.positions},
@@ -631,9 +627,7 @@ int runProbe(const AnalyzeArgs& args)
                           {"r2", c.r2},
                           {"lambda", c.lambda},
                           {"n_fit", c.n_fit},
-                          {"n_test", c.n_test}}
-                         .dump(2)
-                  << "\n";
+                          {"n_test", c.n_test}});
         return 0;
     }
     std::cout << "linear probes for " << c.target << " at " << c.positions << " tokens, checkpoint " << c.checkpoint_step
@@ -683,7 +677,7 @@ int runPaste(const AnalyzeArgs& args)
         return a;
     };
     if (args.json) {
-        std::cout << json{{"analysis", "paste"},
+        printJsonObj(json{{"analysis", "paste"},
                           {"checkpoint_step", r.parent_step},
                           {"parent_layers", r.parent_layers},
                           {"cut_layer", r.cut_layer},
@@ -713,9 +707,7 @@ int runPaste(const AnalyzeArgs& args)
                           {"scratch_eval", vec(r.scratch_eval)},
                           {"out", r.out_path},
                           {"analysis_id", r.analysis_id},
-                          {"wall_time_s", r.wall_time_s}}
-                         .dump(2)
-                  << "\n";
+                          {"wall_time_s", r.wall_time_s}});
         return 0;
     }
     std::cout << "pasting: " << r.embedding << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
@@ -738,7 +730,7 @@ int runCopy(const AnalyzeArgs& args)
 {
     const CopyAnalysis c = computeCopyAnalysis(args.path, args.checkpoint, args.prompts > 0 ? args.prompts : 64);
     if (args.json) {
-        std::cout << json{{"analysis", "copy"},
+        printJsonObj(json{{"analysis", "copy"},
                           {"checkpoint_step", c.checkpoint_step},
                           {"n_prompts", c.n_prompts},
                           {"own", c.own},
@@ -747,9 +739,7 @@ int runCopy(const AnalyzeArgs& args)
                           {"own_next_ratio", number(c.ownNextRatio())},
                           {"next_other_ratio", number(c.nextOtherRatio())},
                           {"token_labels", c.token_labels},
-                          {"gradient_norm", c.gradient_norm}}
-                         .dump(2)
-                  << "\n";
+                          {"gradient_norm", c.gradient_norm}});
         return 0;
     }
     std::cout << "copy analysis of layer 1 at checkpoint " << c.checkpoint_step << " (" << c.n_prompts
@@ -789,7 +779,7 @@ int runKernel(const AnalyzeArgs& args)
         json loss = json::array();
         for (const ReferenceLossCurve& c : kv.loss)
             loss.push_back({{"kernel", c.kernel}, {"m", c.m}, {"lambda", c.lambda}, {"step", c.step}, {"loss", c.loss}});
-        std::cout << json{{"analysis", "kernel"},
+        printJsonObj(json{{"analysis", "kernel"},
                           {"id", kv.id},
                           {"checkpoint_step", kv.checkpoint_step},
                           {"layer", kv.layer},
@@ -814,9 +804,7 @@ int runKernel(const AnalyzeArgs& args)
                           {"attention_max_abs", kernelCurveJson(s.attention_max_abs)},
                           {"query_norm_mean", kv.query_norm_mean},
                           {"key_norm_mean", kv.key_norm_mean},
-                          {"reference_loss", loss}}
-                         .dump(2)
-                  << "\n";
+                          {"reference_loss", loss}});
         return 0;
     }
     std::cout << "kernel view of layer " << kv.layer << ", head " << kv.head << " at checkpoint " << kv.checkpoint_step
@@ -863,7 +851,7 @@ int runIclIwl(const AnalyzeArgs& args)
             out["iwl_accuracy_common"] = r.iwl_accuracy_common;
             out["iwl_accuracy_rare"] = r.iwl_accuracy_rare;
         }
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return 0;
     }
     std::cout << "ICL vs IWL of " << args.path << " at checkpoint " << r.checkpoint_step << " (" << r.n_sequences
@@ -912,7 +900,7 @@ int runGdAlignment(const AnalyzeArgs& args)
                     {"relative_model_difference", m.relative_model_difference},
                     {"model_loss", m.model_loss},
                     {"reference_loss", m.reference_loss}};
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return 0;
     }
     std::cout << "GD alignment of " << args.path << " at checkpoint " << r.checkpoint_step << " with " << r.reference

@@ -7,12 +7,17 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/analysis/pasting.h"
 #include "core/analysis/probe_analysis.h"
 #include "core/io/config.h"
 #include "core/training/weights_import.h"
 
 namespace icl::cli {
+
+/// Prints `out` on stdout as a command's one JSON object with --json (indented by 2, then a newline).
+void printJsonObj(const nlohmann::json& out);
 
 int runPresets(bool json);
 

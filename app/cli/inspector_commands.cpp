@@ -261,7 +261,7 @@ int runAttentionCapture(const AnalyzeArgs& args)
         json shapes = json::object();
         for (size_t i = 0; i < e.names.size(); ++i)
             shapes[e.names[i]] = e.shapes[i];
-        std::cout << json{{"analysis", "attention"},
+        printJsonObj(json{{"analysis", "attention"},
                           {"out", r.file},
                           {"group", r.group},
                           {"checkpoint_step", r.checkpoint_step},
@@ -269,9 +269,7 @@ int runAttentionCapture(const AnalyzeArgs& args)
                           {"prompt_seed", args.prompt_seed},
                           {"names", e.names},
                           {"shapes", shapes},
-                          {"bytes", e.total_bytes}}
-                         .dump(2)
-                  << "\n";
+                          {"bytes", e.total_bytes}});
         return 0;
     }
     std::cout << "wrote " << r.file << (r.group == "/" ? "" : ":" + r.group) << ": " << e.names.size()
@@ -327,7 +325,7 @@ int runAttention(const AnalyzeArgs& args)
         addPromptSource(out, args);
         if (!args.out.empty())
             out["out"] = args.out;
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return 0;
     }
     std::cout << "attention of " << args.path << " at checkpoint " << view.checkpoint_step << " on "
@@ -377,7 +375,7 @@ int runLens(const AnalyzeArgs& args)
                     {"references", predictionsJson(lens.references)},
                     {"prompt", promptJson(prompt)}};
         addPromptSource(out, args);
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return 0;
     }
     std::cout << "regression lens of " << args.path << " at checkpoint " << lens.checkpoint_step << " on "
@@ -424,7 +422,7 @@ int runPatching(const AnalyzeArgs& args)
                     {"prompt", promptJson(clean)},
                     {"corrupted_prompt", promptJson(inspector.corrupt(clean, o))}};
         addPromptSource(out, args);
-        std::cout << out.dump(2) << "\n";
+        printJsonObj(out);
         return 0;
     }
     std::cout << "activation patching of " << args.path << " at checkpoint " << r.checkpoint_step << " on "

@@ -47,6 +47,36 @@ CLI::Validator unsignedInteger()
         "UINT");
 }
 
+/// The positional argument "file" of a command that reads an experiment file (required).
+void addExperimentFile(CLI::App* command, std::string& path)
+{
+    command->add_option("file", path, "experiment file")->required();
+}
+
+/// --json: the command prints one JSON object on stdout instead of text.
+void addJsonFlag(CLI::App* command, bool& json)
+{
+    command->add_flag("--json", json, "one JSON object on stdout");
+}
+
+/// --checkpoint STEP of a command that reads one checkpoint (default: the last).
+void addCheckpointOption(CLI::App* command, int64_t& step)
+{
+    command->add_option("--checkpoint", step, "checkpoint step (default: last)");
+}
+
+/// --threads N of a command that runs LibTorch (default 0: every core).
+void addThreadsOption(CLI::App* command, int& threads)
+{
+    command->add_option("--threads", threads, "LibTorch intra-op threads")->check(atLeast(1));
+}
+
+/// --dpi of a command that writes PNG files.
+void addDpiOption(CLI::App* command, int& dpi)
+{
+    command->add_option("--dpi", dpi, "PNG resolution")->check(CLI::Range(50, 1200));
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -66,14 +96,14 @@ int main(int argc, char** argv)
     bool json = false;
 
     auto* presets = app.add_subcommand("presets", "list presets with one-line descriptions");
-    presets->add_flag("--json", json, "one JSON object on stdout");
+    addJsonFlag(presets, json);
 
     bool configList = false;
     bool configMarkdown = false;
     auto* configCmd = app.add_subcommand("config", "the config reference: every key with its type, default and "
                                                    "allowed values");
     configCmd->add_flag("--list", configList, "list every config key (the schema behind --set and --config)");
-    configCmd->add_flag("--json", json, "one JSON object on stdout");
+    addJsonFlag(configCmd, json);
     configCmd->add_flag("--markdown", configMarkdown, "the reference as Markdown (the content of docs/config.md)");
 
     TrainArgs train;
@@ -100,31 +130,31 @@ int main(int argc, char** argv)
                   "also keep optimizer state at checkpoints whose step is a multiple of N (default: last checkpoint only)")
         ->check(atLeast(1));
     t->add_flag("--force", train.force, "overwrite an existing output file");
-    t->add_flag("--json", train.json, "one JSON object on stdout");
+    addJsonFlag(t, train.json);
 
     std::string infoPath;
     auto* info = app.add_subcommand("info", "summary of an experiment file: config, checkpoints, final metrics");
-    info->add_option("file", infoPath, "experiment file")->required();
-    info->add_flag("--json", json, "one JSON object on stdout");
+    addExperimentFile(info, infoPath);
+    addJsonFlag(info, json);
     std::string verifyPath;
     auto* verify = app.add_subcommand("verify", "check every object of an experiment file against its checksum");
-    verify->add_option("file", verifyPath, "experiment file")->required();
-    verify->add_flag("--json", json, "one JSON object on stdout");
+    addExperimentFile(verify, verifyPath);
+    addJsonFlag(verify, json);
 
     EvalArgs eval;
     auto* e = app.add_subcommand("eval", "ICL error vs number of in-context examples, model and baselines");
-    e->add_option("file", eval.path, "experiment file")->required();
-    e->add_option("--checkpoint", eval.checkpoint, "checkpoint step (default: last)");
+    addExperimentFile(e, eval.path);
+    addCheckpointOption(e, eval.checkpoint);
     e->add_option("--prompts", eval.prompts, "number of prompts (default: the run's evaluation prompts)")
         ->check(atLeast(1));
     e->add_option("--seed", eval.seed, "prompt seed (default 0: the run's own evaluation prompts)")
         ->check(unsignedInteger());
-    e->add_option("--threads", eval.threads, "LibTorch intra-op threads")->check(atLeast(1));
-    e->add_flag("--json", eval.json, "one JSON object on stdout");
+    addThreadsOption(e, eval.threads);
+    addJsonFlag(e, eval.json);
 
     ExportArgs exp;
     auto* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
-    x->add_option("file", exp.path, "experiment file")->required();
+    addExperimentFile(x, exp.path);
     x->add_option("--plot", exp.plot,
                   "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), attention (one head: "
                   "--layer, --head), lens, patching (--corruption, --example); the last three on the prompt of "
@@ -134,7 +164,7 @@ int main(int argc, char** argv)
         ->required()
         ->check(CLI::IsMember({"png", "svg", "pdf", "csv"}));
     x->add_option("--out", exp.out, "output file")->required();
-    x->add_option("--dpi", exp.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
+    addDpiOption(x, exp.dpi);
     x->add_option("--checkpoint", exp.checkpoint, "checkpoint step for icl_curve, attention, lens, patching (default: last)");
     auto* exportPromptSeed = x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
         ->check(unsignedInteger());
@@ -153,14 +183,14 @@ int main(int argc, char** argv)
 
     ReportArgs report;
     auto* r = app.add_subcommand("report", "every plot that fits the experiment, plus summary.json");
-    r->add_option("file", report.path, "experiment file")->required();
+    addExperimentFile(r, report.path);
     r->add_option("--out", report.out_dir, "output directory (created)")->required();
-    r->add_option("--dpi", report.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
-    r->add_flag("--json", report.json, "one JSON object on stdout");
+    addDpiOption(r, report.dpi);
+    addJsonFlag(r, report.json);
 
     AnalyzeArgs analyze;
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
-    a->add_option("file", analyze.path, "experiment file")->required();
+    addExperimentFile(a, analyze.path);
     a->add_option("analysis", analyze.kind,
                   "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe, paste, attention, lens, patching or "
                   "icl-iwl")
@@ -186,7 +216,7 @@ int main(int argc, char** argv)
                   "attention with --out FILE.h5 or --store: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
                   "(default: every attn.pattern.{l}); --prompts prompts are streamed to the file in chunks")
         ->delimiter(',');
-    a->add_option("--checkpoint", analyze.checkpoint, "checkpoint step (default: last)");
+    addCheckpointOption(a, analyze.checkpoint);
     a->add_option("--show-sequence", analyze.show_sequence,
                   "icl-iwl: instead of the accuracies, print one sequence of this kind (training, training_bursty, "
                   "training_iid, icl or iwl; index --seed) with the checkpoint's prediction at its query")
@@ -202,8 +232,8 @@ int main(int argc, char** argv)
                   "prompt seed (default 0: the run's own evaluation prompts); kernel: seed of the random features; "
                   "patching: seed of the corruption's random draws (default 0)")
         ->check(unsignedInteger());
-    a->add_option("--threads", analyze.threads, "LibTorch intra-op threads")->check(atLeast(1));
-    a->add_flag("--json", analyze.json, "one JSON object on stdout");
+    addThreadsOption(a, analyze.threads);
+    addJsonFlag(a, analyze.json);
     a->add_option("--k", analyze.k, "eta-scan: number of GD steps (default: the model's layers)")
         ->check(atLeast(1));
     a->add_option("--eta-max", analyze.eta_max, "eta-scan: largest step size η")->check(CLI::Range(1e-6, 1e6));
@@ -274,21 +304,21 @@ int main(int argc, char** argv)
                                              "model.n_heads=8, task.n_context=40");
     im->add_flag("--force", importArgs.request.force, "replace an existing output file");
     im->add_flag("--dry-run", importArgs.dry_run, "show the detected format, key mapping and inferred model; write nothing");
-    im->add_option("--threads", importArgs.request.threads, "LibTorch intra-op threads")->check(atLeast(1));
-    im->add_flag("--json", importArgs.json, "one JSON object on stdout");
+    addThreadsOption(im, importArgs.request.threads);
+    addJsonFlag(im, importArgs.json);
 
     ExportWeightsArgs exportWeightsArgs;
     auto* ew = app.add_subcommand("export-weights", "write a checkpoint's weights as .safetensors or a PyTorch .pt that "
                                                     "Python reads without the workbench");
-    ew->add_option("file", exportWeightsArgs.path, "experiment file")->required();
+    addExperimentFile(ew, exportWeightsArgs.path);
     ew->add_option("--out", exportWeightsArgs.out, "FILE.safetensors or FILE.pt")->required();
-    ew->add_option("--checkpoint", exportWeightsArgs.checkpoint, "checkpoint step (default: last)");
+    addCheckpointOption(ew, exportWeightsArgs.checkpoint);
     ew->add_option("--layout", exportWeightsArgs.layout,
                    "workbench (the workbench's names, config in the metadata) or garg (a state dict for Garg et al.'s "
                    "TransformerModel, load_state_dict(strict=True))")
         ->check(CLI::IsMember({"workbench", "garg"}));
     ew->add_flag("--force", exportWeightsArgs.force, "replace an existing output file");
-    ew->add_flag("--json", exportWeightsArgs.json, "one JSON object on stdout");
+    addJsonFlag(ew, exportWeightsArgs.json);
 
     SweepArgs sweep;
     auto* sw = app.add_subcommand("sweep", "expand a grid of --set overrides into training runs (local processes or Slurm)");
@@ -301,8 +331,8 @@ int main(int argc, char** argv)
     AggregateArgs aggregate;
     auto* ag = app.add_subcommand("aggregate", "table (CSV) and plots of the final metrics of a sweep directory");
     ag->add_option("dir", aggregate.dir, "directory written by icl-cli sweep")->required();
-    ag->add_option("--dpi", aggregate.dpi, "PNG resolution")->check(CLI::Range(50, 1200));
-    ag->add_flag("--json", aggregate.json, "one JSON object on stdout");
+    addDpiOption(ag, aggregate.dpi);
+    addJsonFlag(ag, aggregate.json);
 
     try {
         app.parse(argc, argv);

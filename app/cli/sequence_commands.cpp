@@ -69,7 +69,7 @@ int runShowSequence(const AnalyzeArgs& args)
         json topLabels = json::array();
         for (const auto& [label, p] : top)
             topLabels.push_back({{"label", label}, {"probability", p}});
-        std::cout << json{{"analysis", "icl_iwl_sequence"},
+        printJsonObj(json{{"analysis", "icl_iwl_sequence"},
                           {"checkpoint_step", s.checkpoint_step},
                           {"kind", fewShotSequenceKindName(s.kind)},
                           {"seed", s.seed},
@@ -82,9 +82,7 @@ int runShowSequence(const AnalyzeArgs& args)
                           {"correct", s.correct()},
                           {"prediction_in_context", s.prediction_in_context},
                           {"top_labels", topLabels},
-                          {"probabilities", s.probabilities}}
-                         .dump(2)
-                  << "\n";
+                          {"probabilities", s.probabilities}});
         return 0;
     }
     std::string what;

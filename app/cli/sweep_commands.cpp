@@ -538,14 +538,12 @@ int runAggregate(const AggregateArgs& args)
         }
     }
     if (args.json) {
-        std::cout << json{{"dir", args.dir},
+        printJsonObj(json{{"dir", args.dir},
                           {"runs", rows.size()},
                           {"missing", missing},
                           {"unfinished", unfinished},
                           {"damaged", damaged},
-                          {"files", files}}
-                         .dump(2)
-                  << "\n";
+                          {"files", files}});
         return 0;
     }
     std::string notes;

@@ -74,7 +74,7 @@ int runImport(const ImportArgs& args)
             json j = planJson(plan);
             if (plan.missing.empty())
                 j["config"] = json::parse(plan.config_json);
-            std::cout << j.dump(2) << "\n";
+            printJsonObj(j);
         } else {
             printPlan(plan);
             for (const auto& k : plan.missing)
@@ -111,7 +111,7 @@ int runImport(const ImportArgs& args)
         j["out"] = args.request.out_path;
         j["steps"] = r.steps;
         j["eval_loss"] = r.eval_loss;
-        std::cout << j.dump(2) << "\n";
+        printJsonObj(j);
         return 0;
     }
     printPlan(r.plan);
@@ -127,9 +127,8 @@ int runExportWeights(const ExportWeightsArgs& args)
         throw Error(args.out + ": file exists (use --force to replace it)");
     exportWeights(args.path, args.out, args.checkpoint, args.layout);
     if (args.json)
-        std::cout << json{{"file", args.path}, {"out", args.out}, {"layout", args.layout}, {"checkpoint", args.checkpoint}}
-                         .dump(2)
-                  << "\n";
+        printJsonObj(json{{"file", args.path}, {"out", args.out}, {"layout", args.layout},
+                          {"checkpoint", args.checkpoint}});
     else
         std::cout << "wrote " << args.out << " (" << args.layout << " layout)\n";
     return 0;
