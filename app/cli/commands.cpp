@@ -689,7 +689,9 @@ int runPaste(const AnalyzeArgs& args)
                           {"lr", o.lr},
                           {"batch_size", o.batch_size},
                           {"w_scale", r.w_scale},
+                          {"noise_std", r.noise_std},
                           {"match_label_variance", o.match_label_variance},
+                          {"match_label_scale", o.match_label_scale},
                           {"init_from_parent", o.copy_parent_embedding},
                           {"zero_new_mlp", o.zero_new_mlp},
                           {"ridge_lambda", r.ridge_lambda},
@@ -713,6 +715,7 @@ int runPaste(const AnalyzeArgs& args)
     std::cout << "pasting: " << r.embedding << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
               << " of checkpoint " << r.parent_step << ", " << r.steps << " steps of linear regression (τ "
               << fmt(r.w_scale) << (o.match_label_variance ? ", matched to the parent's label variance" : "")
+              << ", σ " << fmt(r.noise_std) << (o.match_label_scale ? ", τ and σ scaled to the parent's label variance" : "")
               << ", ridge λ " << fmt(r.ridge_lambda) << "; Adam η " << fmt(o.lr) << ", batch "
               << o.batch_size << (o.copy_parent_embedding ? ", new module started from the parent" : "") << ")\n"
               << "  trainable parameters: pasted " << r.trainable_pasted << ", scratch " << r.trainable_scratch << "\n"

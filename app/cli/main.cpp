@@ -273,10 +273,16 @@ int main(int argc, char** argv)
                   "paste: τ > 0 of the linear task's weights w ~ N(0, τ²I_d) (default: the parent's task.w_scale)")
         ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 1e6));
-    a->add_flag("--match-label-variance", analyze.paste.match_label_variance,
+    auto* matchVarianceOption = a->add_flag("--match-label-variance", analyze.paste.match_label_variance,
                 "paste: choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal variance "
                 "(τ = τ_parent·(E‖Φ*(x)‖² / E‖x‖²)^½), the label scale the frozen read-out was trained on")
         ->excludes(wScaleOption);
+    a->add_flag("--match-label-scale", analyze.paste.match_label_scale,
+                "paste: multiply the linear task's τ and σ by one factor c so that its labels have the parent "
+                "task's variance (c² = (τ²E‖Φ*(x)‖² + σ²) / (τ²E‖x‖² + σ²)): the read-out's label scale at the "
+                "linear task's own signal-to-noise ratio (ridge's λ and every loss ratio unchanged)")
+        ->excludes(wScaleOption)
+        ->excludes(matchVarianceOption);
     a->add_flag("--init-from-parent", analyze.paste.copy_parent_embedding,
                 "paste: start the new module from the parent (linear, ℓ = 0: its read-in and positions; "
                 "transformer1, ℓ ≥ 1: also its block ℓ − 1) instead of GPT-2's random initialisation");

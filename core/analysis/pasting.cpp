@@ -92,12 +92,10 @@ std::vector<double> ridgeCurve(const PromptBatch& p, double lambda)
     return out;
 }
 
-} // namespace
-
-double matchedWScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed)
+/// E‖x‖² and E‖Φ*(x)‖² (a mixture's averaged over its representations) over every position of `n_prompts`
+/// prompts of `task`; throws icl::Error when either is 0.
+std::pair<double, double> squaredNorms(const TaskConfig& task, int64_t n_prompts, uint64_t seed)
 {
-    if (task.kind != "representation" && task.kind != "representation_mixture")
-        return task.w_scale;
     const PromptBatch p = samplePrompts(task, n_prompts, seed, torch::kFloat64);
     const torch::Tensor x = p.x.reshape({-1, p.x.size(-1)});  // [B·(N+1), d]
     const double xSq = x.pow(2).sum(-1).mean().item<double>();
@@ -107,7 +105,31 @@ double matchedWScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed)
         phiSq += r(x).pow(2).sum(-1).mean().item<double>() / double(reps.size());
     if (!(xSq > 0) || !(phiSq > 0))
         throw Error("pasting: cannot match the label variance (E‖x‖² or E‖Φ*(x)‖² is 0)");
+    return {xSq, phiSq};
+}
+
+bool hasRepresentation(const TaskConfig& task)
+{
+    return task.kind == "representation" || task.kind == "representation_mixture";
+}
+
+} // namespace
+
+double matchedWScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed)
+{
+    if (!hasRepresentation(task))
+        return task.w_scale;
+    const auto [xSq, phiSq] = squaredNorms(task, n_prompts, seed);
     return task.w_scale * std::sqrt(phiSq / xSq);
+}
+
+double matchedLabelScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed)
+{
+    if (!hasRepresentation(task))
+        return 1.0;
+    const auto [xSq, phiSq] = squaredNorms(task, n_prompts, seed);
+    const double tau2 = task.w_scale * task.w_scale, sigma2 = task.noise_std * task.noise_std;
+    return std::sqrt((tau2 * phiSq + sigma2) / (tau2 * xSq + sigma2));
 }
 
 PastingResult computePasting(const std::string& parentPath, const PastingOptions& o,
@@ -124,6 +146,8 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
         throw Error("pasting: lr must be > 0 and w_scale >= 0");
     if (o.match_label_variance && o.w_scale > 0)
         throw Error("pasting: give either w_scale or match_label_variance, not both");
+    if (o.match_label_scale && (o.w_scale > 0 || o.match_label_variance))
+        throw Error("pasting: match_label_scale sets τ and σ itself; give neither w_scale nor match_label_variance");
     configureThreads(o.threads);
 
     LoadedRun run = loadRun(parentPath, o.checkpoint_step);
@@ -155,6 +179,11 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     cfg.task.w_scale = o.w_scale > 0              ? o.w_scale
                        : o.match_label_variance ? matchedWScale(pc.task, o.n_eval, mixSeed(seed, kMatchStream))
                                                 : pc.task.w_scale;
+    if (o.match_label_scale) {
+        const double c = matchedLabelScale(pc.task, o.n_eval, mixSeed(seed, kMatchStream));
+        cfg.task.w_scale = c * pc.task.w_scale;
+        cfg.task.noise_std = c * pc.task.noise_std;
+    }
     const int64_t offset = o.embedding == "transformer1" ? 1 : 0;
     cfg.model.n_layers = L - o.cut_layer + offset;
     cfg.training.optimizer = "adam";
@@ -231,6 +260,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     r.trainable_scratch = countTrainable(*scratch);
     r.steps = o.steps;
     r.w_scale = cfg.task.w_scale;
+    r.noise_std = cfg.task.noise_std;
     r.ridge_lambda = ridgeLambda(cfg);
 
     const PromptBatch evalSet = sampleLinearRegression(cfg.task, o.n_eval, mixSeed(seed, kEvalStream));
@@ -346,6 +376,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
                                  {"embedding", o.embedding},    {"steps", o.steps},
                                  {"lr", o.lr},                  {"batch_size", o.batch_size},
                                  {"n_eval", o.n_eval},          {"w_scale", r.w_scale},
+                                 {"noise_std", r.noise_std},    {"match_label_scale", o.match_label_scale},
                                  {"seed", seed},                {"copy_parent_embedding", o.copy_parent_embedding},
                                  {"zero_new_mlp", o.zero_new_mlp},
                                  {"out_path", o.out_path}};

@@ -9,7 +9,9 @@
 // Only the new module is trained, on plain linear regression y = ⟨w, x⟩ + σ·z with the parent's d, N,
 // x distribution and σ, and w ~ N(0, w_scale²·I_d) with the parent's task.w_scale (the Guo presets set it
 // to 1/√D = 1/√d, i.e. w ~ N(0, I/d)); `w_scale` > 0 overrides it, and `match_label_variance` chooses τ so
-// that the labels have the parent's signal variance (matchedWScale). A model of the same architecture
+// that the labels have the parent's signal variance (matchedWScale), while `match_label_scale` multiplies τ and
+// σ by one factor so that the labels have the parent's total variance at the linear task's own signal-to-noise
+// ratio (matchedLabelScale). A model of the same architecture
 // (new embedding + L − ℓ blocks, all trainable, GPT-2 initialisation) is trained from scratch on the
 // same batches with the same budget for comparison.
 //
@@ -45,6 +47,11 @@ struct PastingOptions {
     /// read-out sees labels of the scale it was trained on) instead of the parent's task.w_scale. Throws
     /// icl::Error together with w_scale > 0.
     bool match_label_variance = false;
+    /// Rescale the linear task as a whole to the parent's label variance: τ = c·τ_p and σ = c·σ_p with c from
+    /// matchedLabelScale, so the labels have the variance the frozen read-out was trained on while the task
+    /// keeps its signal-to-noise ratio (and so ridge's λ = σ²/τ² and every loss ratio of the task at (τ_p, σ_p),
+    /// losses themselves scaled by c²). Throws icl::Error together with w_scale > 0 or match_label_variance.
+    bool match_label_scale = false;
     /// Initialise the new module from the parent instead of GPT-2's random initialisation (it stays
     /// trainable): "linear" (ℓ = 0 only) copies the read-in and positions, so the pasted model is an exact
     /// copy of the parent before training (the "frozen copy" check); "transformer1" (ℓ ≥ 1) copies the
@@ -71,6 +78,12 @@ struct PastingOptions {
 /// representation gives τ_p exactly. Throws icl::Error for a non-regression task.
 double matchedWScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed);
 
+/// The factor c that gives the linear task y = ⟨w, x⟩ + σz (w ~ N(0, τ²I_d), the parent's τ and σ) the label
+/// variance of the parent task y = ⟨w, Φ*(x)⟩ + σz (w ~ N(0, τ²I_D)) when τ and σ are both multiplied by c:
+/// c = ((τ²E‖Φ*(x)‖² + σ²) / (τ²E‖x‖² + σ²))^{1/2}, the expectations as in matchedWScale (same prompts); 1 for
+/// a task without a representation. Throws icl::Error for a non-regression task or a zero label variance.
+double matchedLabelScale(const TaskConfig& task, int64_t n_prompts, uint64_t seed);
+
 struct PastingResult {
     int64_t parent_step = 0;
     int64_t parent_layers = 0;          ///< L
@@ -80,7 +93,8 @@ struct PastingResult {
     int64_t trainable_pasted = 0;       ///< trainable parameters of the pasted model
     int64_t trainable_scratch = 0;      ///< parameters of the scratch model
     int64_t steps = 0;
-    double w_scale = 0.0;
+    double w_scale = 0.0;               ///< τ of the linear task
+    double noise_std = 0.0;             ///< σ of the linear task
     double ridge_lambda = 0.0;          ///< Bayes choice σ²/τ²
     /// Final 0.5·MSE at the query on the evaluation prompts; scratch_loss is NaN without train_scratch.
     double pasted_loss = 0.0, scratch_loss = 0.0, ridge_loss = 0.0, zero_loss = 0.0;

@@ -290,4 +290,47 @@ TEST(Pasting, MatchedWScaleGivesTheParentsSignalVariance)
     EXPECT_EQ(icl::matchedWScale(t, 2000, 11), 0.5);
 }
 
+TEST(Pasting, MatchedLabelScaleGivesTheParentsLabelVarianceAtTheSameSignalToNoise)
+{
+    icl::TaskConfig t;
+    t.kind = "representation";
+    t.d = 4;
+    t.rep_dim = 4;
+    t.rep_layers = 1;
+    t.n_context = 10;
+    t.w_scale = 0.5;
+    t.noise_std = 0.5;
+    t.x_distribution = "normal";
+    t.experiment_seed = 3;
+    // One leaky-ReLU layer with B_1 orthogonal: E‖Φ*(x)‖² = D·(1 + 0.01²)/2 and E‖x‖² = d for x ~ N(0, I), so
+    // c² = (τ²·2·(1 + 10⁻⁴) + σ²) / (τ²·4 + σ²) = (0.50005 + 0.25) / (1 + 0.25).
+    const double expected = std::sqrt((0.25 * 2.0 * (1.0 + 1e-4) + 0.25) / (0.25 * 4.0 + 0.25));
+    EXPECT_NEAR(icl::matchedLabelScale(t, 2000, 11), expected, 0.01 * expected);
+    // Without noise it is matchedWScale's factor; without a representation 1.
+    t.noise_std = 0.0;
+    EXPECT_NEAR(icl::matchedLabelScale(t, 2000, 11), icl::matchedWScale(t, 2000, 11) / 0.5, 1e-12);
+    t.kind = "linear_regression";
+    t.rep_dim = 0;
+    EXPECT_EQ(icl::matchedLabelScale(t, 2000, 11), 1.0);
+}
+
+TEST(Pasting, MatchLabelScaleScalesTauAndSigmaTogether)
+{
+    const std::string parent = writeParent("paste_parent_label_scale.h5");
+    const icl::ExperimentConfig pc = icl::loadRun(parent, -1).config;
+    icl::PastingOptions o;
+    o.steps = 2;
+    o.eval_every = 1;
+    o.store = false;
+    o.train_scratch = false;
+    o.cut_layer = 1;
+    o.match_label_scale = true;
+    const icl::PastingResult r = icl::computePasting(parent, o);
+    // The same factor on τ and σ, so ridge's Bayes λ = σ²/τ² is the parent task's.
+    EXPECT_NEAR(r.w_scale / pc.task.w_scale, r.noise_std / pc.task.noise_std, 1e-12);
+    EXPECT_NEAR(r.ridge_lambda, pc.task.noise_std * pc.task.noise_std / (pc.task.w_scale * pc.task.w_scale), 1e-9);
+    o.match_label_variance = true;
+    expectError([&] { icl::computePasting(parent, o); }, "match_label_scale sets τ and σ itself");
+}
+
 } // namespace
