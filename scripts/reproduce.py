@@ -105,7 +105,10 @@ def paste_metrics(r, cfg):
     p = r["paste"]
     return {"pasted_loss": p["pasted_loss"], "scratch_loss": p["scratch_loss"], "ridge_loss": p["ridge_loss"],
             "pasted_over_ridge": ratio(p["pasted_loss"], p["ridge_loss"]),
-            "pasted_over_scratch": ratio(p["pasted_loss"], p["scratch_loss"])}
+            "pasted_over_scratch": ratio(p["pasted_loss"], p["scratch_loss"]),
+            # How far the zero predictor is from ridge: the pasted / ridge target only discriminates when this is
+            # well above it (a noisy task brings ridge down to the zero predictor's loss).
+            "zero_over_ridge": ratio(p["zero_loss"], p["ridge_loss"])}
 
 
 # --- experiments ---------------------------------------------------------------------------------------------
