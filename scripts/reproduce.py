@@ -169,7 +169,8 @@ EXPERIMENTS = [
     {
         "id": "guo-pasting", "preset": "guo-pasting",
         "analyses": {"paste": ["analyze", "{run}", "paste", "--embedding", "transformer1", "--cut-layer", "1",
-                               "--init-from-parent", "--match-label-variance", "--steps", "2000", "--force", "--json"]},
+                               "--init-from-parent", "--match-label-scale", "--steps", "3000", "--lr", "3e-4",
+                               "--force", "--json"]},
         "metrics": paste_metrics,
         "targets": [("pasted_over_ridge", "<=", 1.5), ("pasted_over_scratch", "<=", 1.0)],
         "paper": "pasted upper layers reach near-ridge error; a scratch model of the same size does not (pasting experiment)",
