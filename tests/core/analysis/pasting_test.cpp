@@ -259,10 +259,8 @@ TEST(Pasting, BadOptionsThrowClearErrors)
     EXPECT_TRUE(cancelled);
 }
 
-// The matched τ against the closed form of a one-layer representation: with B_1 orthogonal (D = d) and
-// x ~ N(0, I), B_1 x ~ N(0, I), so E‖Φ*(x)‖² = D·E[σ*(t)²] = D·(1 + 0.01²)/2 for the leaky ReLU σ*, and
-// τ = τ_p·((1 + 10⁻⁴)/2)^{1/2}. 2,000 prompts × 11 positions: the sample means are within ~1 % (3 σ).
-TEST(Pasting, MatchedWScaleGivesTheParentsSignalVariance)
+/// d = D = 4, one leaky-ReLU layer, N = 10, x ~ N(0, I), τ = 0.5 and the given σ.
+icl::TaskConfig oneLayerRepresentationTask(double noise_std)
 {
     icl::TaskConfig t;
     t.kind = "representation";
@@ -271,8 +269,18 @@ TEST(Pasting, MatchedWScaleGivesTheParentsSignalVariance)
     t.rep_layers = 1;
     t.n_context = 10;
     t.w_scale = 0.5;
-    t.noise_std = 0.1;
+    t.noise_std = noise_std;
+    t.x_distribution = "normal";
     t.experiment_seed = 3;
+    return t;
+}
+
+// The matched τ against the closed form of a one-layer representation: with B_1 orthogonal (D = d) and
+// x ~ N(0, I), B_1 x ~ N(0, I), so E‖Φ*(x)‖² = D·E[σ*(t)²] = D·(1 + 0.01²)/2 for the leaky ReLU σ*, and
+// τ = τ_p·((1 + 10⁻⁴)/2)^{1/2}. 2,000 prompts × 11 positions: the sample means are within ~1 % (3 σ).
+TEST(Pasting, MatchedWScaleGivesTheParentsSignalVariance)
+{
+    icl::TaskConfig t = oneLayerRepresentationTask(0.1);
     const double expected = 0.5 * std::sqrt((1.0 + 1e-4) / 2.0);
     EXPECT_NEAR(icl::matchedWScale(t, 2000, 11), expected, 0.015 * expected);
     // Two layers (no closed form: B_2 mixes a non-centred input): the task's Φ* applied to 200,000 fresh
@@ -292,16 +300,7 @@ TEST(Pasting, MatchedWScaleGivesTheParentsSignalVariance)
 
 TEST(Pasting, MatchedLabelScaleGivesTheParentsLabelVarianceAtTheSameSignalToNoise)
 {
-    icl::TaskConfig t;
-    t.kind = "representation";
-    t.d = 4;
-    t.rep_dim = 4;
-    t.rep_layers = 1;
-    t.n_context = 10;
-    t.w_scale = 0.5;
-    t.noise_std = 0.5;
-    t.x_distribution = "normal";
-    t.experiment_seed = 3;
+    icl::TaskConfig t = oneLayerRepresentationTask(0.5);
     // One leaky-ReLU layer with B_1 orthogonal: E‖Φ*(x)‖² = D·(1 + 0.01²)/2 and E‖x‖² = d for x ~ N(0, I), so
     // c² = (τ²·2·(1 + 10⁻⁴) + σ²) / (τ²·4 + σ²) = (0.50005 + 0.25) / (1 + 0.25).
     const double expected = std::sqrt((0.25 * 2.0 * (1.0 + 1e-4) + 0.25) / (0.25 * 4.0 + 0.25));
