@@ -108,7 +108,9 @@ def paste_metrics(r, cfg):
             "pasted_over_scratch": ratio(p["pasted_loss"], p["scratch_loss"]),
             # How far the zero predictor is from ridge: the pasted / ridge target only discriminates when this is
             # well above it (a noisy task brings ridge down to the zero predictor's loss).
-            "zero_over_ridge": ratio(p["zero_loss"], p["ridge_loss"])}
+            "zero_over_ridge": ratio(p["zero_loss"], p["ridge_loss"]),
+            # The pasting is part of the experiment's budget: parent training plus this.
+            "paste_minutes": p["wall_time_s"] / 60.0}
 
 
 # --- experiments ---------------------------------------------------------------------------------------------
@@ -170,7 +172,7 @@ EXPERIMENTS = [
         "id": "guo-pasting", "preset": "guo-pasting",
         "analyses": {"paste": ["analyze", "{run}", "paste", "--embedding", "transformer1", "--cut-layer", "1",
                                "--init-from-parent", "--match-label-scale", "--steps", "3000", "--lr", "3e-4",
-                               "--force", "--json"]},
+                               "--eval-every", "500", "--force", "--json"]},
         "metrics": paste_metrics,
         "targets": [("pasted_over_ridge", "<=", 1.5), ("pasted_over_scratch", "<=", 1.0)],
         "paper": "pasted upper layers reach near-ridge error; a scratch model of the same size does not (pasting experiment)",

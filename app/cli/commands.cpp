@@ -687,6 +687,7 @@ int runPaste(const AnalyzeArgs& args)
                           {"trainable_scratch", r.trainable_scratch},
                           {"steps", r.steps},
                           {"lr", o.lr},
+                          {"schedule", o.schedule},
                           {"batch_size", o.batch_size},
                           {"w_scale", r.w_scale},
                           {"noise_std", r.noise_std},
@@ -716,7 +717,8 @@ int runPaste(const AnalyzeArgs& args)
               << " of checkpoint " << r.parent_step << ", " << r.steps << " steps of linear regression (τ "
               << fmt(r.w_scale) << (o.match_label_variance ? ", matched to the parent's label variance" : "")
               << ", σ " << fmt(r.noise_std) << (o.match_label_scale ? ", τ and σ scaled to the parent's label variance" : "")
-              << ", ridge λ " << fmt(r.ridge_lambda) << "; Adam η " << fmt(o.lr) << ", batch "
+              << ", ridge λ " << fmt(r.ridge_lambda) << "; Adam η " << fmt(o.lr)
+              << (o.schedule == "cosine" ? " with cosine decay" : "") << ", batch "
               << o.batch_size << (o.copy_parent_embedding ? ", new module started from the parent" : "") << ")\n"
               << "  trainable parameters: pasted " << r.trainable_pasted << ", scratch " << r.trainable_scratch << "\n"
               << "  query loss (0.5·MSE): pasted " << fmt(r.pasted_loss) << ", scratch " << fmt(r.scratch_loss)

@@ -267,6 +267,14 @@ int main(int argc, char** argv)
     a->add_option("--lr", analyze.paste.lr, "paste: Adam learning rate η of the new embedding and of the scratch model (default 1e-3)")
         ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 10.0));
+    a->add_option("--schedule", analyze.paste.schedule,
+                  "paste: learning-rate schedule of both models: constant (default) or cosine (η decays to 0 at the "
+                  "last step, no warm-up)")
+        ->check(CLI::IsMember({"constant", "cosine"}));
+    a->add_option("--eval-every", analyze.paste.eval_every,
+                  "paste: period of the loss curves' evaluations, in steps (default 100; each evaluates both models on "
+                  "1,280 prompts)")
+        ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
     a->add_option("--batch-size", analyze.paste.batch_size, "paste: prompts per training step (default 64)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
     auto* wScaleOption = a->add_option("--w-scale", analyze.paste.w_scale,

@@ -60,7 +60,8 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
     m_lr = makeDoubleSpinBox(content, "pastingLearningRate", 7, 1e-7, 1.0, 1e-4, new LearningRateSpinBox(content));
     m_lr->setValue(1e-3);
-    m_fields.add(0, 3, tr("Learning rate η"), m_lr, tr("Constant Adam learning rate (β = 0.9, 0.999)"));
+    m_fields.add(0, 3, tr("Learning rate η"), m_lr,
+        tr("Adam learning rate (β = 0.9, 0.999); the peak rate with the cosine schedule"));
 
     m_batchSize = makeSpinBox(content, "pastingBatchSize", 1, 1000000, 64);
     m_fields.add(1, 0, tr("Batch size"), m_batchSize, tr("Prompts per training step"));
@@ -97,6 +98,18 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         tr("Choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal variance, τ = τ_parent·(E‖Φ*(x)‖² "
            "/ E‖x‖²)^½: the label scale the frozen read-out was trained on (icl-cli --match-label-variance)"));
     grid->addWidget(m_matchLabels, 2, 5, 1, 1);
+    m_matchScale = makeCheckBox(content, "pastingMatchLabelScale", tr("Match label scale"), false,
+        tr("Multiply the linear task's τ and σ by one factor c so that its labels have the parent task's variance, "
+           "c² = (τ²E‖Φ*(x)‖² + σ²) / (τ²E‖x‖² + σ²): the read-out's label scale at the linear task's own "
+           "signal-to-noise ratio, so ridge's λ and every loss ratio stay the parent's (icl-cli --match-label-scale)"));
+    grid->addWidget(m_matchScale, 2, 6, 1, 1);
+    m_schedule = new QComboBox(content);
+    m_schedule->setObjectName(QStringLiteral("pastingSchedule"));
+    m_schedule->addItem(tr("constant"), QStringLiteral("constant"));
+    m_schedule->addItem(tr("cosine"), QStringLiteral("cosine"));
+    m_fields.add(3, 0, tr("Schedule"), m_schedule,
+        tr("Learning rate over the steps, for both models: constant η, or cosine decay from η to 0 at the last step "
+           "(icl-cli --schedule)"));
     m_output = makeFileField(content, QString(), tr("Browse…"));
     m_output.path->setObjectName(QStringLiteral("pastingOutput"));
     m_output.path->setClearButtonEnabled(true);
@@ -108,8 +121,8 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
                                  "next to the parent, as icl-cli analyze paste)");
     outputLabel->setToolTip(outputTip);
     m_output.path->setToolTip(outputTip);
-    grid->addWidget(outputLabel, 3, 0);
-    grid->addLayout(outputRow, 3, 1, 1, 7);
+    grid->addWidget(outputLabel, 3, 2);
+    grid->addLayout(outputRow, 3, 3, 1, 5);
     for (int c : { 1, 3, 5, 7 })
         grid->setColumnStretch(c, 1);
 
@@ -120,6 +133,16 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         m_embedding, qOverload<int>(&QComboBox::currentIndexChanged), this, &PastingOptionsForm::updateDefaultOutput);
     connect(m_initFromParent, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
     connect(m_matchLabels, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
+    connect(m_matchScale, &QCheckBox::toggled, this, &PastingOptionsForm::changed);
+    // τ is given, matched to the parent's signal variance, or scaled with σ to its label variance: one of them.
+    connect(m_matchLabels, &QCheckBox::toggled, this, [this](bool on) {
+        if (on)
+            m_matchScale->setChecked(false);
+    });
+    connect(m_matchScale, &QCheckBox::toggled, this, [this](bool on) {
+        if (on)
+            m_matchLabels->setChecked(false);
+    });
     connect(m_output.browse, &QPushButton::clicked, this, &PastingOptionsForm::browseOutput);
 }
 
@@ -144,11 +167,13 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
     o.embedding = m_embedding->currentData().toString().toStdString();
     o.steps = m_steps->value();
     o.lr = m_lr->value();
+    o.schedule = m_schedule->currentData().toString().toStdString();
     o.batch_size = m_batchSize->value();
     o.n_eval = m_nEval->value();
     o.eval_every = m_evalEvery->value();
     o.match_label_variance = m_matchLabels->isChecked();
-    o.w_scale = o.match_label_variance ? 0.0 : m_wScale->value();
+    o.match_label_scale = m_matchScale->isChecked();
+    o.w_scale = o.match_label_variance || o.match_label_scale ? 0.0 : m_wScale->value();
     o.seed = uint64_t(m_seed->value());
     o.train_scratch = m_trainScratch->isChecked();
     o.copy_parent_embedding = m_initFromParent->isEnabled() && m_initFromParent->isChecked();
@@ -164,10 +189,10 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
 void PastingOptionsForm::setBusy(bool busy)
 {
     for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
-             m_evalEvery, m_seed, m_trainScratch, m_matchLabels })
+             m_evalEvery, m_seed, m_trainScratch, m_matchLabels, m_matchScale, m_schedule })
         w->setEnabled(!busy);
     m_output.setEnabled(!busy);
-    m_wScale->setEnabled(!busy && !m_matchLabels->isChecked()); // τ is either given or matched
+    m_wScale->setEnabled(!busy && !m_matchLabels->isChecked() && !m_matchScale->isChecked()); // given or matched
     // Starting from the parent is defined for linear at ℓ = 0 and transformer1 at ℓ ≥ 1 (PastingOptions).
     const bool transformer1 = m_embedding->currentData().toString() == QLatin1String("transformer1");
     m_initFromParent->setEnabled(!busy && (transformer1 ? m_cutLayer->value() >= 1 : m_cutLayer->value() == 0));

@@ -18,7 +18,8 @@ namespace icl::gui {
 QString pastingOutputPath(const QString& parentPath, int64_t cutLayer, const QString& embedding);
 
 /// Cut layer ℓ, embedding, steps, learning rate η, batch size, evaluation prompts and period, w_scale τ, seed, the
-/// scratch model, "Start from parent", "Without its MLP", "Match label variance" and the output file (object names "pastingCutLayer", …). The fields are
+/// scratch model, "Start from parent", "Without its MLP", "Match label variance", "Match label scale" (at most one
+/// of the two), the learning-rate schedule and the output file (object names "pastingCutLayer", …). The fields are
 /// children of the page's content widget; the form keeps them and their grid. Thread affinity: GUI thread only.
 class PastingOptionsForm : public QObject {
     Q_OBJECT
@@ -51,10 +52,12 @@ public:
     QCheckBox* initFromParent() const { return m_initFromParent; }
     QCheckBox* zeroNewMlp() const { return m_zeroNewMlp; }
     QCheckBox* matchLabelVariance() const { return m_matchLabels; }
+    QCheckBox* matchLabelScale() const { return m_matchScale; }
+    QComboBox* schedule() const { return m_schedule; }
     QLineEdit* output() const { return m_output.path; }
 
 Q_SIGNALS:
-    /// The cut layer, the embedding, "Start from parent" or "Match label variance" changed (which of the start options are defined
+    /// The cut layer, the embedding, "Start from parent", "Match label variance" or "Match label scale" changed (which of the start options are defined
     /// depends on them).
     void changed();
 
@@ -77,6 +80,8 @@ private:
     QCheckBox* m_initFromParent = nullptr;
     QCheckBox* m_zeroNewMlp = nullptr;
     QCheckBox* m_matchLabels = nullptr;
+    QCheckBox* m_matchScale = nullptr;
+    QComboBox* m_schedule = nullptr;
     FileField m_output;
 };
 

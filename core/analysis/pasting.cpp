@@ -17,6 +17,7 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
+#include "core/training/optim.h"
 
 namespace icl {
 
@@ -144,6 +145,8 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
         throw Error("pasting: batch size and eval period must be >= 1 and eval prompts >= 2");
     if (!(o.lr > 0) || !(o.w_scale >= 0))
         throw Error("pasting: lr must be > 0 and w_scale >= 0");
+    if (o.schedule != "constant" && o.schedule != "cosine")
+        throw Error("pasting schedule \"" + o.schedule + "\": expected constant or cosine");
     if (o.match_label_variance && o.w_scale > 0)
         throw Error("pasting: give either w_scale or match_label_variance, not both");
     if (o.match_label_scale && (o.w_scale > 0 || o.match_label_variance))
@@ -194,7 +197,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     cfg.training.batch_size = o.batch_size;
     cfg.training.steps = o.steps;
     cfg.training.grad_clip = 0.0;
-    cfg.training.schedule = "constant";
+    cfg.training.schedule = o.schedule == "cosine" ? "warmup_cosine" : "constant";
     cfg.training.warmup_steps = 0;
     cfg.training.eval_every = o.eval_every;
     cfg.training.checkpoint_every = std::max<int64_t>(1, o.steps);
@@ -327,6 +330,9 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     std::vector<MetricsRow> pending;
     for (int64_t t = 0; t < o.steps; ++t) {
         const PromptBatch b = sampleLinearRegression(cfg.task, o.batch_size, mixSeed(seed, uint64_t(t)));
+        const double lr = learningRate(cfg.training, t);
+        setLearningRate(optPasted, lr);
+        setLearningRate(optScratch, lr);
         pSum += step(*pasted, optPasted, b);
         if (o.train_scratch)
             sSum += step(*scratch, optScratch, b);
@@ -374,8 +380,8 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     };
     const nlohmann::json opts = {{"checkpoint_step", run.step}, {"cut_layer", o.cut_layer},
                                  {"embedding", o.embedding},    {"steps", o.steps},
-                                 {"lr", o.lr},                  {"batch_size", o.batch_size},
-                                 {"n_eval", o.n_eval},          {"w_scale", r.w_scale},
+                                 {"lr", o.lr},                  {"schedule", o.schedule},
+                                 {"batch_size", o.batch_size},  {"n_eval", o.n_eval},          {"w_scale", r.w_scale},
                                  {"noise_std", r.noise_std},    {"match_label_scale", o.match_label_scale},
                                  {"seed", seed},                {"copy_parent_embedding", o.copy_parent_embedding},
                                  {"zero_new_mlp", o.zero_new_mlp},

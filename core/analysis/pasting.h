@@ -37,7 +37,10 @@ struct PastingOptions {
     int64_t cut_layer = 0;              ///< ℓ, 0 ≤ ℓ ≤ L − 1: blocks ℓ..L−1 are kept
     std::string embedding = "linear";   ///< "linear" or "transformer1"
     int64_t steps = 1000;               ///< Adam steps for the pasted and for the scratch model each
-    double lr = 1e-3;                   ///< Adam (β = 0.9, 0.999), constant rate
+    double lr = 1e-3;                   ///< Adam (β = 0.9, 0.999) learning rate η (the peak rate under "cosine")
+    /// η over the steps: "constant" (η throughout) or "cosine" (η·½(1 + cos(π t / steps)), decaying to 0 at
+    /// the last step; no warm-up). Same schedule for the pasted and the scratch model. Other values throw.
+    std::string schedule = "constant";
     int64_t batch_size = 64;
     int64_t n_eval = 1280;              ///< fixed evaluation prompts (same for every model and baseline)
     int64_t eval_every = 100;           ///< evaluation (loss curve) period in steps

@@ -227,6 +227,36 @@ TEST_F(PastingPageTest, MatchLabelVarianceReplacesTheGivenWScale)
     EXPECT_DOUBLE_EQ(page->options().w_scale, 0.7);
 }
 
+TEST_F(PastingPageTest, MatchLabelScaleExcludesMatchLabelVarianceAndSetsTheSchedule)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    icl::gui::PastingOptionsForm* form = window.pastingPage()->optionsForm();
+    PastingPage* page = window.pastingPage();
+    QCheckBox* variance = form->matchLabelVariance();
+    QCheckBox* scale = form->matchLabelScale();
+    ASSERT_NE(scale, nullptr);
+    form->wScale()->setValue(0.7);
+    scale->setChecked(true);
+    EXPECT_TRUE(page->options().match_label_scale);
+    EXPECT_EQ(page->options().w_scale, 0.0) << "PastingOptions refuses w_scale with match_label_scale";
+    EXPECT_FALSE(form->wScale()->isEnabled());
+    variance->setChecked(true);
+    EXPECT_FALSE(scale->isChecked()) << "PastingOptions refuses both matchings";
+    EXPECT_TRUE(page->options().match_label_variance);
+    EXPECT_FALSE(page->options().match_label_scale);
+    scale->setChecked(true);
+    EXPECT_FALSE(variance->isChecked());
+    scale->setChecked(false);
+    EXPECT_TRUE(form->wScale()->isEnabled());
+    EXPECT_DOUBLE_EQ(page->options().w_scale, 0.7);
+
+    EXPECT_EQ(page->options().schedule, "constant") << "the CLI's default";
+    form->schedule()->setCurrentIndex(form->schedule()->findData(QStringLiteral("cosine")));
+    EXPECT_EQ(page->options().schedule, "cosine");
+}
+
 TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 {
     MainWindow window;

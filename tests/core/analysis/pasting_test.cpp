@@ -3,6 +3,7 @@
 // trains, and bad options fail with clear messages.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -249,6 +250,9 @@ TEST(Pasting, BadOptionsThrowClearErrors)
     expectError([&] { icl::computePasting(parent, o); }, "either w_scale or match_label_variance");
     o.w_scale = 0.0;
     o.match_label_variance = false;
+    o.schedule = "linear";
+    expectError([&] { icl::computePasting(parent, o); }, "schedule \"linear\": expected constant or cosine");
+    o.schedule = "constant";
     bool cancelled = false;
     try {
         o.steps = 5;
@@ -330,6 +334,45 @@ TEST(Pasting, MatchLabelScaleScalesTauAndSigmaTogether)
     EXPECT_NEAR(r.ridge_lambda, pc.task.noise_std * pc.task.noise_std / (pc.task.w_scale * pc.task.w_scale), 1e-9);
     o.match_label_variance = true;
     expectError([&] { icl::computePasting(parent, o); }, "match_label_scale sets τ and σ itself");
+}
+
+/// Adam's update is linear in η, and two runs on the same batches take the same first step (the cosine rate at
+/// step 0 is η). So with cosine over 2 steps (η, then η·½(1 + cos(π/2)) = η/2) the second step is half the
+/// constant schedule's: θ_cos(2) − θ(1) = ½ (θ_const(2) − θ(1)), θ(1) from a 1-step run.
+TEST(Pasting, CosineScheduleHalvesTheSecondOfTwoAdamSteps)
+{
+    const std::string parent = writeParent("paste_parent_schedule.h5");
+    auto trained = [&](int64_t steps, const std::string& schedule) {
+        const std::string out = icl::test::scratchPrefix() + "paste_schedule_" + schedule + ".h5";
+        icl::PastingOptions o;
+        o.cut_layer = 1;
+        o.embedding = "transformer1";
+        o.steps = steps;
+        o.schedule = schedule;
+        o.batch_size = 8;
+        o.n_eval = 16;
+        o.train_scratch = false;
+        o.store = false;
+        o.out_path = out;
+        o.overwrite = true;
+        icl::computePasting(parent, o);
+        return byName(icl::readCheckpoint(out, steps).params);
+    };
+    const auto one = trained(1, "constant");
+    const auto constant = trained(2, "constant");
+    const auto cosine = trained(2, "cosine");
+    double largestStep = 0.0;
+    for (const auto& [name, a] : one) {
+        const auto& c = constant.at(name).data;
+        const auto& k = cosine.at(name).data;
+        ASSERT_EQ(c.size(), a.data.size());
+        for (size_t i = 0; i < a.data.size(); ++i) {
+            const double full = double(c[i]) - double(a.data[i]);
+            largestStep = std::max(largestStep, std::abs(full));
+            EXPECT_NEAR(double(k[i]) - double(a.data[i]), 0.5 * full, 1e-6) << name << "[" << i << "]";
+        }
+    }
+    EXPECT_GT(largestStep, 1e-4) << "the second Adam step moved the new block (else the check above is empty)";
 }
 
 } // namespace
