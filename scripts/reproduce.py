@@ -171,7 +171,7 @@ EXPERIMENTS = [
     {
         "id": "guo-pasting", "preset": "guo-pasting",
         "analyses": {"paste": ["analyze", "{run}", "paste", "--embedding", "transformer1", "--cut-layer", "1",
-                               "--init-from-parent", "--match-label-scale", "--steps", "3000", "--lr", "3e-4",
+                               "--init-from-parent", "--match-label-scale", "--steps", "4000", "--lr", "3e-4",
                                "--eval-every", "500", "--force", "--json"]},
         "metrics": paste_metrics,
         "targets": [("pasted_over_ridge", "<=", 1.5), ("pasted_over_scratch", "<=", 1.0)],

@@ -688,6 +688,7 @@ int runPaste(const AnalyzeArgs& args)
                           {"steps", r.steps},
                           {"lr", o.lr},
                           {"schedule", o.schedule},
+                          {"concurrent", o.concurrent},
                           {"batch_size", o.batch_size},
                           {"w_scale", r.w_scale},
                           {"noise_std", r.noise_std},

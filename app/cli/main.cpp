@@ -271,6 +271,9 @@ int main(int argc, char** argv)
                   "paste: learning-rate schedule of both models: constant (default) or cosine (η decays to 0 at the "
                   "last step, no warm-up)")
         ->check(CLI::IsMember({"constant", "cosine"}));
+    a->add_flag("--sequential{false}", analyze.paste.concurrent,
+                "paste: train the pasted and the scratch model one after the other on --threads intra-op threads "
+                "(default: side by side, one thread each, on a machine with 2 or more hardware threads)");
     a->add_option("--eval-every", analyze.paste.eval_every,
                   "paste: period of the loss curves' evaluations, in steps (default 100; each evaluates both models on "
                   "1,280 prompts)")

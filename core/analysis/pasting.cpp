@@ -1,6 +1,10 @@
 #include "core/analysis/pasting.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <thread>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -290,9 +294,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
         createExperimentFile(o.out_path, toJson(cfg).dump(2), o.overwrite);
     }
 
-    auto evalRow = [&](int64_t step, double pTrain, double sTrain) {
-        const double pe = queryLoss(*pasted, evalSet);
-        const double se = o.train_scratch ? queryLoss(*scratch, evalSet) : std::nan("");
+    auto evalRow = [&](int64_t step, double pTrain, double pe, double sTrain, double se) {
         r.curve_steps.push_back(step);
         r.pasted_train.push_back(pTrain);
         r.pasted_eval.push_back(pe);
@@ -307,8 +309,6 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     // Same batches, same budget for both models.
     torch::optim::Adam optPasted(trainable, torch::optim::AdamOptions(o.lr).betas({0.9, 0.999}));
     torch::optim::Adam optScratch(scratch->parameters(), torch::optim::AdamOptions(o.lr).betas({0.9, 0.999}));
-    pasted->train();
-    scratch->train();
     auto step = [&](Gpt2Impl& m, torch::optim::Adam& opt, const PromptBatch& b) {
         torch::Tensor loss = halfMse(m.predictAll(b).flatten(), b.y.flatten());
         opt.zero_grad();
@@ -319,35 +319,102 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
             throw Error("pasting: training diverged (loss " + std::to_string(v) + ")");
         return v;
     };
+    const double nanv = std::nan("");
     {
-        const double nanv = std::nan("");
-        std::vector<MetricsRow> rows{evalRow(0, nanv, nanv)};
+        pasted->eval();
+        scratch->eval();
+        std::vector<MetricsRow> rows{evalRow(0, nanv, queryLoss(*pasted, evalSet), nanv,
+                                             o.train_scratch ? queryLoss(*scratch, evalSet) : nanv)};
         writeCheckpoint(0, nanv, rows);
     }
-    double pSum = 0, sSum = 0;
-    int64_t count = 0;
+
+    // Each model trains on batches 0..steps−1 (each thread samples its own copy of the same batches) and is
+    // evaluated every eval_every steps and at the last one. The models are independent, so training them one
+    // after the other or side by side gives the same numbers for the same intra-op thread count.
+    struct Trace {
+        std::vector<double> train, eval;  ///< mean training loss since the previous evaluation, eval loss
+    };
     const int64_t total = o.steps * (o.train_scratch ? 2 : 1);
-    std::vector<MetricsRow> pending;
-    for (int64_t t = 0; t < o.steps; ++t) {
-        const PromptBatch b = sampleLinearRegression(cfg.task, o.batch_size, mixSeed(seed, uint64_t(t)));
-        const double lr = learningRate(cfg.training, t);
-        setLearningRate(optPasted, lr);
-        setLearningRate(optScratch, lr);
-        pSum += step(*pasted, optPasted, b);
-        if (o.train_scratch)
-            sSum += step(*scratch, optScratch, b);
-        ++count;
-        if (progress && !progress((t + 1) * (o.train_scratch ? 2 : 1), total))
+    std::atomic<int64_t> done{0};
+    std::atomic<bool> stop{false};  // cancelled, or the other model's thread failed
+    auto reportProgress = [&] {
+        if (progress && !progress(done.load(), total)) {
+            stop = true;
             throw Error("cancelled");
-        if ((t + 1) % o.eval_every == 0 || t + 1 == o.steps) {
-            pasted->eval();
-            scratch->eval();
-            pending.push_back(evalRow(t + 1, pSum / count, o.train_scratch ? sSum / count : std::nan("")));
-            pasted->train();
-            scratch->train();
-            pSum = sSum = 0;
-            count = 0;
         }
+    };
+    auto train = [&](Gpt2Impl& m, torch::optim::Adam& opt, bool reports) {
+        Trace tr;
+        double sum = 0;
+        int64_t count = 0;
+        m.train();
+        for (int64_t t = 0; t < o.steps && !stop.load(); ++t) {
+            const PromptBatch b = sampleLinearRegression(cfg.task, o.batch_size, mixSeed(seed, uint64_t(t)));
+            setLearningRate(opt, learningRate(cfg.training, t));
+            sum += step(m, opt, b);
+            ++count;
+            ++done;
+            if (reports)
+                reportProgress();
+            if ((t + 1) % o.eval_every == 0 || t + 1 == o.steps) {
+                m.eval();
+                tr.train.push_back(sum / count);
+                tr.eval.push_back(queryLoss(m, evalSet));
+                m.train();
+                sum = 0;
+                count = 0;
+            }
+        }
+        m.eval();
+        return tr;
+    };
+    Trace pastedTrace, scratchTrace;
+    if (o.train_scratch && o.concurrent && defaultThreads() >= 2) {
+        const ScopedThreads oneThread(1);
+        std::exception_ptr scratchError;
+        std::atomic<bool> scratchDone{false};
+        std::thread worker([&] {
+            try {
+                torch::set_num_threads(1);  // this thread's own OpenMP count (LibTorch's and OpenBLAS's)
+                scratchTrace = train(*scratch, optScratch, false);
+            } catch (...) {
+                scratchError = std::current_exception();
+                stop = true;
+            }
+            scratchDone = true;
+        });
+        // Joined on every path: an exception here (cancel, divergence) stops the worker first.
+        struct Join {
+            std::thread& t;
+            std::atomic<bool>& stop;
+            ~Join()
+            {
+                stop = true;
+                t.join();
+            }
+        } join{worker, stop};
+        pastedTrace = train(*pasted, optPasted, true);
+        while (!scratchDone.load() && !stop.load()) {  // the scratch model is the slower one: keep reporting
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+            reportProgress();
+        }
+        while (!scratchDone.load())
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        if (scratchError)
+            std::rethrow_exception(scratchError);
+        if (!stop.load())
+            reportProgress();
+    } else {
+        pastedTrace = train(*pasted, optPasted, true);
+        if (o.train_scratch)
+            scratchTrace = train(*scratch, optScratch, true);
+    }
+    std::vector<MetricsRow> pending;
+    for (size_t i = 0; i < pastedTrace.eval.size(); ++i) {
+        const int64_t t = std::min<int64_t>(o.steps, int64_t(i + 1) * o.eval_every);
+        pending.push_back(evalRow(t, pastedTrace.train[i], pastedTrace.eval[i],
+                                  o.train_scratch ? scratchTrace.train.at(i) : nanv,
+                                  o.train_scratch ? scratchTrace.eval.at(i) : nanv));
     }
     pasted->eval();
     scratch->eval();
@@ -381,6 +448,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
     const nlohmann::json opts = {{"checkpoint_step", run.step}, {"cut_layer", o.cut_layer},
                                  {"embedding", o.embedding},    {"steps", o.steps},
                                  {"lr", o.lr},                  {"schedule", o.schedule},
+                                 {"concurrent", o.concurrent},
                                  {"batch_size", o.batch_size},  {"n_eval", o.n_eval},          {"w_scale", r.w_scale},
                                  {"noise_std", r.noise_std},    {"match_label_scale", o.match_label_scale},
                                  {"seed", seed},                {"copy_parent_embedding", o.copy_parent_embedding},

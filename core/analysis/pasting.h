@@ -68,10 +68,16 @@ struct PastingOptions {
     /// linear feature of x where the frozen blocks read Φ*(x). Throws icl::Error without those two options.
     bool zero_new_mlp = false;
     bool train_scratch = true;          ///< also train the same-size model from scratch
+    /// With train_scratch on a machine with ≥ 2 hardware threads: train the pasted and the scratch model side
+    /// by side, each on its own thread with one intra-op thread (`threads` is then not used), instead of one
+    /// after the other on `threads` intra-op threads. Small models gain little from a second intra-op thread
+    /// (4 × 4 × 64 GPT-2: 1.1–1.2×), so this is about 1.6× faster on 2 cores. Each model's numbers depend on
+    /// its intra-op thread count only (reduction order), so either setting is deterministic.
+    bool concurrent = true;
     std::string out_path;               ///< new experiment file for the pasted model; "" = none
     bool overwrite = false;             ///< replace an existing out_path
     bool store = true;                  ///< store /analysis/pasting/<id> in the parent
-    int threads = 0;
+    int threads = 0;                    ///< intra-op threads (0 = the default); see concurrent
 };
 
 /// The τ of the linear task whose signal ⟨w, x⟩, w ~ N(0, τ²I_d), has the variance of the parent task's

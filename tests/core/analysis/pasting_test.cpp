@@ -180,14 +180,15 @@ TEST(Pasting, UpperBlocksStayBitwiseFrozenWhileTheEmbeddingTrains)
         o.n_eval = 32;
         o.out_path = out;
         o.overwrite = true;
-        int64_t calls = 0;
+        int64_t last = 0;
         const icl::PastingResult r = icl::computePasting(parent, o, [&](int64_t done, int64_t total) {
             EXPECT_EQ(total, 12);
             EXPECT_LE(done, total);
-            ++calls;
+            EXPECT_GE(done, last) << "progress never goes back";
+            last = done;
             return true;
         });
-        EXPECT_EQ(calls, 6);
+        EXPECT_EQ(last, 12) << "6 steps of the pasted and 6 of the scratch model, reported as done";
         const int64_t offset = emb == "transformer1" ? 1 : 0;
         EXPECT_EQ(r.pasted_layers, 2 + offset);
         EXPECT_TRUE(r.frozen_unchanged);
@@ -373,6 +374,79 @@ TEST(Pasting, CosineScheduleHalvesTheSecondOfTwoAdamSteps)
         }
     }
     EXPECT_GT(largestStep, 1e-4) << "the second Adam step moved the new block (else the check above is empty)";
+}
+
+/// The pasted and the scratch model are independent: trained side by side (one intra-op thread each) they give
+/// bitwise the numbers of training them one after the other on one intra-op thread — losses, curves and the
+/// pasted model's weights.
+TEST(Pasting, SideBySideTrainingEqualsOneAfterTheOtherOnOneThread)
+{
+    const std::string parent = writeParent("paste_parent_concurrent.h5");
+    auto run = [&](bool concurrent, const std::string& out) {
+        icl::PastingOptions o;
+        o.cut_layer = 1;
+        o.embedding = "transformer1";
+        o.steps = 5;
+        o.eval_every = 2;
+        o.batch_size = 8;
+        o.n_eval = 16;
+        o.store = false;
+        o.out_path = out;
+        o.overwrite = true;
+        o.concurrent = concurrent;
+        o.threads = 1;
+        int64_t last = 0;
+        const icl::PastingResult r = icl::computePasting(parent, o, [&](int64_t done, int64_t total) {
+            EXPECT_EQ(total, 10);
+            EXPECT_GE(done, last) << "progress never goes back";
+            last = done;
+            return true;
+        });
+        EXPECT_EQ(last, 10) << "the last report says every step of both models is done";
+        return r;
+    };
+    const std::string outA = icl::test::scratchPrefix() + "paste_side_by_side.h5";
+    const std::string outB = icl::test::scratchPrefix() + "paste_one_after_other.h5";
+    const icl::PastingResult a = run(true, outA);
+    const icl::PastingResult b = run(false, outB);
+    EXPECT_EQ(a.curve_steps, (std::vector<int64_t>{0, 2, 4, 5}));
+    EXPECT_EQ(a.curve_steps, b.curve_steps);
+    EXPECT_EQ(a.pasted_train.size(), 4u);
+    EXPECT_TRUE(std::isfinite(a.scratch_eval.back()));
+    // Bitwise: the same operations in the same order on one thread each. The training losses start at step 1
+    // (step 0's is NaN: nothing trained yet).
+    auto trained = [](const std::vector<double>& v) { return std::vector<double>(v.begin() + 1, v.end()); };
+    EXPECT_TRUE(std::isnan(a.pasted_train[0]) && std::isnan(b.pasted_train[0]));
+    EXPECT_EQ(trained(a.pasted_train), trained(b.pasted_train));
+    EXPECT_EQ(a.pasted_eval, b.pasted_eval);
+    EXPECT_EQ(trained(a.scratch_train), trained(b.scratch_train));
+    EXPECT_EQ(a.scratch_eval, b.scratch_eval);
+    EXPECT_EQ(a.pasted_curve, b.pasted_curve);
+    EXPECT_EQ(a.scratch_curve, b.scratch_curve);
+    const auto pa = byName(icl::readCheckpoint(outA, 5).params);
+    const auto pb = byName(icl::readCheckpoint(outB, 5).params);
+    ASSERT_EQ(pa.size(), pb.size());
+    for (const auto& [name, t] : pa)
+        EXPECT_EQ(t.data, pb.at(name).data) << name;
+}
+
+/// Divergence (η = 10³⁰: the second forward overflows) stops the pasting with the same icl::Error whether the
+/// models train side by side (whichever thread fails first; the other is stopped and joined) or one after the
+/// other, and nothing hangs.
+TEST(Pasting, DivergenceOnEitherThreadIsReported)
+{
+    const std::string parent = writeParent("paste_parent_diverge.h5");
+    for (const bool concurrent : {true, false}) {
+        icl::PastingOptions o;
+        o.cut_layer = 0;
+        o.steps = 200;
+        o.lr = 1e30;
+        o.batch_size = 8;
+        o.n_eval = 16;
+        o.store = false;
+        o.concurrent = concurrent;
+        expectError([&] { icl::computePasting(parent, o); }, "training diverged");
+    }
 }
 
 } // namespace
