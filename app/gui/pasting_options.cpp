@@ -48,13 +48,11 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
     m_fields.add(0, 0, tr("Cut layer ℓ"), m_cutLayer,
         tr("The parent's blocks ℓ..L−1, final LayerNorm and read-out are kept frozen; its read-in, positions and "
            "blocks 0..ℓ−1 are replaced by the new embedding"));
-    m_embedding = new QComboBox(content);
-    m_embedding->setObjectName(QStringLiteral("pastingEmbedding"));
-    m_embedding->addItem(tr("linear"), QStringLiteral("linear"));
-    m_embedding->addItem(tr("transformer1"), QStringLiteral("transformer1"));
-    m_fields.add(0, 1, tr("Embedding"), m_embedding,
-        tr("New trainable embedding: linear (a read-in and learned positions) or transformer1 (the same plus one "
-           "new GPT-2 block before the frozen ones)"));
+    const QString embeddingTip = tr("New trainable embedding: linear (a read-in and learned positions) or "
+                                    "transformer1 (the same plus one new GPT-2 block before the frozen ones)");
+    m_embedding = makeComboBox(content, "pastingEmbedding", embeddingTip,
+        { { tr("linear"), QStringLiteral("linear") }, { tr("transformer1"), QStringLiteral("transformer1") } });
+    m_fields.add(0, 1, tr("Embedding"), m_embedding, embeddingTip);
     m_steps = makeSpinBox(content, "pastingSteps", 1, 10000000, 1000, 100);
     m_fields.add(0, 2, tr("Steps"), m_steps,
         tr("Adam steps for the pasted model and, on the same batches, for the scratch model"));
@@ -98,18 +96,18 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
         tr("Choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal variance, τ = τ_parent·(E‖Φ*(x)‖² "
            "/ E‖x‖²)^½: the label scale the frozen read-out was trained on (icl-cli --match-label-variance)"));
     grid->addWidget(m_matchLabels, 2, 5, 1, 1);
-    m_matchScale = makeCheckBox(content, "pastingMatchLabelScale", tr("Match label scale"), false,
-        tr("Multiply the linear task's τ and σ by one factor c so that its labels have the parent task's variance, "
-           "c² = (τ²E‖Φ*(x)‖² + σ²) / (τ²E‖x‖² + σ²): the read-out's label scale at the linear task's own "
-           "signal-to-noise ratio, so ridge's λ and every loss ratio stay the parent's (icl-cli --match-label-scale)"));
+    const QString matchScaleTip
+        = tr("Multiply the linear task's τ and σ by one factor c so that its labels have the parent task's "
+             "variance, c² = (τ²E‖Φ*(x)‖² + σ²) / (τ²E‖x‖² + σ²): the read-out's label scale at the linear "
+             "task's own signal-to-noise ratio, so ridge's λ and every loss ratio stay the parent's (icl-cli "
+             "--match-label-scale)");
+    m_matchScale = makeCheckBox(content, "pastingMatchLabelScale", tr("Match label scale"), false, matchScaleTip);
     grid->addWidget(m_matchScale, 2, 6, 1, 1);
-    m_schedule = new QComboBox(content);
-    m_schedule->setObjectName(QStringLiteral("pastingSchedule"));
-    m_schedule->addItem(tr("constant"), QStringLiteral("constant"));
-    m_schedule->addItem(tr("cosine"), QStringLiteral("cosine"));
-    m_fields.add(3, 0, tr("Schedule"), m_schedule,
-        tr("Learning rate over the steps, for both models: constant η, or cosine decay from η to 0 at the last step "
-           "(icl-cli --schedule)"));
+    const QString scheduleTip = tr("Learning rate over the steps, for both models: constant η, or cosine decay from η "
+                                   "to 0 at the last step (icl-cli --schedule)");
+    m_schedule = makeComboBox(content, "pastingSchedule", scheduleTip,
+        { { tr("constant"), QStringLiteral("constant") }, { tr("cosine"), QStringLiteral("cosine") } });
+    m_fields.add(3, 0, tr("Schedule"), m_schedule, scheduleTip);
     m_output = makeFileField(content, QString(), tr("Browse…"));
     m_output.path->setObjectName(QStringLiteral("pastingOutput"));
     m_output.path->setClearButtonEnabled(true);

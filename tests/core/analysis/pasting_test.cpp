@@ -88,6 +88,22 @@ icl::PastingOptions untrainedCopy(int64_t cut, const std::string& embedding, con
     return o;
 }
 
+/// Options of a short training run on tiny batches (batch 8, 16 evaluation prompts, nothing stored in the parent):
+/// transformer1 at cut layer 1, written to `out` ("" = no file).
+icl::PastingOptions shortRun(int64_t steps, const std::string& out)
+{
+    icl::PastingOptions o;
+    o.cut_layer = 1;
+    o.embedding = "transformer1";
+    o.steps = steps;
+    o.batch_size = 8;
+    o.n_eval = 16;
+    o.store = false;
+    o.out_path = out;
+    o.overwrite = true;
+    return o;
+}
+
 TEST(Pasting, FrozenCopyAtCutZeroReproducesTheParentExactly)
 {
     const std::string parent = writeParent("paste_parent_copy.h5");
@@ -345,17 +361,9 @@ TEST(Pasting, CosineScheduleHalvesTheSecondOfTwoAdamSteps)
     const std::string parent = writeParent("paste_parent_schedule.h5");
     auto trained = [&](int64_t steps, const std::string& schedule) {
         const std::string out = icl::test::scratchPrefix() + "paste_schedule_" + schedule + ".h5";
-        icl::PastingOptions o;
-        o.cut_layer = 1;
-        o.embedding = "transformer1";
-        o.steps = steps;
+        icl::PastingOptions o = shortRun(steps, out);
         o.schedule = schedule;
-        o.batch_size = 8;
-        o.n_eval = 16;
         o.train_scratch = false;
-        o.store = false;
-        o.out_path = out;
-        o.overwrite = true;
         icl::computePasting(parent, o);
         return byName(icl::readCheckpoint(out, steps).params);
     };
@@ -383,16 +391,8 @@ TEST(Pasting, SideBySideTrainingEqualsOneAfterTheOtherOnOneThread)
 {
     const std::string parent = writeParent("paste_parent_concurrent.h5");
     auto run = [&](bool concurrent, const std::string& out) {
-        icl::PastingOptions o;
-        o.cut_layer = 1;
-        o.embedding = "transformer1";
-        o.steps = 5;
+        icl::PastingOptions o = shortRun(5, out);
         o.eval_every = 2;
-        o.batch_size = 8;
-        o.n_eval = 16;
-        o.store = false;
-        o.out_path = out;
-        o.overwrite = true;
         o.concurrent = concurrent;
         o.threads = 1;
         int64_t last = 0;
@@ -437,13 +437,8 @@ TEST(Pasting, DivergenceOnEitherThreadIsReported)
 {
     const std::string parent = writeParent("paste_parent_diverge.h5");
     for (const bool concurrent : {true, false}) {
-        icl::PastingOptions o;
-        o.cut_layer = 0;
-        o.steps = 200;
+        icl::PastingOptions o = shortRun(200, "");
         o.lr = 1e30;
-        o.batch_size = 8;
-        o.n_eval = 16;
-        o.store = false;
         o.concurrent = concurrent;
         expectError([&] { icl::computePasting(parent, o); }, "training diverged");
     }
