@@ -72,22 +72,6 @@ std::map<std::string, icl::NamedArray> byName(const std::vector<icl::NamedArray>
     return out;
 }
 
-/// Options of an untrained copy (steps 0, no scratch model, nothing stored) written to `out`.
-icl::PastingOptions untrainedCopy(int64_t cut, const std::string& embedding, const std::string& out)
-{
-    icl::PastingOptions o;
-    o.cut_layer = cut;
-    o.embedding = embedding;
-    o.copy_parent_embedding = true;
-    o.steps = 0;
-    o.n_eval = 32;
-    o.train_scratch = false;
-    o.store = false;
-    o.out_path = out;
-    o.overwrite = true;
-    return o;
-}
-
 /// Options of a short training run on tiny batches (batch 8, 16 evaluation prompts, nothing stored in the parent):
 /// transformer1 at cut layer 1, written to `out` ("" = no file).
 icl::PastingOptions shortRun(int64_t steps, const std::string& out)
@@ -101,6 +85,18 @@ icl::PastingOptions shortRun(int64_t steps, const std::string& out)
     o.store = false;
     o.out_path = out;
     o.overwrite = true;
+    return o;
+}
+
+/// Options of an untrained copy (steps 0, no scratch model, nothing stored) written to `out`.
+icl::PastingOptions untrainedCopy(int64_t cut, const std::string& embedding, const std::string& out)
+{
+    icl::PastingOptions o = shortRun(0, out);
+    o.cut_layer = cut;
+    o.embedding = embedding;
+    o.copy_parent_embedding = true;
+    o.n_eval = 32;
+    o.train_scratch = false;
     return o;
 }
 
