@@ -61,6 +61,16 @@ std::vector<double> toDouble(const std::vector<int64_t>& v)
 
 } // namespace
 
+icl::Figure pastingEmptyFigure(bool icl)
+{
+    icl::Figure f;
+    f.name = icl ? "pasting_icl_curve" : "pasting_loss";
+    f.title = icl ? "ICL error vs. in-context examples" : "Loss during training";
+    f.x_label = icl ? "number of in-context examples" : "training step";
+    f.y_label = kLossLabel;
+    return f;
+}
+
 ParentConfig parentConfig(const icl::RunSummary& summary)
 {
     ParentConfig p;
@@ -77,12 +87,8 @@ ParentConfig parentConfig(const icl::RunSummary& summary)
 icl::Figure pastingIclCurvesFigure(
     const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
 {
-    icl::Figure f;
-    f.name = "pasting_icl_curve";
-    f.title
-        = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
-    f.x_label = "number of in-context examples";
-    f.y_label = kLossLabel;
+    icl::Figure f = pastingEmptyFigure(true);
+    f.title += " (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
     f.metadata = pastingMetadata(r, o, parent);
     const std::vector<double> n = toDouble(r.n_examples);
     f.series.push_back(line("pasted", n, r.pasted_curve));
@@ -99,11 +105,8 @@ icl::Figure pastingIclCurvesFigure(
 icl::Figure pastingLossCurvesFigure(
     const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
 {
-    icl::Figure f;
-    f.name = "pasting_loss";
-    f.title = "Loss during training (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
-    f.x_label = "training step";
-    f.y_label = kLossLabel;
+    icl::Figure f = pastingEmptyFigure(false);
+    f.title += " (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
     f.metadata = pastingMetadata(r, o, parent);
     // Training losses are means since the previous evaluation (NaN, a gap, at step 0).
     const std::vector<double> steps = toDouble(r.curve_steps);

@@ -34,4 +34,8 @@ icl::Figure pastingIclCurvesFigure(
 icl::Figure pastingLossCurvesFigure(
     const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent);
 
+/// The two figures before any result: the titles and labelled axes of pastingIclCurvesFigure (`icl` true) or
+/// pastingLossCurvesFigure, no series.
+icl::Figure pastingEmptyFigure(bool icl);
+
 } // namespace icl::gui

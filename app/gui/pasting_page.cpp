@@ -307,8 +307,8 @@ void PastingPage::showResult(const icl::PastingResult& r, const icl::PastingOpti
 void PastingPage::clearResult()
 {
     m_result.reset();
-    m_iclPlot->setFigure(icl::Figure {});
-    m_lossPlot->setFigure(icl::Figure {});
+    m_iclPlot->setFigure(pastingEmptyFigure(true));  // labelled axes before the first result
+    m_lossPlot->setFigure(pastingEmptyFigure(false));
     m_summaryLabel->setText(QStringLiteral("—"));
     m_run->resetProgress();
     updateControls();

@@ -257,6 +257,24 @@ TEST_F(PastingPageTest, MatchLabelScaleExcludesMatchLabelVarianceAndSetsTheSched
     EXPECT_EQ(page->options().schedule, "cosine");
 }
 
+TEST_F(PastingPageTest, BeforeAnyRunThePlotsHaveLabelledAxesAndNoSeries)
+{
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    PastingPage* page = window.pastingPage();
+    for (icl::widgets::PlotView* view : { page->iclPlot(), page->lossPlot() }) {
+        const icl::Figure& f = view->figure();
+        EXPECT_TRUE(f.series.empty());
+        EXPECT_FALSE(f.title.empty());
+        EXPECT_FALSE(f.x_label.empty());
+        EXPECT_FALSE(f.y_label.empty());
+        EXPECT_EQ(view->plot()->xAxis->label().toStdString(), f.x_label) << "drawn, not only stored";
+    }
+    EXPECT_EQ(page->iclPlot()->figure().x_label, "number of in-context examples");
+    EXPECT_EQ(page->lossPlot()->figure().x_label, "training step");
+}
+
 TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 {
     MainWindow window;
