@@ -61,16 +61,6 @@ std::vector<double> toDouble(const std::vector<int64_t>& v)
 
 } // namespace
 
-icl::Figure pastingEmptyFigure(bool icl)
-{
-    icl::Figure f;
-    f.name = icl ? "pasting_icl_curve" : "pasting_loss";
-    f.title = icl ? "ICL error vs. in-context examples" : "Loss during training";
-    f.x_label = icl ? "number of in-context examples" : "training step";
-    f.y_label = kLossLabel;
-    return f;
-}
-
 ParentConfig parentConfig(const icl::RunSummary& summary)
 {
     ParentConfig p;
@@ -87,8 +77,12 @@ ParentConfig parentConfig(const icl::RunSummary& summary)
 icl::Figure pastingIclCurvesFigure(
     const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
 {
-    icl::Figure f = pastingEmptyFigure(true);
-    f.title += " (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    icl::Figure f;
+    f.name = "pasting_icl_curve";
+    f.title
+        = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    f.x_label = "number of in-context examples";
+    f.y_label = kLossLabel;
     f.metadata = pastingMetadata(r, o, parent);
     const std::vector<double> n = toDouble(r.n_examples);
     f.series.push_back(line("pasted", n, r.pasted_curve));
@@ -105,8 +99,11 @@ icl::Figure pastingIclCurvesFigure(
 icl::Figure pastingLossCurvesFigure(
     const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent)
 {
-    icl::Figure f = pastingEmptyFigure(false);
-    f.title += " (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    icl::Figure f;
+    f.name = "pasting_loss";
+    f.title = "Loss during training (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    f.x_label = "training step";
+    f.y_label = kLossLabel;
     f.metadata = pastingMetadata(r, o, parent);
     // Training losses are means since the previous evaluation (NaN, a gap, at step 0).
     const std::vector<double> steps = toDouble(r.curve_steps);
@@ -120,6 +117,17 @@ icl::Figure pastingLossCurvesFigure(
         f.series.push_back(constant("ridge", r.ridge_loss, steps.front(), steps.back()));
         f.series.push_back(constant("zero", r.zero_loss, steps.front(), steps.back()));
     }
+    return f;
+}
+
+icl::Figure pastingEmptyFigure(bool icl)
+{
+    // The builders' frame (name, axis labels, the title without the cut layer), without series or metadata.
+    const icl::PastingResult none;
+    icl::Figure f = icl ? pastingIclCurvesFigure(none, {}, {}) : pastingLossCurvesFigure(none, {}, {});
+    f.title.erase(f.title.find(" (pasted at"));
+    f.series.clear();
+    f.metadata.clear();
     return f;
 }
 
