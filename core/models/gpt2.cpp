@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <cmath>
 
+#include "core/models/causal_attention.h"
 #include "core/models/names.h"
 
 namespace icl {
@@ -132,12 +133,23 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
                                                b.W_V.permute({1, 0, 2}).reshape({D, H * dh})},
                                               1);
         const torch::Tensor bQkv = torch::cat({b.b_Q.reshape({H * dh}), b.b_K.reshape({H * dh}), b.b_V.reshape({H * dh})});
-        const auto qkv = torch::addmm(bQkv, h.reshape({B * T, D}), wQkv).view({B, T, 3, H, dh}).permute({2, 0, 3, 1, 4});
-        const torch::Tensor q = qkv[0], k = qkv[1], v = qkv[2];                       // [B, H, T, dh]
-        torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) * scale;  // [B, H, T, T]
-        scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
-        const torch::Tensor pattern = torch::softmax(scores, -1);
-        const torch::Tensor z = torch::matmul(pattern, v);                       // [B, H, T, dh]
+        const torch::Tensor qkv = torch::addmm(bQkv, h.reshape({B * T, D}), wQkv);  // [B·T, 3·H·dh]
+        const auto perHead = qkv.view({B, T, 3, H, dh}).permute({2, 0, 3, 1, 4});
+        const torch::Tensor q = perHead[0], k = perHead[1], v = perHead[2];  // [B, H, T, dh]
+        torch::Tensor pattern, z, zRows;  // [B, H, T, T], [B, H, T, dh], the same z as [B·T, H·dh]
+        if (causalAttentionKernelApplies(qkv.view({B, T, 3 * D}))) {
+            // CPU: the attention kernels on the projection's rows (core/models/causal_attention.h).
+            auto [zTokens, p] = causalAttention(qkv.view({B, T, 3 * D}), H);
+            pattern = p;
+            zRows = zTokens.view({B * T, D});
+            z = zTokens.view({B, T, H, dh}).transpose(1, 2);
+        } else {
+            torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) * scale;  // [B, H, T, T]
+            scores = scores.masked_fill(future, -std::numeric_limits<float>::infinity());
+            pattern = torch::softmax(scores, -1);
+            z = torch::matmul(pattern, v);
+            zRows = z.transpose(1, 2).reshape({B * T, H * dh});
+        }
         torch::Tensor attnOut;
         const std::string outName = actName(Act::AttnOut, l);
         // Each head's part of the output, z_h W_O^h: [B, H, T, D] (the bias b_O is added once). Only a
@@ -153,8 +165,7 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
             offer(actName(Act::AttnResult, l), result);
         }
         if (!headIntervention)
-            attnOut = torch::addmm(b.b_O, z.transpose(1, 2).reshape({B * T, H * dh}), b.W_O.reshape({H * dh, D}))
-                          .view({B, T, D});
+            attnOut = torch::addmm(b.b_O, zRows, b.W_O.reshape({H * dh, D})).view({B, T, D});
         offer(actName(Act::AttnQ, l), q);
         offer(actName(Act::AttnK, l), k);
         offer(actName(Act::AttnV, l), v);

@@ -13,9 +13,12 @@ namespace {
 
 // out[i] (+)= Σ_c x[c][i]·y[c][i] for i < len: the one inner loop of the per-prompt products (prompts are
 // innermost, so every product of two per-prompt matrices is a sum of such rows), four terms per pass over
-// `out`. Compiled for AVX2/FMA and for the baseline ISA; the loader picks the best the CPU has.
+// `out`. Compiled for AVX-512, AVX2 and the baseline ISA; the loader picks the best the CPU has by its features
+// (an "arch=haswell" clone is picked by CPU model and so never ran on AMD CPUs). The file is compiled with
+// -ffp-contract=off (core/CMakeLists.txt): products and sums stay separate operations in every clone, so all
+// clones give the same numbers, bitwise.
 template <typename T>
-inline void sumOfProductsImpl(T* __restrict out, const T* const* x, const T* const* y, int64_t count, int64_t len,
+inline __attribute__((always_inline)) void sumOfProductsImpl(T* __restrict out, const T* const* x, const T* const* y, int64_t count, int64_t len,
                               bool accumulate)
 {
     int64_t c = 0;
@@ -41,13 +44,13 @@ inline void sumOfProductsImpl(T* __restrict out, const T* const* x, const T* con
             out[i] += x0[i] * y0[i];
     }
 }
-__attribute__((target_clones("arch=haswell", "default"))) void sumOfProducts(float* out, const float* const* x,
+__attribute__((target_clones("avx512f", "avx2", "default"))) void sumOfProducts(float* out, const float* const* x,
                                                                               const float* const* y, int64_t count,
                                                                               int64_t len, bool accumulate)
 {
     sumOfProductsImpl(out, x, y, count, len, accumulate);
 }
-__attribute__((target_clones("arch=haswell", "default"))) void sumOfProducts(double* out, const double* const* x,
+__attribute__((target_clones("avx512f", "avx2", "default"))) void sumOfProducts(double* out, const double* const* x,
                                                                               const double* const* y, int64_t count,
                                                                               int64_t len, bool accumulate)
 {

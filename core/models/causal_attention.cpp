@@ -1,0 +1,326 @@
+#include "core/models/causal_attention.h"
+
+#include <algorithm>
+#include <cstring>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <ATen/Parallel.h>
+#include <torch/csrc/autograd/custom_function.h>
+
+namespace icl {
+
+namespace {
+
+// Rows of a block (queries, or keys for the transposed products) and columns of a score tile.
+constexpr int64_t kRows = 4;
+constexpr int64_t kCols = 16;
+
+/// GCC vector of N elements of S (per-lane IEEE arithmetic; the compiler maps it onto the clone's registers).
+template <typename S, int N>
+struct VecOf;
+template <int N>
+struct VecOf<float, N> {
+    typedef float type __attribute__((vector_size(N * sizeof(float))));
+};
+template <int N>
+struct VecOf<double, N> {
+    typedef double type __attribute__((vector_size(N * sizeof(double))));
+};
+template <typename S, int N>
+using Vec = typename VecOf<S, N>::type;
+
+template <typename V, typename S>
+inline __attribute__((always_inline)) void loadVec(V& v, const S* p)
+{
+    std::memcpy(&v, p, sizeof(V));
+}
+
+template <typename V, typename S>
+inline __attribute__((always_inline)) void storeVec(S* p, const V& v)
+{
+    std::memcpy(p, &v, sizeof(V));
+}
+
+/// One (prompt, head): out[i][j] = scale · Σ_c x[i][c] · y[j][c] for j ≤ i, `fill` for j > i (out [T, T], rows
+/// T apart; x, y rows xs, ys apart, dh wide). yT is scratch of dh · Tp (Tp ≥ T rounded up to kCols). Sums in
+/// ascending c.
+template <typename S>
+inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x, int64_t xs, const S* __restrict y,
+                                                          int64_t ys, int64_t T, int64_t dh, S scale, S fill,
+                                                          S* __restrict out, S* __restrict yT, int64_t Tp)
+{
+    using V = Vec<S, kCols>;
+    for (int64_t j = 0; j < T; ++j)
+        for (int64_t c = 0; c < dh; ++c)
+            yT[c * Tp + j] = y[j * ys + c];
+    for (int64_t c = 0; c < dh; ++c)
+        std::fill(yT + c * Tp + T, yT + (c + 1) * Tp, S(0));
+    for (int64_t i0 = 0; i0 < T; i0 += kRows) {
+        const int64_t rows = std::min(kRows, T - i0);
+        const S* xr[kRows];
+        for (int64_t r = 0; r < kRows; ++r)
+            xr[r] = x + (i0 + std::min(r, rows - 1)) * xs;  // a short last block repeats its last row
+        const int64_t jEnd = i0 + rows;                    // no row of the block reads a column ≥ jEnd
+        int64_t j0 = 0;
+        for (; j0 < jEnd; j0 += kCols) {
+            V acc[kRows] = {};
+            for (int64_t c = 0; c < dh; ++c) {
+                V yv;
+                loadVec(yv, yT + c * Tp + j0);
+                for (int64_t r = 0; r < kRows; ++r)
+                    acc[r] += xr[r][c] * yv;
+            }
+            const int64_t wEnd = std::min(kCols, T - j0);
+            for (int64_t r = 0; r < rows; ++r) {
+                const int64_t i = i0 + r;
+                S* o = out + i * T + j0;
+                const V scaled = acc[r] * scale;
+                for (int64_t w = 0; w < wEnd; ++w)
+                    o[w] = j0 + w <= i ? scaled[w] : fill;
+            }
+        }
+        for (int64_t r = 0; r < rows; ++r)
+            std::fill(out + (i0 + r) * T + std::min(j0, T), out + (i0 + r + 1) * T, fill);
+    }
+}
+
+/// One (prompt, head): out[i][c] = alpha · Σ_{j ≤ i} a[i][j] · x[j][c] (a [T, T]; x, out rows xs, os apart),
+/// or with `transposed` out[j][c] = alpha · Σ_{i ≥ j} a[i][j] · x[i][c]; d_head = DH (> 0: accumulators in
+/// vector registers) or dh (DH = 0: accDyn, scratch of kRows · dh). Every sum runs in ascending order of the
+/// summed token; terms outside the causal range are not added.
+template <typename S, int DH, bool transposed>
+inline __attribute__((always_inline)) void causalProductImpl(const S* __restrict a, const S* __restrict x, int64_t xs,
+                                                             int64_t T, int64_t dhRuntime, S alpha, S* __restrict out,
+                                                             int64_t os, S* __restrict accDyn)
+{
+    constexpr int L = DH > 0 ? (DH * int(sizeof(S)) >= 64 ? 64 / int(sizeof(S)) : DH) : 1;  // lanes per vector
+    constexpr int NV = DH > 0 ? DH / L : 1;                                                  // vectors per row
+    using V = Vec<S, L>;
+    const int64_t dh = DH > 0 ? DH : dhRuntime;
+    for (int64_t o0 = 0; o0 < T; o0 += kRows) {
+        const int64_t n = std::min(kRows, T - o0);  // output rows of the block
+        V acc[kRows][NV] = {};
+        if constexpr (DH == 0)
+            std::fill(accDyn, accDyn + kRows * dh, S(0));
+        // Causal: row i reads tokens j ≤ i (transposed: token j is read by rows i ≥ j). A row of the block whose
+        // range has not begun (or has ended) skips the term: adding 0 · x would turn −0 into +0 and propagate NaN.
+        const int64_t t0 = transposed ? o0 : 0, t1 = transposed ? T : o0 + n;
+        for (int64_t t = t0; t < t1; ++t) {
+            const S* xt = x + t * xs;
+            for (int64_t r = 0; r < n; ++r) {
+                const int64_t o = o0 + r;
+                if (transposed ? t < o : t > o)
+                    continue;
+                const S coef = transposed ? a[t * T + o] : a[o * T + t];
+                if constexpr (DH > 0) {
+                    for (int v = 0; v < NV; ++v) {
+                        V xv;
+                        loadVec(xv, xt + v * L);
+                        acc[r][v] += coef * xv;
+                    }
+                } else {
+                    S* row = accDyn + r * dh;
+                    for (int64_t c = 0; c < dh; ++c)
+                        row[c] += coef * xt[c];
+                }
+            }
+        }
+        for (int64_t r = 0; r < n; ++r) {
+            S* o = out + (o0 + r) * os;
+            if constexpr (DH > 0) {
+                for (int v = 0; v < NV; ++v)
+                    storeVec(o + v * L, acc[r][v] * alpha);
+            } else {
+                for (int64_t c = 0; c < dh; ++c)
+                    o[c] = alpha * accDyn[r * dh + c];
+            }
+        }
+    }
+}
+
+// The kernels for each vector extension; the loader picks one by the CPU's features (not its model name, so
+// AMD CPUs get them too). This file is compiled with -ffp-contract=off: products and sums stay separate
+// operations in every clone (no FMA contraction), so all clones give the same numbers, bitwise. Head widths
+// 8, 16, 32 and 64 get kernels with the width fixed at compile time (accumulators in registers).
+#define ICL_ATTENTION_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#define ICL_DISPATCH_DH(call, S)                                                                                        \
+    switch (dh) {                                                                                                    \
+    case 8: call(S, 8); break;                                                                                          \
+    case 16: call(S, 16); break;                                                                                        \
+    case 32: call(S, 32); break;                                                                                        \
+    case 64: call(S, 64); break;                                                                                        \
+    default: call(S, 0); break;                                                                                         \
+    }
+#define ICL_ATTENTION_KERNELS(S)                                                                                      \
+    ICL_ATTENTION_CLONES void causalDots(const S* x, int64_t xs, const S* y, int64_t ys, int64_t T, int64_t dh,     \
+                                         S scale, S fill, S* out, S* yT, int64_t Tp)                                  \
+    {                                                                                                                 \
+        causalDotsImpl<S>(x, xs, y, ys, T, dh, scale, fill, out, yT, Tp);                                             \
+    }                                                                                                                 \
+    ICL_ATTENTION_CLONES void causalRows(const S* a, const S* x, int64_t xs, int64_t T, int64_t dh, S alpha, S* out, \
+                                         int64_t os, S* acc)                                                          \
+    {                                                                                                                 \
+        ICL_DISPATCH_DH(ICL_ROWS, S)                                                                                     \
+    }                                                                                                                 \
+    ICL_ATTENTION_CLONES void causalCols(const S* a, const S* x, int64_t xs, int64_t T, int64_t dh, S alpha, S* out, \
+                                         int64_t os, S* acc)                                                          \
+    {                                                                                                                 \
+        ICL_DISPATCH_DH(ICL_COLS, S)                                                                                     \
+    }
+
+#define ICL_ROWS(S, W) causalProductImpl<S, W, false>(a, x, xs, T, dh, alpha, out, os, acc)
+#define ICL_COLS(S, W) causalProductImpl<S, W, true>(a, x, xs, T, dh, alpha, out, os, acc)
+ICL_ATTENTION_KERNELS(float)
+ICL_ATTENTION_KERNELS(double)
+#undef ICL_ROWS
+#undef ICL_COLS
+#undef ICL_ATTENTION_KERNELS
+#undef ICL_DISPATCH_DH
+#undef ICL_ATTENTION_CLONES
+
+/// Sizes of one call: qkv [B, T, 3·D], D = H · dh.
+struct Shape {
+    int64_t B, T, D, H, dh;
+    Shape(const torch::Tensor& qkv, int64_t heads)
+        : B(qkv.size(0))
+        , T(qkv.size(1))
+        , D(qkv.size(2) / 3)
+        , H(heads)
+        , dh(D / heads)
+    {
+    }
+    int64_t paddedT() const { return (T + kCols - 1) / kCols * kCols; }
+};
+
+/// Runs f(b, h, scratch) for every (prompt, head) on LibTorch's intra-op threads; scratch holds
+/// dh · paddedT + kRows · dh elements per thread.
+template <typename S, typename F>
+void forEachHead(const Shape& s, F&& f)
+{
+    at::parallel_for(0, s.B * s.H, 1, [&](int64_t begin, int64_t end) {
+        std::vector<S> scratch(size_t(s.dh * s.paddedT() + kRows * s.dh));
+        for (int64_t bh = begin; bh < end; ++bh)
+            f(bh / s.H, bh % s.H, scratch.data());
+    });
+}
+
+template <typename S>
+std::pair<torch::Tensor, torch::Tensor> attentionForward(const torch::Tensor& qkv, int64_t heads)
+{
+    const Shape s(qkv, heads);
+    const S scale = S(1.0 / std::sqrt(double(s.dh)));
+    const int64_t C = 3 * s.D, Tp = s.paddedT();
+    torch::Tensor scores = torch::empty({s.B, s.H, s.T, s.T}, qkv.options());
+    const S* base = qkv.data_ptr<S>();
+    S* sc = scores.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
+        const S* rows = base + b * s.T * C + h * s.dh;
+        causalDots(rows, C, rows + s.D, C, s.T, s.dh, scale, -std::numeric_limits<S>::infinity(),
+                   sc + (b * s.H + h) * s.T * s.T, scratch, Tp);
+    });
+    torch::Tensor pattern = at::_softmax(scores, -1, false);
+    torch::Tensor z = torch::empty({s.B, s.T, s.D}, qkv.options());
+    const S* p = pattern.data_ptr<S>();
+    S* zd = z.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
+        causalRows(p + (b * s.H + h) * s.T * s.T, base + b * s.T * C + 2 * s.D + h * s.dh, C, s.T, s.dh, S(1),
+                   zd + b * s.T * s.D + h * s.dh, s.D, scratch);
+    });
+    return {z, pattern};
+}
+
+template <typename S>
+torch::Tensor attentionBackward(const torch::Tensor& qkv, const torch::Tensor& pattern, const torch::Tensor& gradZ,
+                                const torch::Tensor& gradPattern, int64_t heads)
+{
+    const Shape s(qkv, heads);
+    const S scale = S(1.0 / std::sqrt(double(s.dh)));
+    const int64_t C = 3 * s.D, Tp = s.paddedT();
+    const torch::Tensor dz = gradZ.defined() ? gradZ.contiguous() : torch::zeros({s.B, s.T, s.D}, qkv.options());
+    const S* base = qkv.data_ptr<S>();
+    const S* dzd = dz.data_ptr<S>();
+    // ∂L/∂P_ij = ∂L/∂z_i · v_j (+ the pattern's own gradient), then LibTorch's softmax backward.
+    torch::Tensor gradP = torch::empty({s.B, s.H, s.T, s.T}, qkv.options());
+    S* gp = gradP.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
+        causalDots(dzd + b * s.T * s.D + h * s.dh, s.D, base + b * s.T * C + 2 * s.D + h * s.dh, C, s.T, s.dh, S(1),
+                   S(0), gp + (b * s.H + h) * s.T * s.T, scratch, Tp);
+    });
+    if (gradPattern.defined())
+        gradP.add_(gradPattern);
+    const torch::Tensor gradScores = at::_softmax_backward_data(gradP, pattern, -1, pattern.scalar_type());
+    const S* gs = gradScores.data_ptr<S>();
+    const S* p = pattern.data_ptr<S>();
+    torch::Tensor grad = torch::empty_like(qkv);
+    S* g = grad.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
+        const int64_t head = (b * s.H + h) * s.T * s.T;
+        const S* rows = base + b * s.T * C + h * s.dh;
+        S* out = g + b * s.T * C + h * s.dh;
+        causalRows(gs + head, rows + s.D, C, s.T, s.dh, scale, out, C, scratch);                    // ∂L/∂q
+        causalCols(gs + head, rows, C, s.T, s.dh, scale, out + s.D, C, scratch);                    // ∂L/∂k
+        causalCols(p + head, dzd + b * s.T * s.D + h * s.dh, s.D, s.T, s.dh, S(1), out + 2 * s.D, C, // ∂L/∂v
+                   scratch);
+    });
+    return grad;
+}
+
+std::pair<torch::Tensor, torch::Tensor> forwardKernel(const torch::Tensor& qkv, int64_t heads)
+{
+    return qkv.scalar_type() == torch::kFloat64 ? attentionForward<double>(qkv, heads)
+                                                : attentionForward<float>(qkv, heads);
+}
+
+class CausalAttentionFunction : public torch::autograd::Function<CausalAttentionFunction> {
+public:
+    static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv,
+                                                  int64_t heads)
+    {
+        auto [z, pattern] = forwardKernel(qkv, heads);
+        ctx->save_for_backward({qkv, pattern});
+        ctx->saved_data["heads"] = heads;
+        return {z, pattern};
+    }
+
+    static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                   torch::autograd::variable_list grads)
+    {
+        const auto saved = ctx->get_saved_variables();
+        const int64_t heads = ctx->saved_data["heads"].toInt();
+        const torch::Tensor& qkv = saved[0];
+        torch::Tensor grad;
+        if (!grads[0].defined() && !grads[1].defined())
+            grad = torch::zeros_like(qkv);
+        else if (qkv.scalar_type() == torch::kFloat64)
+            grad = attentionBackward<double>(qkv, saved[1], grads[0], grads[1], heads);
+        else
+            grad = attentionBackward<float>(qkv, saved[1], grads[0], grads[1], heads);
+        return {grad, torch::Tensor()};
+    }
+};
+
+} // namespace
+
+bool causalAttentionKernelApplies(const torch::Tensor& qkv)
+{
+    return qkv.defined() && qkv.device().is_cpu() && qkv.layout() == torch::kStrided && qkv.dim() == 3
+        && qkv.size(1) >= 1 && qkv.size(2) % 3 == 0
+        && (qkv.scalar_type() == torch::kFloat32 || qkv.scalar_type() == torch::kFloat64);
+}
+
+std::pair<torch::Tensor, torch::Tensor> causalAttention(const torch::Tensor& qkv, int64_t heads)
+{
+    TORCH_CHECK(causalAttentionKernelApplies(qkv), "causalAttention expects a float32 or float64 CPU tensor [B, T, 3·D], got ",
+                qkv.sizes(), " ", qkv.dtype(), " on ", qkv.device());
+    TORCH_CHECK(heads >= 1 && (qkv.size(2) / 3) % heads == 0, "causalAttention: D = ", qkv.size(2) / 3,
+                " is not divisible by ", heads, " heads");
+    const torch::Tensor input = qkv.contiguous();
+    if (!(torch::GradMode::is_enabled() && input.requires_grad()))
+        return forwardKernel(input, heads);
+    auto out = CausalAttentionFunction::apply(input, heads);
+    return {out[0], out[1]};
+}
+
+} // namespace icl

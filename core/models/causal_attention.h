@@ -1,0 +1,36 @@
+#pragma once
+// Causal multi-head softmax attention of GPT-2 (Garg et al. 2022, docs/science.md §0) as one differentiable
+// operation on the fused query/key/value projection, with CPU kernels and a hand-written backward.
+// Core-internal (LibTorch).
+//
+// Per prompt b and head h, with q_i, k_j, v_j ∈ ℝ^{d_head} the head's slices of token i's and j's projection:
+//   s_ij = (q_i · k_j) / √d_head  for j ≤ i,   P_ij = softmax_j(s_ij) (j > i: P_ij = 0),   z_i = Σ_{j≤i} P_ij v_j
+// and, given ∂L/∂z (and optionally ∂L/∂P from a use of the pattern),
+//   ∂L/∂P_ij = ∂L/∂z_i · v_j + (∂L/∂P)_ij,   ∂L/∂s = softmax backward of ∂L/∂P,
+//   ∂L/∂q_i = Σ_{j≤i} ∂L/∂s_ij k_j / √d_head,   ∂L/∂k_j = Σ_{i≥j} ∂L/∂s_ij q_i / √d_head,
+//   ∂L/∂v_j = Σ_{i≥j} P_ij ∂L/∂z_i.
+// The products run per (prompt, head) on the token rows of the projection where they lie (no permuted copies,
+// no masked entries computed); the softmax and its backward are LibTorch's own kernels. Sums run in a fixed
+// order (ascending token, then ascending channel), so the result does not depend on the thread count.
+
+#include <cstdint>
+#include <utility>
+
+#include <torch/torch.h>
+
+namespace icl {
+
+/// True when causalAttention's CPU kernels take `qkv`: a float32 or float64 CPU tensor [B, T, 3·D]
+/// (T ≥ 1). Otherwise the caller uses the composite path (matmul, masked softmax, matmul), e.g. on CUDA.
+bool causalAttentionKernelApplies(const torch::Tensor& qkv);
+
+/// Causal softmax attention of `heads` heads from the fused projection qkv [B, T, 3·D] whose last axis holds,
+/// per token, the queries of heads 0 … H−1, then their keys, then their values (each d_head = D / H wide): the
+/// layout of x·[W_Q | W_K | W_V] with per-head blocks. Returns {z [B, T, D] (head h in columns h·d_head …),
+/// pattern [B, H, T, T] (rows sum to 1, zero above the diagonal)}. Differentiable with respect to qkv, through z
+/// and through the pattern, by the backward in the file comment. Throws c10::Error when
+/// causalAttentionKernelApplies(qkv) is false or D is not divisible by `heads`. Thread affinity: any thread; it
+/// runs on LibTorch's intra-op threads.
+std::pair<torch::Tensor, torch::Tensor> causalAttention(const torch::Tensor& qkv, int64_t heads);
+
+} // namespace icl
