@@ -171,8 +171,8 @@ EXPERIMENTS = [
     {
         "id": "guo-pasting", "preset": "guo-pasting",
         "analyses": {"paste": ["analyze", "{run}", "paste", "--embedding", "transformer1", "--cut-layer", "1",
-                               "--init-from-parent", "--match-label-scale", "--steps", "4000", "--lr", "3e-4",
-                               "--eval-every", "500", "--force", "--json"]},
+                               "--init-from-parent", "--match-label-scale", "--steps", "2000", "--lr", "2e-3",
+                               "--schedule", "cosine", "--eval-every", "250", "--force", "--json"]},
         "metrics": paste_metrics,
         "targets": [("pasted_over_ridge", "<=", 1.5), ("pasted_over_scratch", "<=", 1.0)],
         "paper": "pasted upper layers reach near-ridge error; a scratch model of the same size does not (pasting experiment)",
