@@ -103,6 +103,11 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
              "--match-label-scale)");
     m_matchScale = makeCheckBox(content, "pastingMatchLabelScale", tr("Match label scale"), false, matchScaleTip);
     grid->addWidget(m_matchScale, 2, 6, 1, 1);
+    m_guoSettings = makePushButton(content, "pastingGuoSettings", tr("Guo et al. settings"),
+        tr("Fill in the pasting that scripts/reproduce.sh runs on the guo-pasting preset (README): transformer1 at "
+           "ℓ = 1 started from the parent, Match label scale, 2,000 steps, η = 2·10⁻³ with cosine decay, batch 64, "
+           "the scratch model beside it"));
+    grid->addWidget(m_guoSettings, 2, 7, 1, 1);
     const QString scheduleTip = tr("Learning rate over the steps, for both models: constant η, or cosine decay from η "
                                    "to 0 at the last step (icl-cli --schedule)");
     m_schedule = makeComboBox(content, "pastingSchedule", scheduleTip,
@@ -142,6 +147,24 @@ PastingOptionsForm::PastingOptionsForm(QWidget* content)
             m_matchLabels->setChecked(false);
     });
     connect(m_output.browse, &QPushButton::clicked, this, &PastingOptionsForm::browseOutput);
+    connect(m_guoSettings, &QPushButton::clicked, this, &PastingOptionsForm::applyGuoSettings);
+}
+
+void PastingOptionsForm::applyGuoSettings()
+{
+    m_embedding->setCurrentIndex(m_embedding->findData(QStringLiteral("transformer1")));
+    m_cutLayer->setValue(1); // clamped to the parent's last block
+    m_initFromParent->setChecked(true);
+    m_zeroNewMlp->setChecked(false);
+    m_matchScale->setChecked(true);
+    m_steps->setValue(2000);
+    m_lr->setValue(2e-3);
+    m_schedule->setCurrentIndex(m_schedule->findData(QStringLiteral("cosine")));
+    m_batchSize->setValue(64);
+    m_evalEvery->setValue(250);
+    m_trainScratch->setChecked(true);
+    m_seed->setValue(0); // the parent's
+    Q_EMIT changed();
 }
 
 void PastingOptionsForm::bindParent(const ParentConfig& p, const QString& parentPath)
@@ -187,7 +210,7 @@ icl::PastingOptions PastingOptionsForm::options(qint64 step, int threads) const
 void PastingOptionsForm::setBusy(bool busy)
 {
     for (QWidget* w : std::initializer_list<QWidget*> { m_cutLayer, m_embedding, m_steps, m_lr, m_batchSize, m_nEval,
-             m_evalEvery, m_seed, m_trainScratch, m_matchLabels, m_matchScale, m_schedule })
+             m_evalEvery, m_seed, m_trainScratch, m_matchLabels, m_matchScale, m_schedule, m_guoSettings })
         w->setEnabled(!busy);
     m_output.setEnabled(!busy);
     m_wScale->setEnabled(!busy && !m_matchLabels->isChecked() && !m_matchScale->isChecked()); // given or matched

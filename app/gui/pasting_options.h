@@ -19,8 +19,9 @@ QString pastingOutputPath(const QString& parentPath, int64_t cutLayer, const QSt
 
 /// Cut layer ℓ, embedding, steps, learning rate η, batch size, evaluation prompts and period, w_scale τ, seed, the
 /// scratch model, "Start from parent", "Without its MLP", "Match label variance", "Match label scale" (at most one
-/// of the two), the learning-rate schedule and the output file (object names "pastingCutLayer", …). The fields are
-/// children of the page's content widget; the form keeps them and their grid. Thread affinity: GUI thread only.
+/// of the two), the learning-rate schedule and the output file (object names "pastingCutLayer", …), and a "Guo et al.
+/// settings" button that fills in the settings `scripts/reproduce.sh` pastes the guo-pasting preset with. The fields
+/// are children of the page's content widget; the form keeps them and their grid. Thread affinity: GUI thread only.
 class PastingOptionsForm : public QObject {
     Q_OBJECT
 public:
@@ -38,6 +39,11 @@ public:
     /// Every field is off while a pasting runs; "Start from parent" and "Without its MLP" only where they are
     /// defined.
     void setBusy(bool busy);
+    /// The pasting of the guo-pasting preset at the quick scale, as `scripts/reproduce.sh` runs it (README): a
+    /// transformer1 embedding at ℓ = 1 (or the parent's last block) started from the parent, Match label scale,
+    /// 2,000 steps of Adam with η = 2·10⁻³ and cosine decay, batch 64, the scratch model beside it, the parent's
+    /// seed, evaluations every 250 steps. The output file keeps its default.
+    void applyGuoSettings();
 
     QSpinBox* cutLayer() const { return m_cutLayer; }
     QComboBox* embedding() const { return m_embedding; }
@@ -54,6 +60,7 @@ public:
     QCheckBox* matchLabelVariance() const { return m_matchLabels; }
     QCheckBox* matchLabelScale() const { return m_matchScale; }
     QComboBox* schedule() const { return m_schedule; }
+    QPushButton* guoSettings() const { return m_guoSettings; }
     QLineEdit* output() const { return m_output.path; }
 
 Q_SIGNALS:
@@ -82,6 +89,7 @@ private:
     QCheckBox* m_matchLabels = nullptr;
     QCheckBox* m_matchScale = nullptr;
     QComboBox* m_schedule = nullptr;
+    QPushButton* m_guoSettings = nullptr;
     FileField m_output;
 };
 

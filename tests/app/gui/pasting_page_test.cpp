@@ -5,8 +5,12 @@
 
 #include "app/gui/pasting_page.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
 
 #include <QAction>
 #include <QCheckBox>
@@ -138,7 +142,81 @@ QByteArray readAll(const QString& path)
     return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
+/// The arguments of the guo-pasting pasting in scripts/reproduce.py (its "paste" list), in order; empty when the
+/// script or the entry is not found.
+std::vector<std::string> reproducePastingArguments()
+{
+    std::ifstream f(std::string(ICL_TEST_DATA_DIR) + "/../../scripts/reproduce.py");
+    std::stringstream text;
+    text << f.rdbuf();
+    const std::string s = text.str();
+    const size_t entry = s.find("\"id\": \"guo-pasting\"");
+    const size_t open = entry == std::string::npos ? entry : s.find("\"paste\": [", entry);
+    const size_t close = open == std::string::npos ? open : s.find(']', open);
+    if (close == std::string::npos)
+        return {};
+    const std::string list = s.substr(open + 10, close - open - 10);
+    std::vector<std::string> args;
+    const std::regex quoted("\"([^\"]*)\"");
+    for (auto it = std::sregex_iterator(list.begin(), list.end(), quoted); it != std::sregex_iterator(); ++it)
+        args.push_back((*it)[1].str());
+    return args;
+}
+
 } // namespace
+
+TEST_F(PastingPageTest, GuoSettingsAreTheOnesTheReproduceScriptPastesWith)
+{
+    const std::vector<std::string> args = reproducePastingArguments();
+    ASSERT_GE(args.size(), 3u) << "scripts/reproduce.py's guo-pasting entry not found";
+    ASSERT_EQ(args[2], "paste");
+    auto has = [&](const std::string& flag) { return std::find(args.begin(), args.end(), flag) != args.end(); };
+    auto value = [&](const std::string& flag) {
+        const auto it = std::find(args.begin(), args.end(), flag);
+        return it == args.end() || it + 1 == args.end() ? std::string() : *(it + 1);
+    };
+    for (const char* flag : { "--embedding", "--cut-layer", "--steps", "--lr", "--schedule", "--eval-every" })
+        ASSERT_FALSE(value(flag).empty()) << flag << " is not in the script's command";
+
+    MainWindow window;
+    window.setScripted(true);
+    window.show(); // clicked like a user would
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    window.showPage(MainWindow::Page::Pasting);
+    PastingPage* page = window.pastingPage();
+    icl::gui::PastingOptionsForm* form = page->optionsForm();
+    // Start away from every value the button sets.
+    choose(page, "linear", 0);
+    form->steps()->setValue(7);
+    form->learningRate()->setValue(0.5);
+    form->batchSize()->setValue(5);
+    form->evalEvery()->setValue(3);
+    form->seed()->setValue(9);
+    form->trainScratch()->setChecked(false);
+    form->matchLabelVariance()->setChecked(true);
+    QPushButton* button = form->guoSettings();
+    ASSERT_NE(button, nullptr);
+    ASSERT_TRUE(button->isEnabled());
+    QTest::mouseClick(button, Qt::LeftButton);
+
+    const icl::PastingOptions o = page->options();
+    EXPECT_EQ(o.embedding, value("--embedding"));
+    EXPECT_EQ(o.cut_layer, std::stoll(value("--cut-layer")));
+    EXPECT_EQ(o.copy_parent_embedding, has("--init-from-parent"));
+    EXPECT_EQ(o.match_label_scale, has("--match-label-scale"));
+    EXPECT_EQ(o.match_label_variance, has("--match-label-variance"));
+    EXPECT_FALSE(o.zero_new_mlp);
+    EXPECT_EQ(o.steps, std::stoll(value("--steps")));
+    EXPECT_DOUBLE_EQ(o.lr, std::stod(value("--lr")));
+    EXPECT_EQ(o.schedule, value("--schedule"));
+    EXPECT_EQ(o.eval_every, std::stoll(value("--eval-every")));
+    // What the script leaves to the CLI: batch 64, the parent's seed (0), the scratch model trained.
+    EXPECT_EQ(o.batch_size, has("--batch-size") ? std::stoll(value("--batch-size")) : 64);
+    EXPECT_EQ(o.seed, has("--seed") ? std::stoull(value("--seed")) : 0u);
+    EXPECT_TRUE(o.train_scratch);
+    EXPECT_EQ(o.w_scale, 0.0) << "matched, not given";
+}
 
 TEST_F(PastingPageTest, PageIsInTheNavigatorWithShortcutAndCommandLineName)
 {
