@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/config.h"
 
 namespace icl {
 
@@ -45,7 +46,97 @@ std::string prettyBaseline(const std::string& name)
     return name;
 }
 
+const char* kLossLabel = "loss  0.5·(ŷ − y)²";
+
+/// Metadata of both pasting figures (written into exported files and the caption).
+std::map<std::string, std::string> pastingMetadata(
+    const PastingResult& r, const PastingOptions& o, const RunSummary& parent)
+{
+    std::map<std::string, std::string> m;
+    m["experiment"] = std::filesystem::path(parent.path).filename().string();
+    m["checkpoint_step"] = std::to_string(r.parent_step);
+    const uint64_t seed = o.seed != 0 || !parent.config ? o.seed : parent.config->seed;
+    m["seed"] = std::to_string(seed);
+    m["cut_layer"] = std::to_string(r.cut_layer);
+    m["embedding"] = r.embedding;
+    m["steps"] = std::to_string(r.steps);
+    m["eval_prompts"] = std::to_string(o.n_eval);
+    if (!r.out_path.empty())
+        m["pasted_file"] = std::filesystem::path(r.out_path).filename().string();
+    return m;
+}
+
+Series constant(const std::string& name, double value, double x0, double x1)
+{
+    Series s;
+    s.name = name;
+    s.x = { x0, x1 };
+    s.y = { value, value };
+    s.style = Series::Style::Dashed;
+    return s;
+}
+
+Series line(const std::string& name, const std::vector<double>& x, const std::vector<double>& y)
+{
+    Series s;
+    s.name = name;
+    s.x = x;
+    s.y = y;
+    return s;
+}
+
+std::vector<double> toDouble(const std::vector<int64_t>& v)
+{
+    return std::vector<double>(v.begin(), v.end());
+}
+
 } // namespace
+
+Figure pastingIclCurvesFigure(
+    const PastingResult& r, const PastingOptions& o, const RunSummary& parent)
+{
+    Figure f;
+    f.name = "pasting_icl_curve";
+    f.title
+        = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    f.x_label = "number of in-context examples";
+    f.y_label = kLossLabel;
+    f.metadata = pastingMetadata(r, o, parent);
+    const std::vector<double> n = toDouble(r.n_examples);
+    f.series.push_back(line("pasted", n, r.pasted_curve));
+    if (!r.scratch_curve.empty())
+        f.series.push_back(line("scratch", n, r.scratch_curve));
+    Series ridge = line("ridge", n, r.ridge_curve);
+    ridge.style = Series::Style::Dashed;
+    f.series.push_back(std::move(ridge));
+    if (!n.empty())
+        f.series.push_back(constant("zero", r.zero_loss, n.front(), n.back()));
+    return f;
+}
+
+Figure pastingLossCurvesFigure(
+    const PastingResult& r, const PastingOptions& o, const RunSummary& parent)
+{
+    Figure f;
+    f.name = "pasting_loss";
+    f.title = "Loss during training (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    f.x_label = "training step";
+    f.y_label = kLossLabel;
+    f.metadata = pastingMetadata(r, o, parent);
+    // Training losses are means since the previous evaluation (NaN, a gap, at step 0).
+    const std::vector<double> steps = toDouble(r.curve_steps);
+    f.series.push_back(line("pasted train", steps, r.pasted_train));
+    f.series.push_back(line("pasted eval", steps, r.pasted_eval));
+    if (o.train_scratch) {
+        f.series.push_back(line("scratch train", steps, r.scratch_train));
+        f.series.push_back(line("scratch eval", steps, r.scratch_eval));
+    }
+    if (!steps.empty()) {
+        f.series.push_back(constant("ridge", r.ridge_loss, steps.front(), steps.back()));
+        f.series.push_back(constant("zero", r.zero_loss, steps.front(), steps.back()));
+    }
+    return f;
+}
 
 std::vector<std::string> availablePlots(const RunSummary& summary)
 {
@@ -68,6 +159,11 @@ std::vector<std::string> availablePlots(const RunSummary& summary)
         if (!summary.checkpoints.empty() && nlohmann::json::parse(summary.config_json)["model"]["kind"] == "lsa")
             plots.push_back("eta_scan");
     } catch (const std::exception&) {
+    }
+    const auto pastings = summary.analyses.find("pasting");
+    if (pastings != summary.analyses.end() && pastings->second > 0) {
+        plots.push_back("pasting_icl_curve");
+        plots.push_back("pasting_loss");
     }
     return plots;
 }

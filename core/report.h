@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/analysis/gd_alignment.h"
+#include "core/analysis/pasting.h"
 #include "core/types/alignment.h"
 #include "core/types/figure.h"
 #include "core/types/figure_csv.h"
@@ -16,7 +17,8 @@
 namespace icl {
 
 /// Names of the plots that fit this experiment ("loss", "icl_curve", "alignment", "eta_scan"; for a few-shot
-/// classification run "loss" and "icl_iwl").
+/// classification run "loss" and "icl_iwl"; "pasting_icl_curve" and "pasting_loss" for a parent with a stored
+/// pasting result, drawn from the latest).
 std::vector<std::string> availablePlots(const RunSummary& summary);
 
 /// Training curves: train and eval loss against step with each baseline's eval loss on the same
@@ -58,5 +60,17 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary,
 /// and over all labels) and IWL accuracy on no-support sequences against training step, with the 2-way
 /// chance level. Throws icl::Error for a run without these metrics.
 Figure iclIwlFigure(const RunSummary& summary);
+
+/// Layer pasting (Guo et al. 2023, docs/science.md): 0.5·MSE at the query against n = 0..N in-context examples for
+/// the pasted model, the scratch model (when trained), ridge with the Bayes λ (dashed) and the zero predictor's
+/// query loss (a dashed horizontal line). `o` are the options the result was computed with and `parent` the
+/// parent's summary; metadata: experiment, checkpoint_step, seed, cut_layer, embedding, steps, eval_prompts (and
+/// pasted_file). Name "pasting_icl_curve".
+Figure pastingIclCurvesFigure(const PastingResult& r, const PastingOptions& o, const RunSummary& parent);
+
+/// Layer pasting: loss against training step — the pasted and the scratch model's training loss (mean since the
+/// previous evaluation) and evaluation loss, with ridge and zero as dashed horizontal lines; the same metadata.
+/// Name "pasting_loss".
+Figure pastingLossCurvesFigure(const PastingResult& r, const PastingOptions& o, const RunSummary& parent);
 
 } // namespace icl

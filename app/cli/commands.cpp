@@ -445,6 +445,13 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
         const json cfg = json::parse(s.config_json);
         return etaScanFigure(computeEtaScan(path, checkpoint, cfg["model"].value("n_layers", 1), 4.0, 200, false), s);
     }
+    if (plot == "pasting_icl_curve" || plot == "pasting_loss") {
+        // The latest pasting stored in this parent (icl-cli analyze FILE paste stores each one).
+        const std::vector<StoredPasting> stored = readStoredPastings(path);
+        if (!stored.empty())
+            return plot == "pasting_icl_curve" ? pastingIclCurvesFigure(stored.back().result, stored.back().options, s)
+                                               : pastingLossCurvesFigure(stored.back().result, stored.back().options, s);
+    }
     std::string names;
     for (const auto& n : availablePlots(s))
         names += (names.empty() ? "" : ", ") + n;
@@ -494,7 +501,7 @@ int runReport(const ReportArgs& args)
             f = iclCurveFigure(c, s);
         } else if (plot == "alignment") {
             f = alignmentFigure(s);
-        } else if (plot == "eta_scan" || plot == "icl_iwl") {
+        } else if (plot == "eta_scan" || plot == "icl_iwl" || plot.rfind("pasting_", 0) == 0) {
             f = figureByName(args.path, plot, -1);
         } else {
             f = lossFigure(s);
@@ -503,6 +510,19 @@ int runReport(const ReportArgs& args)
             const std::string out = (fs::path(args.out_dir) / (plot + "." + format)).string();
             exportPlot(f, out, format, args.dpi);
             files.push_back(out);
+        }
+    }
+    if (s.analyses.count("pasting")) {
+        // The numbers behind the pasting plots: the latest stored pasting (the one they draw).
+        const std::vector<StoredPasting> stored = readStoredPastings(args.path);
+        if (!stored.empty()) {
+            const PastingResult& r = stored.back().result;
+            auto num = [](double v) { return std::isfinite(v) ? json(v) : json(nullptr); };
+            summary["pasting"] = {{"id", stored.back().id},         {"created", stored.back().created},
+                                  {"cut_layer", r.cut_layer},       {"embedding", r.embedding},
+                                  {"steps", r.steps},               {"pasted_loss", num(r.pasted_loss)},
+                                  {"scratch_loss", num(r.scratch_loss)}, {"ridge_loss", num(r.ridge_loss)},
+                                  {"zero_loss", num(r.zero_loss)},  {"out_path", r.out_path}};
         }
     }
     summary["plots"] = files;

@@ -156,7 +156,8 @@ int main(int argc, char** argv)
     auto* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
     addExperimentFile(x, exp.path);
     x->add_option("--plot", exp.plot,
-                  "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), attention (one head: "
+                  "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), pasting_icl_curve and "
+                  "pasting_loss (the latest pasting stored in a parent), attention (one head: "
                   "--layer, --head), lens, patching (--corruption, --example); the last three on the prompt of "
                   "--prompt-seed")
         ->required();

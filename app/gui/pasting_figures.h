@@ -1,6 +1,6 @@
 #pragma once
-// What the Pasting page draws: the ICL curves and the loss curves of a pasting result (Guo et al. 2023,
-// docs/science.md), and the parent's facts the page shows.
+// What the Pasting page draws before a result (the figures of a result are icl::pastingIclCurvesFigure and
+// icl::pastingLossCurvesFigure, core/report.h), and the parent's facts the page shows.
 
 #include <cstdint>
 #include <string>
@@ -22,17 +22,6 @@ struct ParentConfig {
 
 /// The parent's facts from its typed config (all zero when the config was not read).
 ParentConfig parentConfig(const icl::RunSummary& summary);
-
-/// ICL curves of a result: 0.5·MSE at the query against n = 0..N in-context examples for the pasted model, the
-/// scratch model (when trained), ridge with the Bayes λ, and the zero predictor's query loss as a horizontal line.
-/// `o` are the options the result was computed with; metadata: experiment, checkpoint_step, seed, cut_layer,
-/// embedding, steps, eval_prompts (and pasted_file).
-icl::Figure pastingIclCurvesFigure(
-    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent);
-/// Loss over training steps: pasted and scratch training (mean since the previous evaluation) and evaluation
-/// losses, with ridge and zero as horizontal lines; the same metadata.
-icl::Figure pastingLossCurvesFigure(
-    const icl::PastingResult& r, const icl::PastingOptions& o, const icl::RunSummary& parent);
 
 /// The two figures before any result: the titles and labelled axes of pastingIclCurvesFigure (`icl` true) or
 /// pastingLossCurvesFigure, no series.

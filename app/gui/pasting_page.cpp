@@ -36,6 +36,7 @@
 #include "app/gui/pasting_options.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
+#include "core/report.h"
 #include "widgets/plot_view.h"
 #include "core/io/config.h"
 
@@ -164,7 +165,28 @@ void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_parentLayers = p.n_layers;
     m_form->bindParent(p, QString::fromStdString(summary.path));
     selectCheckpoint(step);
+    showLatestStored();
     updateControls();
+}
+
+void PastingPage::showLatestStored()
+{
+    // The latest pasting stored in the parent, as it was computed (a new run replaces it on the page). A few
+    // attributes of the file: read here, on the GUI thread.
+    if (!m_summary.analyses.count("pasting"))
+        return;
+    try {
+        const std::vector<icl::StoredPasting> stored = icl::readStoredPastings(m_summary.path);
+        if (stored.empty())
+            return;
+        const icl::StoredPasting& latest = stored.back();
+        showResult(latest.result, latest.options);
+        m_status->setText(tr("Showing the pasting stored in this file as /analysis/pasting/%1 (%2); Run pasting "
+                             "computes a new one.")
+                              .arg(QString::fromStdString(latest.id), QString::fromStdString(latest.created)));
+    } catch (const std::exception& e) {
+        m_status->setText(tr("The stored pasting results cannot be read: %1").arg(QString::fromUtf8(e.what())));
+    }
 }
 
 void PastingPage::selectCheckpoint(qint64 step)

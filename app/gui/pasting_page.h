@@ -39,8 +39,8 @@ public:
     explicit PastingPage(QWidget* parent = nullptr);
     ~PastingPage() override;
 
-    /// Shows a parent file at checkpoint `step`: cancels a running pasting, clears the shown result and
-    /// sets the cut-layer range to 0..L−1.
+    /// Shows a parent file at checkpoint `step`: cancels a running pasting, sets the cut-layer range to 0..L−1
+    /// and shows the latest pasting stored in the file (icl::readStoredPastings), if any, else no result.
     void showExperiment(const icl::RunSummary& summary, qint64 step) override;
     /// Follows the timeline (the parent checkpoint of the next run).
     void selectCheckpoint(qint64 step) override;
@@ -90,6 +90,7 @@ protected:
 
 private:
     void showResult(const icl::PastingResult& result, const icl::PastingOptions& options);
+    void showLatestStored();
     void clearResult();
     void updateControls();
 

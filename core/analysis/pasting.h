@@ -126,4 +126,23 @@ struct PastingResult {
 PastingResult computePasting(const std::string& parent_path, const PastingOptions& options,
                              const std::function<bool(int64_t, int64_t)>& progress = {});
 
+/// A pasting result stored in its parent (/analysis/pasting/<id>) by computePasting with `store`.
+struct StoredPasting {
+    std::string id;          ///< "0001", "0002", … in the order they were stored
+    std::string created;     ///< ISO 8601 time of storing
+    /// As computed, with analysis_id = id (frozen_unchanged is true: a pasting that changed a frozen parameter
+    /// throws before it is stored). scratch_loss is NaN where no scratch model was trained.
+    PastingResult result;
+    /// The options as far as they are stored: checkpoint_step, cut_layer, embedding, steps, lr, schedule,
+    /// concurrent, batch_size, n_eval, match_label_scale, copy_parent_embedding, zero_new_mlp, out_path, the
+    /// seed used, τ as used (w_scale; 0 with match_label_scale, which sets it); train_scratch from whether a
+    /// scratch curve is stored. eval_every and match_label_variance are not stored and keep their defaults.
+    PastingOptions options;
+};
+
+/// Every pasting result stored in the parent at `parent_path`, oldest first; empty when there is none. A
+/// damaged result is left out (readRunSummary lists it). Throws icl::Error for a file that cannot be opened
+/// or a stored result whose JSON is not a pasting result. Torch-free; thread-safe.
+std::vector<StoredPasting> readStoredPastings(const std::string& parent_path);
+
 } // namespace icl

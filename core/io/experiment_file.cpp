@@ -1006,6 +1006,46 @@ RunSummary readRunSummary(const std::string& path)
     return readRunSummaryLocked(path);
 }
 
+std::vector<StoredAnalysis> readStoredAnalyses(const std::string& path, const std::string& kind)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    OpenFile of = openFile(path, H5F_ACC_RDONLY);
+    hid_t f = of.file.get();
+    std::vector<StoredAnalysis> out;
+    const std::string kindObject = "/analysis/" + kind;
+    if (!present(f, "analysis", path, "/analysis"))
+        return out;
+    Hid a = openGroup(f, "analysis", path, "/analysis");
+    if (!present(a.get(), kind, path, kindObject) || !groupAt(a.get(), kind, path, kindObject))
+        return out;
+    Hid g = openGroup(a.get(), kind, path, kindObject);
+    auto readInteger = [&](hid_t obj, const char* name, hid_t type, void* value, const std::string& object) {
+        if (!hasAttr(obj, name))
+            throw DamagedError(damaged(path, object, std::string("attribute '") + name + "' is missing"));
+        Hid attr = check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, object + ": cannot open attribute " + name);
+        checkStatus(H5Aread(attr.get(), type, value), object + ": attribute '" + name + "' is not a number");
+    };
+    for (const auto& id : childNames(g.get(), path, kindObject)) {
+        const std::string object = kindObject + "/" + id;
+        try {
+            Hid r = openGroup(g.get(), id, path, object);
+            verifySeal(r.get(), path, object, of.checksums());
+            StoredAnalysis sa;
+            sa.id = id;
+            readInteger(r.get(), "checkpoint_step", H5T_NATIVE_INT64, &sa.checkpoint_step, object);
+            readInteger(r.get(), "seed", H5T_NATIVE_UINT64, &sa.seed, object);
+            sa.created = hasAttr(r.get(), "created") ? readStringAttr(r.get(), "created", object) : "";
+            sa.options_json = readStringAttr(r.get(), "options", object);
+            sa.result_json = readStringAttr(r.get(), "json", object);
+            out.push_back(std::move(sa));
+        } catch (const Error&) {
+            // A damaged or incomplete result (readRunSummary lists it); the others stay readable.
+        }
+    }
+    return out;
+}
+
 CheckpointData readCheckpoint(const std::string& path, int64_t step)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());

@@ -101,6 +101,21 @@ std::vector<NamedArray> readTaskArrays(const std::string& path);
 std::string storeAnalysis(const std::string& path, const std::string& kind, int64_t checkpoint_step,
                           uint64_t seed, const std::string& options_json, const std::string& result_json);
 
+/// One result stored by storeAnalysis: /analysis/<kind>/<id> with its attributes as written.
+struct StoredAnalysis {
+    std::string id;              ///< "0001", "0002", … in the order they were stored
+    int64_t checkpoint_step = 0;
+    uint64_t seed = 0;
+    std::string created;         ///< ISO 8601 time of storing
+    std::string options_json;    ///< the analysis's options
+    std::string result_json;     ///< the analysis's result
+};
+
+/// Every result stored under /analysis/<kind>, in id order; empty when there is none. A result whose checksum
+/// fails is left out (readRunSummary lists it among the damaged objects). Throws icl::Error for a file that
+/// cannot be opened or is not an experiment file. Thread-safe (HDF5 calls are serialised).
+std::vector<StoredAnalysis> readStoredAnalyses(const std::string& path, const std::string& kind);
+
 /// Records where an imported run came from under /import (attr json: source paths, formats, SHA-256 of each source
 /// file, key mapping, "trained_here": false); one crash-safe commit. Files of runs trained here have no /import.
 void storeImportProvenance(const std::string& path, const std::string& provenance_json);

@@ -415,6 +415,32 @@ TEST(Cli, AnalyzePasteJson)
     EXPECT_EQ(jf["steps"], 2);
     // τ must be positive (the default is the parent's).
     expectOneLineError(run("analyze " + out + " paste --w-scale 0 --steps 1"), "--w-scale");
+
+    // The parent's report draws the latest stored pasting (the forced one) and carries its numbers.
+    const std::string dir = temp("cli_paste_report");
+    fs::remove_all(dir);
+    const Result rep = run("report " + out + " --out " + dir + " --json");
+    ASSERT_EQ(rep.code, 0) << rep.err;
+    for (const char* f : {"pasting_icl_curve.csv", "pasting_loss.csv", "summary.json"})
+        EXPECT_TRUE(fs::exists(fs::path(dir) / f)) << f;
+    std::ifstream sf(fs::path(dir) / "summary.json");
+    const auto summary = nlohmann::json::parse(sf);
+    ASSERT_TRUE(summary.contains("pasting")) << summary.dump();
+    EXPECT_EQ(summary["pasting"]["id"], "0002") << "the second of two stored pastings";
+    EXPECT_EQ(summary["pasting"]["steps"], 2);
+    EXPECT_EQ(summary["pasting"]["pasted_loss"], jf["pasted_loss"]);
+    EXPECT_EQ(summary["pasting"]["ridge_loss"], jf["ridge_loss"]);
+    std::ifstream cf(fs::path(dir) / "pasting_icl_curve.csv");
+    const std::string csv((std::istreambuf_iterator<char>(cf)), {});
+    for (const char* series : {"pasted", "scratch", "ridge", "zero"})
+        EXPECT_NE(csv.find(series), std::string::npos) << series << " in\n" << csv;
+    const std::string lossCsv = temp("cli_paste_loss.csv");
+    ASSERT_EQ(run("export " + out + " --plot pasting_loss --format csv --out " + lossCsv).code, 0);
+    EXPECT_TRUE(fs::exists(lossCsv));
+    // A run without a stored pasting has no pasting plots.
+    const Result none = run("export " + pasted + " --plot pasting_loss --format csv --out " + temp("x.csv"));
+    EXPECT_NE(none.code, 0);
+    EXPECT_NE(none.err.find("unknown plot"), std::string::npos) << none.err;
 }
 
 } // namespace

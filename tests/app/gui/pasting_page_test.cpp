@@ -39,11 +39,14 @@
 #include "widgets/figure_export.h"
 #include "widgets/plot_view.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/same_values.h"
 
 using icl::gui::MainWindow;
 using icl::gui::PastingPage;
 
 namespace {
+
+using icl::test::sameValues;
 
 constexpr int kTimeoutMs = 300000;
 
@@ -71,6 +74,19 @@ protected:
     {
         delete s_dir;
         s_dir = nullptr;
+    }
+
+    /// Shows `window` scripted, opens `path` and goes to the Pasting page, as a user does before clicking.
+    static ::testing::AssertionResult showOnPastingPage(MainWindow& window, const std::string& path)
+    {
+        window.setScripted(true);
+        window.show();
+        if (!QTest::qWaitForWindowExposed(&window))
+            return ::testing::AssertionFailure() << "the window was not exposed";
+        if (!window.openExperiment(QString::fromStdString(path)))
+            return ::testing::AssertionFailure() << "cannot open " << path;
+        window.showPage(MainWindow::Page::Pasting);
+        return ::testing::AssertionSuccess();
     }
 
     /// Chooses the embedding and the cut layer ℓ on the page's form.
@@ -109,17 +125,6 @@ protected:
 QTemporaryDir* PastingPageTest::s_dir = nullptr;
 std::string PastingPageTest::s_gpt2;
 std::string PastingPageTest::s_lsa;
-
-/// Element-wise equality in which NaN equals NaN (a training loss before the first step is NaN).
-::testing::AssertionResult sameValues(const std::vector<double>& got, const std::vector<double>& want)
-{
-    if (got.size() != want.size())
-        return ::testing::AssertionFailure() << "size " << got.size() << " != " << want.size();
-    for (size_t i = 0; i < got.size(); ++i)
-        if (!(got[i] == want[i] || (std::isnan(got[i]) && std::isnan(want[i]))))
-            return ::testing::AssertionFailure() << "at " << i << ": " << got[i] << " != " << want[i];
-    return ::testing::AssertionSuccess();
-}
 
 std::vector<double> toDouble(const std::vector<int64_t>& v)
 {
@@ -179,11 +184,7 @@ TEST_F(PastingPageTest, GuoSettingsAreTheOnesTheReproduceScriptPastesWith)
         ASSERT_FALSE(value(flag).empty()) << flag << " is not in the script's command";
 
     MainWindow window;
-    window.setScripted(true);
-    window.show(); // clicked like a user would
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    window.showPage(MainWindow::Page::Pasting);
+    ASSERT_TRUE(showOnPastingPage(window, s_gpt2)); // clicked like a user would
     PastingPage* page = window.pastingPage();
     icl::gui::PastingOptionsForm* form = page->optionsForm();
     // Start away from every value the button sets.
@@ -216,6 +217,53 @@ TEST_F(PastingPageTest, GuoSettingsAreTheOnesTheReproduceScriptPastesWith)
     EXPECT_EQ(o.seed, has("--seed") ? std::stoull(value("--seed")) : 0u);
     EXPECT_TRUE(o.train_scratch);
     EXPECT_EQ(o.w_scale, 0.0) << "matched, not given";
+}
+
+TEST_F(PastingPageTest, OpeningAParentShowsItsLatestStoredPasting)
+{
+    // A copy of the parent with two pastings stored by the core (the page's own runs are other tests').
+    const std::string parent = s_dir->filePath("stored_parent.h5").toStdString();
+    std::filesystem::copy_file(s_gpt2, parent, std::filesystem::copy_options::overwrite_existing);
+    icl::PastingOptions o;
+    o.cut_layer = 1;
+    o.embedding = "transformer1";
+    o.steps = 4;
+    o.eval_every = 2;
+    o.batch_size = 16;
+    o.n_eval = 64;
+    o.threads = 1;
+    o.overwrite = true;
+    o.out_path = s_dir->filePath("stored_child.h5").toStdString();
+    (void)icl::computePasting(parent, o);
+    o.steps = 6;
+    o.train_scratch = false;
+    const icl::PastingResult latest = icl::computePasting(parent, o);
+    ASSERT_EQ(latest.analysis_id, "0002");
+
+    MainWindow window;
+    ASSERT_TRUE(showOnPastingPage(window, parent));
+    PastingPage* page = window.pastingPage();
+    ASSERT_TRUE(page->result().has_value()) << "the stored result is shown without running anything";
+    EXPECT_FALSE(page->isBusy());
+    const icl::PastingResult& got = *page->result();
+    EXPECT_EQ(got.analysis_id, "0002");
+    EXPECT_EQ(got.steps, 6);
+    EXPECT_TRUE(sameValues(got.pasted_curve, latest.pasted_curve));
+    EXPECT_TRUE(sameValues(got.pasted_eval, latest.pasted_eval));
+    EXPECT_EQ(got.pasted_loss, latest.pasted_loss);
+    EXPECT_TRUE(page->statusLabel()->text().contains(QStringLiteral("/analysis/pasting/0002")))
+        << page->statusLabel()->text().toStdString();
+    EXPECT_TRUE(page->summaryLabel()->text().contains(QStringLiteral("6 steps")))
+        << page->summaryLabel()->text().toStdString();
+    // The plots are the stored result's: pasted, ridge and zero (no scratch model in the latest).
+    const icl::Figure& icl = page->iclPlot()->figure();
+    ASSERT_EQ(icl.series.size(), 3u);
+    EXPECT_EQ(icl.series[0].name, "pasted");
+    EXPECT_TRUE(sameValues(icl.series[0].y, latest.pasted_curve));
+    EXPECT_EQ(icl.series[1].name, "ridge");
+    EXPECT_TRUE(sameValues(icl.series[1].y, latest.ridge_curve));
+    EXPECT_EQ(page->lossPlot()->figure().series.size(), 4u) << "pasted train and eval, ridge, zero";
+    EXPECT_TRUE(page->optionsForm()->guoSettings()->isEnabled()) << "a shown result leaves the form usable";
 }
 
 TEST_F(PastingPageTest, PageIsInTheNavigatorWithShortcutAndCommandLineName)
@@ -356,11 +404,7 @@ TEST_F(PastingPageTest, BeforeAnyRunThePlotsHaveLabelledAxesAndNoSeries)
 TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 {
     MainWindow window;
-    window.setScripted(true);
-    window.show(); // clicked like a user would
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    window.showPage(MainWindow::Page::Pasting);
+    ASSERT_TRUE(showOnPastingPage(window, s_gpt2)); // clicked like a user would
     PastingPage* page = window.pastingPage();
     EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
     EXPECT_FALSE(page->messageLabel()->isVisibleTo(page));
@@ -516,11 +560,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
 {
     MainWindow window;
-    window.setScripted(true);
-    window.show(); // clicked like a user would
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    window.showPage(MainWindow::Page::Pasting);
+    ASSERT_TRUE(showOnPastingPage(window, s_gpt2)); // clicked like a user would
     PastingPage* page = window.pastingPage();
     configure(page, 1000000); // far more than a test waits for
     const QString out = s_dir->filePath("cancelled.h5");

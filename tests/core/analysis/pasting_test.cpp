@@ -18,8 +18,11 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
+#include "tests/support/same_values.h"
 
 namespace {
+
+using icl::test::sameValues;
 
 /// A gpt2 parent (3 blocks, 2 heads, width 16) on a representation task with d = 4, N = 6, its
 /// parameters randomised well away from the GPT-2 initialisation so that every layer matters.
@@ -441,3 +444,94 @@ TEST(Pasting, DivergenceOnEitherThreadIsReported)
 }
 
 } // namespace
+
+TEST(Pasting, StoredResultsReadBackAsComputed)
+{
+    const std::string parent = writeParent("paste_parent_stored.h5");
+    EXPECT_TRUE(icl::readStoredPastings(parent).empty()) << "nothing stored yet";
+    const std::string out = icl::test::scratchPrefix() + "paste_stored.h5";
+    // Two pastings stored in the parent: one with a scratch model and a cosine schedule, one without either.
+    icl::PastingOptions a = shortRun(4, out);
+    a.store = true;
+    a.eval_every = 2;
+    a.schedule = "cosine";
+    a.lr = 2e-3;
+    a.match_label_scale = true;
+    a.copy_parent_embedding = true;
+    icl::PastingOptions b = shortRun(3, out);
+    b.store = true;
+    b.embedding = "linear";
+    b.cut_layer = 2;
+    b.train_scratch = false;
+    b.w_scale = 0.7;
+    b.seed = 11;
+    const icl::PastingResult ra = icl::computePasting(parent, a);
+    const icl::PastingResult rb = icl::computePasting(parent, b);
+
+    const std::vector<icl::StoredPasting> stored = icl::readStoredPastings(parent);
+    ASSERT_EQ(stored.size(), 2u);
+    const std::pair<const icl::PastingResult*, const icl::PastingOptions*> computed[] = {{&ra, &a}, {&rb, &b}};
+    for (size_t i = 0; i < 2; ++i) {
+        const icl::PastingResult& want = *computed[i].first;
+        const icl::PastingOptions& opt = *computed[i].second;
+        const icl::StoredPasting& s = stored[i];
+        SCOPED_TRACE("stored pasting " + s.id);
+        EXPECT_EQ(s.id, want.analysis_id);
+        EXPECT_FALSE(s.created.empty());
+        const icl::PastingResult& got = s.result;
+        EXPECT_EQ(got.parent_step, want.parent_step);
+        EXPECT_EQ(got.parent_layers, want.parent_layers);
+        EXPECT_EQ(got.cut_layer, want.cut_layer);
+        EXPECT_EQ(got.embedding, want.embedding);
+        EXPECT_EQ(got.pasted_layers, want.pasted_layers);
+        EXPECT_EQ(got.trainable_pasted, want.trainable_pasted);
+        EXPECT_EQ(got.trainable_scratch, want.trainable_scratch);
+        EXPECT_EQ(got.steps, want.steps);
+        EXPECT_EQ(got.w_scale, want.w_scale);
+        EXPECT_EQ(got.noise_std, want.noise_std);
+        EXPECT_EQ(got.ridge_lambda, want.ridge_lambda);
+        EXPECT_TRUE(sameValues({got.pasted_loss, got.scratch_loss, got.ridge_loss, got.zero_loss},
+                               {want.pasted_loss, want.scratch_loss, want.ridge_loss, want.zero_loss}));
+        EXPECT_EQ(got.n_examples, want.n_examples);
+        EXPECT_TRUE(sameValues(got.pasted_curve, want.pasted_curve));
+        EXPECT_TRUE(sameValues(got.scratch_curve, want.scratch_curve));
+        EXPECT_TRUE(sameValues(got.ridge_curve, want.ridge_curve));
+        EXPECT_EQ(got.curve_steps, want.curve_steps);
+        EXPECT_TRUE(sameValues(got.pasted_train, want.pasted_train));
+        EXPECT_TRUE(sameValues(got.pasted_eval, want.pasted_eval));
+        EXPECT_TRUE(sameValues(got.scratch_train, want.scratch_train));
+        EXPECT_TRUE(sameValues(got.scratch_eval, want.scratch_eval));
+        EXPECT_EQ(got.out_path, std::filesystem::absolute(out).string());
+        EXPECT_EQ(got.wall_time_s, want.wall_time_s);
+
+        const icl::PastingOptions& o = s.options;
+        EXPECT_EQ(o.checkpoint_step, 100) << "the checkpoint used, not -1";
+        EXPECT_EQ(o.cut_layer, opt.cut_layer);
+        EXPECT_EQ(o.embedding, opt.embedding);
+        EXPECT_EQ(o.steps, opt.steps);
+        EXPECT_EQ(o.lr, opt.lr);
+        EXPECT_EQ(o.schedule, opt.schedule);
+        EXPECT_EQ(o.batch_size, opt.batch_size);
+        EXPECT_EQ(o.n_eval, opt.n_eval);
+        EXPECT_EQ(o.match_label_scale, opt.match_label_scale);
+        EXPECT_EQ(o.copy_parent_embedding, opt.copy_parent_embedding);
+        EXPECT_EQ(o.train_scratch, opt.train_scratch);
+        EXPECT_EQ(o.w_scale, opt.w_scale) << "given, or 0 where match_label_scale sets it";
+    }
+    EXPECT_TRUE(std::isnan(stored[1].result.scratch_loss)) << "no scratch model";
+    EXPECT_EQ(stored[1].options.seed, 11u);
+}
+
+TEST(Pasting, AStoredResultThatIsNotAPastingIsRefusedAndOtherKindsAreNotRead)
+{
+    const std::string parent = writeParent("paste_parent_foreign.h5");
+    // A result under /analysis/pasting that is not a pasting result: refused with its id.
+    icl::storeAnalysis(parent, "pasting", 100, 0, "{}", "{\"pasted_loss\": 1.0}");
+    expectError([&] { (void)icl::readStoredPastings(parent); }, "/analysis/pasting/0001 is not a pasting result");
+    // Other kinds are not read as pastings.
+    const std::string other = writeParent("paste_parent_other.h5");
+    icl::storeAnalysis(other, "probe", 100, 0, "{}", "{}");
+    EXPECT_TRUE(icl::readStoredPastings(other).empty());
+    expectError([&] { (void)icl::readStoredPastings(icl::test::scratchPrefix() + "no_such_parent.h5"); },
+                "no_such_parent.h5");
+}

@@ -342,6 +342,55 @@ TEST(ExperimentFileIntegrity, ALargeResultIsStoredAndChecked)
     H5Fclose(f);
 }
 
+TEST(ExperimentFileIntegrity, StoredResultsReadBackAndADamagedOneIsLeftOut)
+{
+    const std::string path = smallRun("stored.h5");
+    EXPECT_EQ(icl::storeAnalysis(path, "icl_curve", 100, 9, R"({"n_prompts":20})", R"({"error":[2,1]})"), "0002");
+    EXPECT_EQ(icl::storeAnalysis(path, "icl_curve", 200, 18446744073709551615ull, "{}", "{}"), "0003");
+    EXPECT_TRUE(icl::readStoredAnalyses(path, "probe").empty()) << "no result of that kind";
+    std::vector<icl::StoredAnalysis> stored = icl::readStoredAnalyses(path, "icl_curve");
+    ASSERT_EQ(stored.size(), 3u);
+    EXPECT_EQ(stored[0].id, "0001");
+    EXPECT_EQ(stored[0].checkpoint_step, 200);
+    EXPECT_EQ(stored[0].seed, 7u);
+    EXPECT_EQ(stored[0].options_json, R"({"n_prompts":10})");
+    EXPECT_EQ(stored[0].result_json, R"({"error":[1,0.5,0.25]})");
+    EXPECT_EQ(stored[1].id, "0002");
+    EXPECT_EQ(stored[1].checkpoint_step, 100);
+    EXPECT_EQ(stored[1].options_json, R"({"n_prompts":20})");
+    EXPECT_EQ(stored[1].result_json, R"({"error":[2,1]})");
+    EXPECT_EQ(stored[2].seed, 18446744073709551615ull) << "a 64-bit seed survives";
+    EXPECT_FALSE(stored[2].created.empty());
+
+    // Rewrite 0002's result behind the file's back (the seal is not renewed): it is left out, the others are read.
+    {
+        hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+        ASSERT_GE(f, 0);
+        hid_t g = H5Gopen2(f, "/analysis/icl_curve/0002", H5P_DEFAULT);
+        ASSERT_GE(g, 0);
+        ASSERT_GE(H5Adelete(g, "json"), 0);
+        const std::string forged = R"({"error":[0,0]})";
+        hid_t type = H5Tcopy(H5T_C_S1);
+        H5Tset_size(type, forged.size());
+        hid_t space = H5Screate(H5S_SCALAR);
+        hid_t a = H5Acreate2(g, "json", type, space, H5P_DEFAULT, H5P_DEFAULT);
+        ASSERT_GE(H5Awrite(a, type, forged.data()), 0);
+        H5Aclose(a);
+        H5Sclose(space);
+        H5Tclose(type);
+        H5Gclose(g);
+        H5Fclose(f);
+    }
+    const icl::RunSummary s = icl::readRunSummary(path);
+    ASSERT_EQ(s.damaged.size(), 1u);
+    EXPECT_NE(s.damaged[0].find("/analysis/icl_curve/0002"), std::string::npos) << s.damaged[0];
+    stored = icl::readStoredAnalyses(path, "icl_curve");
+    ASSERT_EQ(stored.size(), 2u) << "the damaged result is never read";
+    EXPECT_EQ(stored[0].id, "0001");
+    EXPECT_EQ(stored[1].id, "0003");
+    EXPECT_THROW((void)icl::readStoredAnalyses(tempPath("absent.h5"), "icl_curve"), icl::Error);
+}
+
 // A format version 1 file (no checksums) as earlier builds wrote it.
 std::string version1File(const std::string& name)
 {
