@@ -451,6 +451,8 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
         if (!stored.empty())
             return plot == "pasting_icl_curve" ? pastingIclCurvesFigure(stored.back().result, stored.back().options, s)
                                                : pastingLossCurvesFigure(stored.back().result, stored.back().options, s);
+        if (s.analyses.count("pasting"))
+            throw Error(path + ": every stored pasting result is damaged (icl-cli verify " + path + " lists them)");
     }
     std::string names;
     for (const auto& n : availablePlots(s))
@@ -501,7 +503,17 @@ int runReport(const ReportArgs& args)
             f = iclCurveFigure(c, s);
         } else if (plot == "alignment") {
             f = alignmentFigure(s);
-        } else if (plot == "eta_scan" || plot == "icl_iwl" || plot.rfind("pasting_", 0) == 0) {
+        } else if (plot.rfind("pasting_", 0) == 0) {
+            // A stored pasting that cannot be read (damaged, or not a pasting result) costs its plots, not the
+            // report: the reason goes to stderr and into summary.json.
+            try {
+                f = figureByName(args.path, plot, -1);
+            } catch (const Error& e) {
+                std::cerr << "warning: " << plot << " left out: " << e.what() << "\n";
+                summary["pasting_error"] = e.what();
+                continue;
+            }
+        } else if (plot == "eta_scan" || plot == "icl_iwl") {
             f = figureByName(args.path, plot, -1);
         } else {
             f = lossFigure(s);
@@ -512,7 +524,7 @@ int runReport(const ReportArgs& args)
             files.push_back(out);
         }
     }
-    if (s.analyses.count("pasting")) {
+    if (s.analyses.count("pasting") && !summary.contains("pasting_error")) {
         // The numbers behind the pasting plots: the latest stored pasting (the one they draw).
         const std::vector<StoredPasting> stored = readStoredPastings(args.path);
         if (!stored.empty()) {

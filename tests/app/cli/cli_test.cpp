@@ -437,6 +437,35 @@ TEST(Cli, AnalyzePasteJson)
     const std::string lossCsv = temp("cli_paste_loss.csv");
     ASSERT_EQ(run("export " + out + " --plot pasting_loss --format csv --out " + lossCsv).code, 0);
     EXPECT_TRUE(fs::exists(lossCsv));
+    // Damaged stored pastings cost their plots, not the report: a copy of the parent with one byte of every stored
+    // pasting's result changed (behind the file's back) still reports its other plots, and says why.
+    const std::string flipped = temp("cli_paste_parent_flipped.h5");
+    fs::copy_file(out, flipped, fs::copy_options::overwrite_existing);
+    {
+        std::fstream file(flipped, std::ios::in | std::ios::out | std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(file)), {});
+        const std::string key = "\"pasted_train\":[";
+        int changed = 0;
+        for (size_t at = bytes.find(key); at != std::string::npos; at = bytes.find(key, at + 1), ++changed) {
+            file.seekp(std::streamoff(at + 1));
+            file.put('q');
+        }
+        ASSERT_EQ(changed, 2) << "both stored pastings' results found in the file";
+    }
+    const std::string flippedDir = temp("cli_paste_report_flipped");
+    fs::remove_all(flippedDir);
+    const Result damagedReport = run("report " + flipped + " --out " + flippedDir + " --json");
+    ASSERT_EQ(damagedReport.code, 0) << damagedReport.err;
+    EXPECT_NE(damagedReport.err.find("pasting_icl_curve left out"), std::string::npos) << damagedReport.err;
+    EXPECT_TRUE(fs::exists(fs::path(flippedDir) / "loss.csv"));
+    EXPECT_FALSE(fs::exists(fs::path(flippedDir) / "pasting_icl_curve.csv"));
+    std::ifstream df(fs::path(flippedDir) / "summary.json");
+    const auto damagedSummary = nlohmann::json::parse(df);
+    EXPECT_NE(damagedSummary.value("pasting_error", "").find("damaged"), std::string::npos) << damagedSummary.dump();
+    EXPECT_FALSE(damagedSummary.contains("pasting"));
+    expectOneLineError(run("export " + flipped + " --plot pasting_loss --format csv --out " + temp("x.csv")),
+                       "every stored pasting result is damaged");
+
     // A run without a stored pasting has no pasting plots.
     const Result none = run("export " + pasted + " --plot pasting_loss --format csv --out " + temp("x.csv"));
     EXPECT_NE(none.code, 0);
