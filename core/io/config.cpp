@@ -438,6 +438,15 @@ std::vector<KeyRecord> buildSchema()
     k.push_back(numberKey("training.weight_decay", ICL_FIELD(training.weight_decay), nonNegative, "a number >= 0",
                           "weight decay"));
     k.push_back(integerKey("training.batch_size", ICL_FIELD(training.batch_size), 1, 1 << 24, "prompts per optimisation step"));
+    k.push_back(integerKey("training.shards", ICL_FIELD(training.shards), 1, 4096,
+                           "parts of the batch whose gradients are computed on separate threads (one intra-op thread "
+                           "each) and added in order; results depend on it, not on the thread count; 1 = whole batch")
+                    .then([](const Cfg& c) {
+                        if (c.training.shards > c.training.batch_size)
+                            throw Error("training.shards: " + std::to_string(c.training.shards)
+                                        + " shards of a batch of " + std::to_string(c.training.batch_size)
+                                        + " prompts (training.batch_size) would leave some empty");
+                    }));
     k.push_back(integerKey("training.steps", ICL_FIELD(training.steps), 0, kBig, "optimisation steps"));
     k.push_back(numberKey("training.grad_clip", ICL_FIELD(training.grad_clip), nonNegative, "a number >= 0 (0 = off)",
                           "global-norm gradient clipping threshold; 0 = off"));
@@ -678,6 +687,9 @@ void checkAcrossSections(const Cfg& c)
     if (classification && c.model.d_model % 2)
         throw Error("model.d_model: the sinusoidal position code of the few-shot classifier needs an even width, got "
                     + std::to_string(c.model.d_model));
+    if (classification && c.training.shards != 1)
+        throw Error("training.shards: the few-shot classification trainer computes the whole batch at once (1), got "
+                    + std::to_string(c.training.shards));
     if (classification && c.model.init != "variance_scaling")
         throw Error("model.init: \"" + c.model.init + "\" is a construction for regression tasks");
     if (c.training.schedule == "inverse_sqrt" && c.training.warmup_steps == 0)

@@ -150,6 +150,11 @@ struct TrainingConfig {
     double beta2 = 0.98;
     double weight_decay = 0.0;
     int64_t batch_size = 2048;
+    /// Parts the batch's gradient is computed in, each on its own thread with one intra-op thread, and
+    /// added in order (core/training/sharded_step.h): the numbers depend on this, not on the thread count.
+    /// 1 = the whole batch at once on the intra-op threads. Regression tasks; LSA models the fused step
+    /// covers ignore it.
+    int64_t shards = 1;
     int64_t steps = 5000;
     double grad_clip = 0.001;          ///< global-norm clipping threshold; 0 = off
     /// "constant", "warmup" (linear warm-up then constant), "warmup_cosine", or "inverse_sqrt"

@@ -12,7 +12,8 @@ std::atomic<bool> g_configured{false};
 
 bool userSetAllocator()
 {
-    for (const char* name : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
+    for (const char* name :
+         {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_ARENA_MAX", "GLIBC_TUNABLES"})
         if (std::getenv(name) != nullptr)
             return true;
     return false;
@@ -31,7 +32,8 @@ bool configureCpuAllocator()
         return false;
     // Setting either value turns off glibc's dynamic threshold, so both are set.
     const bool ok = ::mallopt(M_MMAP_THRESHOLD, int(kMmapThresholdBytes)) == 1
-                    && ::mallopt(M_TRIM_THRESHOLD, int(kTrimThresholdBytes)) == 1;
+                    && ::mallopt(M_TRIM_THRESHOLD, int(kTrimThresholdBytes)) == 1
+                    && ::mallopt(M_ARENA_MAX, kArenaMax) == 1;
     g_configured = ok;
     return ok;
 }
@@ -48,7 +50,7 @@ std::string CpuAllocatorInfo::summary() const
 {
     if (configured)
         return "glibc malloc, blocks up to " + mib(kMmapThresholdBytes) + " from the heap, " + mib(kTrimThresholdBytes)
-               + " of free heap kept";
+               + " of free heap kept, one arena for all threads";
     if (from_environment)
         return "glibc malloc, as set in the environment";
     return "glibc malloc, its defaults (every block above 128 KiB–32 MiB mapped and unmapped each time)";

@@ -118,6 +118,19 @@ void configureThreads(int threads)
     torch::set_num_threads(threads > 0 ? threads : defaultThreads());
 }
 
+void useOneIntraOpThreadOnThisThread()
+{
+    // LibTorch reads its process-wide default into this thread's OpenMP count the first time it asks for
+    // the count (at::get_num_threads); doing that first means the count set below is not overwritten later.
+    (void)torch::get_num_threads();
+    // OpenMP's count is per thread; looked up at run time because LibTorch may ship its own OpenMP runtime.
+    using SetThreads = void (*)(int);
+    if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads")))
+        set(1);
+    else
+        torch::set_num_threads(1);
+}
+
 ScopedThreads::ScopedThreads(int threads)
     : m_before(torch::get_num_threads())
 {

@@ -59,6 +59,13 @@ void configureThreads(int threads);
 /// The intra-op threads of configureThreads(0): the hardware concurrency (at least 1).
 int defaultThreads();
 
+/// Makes the calling thread's LibTorch and OpenBLAS work run on one thread (its own OpenMP count),
+/// without changing the count other threads start with. torch::set_num_threads(1) would also lower
+/// LibTorch's process-wide default, which every thread started later inherits. Call it at the start of
+/// a worker thread that runs its own share of the work (core/training/sharded_step.h); falls back to
+/// torch::set_num_threads(1) when LibTorch's OpenMP runtime cannot be found.
+void useOneIntraOpThreadOnThisThread();
+
 /// Runs a scope on `threads` LibTorch intra-op threads (≤ 0: unchanged) and restores the previous count
 /// on exit. With LibTorch's OpenMP backend (and OpenBLAS built for OpenMP, as Debian's) the count is the
 /// calling thread's, so other threads are not affected. Use it for work made of many small kernels

@@ -22,6 +22,8 @@
 #include "core/training/optim.h"
 #include "core/training/run_file_lock.h"
 #include "core/training/seeds.h"
+#include "core/training/sharded_step.h"
+#include "core/training/blas.h"
 #include "core/training/regression_evaluation.h"
 #include "core/training/training_loop.h"
 
@@ -148,6 +150,27 @@ TrainResult train(const nlohmann::json& configJson, const TrainOptions& options,
                                                     seeds::train(cfg.seed, step), torch::kFloat32, device);
             return fused->lossAndGrad(batch);
         };
+    // training.shards > 1: the batch's gradient in parts on worker threads (core/training/sharded_step.h).
+    std::unique_ptr<ShardedGradient> sharded;
+    if (!fused && tc.shards > 1) {
+        // On a GPU the shards run one after another (one worker): the kernels already fill the device.
+        const int threads = device.is_cpu() ? (options.threads > 0 ? options.threads : defaultThreads()) : 1;
+        sharded = std::make_unique<ShardedGradient>(model.module->parameters(), tc.shards, threads);
+        hooks.loss_and_grad = [&](int64_t step) {
+            const PromptBatch batch = samplePrompts(trainingTask(cfg, step), tc.batch_size,
+                                                    seeds::train(cfg.seed, step), torch::kFloat32, device);
+            // The batch loss (halfMse over every prediction) as a sum over shards: each shard's half sum of
+            // squares divided by the batch's count of predictions.
+            const double count = double(model.predict_all ? batch.y.numel() : batch.batchSize());
+            return sharded->lossAndGrad([&](int64_t s) {
+                const auto [begin, end] = shardBounds(batch.batchSize(), tc.shards, s);
+                const PromptBatch part = batch.slice(begin, end);
+                const torch::Tensor error = model.predict_all ? model.predict_all(part).flatten() - part.y.flatten()
+                                                              : model.predict(part) - part.queryY();
+                return 0.5 * error.square().sum() / count;
+            });
+        };
+    }
     hooks.evaluate = [&](MetricsRow& row) {
         const double eval = evaluation.evaluate(model, row);
         if (tc.curriculum.enabled) {

@@ -21,7 +21,9 @@
 #include "core/models/lsa.h"
 #include "core/models/lsa_fused.h"
 #include "core/tasks/linear_regression.h"
+#include "core/training/blas.h"
 #include "core/training/device.h"
+#include "core/training/sharded_step.h"
 #include "core/training/trainer.h"
 
 namespace {
@@ -262,7 +264,7 @@ double measuredSgemmPeak()
 
 // The GPT-2 training step (as gpt2TrainStep: d = 20, N = 40, 81 tokens, batch 64, loss over all positions,
 // Adam) of the workbench's model and of the in-process eager reference above, alternately each iteration.
-// Args: layers, heads, d_model. Counters: steps_per_s (workbench), eager_steps_per_s, ratio, gflops
+// Args: layers, heads, d_model, training.shards. Counters: steps_per_s (workbench), eager_steps_per_s, ratio, gflops
 // (≈ 6·params·tokens + attention, of the workbench step), peak_gflops (a 2048² SGEMM measured in the same
 // run) and peak_share = gflops / peak_gflops.
 void BM_Gpt2TrainStepVsEager(benchmark::State& state)
@@ -289,10 +291,25 @@ void BM_Gpt2TrainStepVsEager(benchmark::State& state)
     const torch::Tensor mask = torch::ones({81, 81}, torch::kBool).tril();
     torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-4));
     torch::optim::Adam refOpt(ref->parameters(), torch::optim::AdamOptions(1e-4));
+    // training.shards = state.range(3): the trainer's sharded step (core/training/sharded_step.h) on as
+    // many worker threads as intra-op threads; 1 = loss.backward() on the whole batch, as the trainer does.
+    const int64_t shards = state.range(3);
+    std::unique_ptr<icl::ShardedGradient> sharded;
+    if (shards > 1)
+        sharded = std::make_unique<icl::ShardedGradient>(model->parameters(), shards, icl::defaultThreads());
+    const double count = double(batch.y.numel());
     double ourS = 0.0, refS = 0.0;
     for (auto _ : state) {
         const auto t0 = Clock::now();
-        {
+        if (sharded) {
+            const torch::Tensor loss = sharded->lossAndGrad([&](int64_t s) {
+                const auto [begin, end] = icl::shardBounds(batchSize, shards, s);
+                const icl::PromptBatch part = batch.slice(begin, end);
+                return 0.5 * (model->predictAll(part).flatten() - part.y.flatten()).square().sum() / count;
+            });
+            opt.step();
+            benchmark::DoNotOptimize(loss.item<float>());
+        } else {
             opt.zero_grad();
             auto loss = icl::halfMse(model->predictAll(batch).flatten(), batch.y.flatten());
             loss.backward();
@@ -329,8 +346,10 @@ void BM_Gpt2TrainStepVsEager(benchmark::State& state)
     state.counters["peak_share"] = flops * n / ourS / 1e9 / peak;
 }
 BENCHMARK(BM_Gpt2TrainStepVsEager)
-    ->Args({3, 2, 64})
-    ->Args({12, 8, 256})
+    ->Args({3, 2, 64, 1})
+    ->Args({3, 2, 64, 2})
+    ->Args({12, 8, 256, 1})
+    ->Args({12, 8, 256, 2})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinWarmUpTime(3.0)

@@ -6,6 +6,7 @@
 #include <malloc.h>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "tests/support/scoped_env.h"
 
@@ -40,6 +41,42 @@ TEST(CpuAllocator, BlocksBelowTheThresholdComeFromTheHeapAfterConfiguring)
     const std::string s = icl::cpuAllocatorInfo().summary();
     EXPECT_NE(s.find("64 MiB"), std::string::npos) << s;
     EXPECT_NE(s.find("256 MiB"), std::string::npos) << s;
+}
+
+// One arena for every thread: a thread started after configuring allocates from the main thread's heap
+// (glibc would otherwise give it an arena of its own, whose heaps it unmaps whenever they empty).
+// Arenas are counted in malloc_info's report (one <heap nr="…"> element per arena).
+TEST(CpuAllocator, ThreadsShareTheMainArenaAfterConfiguring)
+{
+    ScopedEnv a("MALLOC_MMAP_THRESHOLD_", std::nullopt), b("MALLOC_TRIM_THRESHOLD_", std::nullopt),
+        c("MALLOC_TOP_PAD_", std::nullopt), d("GLIBC_TUNABLES", std::nullopt), e("MALLOC_ARENA_MAX", std::nullopt);
+    auto arenas = [] {
+        char* text = nullptr;
+        size_t size = 0;
+        FILE* f = open_memstream(&text, &size);
+        malloc_info(0, f);
+        fclose(f);
+        const std::string report(text, size);
+        std::free(text);
+        size_t n = 0;
+        for (size_t at = report.find("<heap nr="); at != std::string::npos; at = report.find("<heap nr=", at + 1))
+            ++n;
+        return n;
+    };
+    ASSERT_TRUE(icl::configureCpuAllocator());
+    const size_t before = arenas();
+    EXPECT_EQ(before, 1u) << "the test process started another arena before the test (run it on its own, as ctest does)";
+    size_t during = 0;
+    std::thread t([&] {
+        void* p = nullptr;
+        ASSERT_EQ(posix_memalign(&p, 64, std::size_t(1) << 20), 0);
+        std::memset(p, 1, std::size_t(1) << 20);
+        during = arenas();
+        std::free(p);
+    });
+    t.join();
+    EXPECT_EQ(during, before);
+    EXPECT_NE(icl::cpuAllocatorInfo().summary().find("one arena"), std::string::npos);
 }
 
 TEST(CpuAllocator, LeavesTheUsersSettingsAlone)
