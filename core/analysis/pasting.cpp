@@ -375,7 +375,7 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
         std::atomic<bool> scratchDone{false};
         std::thread worker([&] {
             try {
-                torch::set_num_threads(1);  // this thread's own OpenMP count (LibTorch's and OpenBLAS's)
+                useOneIntraOpThreadOnThisThread();  // this thread's own OpenMP count (LibTorch's and OpenBLAS's)
                 scratchTrace = train(*scratch, optScratch, false);
             } catch (...) {
                 scratchError = std::current_exception();

@@ -22,7 +22,9 @@ struct TrainOptions {
     bool resume = false;     ///< continue from the last checkpoint of out_path (config taken from the file; a file
                              ///< stopped before its first checkpoint starts again from that config)
     bool force = false;      ///< overwrite an existing out_path
-    int threads = 0;         ///< LibTorch intra-op threads; 0 = hardware concurrency
+    /// LibTorch intra-op threads; 0 = hardware concurrency. With training.shards > 1 on the CPU: the worker
+    /// threads the shards run on, one intra-op thread each (core/training/sharded_step.h).
+    int threads = 0;
     int64_t steps = 0;       ///< with resume: new total number of steps (0 = keep the file's)
     /// Optimizer state is kept only at the last checkpoint (what resume needs) and, when > 0, at checkpoints whose
     /// step is a multiple of this.

@@ -65,7 +65,9 @@ TEST(CpuAllocator, ThreadsShareTheMainArenaAfterConfiguring)
     };
     ASSERT_TRUE(icl::configureCpuAllocator());
     const size_t before = arenas();
-    EXPECT_EQ(before, 1u) << "the test process started another arena before the test (run it on its own, as ctest does)";
+    if (before != 1)  // never under ctest, which runs every test in a process of its own
+        GTEST_SKIP() << "earlier tests in this process started " << before - 1 << " other arenas, which a new thread "
+                     << "may reuse whatever the setting; run this test on its own (as ctest does)";
     size_t during = 0;
     std::thread t([&] {
         void* p = nullptr;

@@ -219,6 +219,26 @@ TEST(ShardedGradient, TrainingWithShardsIsTheSameOnAnyThreadCount)
     EXPECT_EQ(icl::parseConfig(gpt2Config({"training.shards=3"})).training.shards, 3);
 }
 
+// A sharded run stopped at its step-3 checkpoint and resumed (the shard count comes from the stored
+// config) ends with bitwise the weights of the uninterrupted run.
+TEST(ShardedGradient, ResumedShardedRunMatchesAnUninterruptedOne)
+{
+    const auto straight = trainedParams(gpt2Config({"training.shards=2"}), "shards_straight.h5", 2);
+    const std::string path = icl::test::scratchPrefix() + "shards_split.h5";
+    std::filesystem::remove(path);
+    icl::TrainOptions o;
+    o.out_path = path;
+    o.threads = 2;
+    const auto first = icl::train(gpt2Config({"training.shards=2"}), o, [](const icl::TrainProgress& p) { return p.step < 3; });
+    ASSERT_EQ(first.final_step, 3);
+    o.resume = true;
+    EXPECT_EQ(icl::train({}, o, {}).final_step, 6);
+    const auto resumed = icl::readCheckpoint(path, 6).params;
+    ASSERT_EQ(resumed.size(), straight.size());
+    for (size_t i = 0; i < resumed.size(); ++i)
+        EXPECT_EQ(resumed[i].data, straight[i].data) << resumed[i].name;
+}
+
 TEST(ShardedGradient, ConfigNamesTheKeyOfABadShardCount)
 {
     auto expectError = [](const std::vector<std::string>& sets, const std::string& fragment) {
