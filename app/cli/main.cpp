@@ -124,7 +124,7 @@ int main(int argc, char** argv)
     t->add_option("--seed", seed, "experiment seed")->check(atLeast(0));
     t->add_option("--device", device, "auto, cpu, cuda or cuda:N");
     t->add_option("--threads", train.threads, "LibTorch intra-op threads (default: all cores); with training.shards > 1, the "
-                  "threads the shards run on (one intra-op thread each; the numbers do not depend on it)")
+                  "threads the shards run on (one intra-op thread each; the weights do not depend on it)")
         ->check(atLeast(1));
     t->add_flag("--resume", train.resume, "continue the file's run from its last checkpoint");
     t->add_option("--keep-optimizer-every", train.keep_optimizer_every,

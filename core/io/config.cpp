@@ -440,7 +440,9 @@ std::vector<KeyRecord> buildSchema()
     k.push_back(integerKey("training.batch_size", ICL_FIELD(training.batch_size), 1, 1 << 24, "prompts per optimisation step"));
     k.push_back(integerKey("training.shards", ICL_FIELD(training.shards), 1, 4096,
                            "parts of the batch whose gradients are computed on separate threads (one intra-op thread "
-                           "each) and added in order; results depend on it, not on the thread count; 1 = whole batch")
+                           "each) and added in order, so the weights do not depend on the thread count (evaluation "
+                           "still runs on the intra-op threads); at most training.batch_size; regression tasks only; "
+                           "the fused LSA step ignores it; 1 = whole batch")
                     .then([](const Cfg& c) {
                         if (c.training.shards > c.training.batch_size)
                             throw Error("training.shards: " + std::to_string(c.training.shards)
@@ -688,8 +690,8 @@ void checkAcrossSections(const Cfg& c)
         throw Error("model.d_model: the sinusoidal position code of the few-shot classifier needs an even width, got "
                     + std::to_string(c.model.d_model));
     if (classification && c.training.shards != 1)
-        throw Error("training.shards: the few-shot classification trainer computes the whole batch at once (1), got "
-                    + std::to_string(c.training.shards));
+        throw Error("training.shards: must be 1 for task.kind \"fewshot_classification\" (its trainer computes the "
+                    "whole batch at once), got " + std::to_string(c.training.shards));
     if (classification && c.model.init != "variance_scaling")
         throw Error("model.init: \"" + c.model.init + "\" is a construction for regression tasks");
     if (c.training.schedule == "inverse_sqrt" && c.training.warmup_steps == 0)

@@ -151,7 +151,8 @@ struct TrainingConfig {
     double weight_decay = 0.0;
     int64_t batch_size = 2048;
     /// Parts the batch's gradient is computed in, each on its own thread with one intra-op thread, and
-    /// added in order (core/training/sharded_step.h): the numbers depend on this, not on the thread count.
+    /// added in order (core/training/sharded_step.h): the weights and training losses depend on this, not on
+    /// the thread count (evaluation, and the step-0 loss, still run on the intra-op threads).
     /// 1 = the whole batch at once on the intra-op threads. Regression tasks; LSA models the fused step
     /// covers ignore it.
     int64_t shards = 1;
