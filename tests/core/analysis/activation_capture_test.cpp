@@ -18,8 +18,10 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::expectError;
 
 /// gpt2 (2 layers, 2 heads, width 16) on linear regression with d = 3, N = 5 (T = 11 tokens).
 std::string writeRun(const std::string& name)
@@ -44,17 +46,6 @@ std::string slurp(const std::string& path)
 {
     std::ifstream f(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-template <class F>
-void expectError(F&& f, const std::string& fragment)
-{
-    try {
-        f();
-        ADD_FAILURE() << "expected icl::Error containing \"" << fragment << "\"";
-    } catch (const icl::Error& e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
 }
 
 /// Dataset `name` of `group` in `file`: values and dims.

@@ -4,20 +4,14 @@
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/analysis/lsa_construction.h"
 #include "core/baselines/baselines.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::linearPrompts;
 
 // The paper adds 1e-8 to each norm in the cosine, so a perfectly aligned pair scores
 // 1 − O(1e-8/‖s‖) rather than exactly 1: cosines are compared to that tolerance.
 constexpr double kCosineTol = 1e-6;
-
-icl::PromptBatch prompts(int64_t batch, uint64_t seed)
-{
-    icl::TaskConfig t;
-    t.d = 6;
-    t.n_context = 8;
-    return icl::sampleLinearRegression(t, batch, seed, torch::kFloat64);
-}
 
 icl::Predictor gd(int64_t k, double eta)
 {
@@ -26,7 +20,7 @@ icl::Predictor gd(int64_t k, double eta)
 
 TEST(GdAlignment, AModelComparedWithItselfIsPerfectlyAligned)
 {
-    const auto b = prompts(500, 1);
+    const auto b = linearPrompts(500, 6, 8, 1);
     const auto m = icl::alignmentMetrics(gd(2, 0.7), gd(2, 0.7), b, 128);
     EXPECT_NEAR(m.model_cosine, 1.0, kCosineTol);
     EXPECT_EQ(m.prediction_difference, 0.0);
@@ -40,7 +34,7 @@ TEST(GdAlignment, AScaledModelHasCosineOneAndAKnownDifference)
     // Model = c·(one GD step). One GD step's sensitivity is its weight W_1 = (η/N)·Σ y_i x_i, so
     // ‖s_model − s_GD‖ = |c − 1|·‖W_1‖ and |ŷ_model − ŷ_GD| = |c − 1|·|⟨W_1, x_q⟩|.
     const double c = 1.5, eta = 1.2;
-    const auto b = prompts(400, 2);
+    const auto b = linearPrompts(400, 6, 8, 2);
     const auto m = icl::alignmentMetrics(
         [&](const icl::PromptBatch& p) { return c * icl::predictGd(p, 1, eta); }, gd(1, eta), b, 100);
     const torch::Tensor w1 = eta / 8.0 * (b.contextY().unsqueeze(-1) * b.contextX()).sum(1);  // [B, d]
@@ -54,7 +48,7 @@ TEST(GdAlignment, AScaledModelHasCosineOneAndAKnownDifference)
 
 TEST(GdAlignment, TheGdConstructionIsAlignedWithGd)
 {
-    const auto b = prompts(300, 3);
+    const auto b = linearPrompts(300, 6, 8, 3);
     icl::Lsa lsa(7, 3, 1, false);
     lsa->to(torch::kFloat64);
     icl::applyGdConstruction(*lsa, 0.9, 8);
@@ -66,7 +60,7 @@ TEST(GdAlignment, TheGdConstructionIsAlignedWithGd)
 
 TEST(GdAlignment, OppositeModelsHaveCosineMinusOne)
 {
-    const auto b = prompts(200, 4);
+    const auto b = linearPrompts(200, 6, 8, 4);
     const auto m = icl::alignmentMetrics(
         [&](const icl::PromptBatch& p) { return -icl::predictGd(p, 1, 1.0); }, gd(1, 1.0), b);
     EXPECT_NEAR(m.model_cosine, -1.0, kCosineTol);
@@ -79,7 +73,7 @@ TEST(GdAlignment, SeveralReferencesAtOnceEqualEachReferenceAlone)
 {
     // The model's predictions and sensitivities are shared between the references; each entry must be
     // what comparing the model with that reference alone gives (the same operations, bit for bit).
-    const auto b = prompts(300, 5);
+    const auto b = linearPrompts(300, 6, 8, 5);
     const std::vector<icl::Predictor> refs{gd(1, 0.4), gd(3, 0.9), gd(2, 0.2)};
     torch::Tensor modelPred, refPred;
     const std::vector<icl::AlignmentMetrics> all

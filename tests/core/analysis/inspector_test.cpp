@@ -25,8 +25,10 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::expectError;
 
 /// An experiment file with one checkpoint (step 100) of a model of `preset` with `sets`, its
 /// parameters moved by N(0, 0.3²) noise.
@@ -80,17 +82,6 @@ const std::string& representationRun()
         {"task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=2", "model.n_heads=2", "model.d_model=16",
          "eval.n_prompts=64", "eval.baselines=[\"zero\",\"ridge\"]"});
     return path;
-}
-
-template <class F>
-void expectError(F&& f, const std::string& fragment)
-{
-    try {
-        f();
-        ADD_FAILURE() << "expected icl::Error containing \"" << fragment << "\"";
-    } catch (const icl::Error& e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
 }
 
 /// The prompt as a PromptBatch of one, built independently of the inspector.

@@ -12,18 +12,15 @@
 #include "core/analysis/kernel_attention.h"
 #include "core/error.h"
 #include "core/tasks/linear_regression.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::maxAbsDiff;
 
 torch::Tensor gaussian(std::vector<int64_t> shape, uint64_t seed, double scale = 1.0)
 {
     auto gen = at::detail::createCPUGenerator(seed);
     return scale * torch::randn(shape, gen, torch::TensorOptions().dtype(torch::kFloat64));
-}
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
-{
-    return (a.to(torch::kFloat64) - b.to(torch::kFloat64)).abs().max().item<double>();
 }
 
 /// max |a − b| / max |b|

@@ -9,16 +9,10 @@
 #include "core/analysis/lsa_construction.h"
 #include "core/baselines/baselines.h"
 #include "core/tasks/sine_regression.h"
+#include "tests/support/core_checks.h"
 
 namespace {
-
-icl::PromptBatch prompts(int64_t batch, int64_t d, int64_t n, uint64_t seed)
-{
-    icl::TaskConfig t;
-    t.d = d;
-    t.n_context = n;
-    return icl::sampleLinearRegression(t, batch, seed, torch::kFloat64);
-}
+using icl::test::linearPrompts;
 
 // k GD steps from W = 0 with step η, in plain C++; returns the query prediction of each prompt.
 std::vector<double> gdReference(const icl::PromptBatch& b, int k, double eta)
@@ -61,7 +55,7 @@ double maxRelativeError(const torch::Tensor& got, const std::vector<double>& wan
 TEST(LsaConstruction, OneLayerEqualsOneGdStepExactly)
 {
     const double eta = 1.37;
-    const auto b = prompts(64, 10, 10, 7);
+    const auto b = linearPrompts(64, 10, 10, 7);
     icl::Lsa model(11, 1, 1, false);
     model->to(torch::kFloat64);
     icl::applyGdConstruction(*model, eta, 10);
@@ -87,7 +81,7 @@ TEST(LsaConstruction, TokensBecomeResidualsOfTheUpdatedModel)
 {
     // Each context token (x_j, y_j) becomes (x_j, y_j − ΔW x_j) with ΔW = (η/N)·Σ y_i x_iᵀ.
     const double eta = 0.9;
-    const auto b = prompts(8, 5, 7, 3);
+    const auto b = linearPrompts(8, 5, 7, 3);
     icl::Lsa model(6, 1, 1, false);
     model->to(torch::kFloat64);
     icl::applyGdConstruction(*model, eta, 7);
@@ -114,7 +108,7 @@ TEST(LsaConstruction, TokensBecomeResidualsOfTheUpdatedModel)
 TEST(LsaConstruction, KLayersEqualKGdSteps)
 {
     const double eta = 0.8;
-    const auto b = prompts(32, 6, 12, 11);
+    const auto b = linearPrompts(32, 6, 12, 11);
     for (bool tied : {false, true}) {
         for (int k : {2, 3, 5}) {
             icl::Lsa model(7, k, 1, tied);
@@ -128,7 +122,7 @@ TEST(LsaConstruction, KLayersEqualKGdSteps)
 
 TEST(LsaConstruction, ExtraHeadsAreSilenced)
 {
-    const auto b = prompts(16, 4, 6, 5);
+    const auto b = linearPrompts(16, 4, 6, 5);
     icl::Lsa model(5, 2, 3, false);
     model->initVarianceScaling(1.0, 1);  // non-zero weights everywhere first
     model->to(torch::kFloat64);
@@ -176,7 +170,7 @@ std::vector<double> gdPlusPlusReference(const icl::PromptBatch& b, const std::ve
 
 TEST(LsaConstruction, GdPlusPlusEqualsItsExplicitPreconditionedUpdate)
 {
-    const auto b = prompts(24, 5, 9, 21);
+    const auto b = linearPrompts(24, 5, 9, 21);
     const std::vector<double> eta = {1.1, 0.7, 1.4}, gamma = {0.02, 0.05, 0.01};
     icl::Lsa model(6, 3, 1, false);
     model->to(torch::kFloat64);

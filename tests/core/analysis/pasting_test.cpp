@@ -19,8 +19,10 @@
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/same_values.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::expectError;
 
 using icl::test::sameValues;
 
@@ -54,17 +56,6 @@ std::string writeParent(const std::string& name, const std::string& kind = "gpt2
     cp.params = icl::paramsToArrays(*m.module);
     icl::commitToExperimentFile(path, {{{"step", 100.0}, {"eval_loss", 1.0}}}, &cp);
     return path;
-}
-
-template <class F>
-void expectError(F&& f, const std::string& fragment)
-{
-    try {
-        f();
-        ADD_FAILURE() << "expected icl::Error containing \"" << fragment << "\"";
-    } catch (const icl::Error& e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
 }
 
 std::map<std::string, icl::NamedArray> byName(const std::vector<icl::NamedArray>& arrays)

@@ -11,8 +11,10 @@
 
 #include "core/analysis/probe.h"
 #include "core/error.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::maxAbsDiff;
 
 const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
 
@@ -20,11 +22,6 @@ torch::Tensor randn(std::vector<int64_t> shape, uint64_t seed)
 {
     auto gen = at::detail::createCPUGenerator(seed);
     return torch::randn(shape, gen, kF64);
-}
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
-{
-    return (a - b).abs().max().item<double>();
 }
 
 torch::Tensor centred(const torch::Tensor& t) { return t - t.mean(0); }

@@ -9,26 +9,15 @@
 
 #include "core/baselines/baselines.h"
 #include "core/tasks/sine_regression.h"
+#include "tests/support/core_checks.h"
 
 namespace {
-
-icl::PromptBatch prompts(int64_t batch, int64_t d, int64_t n, uint64_t seed, double noise = 0.0)
-{
-    icl::TaskConfig t;
-    t.d = d;
-    t.n_context = n;
-    t.noise_std = noise;
-    return icl::sampleLinearRegression(t, batch, seed, torch::kFloat64);
-}
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
-{
-    return (a - b).abs().max().item<double>();
-}
+using icl::test::maxAbsDiff;
+using icl::test::linearPrompts;
 
 TEST(LeastSquares, EqualsNormalEquationsWhenOverdetermined)
 {
-    const auto b = prompts(50, 5, 12, 1, 0.3);
+    const auto b = linearPrompts(50, 5, 12, 1, 0.3);
     const torch::Tensor X = b.contextX(), y = b.contextY().unsqueeze(-1);
     // ŵ = (XᵀX)⁻¹ Xᵀy, solved by LU — a different route from the pseudo-inverse.
     const torch::Tensor w = torch::linalg::solve(torch::matmul(X.transpose(1, 2), X),
@@ -40,7 +29,7 @@ TEST(LeastSquares, EqualsNormalEquationsWhenOverdetermined)
 
 TEST(LeastSquares, IsMinimumNormWhenUnderdetermined)
 {
-    const auto b = prompts(50, 8, 3, 2);
+    const auto b = linearPrompts(50, 8, 3, 2);
     const torch::Tensor X = b.contextX(), y = b.contextY().unsqueeze(-1);
     // Minimum-norm solution ŵ = Xᵀ(XXᵀ)⁻¹y.
     const torch::Tensor w
@@ -51,7 +40,7 @@ TEST(LeastSquares, IsMinimumNormWhenUnderdetermined)
 
 TEST(LeastSquares, NoiselessSquareSystemRecoversTheTask)
 {
-    const auto b = prompts(20, 10, 10, 3);
+    const auto b = linearPrompts(20, 10, 10, 3);
     EXPECT_LE(maxAbsDiff(icl::predictLeastSquares(b), b.queryY()), 1e-7);
 }
 
@@ -59,7 +48,7 @@ TEST(Ridge, EqualsLeastSquaresOnTheAugmentedSystem)
 {
     // Ridge with penalty λ is least squares on [X; √λ·I], [y; 0].
     const double lambda = 0.7;
-    const auto b = prompts(30, 6, 9, 4, 0.5);
+    const auto b = linearPrompts(30, 6, 9, 4, 0.5);
     const int64_t B = 30, d = 6;
     const torch::Tensor Xa = torch::cat(
         {b.contextX(), std::sqrt(lambda) * torch::eye(d, torch::kFloat64).unsqueeze(0).expand({B, d, d})}, 1);
@@ -82,7 +71,7 @@ TEST(Ridge, BayesPenaltyIsNoiseOverPriorVariance)
 TEST(GradientDescent, OneStepIsTheClosedForm)
 {
     const double eta = 1.3;
-    const auto b = prompts(40, 4, 7, 5);
+    const auto b = linearPrompts(40, 4, 7, 5);
     // W_1 = (η/N)·Σ y_i x_i
     const torch::Tensor w1 = eta / 7.0 * (b.contextY().unsqueeze(-1) * b.contextX()).sum(1);
     EXPECT_LE(maxAbsDiff(icl::predictGd(b, 1, eta), (w1 * b.queryX()).sum(-1)), 1e-12);
@@ -90,13 +79,13 @@ TEST(GradientDescent, OneStepIsTheClosedForm)
 
 TEST(GradientDescent, ManyStepsWithSmallEtaConvergeToLeastSquares)
 {
-    const auto b = prompts(20, 3, 15, 6, 0.2);
+    const auto b = linearPrompts(20, 3, 15, 6, 0.2);
     EXPECT_LE(maxAbsDiff(icl::predictGd(b, 3000, 1.0), icl::predictLeastSquares(b)), 1e-6);
 }
 
 TEST(GradientDescent, ClosedFormEtaEqualsFineLineSearch)
 {
-    const auto b = prompts(4000, 10, 10, 8);
+    const auto b = linearPrompts(4000, 10, 10, 8);
     const double closed = icl::closedFormEtaOneStep(b);
     const double searched = icl::lineSearchEta(b, 1);
     EXPECT_NEAR(closed, searched, 1e-6 * closed);
@@ -108,7 +97,7 @@ TEST(GradientDescent, SpectralFormEqualsIteratedSteps)
     // over- and under-determined prompts (N < d: A is singular, λ_j = 0 directions), several k and η,
     // including an η past the stable range (the iterates grow, and both must agree on that too).
     for (const auto& [d, n] : std::vector<std::pair<int64_t, int64_t>>{{5, 12}, {8, 3}, {20, 40}}) {
-        const auto b = prompts(64, d, n, uint64_t(10 + d), 0.1);
+        const auto b = linearPrompts(64, d, n, uint64_t(10 + d), 0.1);
         const icl::GdSpectrum spectrum(b);
         for (int64_t k : {1, 2, 5, 12})
             for (double eta : {0.05, 0.7, 1.9, 4.0}) {
@@ -124,7 +113,7 @@ TEST(GradientDescent, SpectralFormEqualsIteratedSteps)
             }
     }
     // No in-context examples: every prediction is 0.
-    const auto empty = prompts(4, 3, 0, 1);
+    const auto empty = linearPrompts(4, 3, 0, 1);
     for (double y : icl::GdSpectrum(empty).predictions(3, 1.0))
         EXPECT_EQ(y, 0.0);
 }
@@ -133,7 +122,7 @@ TEST(GradientDescent, LineSearchFindsTheMinimumOfIteratedSteps)
 {
     // The searched η of GD-k is no worse than any point of a fine grid evaluated with the iterated
     // predictGd (an independent route), and the joint search equals the one-k searches.
-    const auto b = prompts(500, 5, 10, 31, 0.2);
+    const auto b = linearPrompts(500, 5, 10, 31, 0.2);
     const std::map<int64_t, double> joint = icl::lineSearchEtas(b, {2, 3, 6});
     for (int64_t k : {2, 3, 6}) {
         const double eta = joint.at(k);
@@ -158,7 +147,7 @@ TEST(GradientDescent, BestEtaMatchesTheAnalyticValueForUniformInputs)
     const double lossStar = 0.5 * (d * s2 - egy * egy / egg);
     ASSERT_NEAR(etaStar, 1.5152, 1e-4);
 
-    const auto b = prompts(200000, 10, 10, 9);
+    const auto b = linearPrompts(200000, 10, 10, 9);
     const double eta = icl::closedFormEtaOneStep(b);
     EXPECT_NEAR(eta, etaStar, 0.02 * etaStar);
     const double loss = icl::halfMse(icl::predictGd(b, 1, etaStar), b.queryY()).item<double>();
@@ -172,7 +161,7 @@ TEST(Baselines, NamesAndDispatch)
     c.eval.baselines = {"zero", "gd"};
     c.eval.gd_steps = {1, 3};
     EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"zero", "gd_1", "gd_3"}));
-    const auto b = prompts(10, 3, 4, 1);
+    const auto b = linearPrompts(10, 3, 4, 1);
     EXPECT_THROW(icl::predictBaseline("gd_3", b, c, {}), std::runtime_error);
     EXPECT_THROW(icl::predictBaseline("knn_5", b, c, {}), std::runtime_error);
     icl::FittedBaselines fitted;
@@ -190,7 +179,7 @@ TEST(Baselines, FeaturesGdIsGdOnTheFeatures)
     c.eval.baselines = {"zero", "features_gd"};
     c.eval.gd_steps = {1, 2};
     EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"zero", "features_gd_1", "features_gd_2"}));
-    const auto b = prompts(50, 3, 6, 2);
+    const auto b = linearPrompts(50, 3, 6, 2);
     icl::FittedBaselines fitted;
     EXPECT_THROW(icl::predictBaseline("features_gd_1", b, c, fitted), std::runtime_error);
     fitted.features_gd["features_gd_1"] = {[](const torch::Tensor& x) { return 2.0 * x; }, 0.3};

@@ -24,19 +24,14 @@
 #include "core/training/seeds.h"
 #include "core/training/trainer.h"
 #include "tests/support/scratch.h"
+#include "tests/support/core_checks.h"
 
 namespace fs = std::filesystem;
 
 namespace {
+using icl::test::maxAbsDiff;
 
 const torch::Device kCuda(torch::kCUDA, 0);
-
-std::string tempPath(const std::string& name)
-{
-    const std::string p = icl::test::scratchPrefix() + name;
-    fs::remove(p);
-    return p;
-}
 
 nlohmann::json presetConfig(const std::string& preset, std::vector<std::string> sets)
 {
@@ -52,11 +47,6 @@ icl::TrainOptions optionsFor(const std::string& path)
     o.out_path = path;
     o.threads = 1;
     return o;
-}
-
-double maxAbsDiff(const torch::Tensor& a, const torch::Tensor& b)
-{
-    return (a.to(torch::kCPU, torch::kFloat64) - b.to(torch::kCPU, torch::kFloat64)).abs().max().item<double>();
 }
 
 double maxAbs(const torch::Tensor& a) { return a.to(torch::kCPU, torch::kFloat64).abs().max().item<double>(); }
@@ -163,7 +153,7 @@ TEST(CudaTraining, LinearRegressionOnTheGpuMatchesTheCpuRun)
         s.push_back("device=" + device);
         return presetConfig(icl::kDefaultPreset, s);
     };
-    const std::string gpuPath = tempPath("cuda_lr_gpu.h5"), cpuPath = tempPath("cuda_lr_cpu.h5");
+    const std::string gpuPath = icl::test::freshScratchFile("cuda_lr_gpu.h5"), cpuPath = icl::test::freshScratchFile("cuda_lr_cpu.h5");
     const icl::TrainResult gpu = icl::train(withDevice("cuda"), optionsFor(gpuPath), {});
     const icl::TrainResult cpu = icl::train(withDevice("cpu"), optionsFor(cpuPath), {});
     EXPECT_EQ(gpu.device, "cuda:0");
@@ -192,7 +182,7 @@ TEST(CudaTraining, ResumeOnTheGpuContinuesTheRun)
     const std::vector<std::string> sets = {"task.d=5",       "task.n_context=5",       "training.batch_size=128",
                                            "training.steps=200", "training.eval_every=50", "training.checkpoint_every=100",
                                            "eval.n_prompts=500",  "device=cuda"};
-    const std::string whole = tempPath("cuda_resume_whole.h5"), parts = tempPath("cuda_resume_parts.h5");
+    const std::string whole = icl::test::freshScratchFile("cuda_resume_whole.h5"), parts = icl::test::freshScratchFile("cuda_resume_parts.h5");
     icl::train(presetConfig(icl::kDefaultPreset, sets), optionsFor(whole), {});
     icl::train(presetConfig(icl::kDefaultPreset, sets), optionsFor(parts),
                [](const icl::TrainProgress& p) { return p.step < 100; });
@@ -212,7 +202,7 @@ TEST(CudaTraining, ResumeOnTheGpuContinuesTheRun)
 // NaN/Inf on the GPU stops training with a message and leaves the last checkpoint readable.
 TEST(CudaTraining, DivergenceStopsWithAMessage)
 {
-    const std::string path = tempPath("cuda_diverge.h5");
+    const std::string path = icl::test::freshScratchFile("cuda_diverge.h5");
     const auto config = presetConfig(icl::kDefaultPreset, {"task.d=5", "task.n_context=5", "training.lr=1e12",
                                                             "training.steps=200", "training.grad_clip=0",
                                                             "training.checkpoint_every=1000", "device=cuda"});
@@ -242,8 +232,8 @@ TEST(CudaTraining, FewShotClassificationOnTheGpu)
                                                 "training.checkpoint_every=30", "eval.n_prompts=256",
                                                 "device=" + device});
         };
-        const std::string gpuPath = tempPath(std::string("cuda_fewshot_gpu_") + kind + ".h5");
-        const std::string cpuPath = tempPath(std::string("cuda_fewshot_cpu_") + kind + ".h5");
+        const std::string gpuPath = icl::test::freshScratchFile(std::string("cuda_fewshot_gpu_") + kind + ".h5");
+        const std::string cpuPath = icl::test::freshScratchFile(std::string("cuda_fewshot_cpu_") + kind + ".h5");
         EXPECT_EQ(icl::train(config("cuda"), optionsFor(gpuPath), {}).device, "cuda:0");
         icl::train(config("cpu"), optionsFor(cpuPath), {});
         const auto g = icl::readRunSummary(gpuPath), c = icl::readRunSummary(cpuPath);

@@ -21,10 +21,12 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "tests/support/scratch.h"
+#include "tests/support/core_checks.h"
 
 namespace fs = std::filesystem;
 
 namespace {
+using icl::test::sameBits;
 
 // Files of this process, removed (with their .tmp and .lock) when it exits; forked writers leave with _exit.
 struct TempFiles {
@@ -39,7 +41,7 @@ struct TempFiles {
 };
 TempFiles g_tempFiles;
 
-std::string tempPath(const std::string& name)
+std::string integrityScratchPath(const std::string& name)
 {
     const std::string p = icl::test::scratchPrefix() + std::to_string(::getpid()) + "_integrity_" + name;
     fs::remove(p);
@@ -87,7 +89,7 @@ icl::CheckpointData checkpointAt(int64_t step)
 // arrays and a stored analysis.
 std::string smallRun(const std::string& name)
 {
-    const std::string path = tempPath(name);
+    const std::string path = integrityScratchPath(name);
     icl::createExperimentFile(path, lsaConfig(), false);
     for (int64_t step : {0, 100, 200}) {
         const icl::CheckpointData cp = checkpointAt(step);
@@ -99,16 +101,6 @@ std::string smallRun(const std::string& name)
     icl::storeTaskArrays(path, {ramp("phi/0/B_1", {4, 3}, 0.5f)});
     icl::storeAnalysis(path, "icl_curve", 200, 7, R"({"n_prompts":10})", R"({"error":[1,0.5,0.25]})");
     return path;
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
-{
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-bool sameBits(const std::vector<double>& a, const std::vector<double>& b)
-{
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
 // Same series, bit for bit (NaN included).
@@ -203,7 +195,7 @@ TEST(ExperimentFileIntegrity, AFlippedWeightIsRefusedNamingTheTensor)
 TEST(ExperimentFileIntegrity, AFlippedMetricOrTaskArrayIsRefused)
 {
     const std::string path = smallRun("metric.h5");
-    const std::string copy = tempPath("metric_copy.h5");
+    const std::string copy = integrityScratchPath("metric_copy.h5");
     fs::copy_file(path, copy);
     flipBit(path, dataOffset(path, "/task/phi/0/B_1") + 2, 1);
     EXPECT_EQ(errorOf([&] { icl::readTaskArrays(path); }),
@@ -283,7 +275,7 @@ TEST(ExperimentFileIntegrity, ADamagedCheckpointIsFlaggedAndTheOthersStayUsable)
 
 TEST(ExperimentFileIntegrity, AValidJsonConfigThatFailsValidationNamesTheKey)
 {
-    const std::string path = tempPath("invalid_config.h5");
+    const std::string path = integrityScratchPath("invalid_config.h5");
     nlohmann::json cfg = nlohmann::json::parse(lsaConfig());
     cfg["training"]["lr"] = "fast";
     icl::createExperimentFile(path, cfg.dump(), false);
@@ -303,7 +295,7 @@ TEST(ExperimentFileIntegrity, OptimizerStateIsKeptOnlyAtTheLastCheckpointUnlessA
     EXPECT_TRUE(icl::verifyExperimentFile(path).damaged.empty()) << "the dropped state left no stale checksum";
 
     // --keep-optimizer-every 100: steps 0, 100 and 200 keep theirs, 150 loses its state to 200.
-    const std::string kept = tempPath("optimizer_kept.h5");
+    const std::string kept = integrityScratchPath("optimizer_kept.h5");
     icl::createExperimentFile(kept, lsaConfig(), false);
     for (int64_t step : {0, 100, 150, 200}) {
         const icl::CheckpointData cp = checkpointAt(step);
@@ -388,13 +380,13 @@ TEST(ExperimentFileIntegrity, StoredResultsReadBackAndADamagedOneIsLeftOut)
     ASSERT_EQ(stored.size(), 2u) << "the damaged result is never read";
     EXPECT_EQ(stored[0].id, "0001");
     EXPECT_EQ(stored[1].id, "0003");
-    EXPECT_THROW((void)icl::readStoredAnalyses(tempPath("absent.h5"), "icl_curve"), icl::Error);
+    EXPECT_THROW((void)icl::readStoredAnalyses(integrityScratchPath("absent.h5"), "icl_curve"), icl::Error);
 }
 
 // A format version 1 file (no checksums) as earlier builds wrote it.
 std::string version1File(const std::string& name)
 {
-    const std::string path = tempPath(name);
+    const std::string path = integrityScratchPath(name);
     hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
     auto str = [](hid_t o, const char* n, const std::string& v) {
         hid_t type = H5Tcopy(H5T_C_S1);
@@ -495,7 +487,7 @@ TEST(ExperimentFileIntegrity, ALeftoverTmpIsReportedAndAFailedCommitLeavesNone)
 
     // A new file over an old one (--force) never inherits the old one's journal.
     {
-        const std::string replaced = tempPath("replaced.h5");
+        const std::string replaced = integrityScratchPath("replaced.h5");
         fs::copy_file(path, replaced);
         std::ofstream(replaced + ".journal") << "ICLJRNL1 of the file being replaced";
         icl::createExperimentFile(replaced, lsaConfig(), true);
@@ -565,7 +557,7 @@ TEST(ExperimentFileIntegrity, FlippedBitsAreNeverReadSilently)
     const ReadBack want = readEverything(original, steps);
     ASSERT_TRUE(want.refused.empty());
     const uint64_t size = fs::file_size(original);
-    const std::string copy = tempPath("fuzz_copy.h5");
+    const std::string copy = integrityScratchPath("fuzz_copy.h5");
     const int kSeeds = 300;
     for (int nFlips : {1, 8}) {
     int identical = 0, refusedAtOpen = 0, refusedObject = 0;
@@ -787,7 +779,7 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
     const std::vector<int64_t> steps = {0, 100, 200, 300};
     const ReadBack before = readEverything(base, {0, 100, 200});
     ASSERT_TRUE(before.refused.empty());
-    const std::string done = tempPath("crash_done.h5");
+    const std::string done = integrityScratchPath("crash_done.h5");
     fs::copy_file(base, done);
     std::vector<std::string> points;
     icl::setCommitFaultHookForTesting([&](const std::string& p) { points.push_back(p); });
@@ -795,7 +787,7 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
     icl::setCommitFaultHookForTesting({});
     // How long the commit takes here (a second one into a fresh copy, without the hook), so the kills at
     // arbitrary instants below spread over all of it.
-    const std::string timed = tempPath("crash_timed.h5");
+    const std::string timed = integrityScratchPath("crash_timed.h5");
     fs::copy_file(base, timed);
     const auto t0 = std::chrono::steady_clock::now();
     commitStep300(timed);
@@ -809,7 +801,7 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
                              "journal synced", "synced", "journal removed"})
         EXPECT_EQ(count(step), 1) << step;
 
-    const std::string path = tempPath("crash.h5");
+    const std::string path = integrityScratchPath("crash.h5");
     int keptOld = 0, gotNew = 0;
     auto checkAfterKill = [&](const std::string& what) {
         SCOPED_TRACE(what);

@@ -8,18 +8,12 @@
 
 #include "core/error.h"
 #include "core/io/experiment_file.h"
+#include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string tempPath(const std::string& name)
-{
-    const std::string p = icl::test::scratchPrefix() + name;
-    fs::remove(p);
-    return p;
-}
 
 icl::CheckpointData sampleCheckpoint(int64_t step)
 {
@@ -47,7 +41,7 @@ std::string errorOf(const std::string& path)
 
 TEST(ExperimentFile, RoundTripIsBitwise)
 {
-    const std::string path = tempPath("roundtrip.h5");
+    const std::string path = icl::test::freshScratchFile("roundtrip.h5");
     icl::createExperimentFile(path, R"({"seed": 1})", false);
     std::vector<icl::MetricsRow> rows = {{{"step", 0}, {"eval_loss", 1.5}, {"baseline/gd_1", 0.8}},
                                          {{"step", 100}, {"eval_loss", 1.25}, {"baseline/gd_1", 0.8}}};
@@ -81,7 +75,7 @@ TEST(ExperimentFile, RoundTripIsBitwise)
 
 TEST(ExperimentFile, MetricsAppendAndTruncateForResume)
 {
-    const std::string path = tempPath("truncate.h5");
+    const std::string path = icl::test::freshScratchFile("truncate.h5");
     icl::createExperimentFile(path, "{}", false);
     for (int s = 0; s <= 300; s += 100)
         icl::commitToExperimentFile(path, {{{"step", double(s)}, {"eval_loss", 1.0 / (s + 1)}}}, nullptr);
@@ -94,7 +88,7 @@ TEST(ExperimentFile, MetricsAppendAndTruncateForResume)
 
 TEST(ExperimentFile, ExistingFileIsNotOverwrittenUnlessAsked)
 {
-    const std::string path = tempPath("exists.h5");
+    const std::string path = icl::test::freshScratchFile("exists.h5");
     icl::createExperimentFile(path, "{}", false);
     EXPECT_THROW(icl::createExperimentFile(path, "{}", false), icl::Error);
     EXPECT_NO_THROW(icl::createExperimentFile(path, R"({"seed":2})", true));
@@ -103,7 +97,7 @@ TEST(ExperimentFile, ExistingFileIsNotOverwrittenUnlessAsked)
 
 TEST(ExperimentFile, TruncatedFileIsRefused)
 {
-    const std::string path = tempPath("truncated.h5");
+    const std::string path = icl::test::freshScratchFile("truncated.h5");
     icl::createExperimentFile(path, "{}", false);
     icl::CheckpointData cp = sampleCheckpoint(5);
     icl::commitToExperimentFile(path, {{{"step", 5.0}}}, &cp);
@@ -118,7 +112,7 @@ TEST(ExperimentFile, TruncatedFileIsRefused)
 TEST(ExperimentFile, ForeignFilesAreRefused)
 {
     // An HDF5 file from another tool: wrong `format` attribute.
-    const std::string path = tempPath("foreign.h5");
+    const std::string path = icl::test::freshScratchFile("foreign.h5");
     {
         hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
         hid_t type = H5Tcopy(H5T_C_S1);
@@ -133,17 +127,17 @@ TEST(ExperimentFile, ForeignFilesAreRefused)
     }
     EXPECT_NE(errorOf(path).find("format is \"keras\""), std::string::npos) << errorOf(path);
 
-    const std::string text = tempPath("text.h5");
+    const std::string text = icl::test::freshScratchFile("text.h5");
     std::ofstream(text) << "not hdf5 at all";
     EXPECT_NE(errorOf(text).find("not an ICL Workbench experiment file"), std::string::npos);
 
-    EXPECT_NE(errorOf(tempPath("missing.h5")).find("no such file"), std::string::npos);
+    EXPECT_NE(errorOf(icl::test::freshScratchFile("missing.h5")).find("no such file"), std::string::npos);
     EXPECT_THROW(icl::readCheckpoint(text, 0), icl::Error);
 }
 
 TEST(ExperimentFile, AnalysisResultsAreStoredWithProvenance)
 {
-    const std::string path = tempPath("analysis.h5");
+    const std::string path = icl::test::freshScratchFile("analysis.h5");
     icl::createExperimentFile(path, "{}", false);
     EXPECT_EQ(icl::storeAnalysis(path, "icl_curve", 100, 7, "{}", R"({"x":1})"), "0001");
     EXPECT_EQ(icl::storeAnalysis(path, "icl_curve", 200, 7, "{}", R"({"x":2})"), "0002");

@@ -7,19 +7,10 @@
 #include "core/error.h"
 #include "core/io/idx.h"
 #include "image_fixtures.h"
+#include "tests/support/core_checks.h"
 
 namespace {
-
-// Message of the icl::Error thrown by f, or "" when none is thrown.
-template <typename F> std::string errorOf(F f)
-{
-    try {
-        f();
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using icl::test::errorOf;
 
 std::vector<uint8_t> counting(size_t n, uint8_t start = 0)
 {

@@ -9,20 +9,12 @@
 #include "core/error.h"
 #include "core/io/image_folder.h"
 #include "image_fixtures.h"
+#include "tests/support/core_checks.h"
 
 namespace fs = std::filesystem;
 
 namespace {
-
-template <typename F> std::string errorOf(F f)
-{
-    try {
-        f();
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using icl::test::errorOf;
 
 std::vector<uint8_t> ramp(size_t n, unsigned step, unsigned offset)
 {

@@ -28,14 +28,14 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 /// A per-process temporary path (ctest runs test processes in parallel).
-std::string tempPath(const std::string& name)
+std::string promptScratchPath(const std::string& name)
 {
     return icl::test::scratchPrefix() + "prompt_file_" + std::to_string(::getpid()) + "_" + name;
 }
 
 std::string writeText(const std::string& name, const std::string& text)
 {
-    const std::string path = tempPath(name);
+    const std::string path = promptScratchPath(name);
     std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
     return path;
 }
@@ -123,7 +123,7 @@ std::string readError(const std::string& path, const icl::PromptFileLimits& limi
 TEST(PromptFile, JsonRoundTripIsBitExact)
 {
     const icl::Prompt p = awkwardPrompt();
-    const std::string path = tempPath("round.json");
+    const std::string path = promptScratchPath("round.json");
     icl::writePromptFile(path, p, { { "experiment", "run.h5" }, { "note", "say \"hi\"" } });
     EXPECT_TRUE(samePrompt(icl::readPromptFile(path), p));
     EXPECT_TRUE(samePrompt(icl::readPromptFile(path, { 3, 4 }), p)) << "d and N+1 at their limits";
@@ -133,7 +133,7 @@ TEST(PromptFile, JsonRoundTripIsBitExact)
     unknown.y.back() = kNaN;
     unknown.w.clear();
     unknown.component = -1;
-    const std::string upath = tempPath("unknown.JSON");
+    const std::string upath = promptScratchPath("unknown.JSON");
     icl::writePromptFile(upath, unknown);
     EXPECT_EQ(readText(upath).find("null"), std::string::npos) << readText(upath);
     EXPECT_EQ(readText(upath).find("\"w\""), std::string::npos);
@@ -145,7 +145,7 @@ TEST(PromptFile, JsonRoundTripIsBitExact)
 TEST(PromptFile, CsvRoundTripIsBitExact)
 {
     const icl::Prompt p = awkwardPrompt();
-    const std::string path = tempPath("round.csv");
+    const std::string path = promptScratchPath("round.csv");
     icl::writePromptFile(path, p, { { "experiment", "run.h5" }, { "seed", "ignored: the prompt's own seed is written" } });
     EXPECT_TRUE(samePrompt(icl::readPromptFile(path), p));
     const std::string text = readText(path);
@@ -154,7 +154,7 @@ TEST(PromptFile, CsvRoundTripIsBitExact)
 
     icl::Prompt unknown = p;
     unknown.y.back() = kNaN;
-    const std::string upath = tempPath("unknown.csv");
+    const std::string upath = promptScratchPath("unknown.csv");
     icl::writePromptFile(upath, unknown);
     EXPECT_TRUE(samePrompt(icl::readPromptFile(upath), unknown));
 }
@@ -166,7 +166,7 @@ TEST(PromptFile, CsvHasTheDocumentedLayout)
     p.y = { 4.0, -1.5, kNaN };
     p.w = { 1.0, 1.5 };
     p.seed = 7;
-    const std::string path = tempPath("layout.csv");
+    const std::string path = promptScratchPath("layout.csv");
     icl::writePromptFile(path, p, { { "checkpoint_step", "200" }, { "experiment", "a\nb.h5" } });
     EXPECT_EQ(readText(path), "# checkpoint_step: 200\n"
                               "# experiment: a b.h5\n"
@@ -177,7 +177,7 @@ TEST(PromptFile, CsvHasTheDocumentedLayout)
                               "1,2,4\n"
                               "0.5,-3,-1.5\n"
                               "0.25,1e-05,\n");
-    const std::string json = tempPath("layout.json");
+    const std::string json = promptScratchPath("layout.json");
     icl::writePromptFile(json, p);
     EXPECT_EQ(readText(json), "{\n"
                               "  \"x\": [\n"
@@ -337,7 +337,7 @@ TEST(PromptFile, BadInputGivesOneLineMessages)
         }
         EXPECT_EQ(message.find('\n'), std::string::npos) << "one line";
     }
-    const std::string missing = tempPath("missing.json");
+    const std::string missing = promptScratchPath("missing.json");
     fs::remove(missing);
     EXPECT_EQ(readError(missing), missing + ": cannot open the prompt file (no such file or not readable)");
 }
@@ -355,11 +355,11 @@ TEST(PromptFile, WriterRefusesMalformedPromptsAndUnwritablePaths)
     icl::Prompt p;
     p.x = { { 1.0 }, { 2.0 } };
     p.y = { 1.0, 2.0 };
-    const std::string dir = tempPath("no_such_dir");
+    const std::string dir = promptScratchPath("no_such_dir");
     fs::remove_all(dir);
     EXPECT_EQ(writeError(dir + "/p.csv", p),
               "cannot write " + dir + "/p.csv (the folder does not exist or is not writable)");
-    const std::string path = tempPath("bad.csv");
+    const std::string path = promptScratchPath("bad.csv");
     icl::Prompt counts = p;
     counts.y.pop_back();
     EXPECT_EQ(writeError(path, counts), "cannot write " + path + ": the prompt has 2 x rows and 1 labels, expected as many (N+1 ≥ 1)");

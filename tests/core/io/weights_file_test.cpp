@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "core/io/weights_file.h"
 #include "image_fixtures.h"
+#include "tests/support/core_checks.h"
 
 namespace fs = std::filesystem;
 using icl::NamedArray;
@@ -25,20 +26,11 @@ using icl::WeightsFile;
 using icl::WeightsFormat;
 
 namespace {
+using icl::test::errorOf;
+using icl::test::sameBits;
 
 const std::string kForeign = std::string(ICL_TEST_DATA_DIR) + "/foreign/";
 const char* const kHostileMarker = "/tmp/icl_workbench_hostile_pickle_ran";
-
-// Message of the icl::Error thrown by f, or "" when none is thrown.
-template <typename F> std::string errorOf(F f)
-{
-    try {
-        f();
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
-}
 
 std::string readBytes(const std::string& path)
 {
@@ -73,11 +65,6 @@ std::string floatBytes(const std::vector<float>& values, bool big_endian = false
         s += b;
     }
     return s;
-}
-
-bool sameBits(const std::vector<float>& a, const std::vector<float>& b)
-{
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
 }
 
 const WeightsFile& bare()

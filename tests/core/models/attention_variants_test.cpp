@@ -11,8 +11,10 @@
 #include "core/models/lsa.h"
 #include "core/models/model.h"
 #include "core/tasks/linear_regression.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::linearPrompts;
 
 using icl::AttentionVariant;
 
@@ -43,14 +45,6 @@ void copyAttentionWeights(icl::Lsa& to, icl::Lsa& from)
     to->layer(0).w_k.copy_(from->layer(0).w_k);
     to->layer(0).w_v.copy_(from->layer(0).w_v);
     to->layer(0).w_o.copy_(from->layer(0).w_o);
-}
-
-icl::PromptBatch prompts()
-{
-    icl::TaskConfig t;
-    t.d = 4;
-    t.n_context = 6;
-    return icl::sampleLinearRegression(t, 5, 11, torch::kFloat32);
 }
 
 struct Forward {
@@ -96,7 +90,7 @@ torch::Tensor residual(icl::Lsa& lsa, const Pieces& p, const torch::Tensor& A, c
 
 TEST(AttentionVariants, EveryVariantIsPlainSoftmaxAtStrengthZero)
 {
-    const icl::PromptBatch b = prompts();
+    const icl::PromptBatch b = linearPrompts(5, 4, 6, 11, 0.0, torch::kFloat32);
     icl::Lsa plain = makeModel(AttentionVariant::Softmax, 0.0);
     const Forward ref = run(plain, b);
     // Hand-computed softmax attention: the plain layer is what it claims to be.
@@ -116,7 +110,7 @@ TEST(AttentionVariants, EveryVariantIsPlainSoftmaxAtStrengthZero)
 TEST(AttentionVariants, RegularizedShrinksByTheNullPair)
 {
     const double lambda = 1.5;
-    const icl::PromptBatch b = prompts();
+    const icl::PromptBatch b = linearPrompts(5, 4, 6, 11, 0.0, torch::kFloat32);
     icl::Lsa lsa = makeModel(AttentionVariant::Regularized, lambda);
     const Forward f = run(lsa, b);
     const Pieces p = pieces(lsa, b);
@@ -130,7 +124,7 @@ TEST(AttentionVariants, RegularizedShrinksByTheNullPair)
 TEST(AttentionVariants, NegativeSamplesSubtractTheOtherValuesMean)
 {
     const double beta = 0.7;
-    const icl::PromptBatch b = prompts();
+    const icl::PromptBatch b = linearPrompts(5, 4, 6, 11, 0.0, torch::kFloat32);
     icl::Lsa lsa = makeModel(AttentionVariant::NegativeSamples, beta);
     const Forward f = run(lsa, b);
     const Pieces p = pieces(lsa, b);
@@ -149,7 +143,7 @@ TEST(AttentionVariants, NegativeSamplesSubtractTheOtherValuesMean)
 TEST(AttentionVariants, AugmentedAddsResidualMlpsToKeysAndValues)
 {
     const double alpha = 0.8;
-    const icl::PromptBatch b = prompts();
+    const icl::PromptBatch b = linearPrompts(5, 4, 6, 11, 0.0, torch::kFloat32);
     icl::Lsa lsa = makeModel(AttentionVariant::Augmented, alpha);
     {
         torch::NoGradGuard g; // give the MLPs non-zero biases too

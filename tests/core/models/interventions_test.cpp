@@ -9,8 +9,11 @@
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
 #include "core/tasks/linear_regression.h"
+#include "tests/support/core_checks.h"
 
 namespace {
+using icl::test::expectError;
+using icl::test::linearPrompts;
 
 icl::Gpt2Options smallGpt2()
 {
@@ -21,14 +24,6 @@ icl::Gpt2Options smallGpt2()
     o.d_model = 8;
     o.n_positions = 11;
     return o;
-}
-
-icl::PromptBatch prompts(int64_t batch, int64_t n = 5)
-{
-    icl::TaskConfig task;
-    task.d = 3;
-    task.n_context = n;
-    return icl::sampleLinearRegression(task, batch, 4, torch::kFloat64);
 }
 
 icl::Lsa lsaModel(bool mlp)
@@ -45,17 +40,6 @@ icl::Lsa lsaModel(bool mlp)
     return lsa;
 }
 
-template <class F>
-void expectError(F&& f, const std::string& fragment)
-{
-    try {
-        f();
-        ADD_FAILURE() << "expected icl::Error containing \"" << fragment << "\"";
-    } catch (const icl::Error& e) {
-        EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-    }
-}
-
 TEST(Interventions, ZeroAblatingAGpt2HeadEqualsZeroingItsWO)
 {
     icl::Gpt2 model(smallGpt2(), 3);
@@ -63,7 +47,7 @@ TEST(Interventions, ZeroAblatingAGpt2HeadEqualsZeroingItsWO)
     icl::Gpt2 copy(smallGpt2(), 3);
     copy->to(torch::kFloat64);
     torch::NoGradGuard guard;
-    const torch::Tensor tokens = icl::interleavedTokens(prompts(3));
+    const torch::Tensor tokens = icl::interleavedTokens(linearPrompts(3, 3, 5, 4));
     for (auto& kv : copy->named_parameters())
         if (kv.key() == "blocks.1.attn.W_O")
             kv.value()[0].zero_();
@@ -79,7 +63,7 @@ TEST(Interventions, ZeroAblatingAnLsaHeadEqualsZeroingItsOutputProjection)
     icl::Lsa model = lsaModel(false), copy = lsaModel(false);
     torch::NoGradGuard guard;
     copy->layer(0).w_o[1].zero_();
-    const icl::PromptBatch b = prompts(3);
+    const icl::PromptBatch b = linearPrompts(3, 3, 5, 4);
     const torch::Tensor tokens = model->embed(b);
     icl::ActivationCapture cap;
     cap.interventions.push_back({icl::Intervention::Kind::Zero, "attn.out.0", 1, -1, {}});
@@ -91,7 +75,7 @@ TEST(Interventions, LsaCapturesTheGpt2Names)
 {
     icl::Lsa model = lsaModel(true);
     torch::NoGradGuard guard;
-    const icl::PromptBatch b = prompts(2);
+    const icl::PromptBatch b = linearPrompts(2, 3, 5, 4);
     icl::ActivationCapture cap;
     cap.all = true;
     const torch::Tensor out = model->forward(model->embed(b), 5, &cap);
@@ -121,7 +105,7 @@ TEST(Interventions, MeanAblationWithoutValueUsesTheBatchMeanAtThatPosition)
     icl::Gpt2 model(smallGpt2(), 3);
     model->to(torch::kFloat64);
     torch::NoGradGuard guard;
-    const torch::Tensor tokens = icl::interleavedTokens(prompts(4));
+    const torch::Tensor tokens = icl::interleavedTokens(linearPrompts(4, 3, 5, 4));
     icl::ActivationCapture plain;
     plain.names = {"resid_post.0"};
     model->forward(tokens, &plain);
@@ -141,7 +125,7 @@ TEST(Interventions, ReplacingAPositionChangesOnlyLaterPositionsOfGpt2)
     icl::Gpt2 model(smallGpt2(), 3);
     model->to(torch::kFloat64);
     torch::NoGradGuard guard;
-    const torch::Tensor tokens = icl::interleavedTokens(prompts(2));
+    const torch::Tensor tokens = icl::interleavedTokens(linearPrompts(2, 3, 5, 4));
     icl::ActivationCapture cap;
     cap.interventions.push_back(
         {icl::Intervention::Kind::Replace, "resid_pre.1", -1, 6, torch::ones({8}, torch::kFloat64)});
@@ -155,7 +139,7 @@ TEST(Interventions, InterventionsThatMatchNothingAreErrors)
     icl::Gpt2 model(smallGpt2(), 3);
     icl::Lsa lsa = lsaModel(false);
     torch::NoGradGuard guard;
-    const icl::PromptBatch b = prompts(1);
+    const icl::PromptBatch b = linearPrompts(1, 3, 5, 4);
     const torch::Tensor tokens = icl::interleavedTokens(b).to(torch::kFloat32);
     using K = icl::Intervention::Kind;
     auto run = [&](icl::Intervention iv) {

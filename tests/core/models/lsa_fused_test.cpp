@@ -17,16 +17,10 @@
 #include "core/tasks/linear_regression.h"
 #include "core/training/trainer.h"
 #include "tests/support/scratch.h"
+#include "tests/support/core_checks.h"
 
 namespace {
-
-icl::PromptBatch prompts(int64_t batch, int64_t d, int64_t n, uint64_t seed, torch::Dtype dtype = torch::kFloat64)
-{
-    icl::TaskConfig t;
-    t.d = d;
-    t.n_context = n;
-    return icl::sampleLinearRegression(t, batch, seed, dtype);
-}
+using icl::test::linearPrompts;
 
 /// max |a − b| / max |b|: relative error of a against the reference b.
 double relErr(const torch::Tensor& a, const torch::Tensor& b)
@@ -96,7 +90,7 @@ TEST(LsaFused, SameLossAndGradientsAsAutogradForEveryCoveredOption)
                         icl::Lsa model(o);
                         model->initVarianceScaling(1.0, uint64_t(11 + checked));
                         model->to(torch::kFloat64);
-                        const auto batch = prompts(16, 3, 5, uint64_t(100 + checked));
+                        const auto batch = linearPrompts(16, 3, 5, uint64_t(100 + checked));
                         const std::string label = "K=" + std::to_string(K) + " tied=" + std::to_string(tied)
                                                   + " H=" + std::to_string(H) + " interleaved="
                                                   + std::to_string(interleaved) + " pos=" + std::to_string(pos);
@@ -110,7 +104,7 @@ TEST(LsaFused, SameLossAndGradientsAsAutogradForEveryCoveredOption)
 TEST(LsaFused, SameGradientsAtTheGdAndGdPlusPlusConstructions)
 {
     const int64_t d = 4, N = 6, K = 2;
-    const auto batch = prompts(32, d, N, 5);
+    const auto batch = linearPrompts(32, d, N, 5);
     icl::Lsa gd(d + 1, 1, 1, false);
     gd->to(torch::kFloat64);
     icl::applyGdConstruction(*gd, 0.7, N);
@@ -126,8 +120,8 @@ TEST(LsaFused, Float32MatchesAutogradAndFollowsShapeChanges)
 {
     icl::Lsa model(11, 2, 1, false);
     model->initVarianceScaling(0.5, 3);
-    expectSameLossAndGradients(*model, prompts(256, 10, 10, 1, torch::kFloat32), 1e-4, "float32 N=10");
-    expectSameLossAndGradients(*model, prompts(64, 10, 4, 2, torch::kFloat32), 1e-4, "float32 N=4");
+    expectSameLossAndGradients(*model, linearPrompts(256, 10, 10, 1, 0.0, torch::kFloat32), 1e-4, "float32 N=10");
+    expectSameLossAndGradients(*model, linearPrompts(64, 10, 4, 2, 0.0, torch::kFloat32), 1e-4, "float32 N=4");
 }
 
 TEST(LsaFused, RefusesWhatItDoesNotCover)

@@ -9,16 +9,10 @@
 #include "core/analysis/gd_alignment_impl.h"
 #include "core/models/lsa.h"
 #include "core/tasks/linear_regression.h"
+#include "tests/support/core_checks.h"
 
 namespace {
-
-icl::PromptBatch prompts(int64_t batch, int64_t d, int64_t n, uint64_t seed)
-{
-    icl::TaskConfig t;
-    t.d = d;
-    t.n_context = n;
-    return icl::sampleLinearRegression(t, batch, seed, torch::kFloat64);
-}
+using icl::test::linearPrompts;
 
 using Vec = std::vector<double>;
 
@@ -48,7 +42,7 @@ TEST(LsaOptions, WithoutOptionsTheModelIsThePlainLsa)
     icl::Lsa a(o), b(5, 2, 1, false);
     a->initVarianceScaling(0.5, 7);
     b->initVarianceScaling(0.5, 7);
-    const auto p = prompts(16, 4, 6, 1);
+    const auto p = linearPrompts(16, 4, 6, 1);
     a->to(torch::kFloat64);
     b->to(torch::kFloat64);
     EXPECT_TRUE(o.plain());
@@ -65,7 +59,7 @@ TEST(LsaOptions, SoftmaxLayerMatchesAHandComputedAttention)
     icl::Lsa model(o);
     model->to(torch::kFloat64);
     model->initVarianceScaling(4.0, 3);
-    const auto p = prompts(3, 3, 5, 2);
+    const auto p = linearPrompts(3, 3, 5, 2);
     const torch::Tensor got = model->forward(icl::pairTokens(p), 5, static_cast<icl::LsaCapture*>(nullptr));
     const torch::Tensor tokens = icl::pairTokens(p);
     const int64_t D = 4, T = 6, N = 5;
@@ -118,7 +112,7 @@ TEST(LsaOptions, LayerNormAndMlpFollowTheirFormulas)
     model->initVarianceScaling(1.0, 5);
     torch::NoGradGuard guard;
     model->layer(0).w_o.zero_();  // attention adds nothing: out = e + MLP(LN2(e))
-    const auto p = prompts(2, 2, 3, 4);
+    const auto p = linearPrompts(2, 2, 3, 4);
     const torch::Tensor tokens = icl::pairTokens(p);
     const torch::Tensor got = model->forward(tokens, 3, static_cast<icl::LsaCapture*>(nullptr));
     const auto params = model->named_parameters();
@@ -166,7 +160,7 @@ TEST(LsaOptions, InterleavedTokensSeparateXAndY)
     o.interleaved = true;
     o.pos_dim = 4;
     icl::Lsa model(o);
-    const auto p = prompts(2, 2, 3, 9);
+    const auto p = linearPrompts(2, 2, 3, 9);
     const torch::Tensor t = model->embed(p);
     ASSERT_EQ(t.sizes(), (std::vector<int64_t>{2, 7, 3}));
     for (int64_t i = 0; i < 3; ++i) {
@@ -191,7 +185,7 @@ TEST(LsaOptions, FeatureMlpRepresentsEveryInput)
     icl::Lsa model(o);
     model->to(torch::kFloat64);
     model->initVarianceScaling(1.0, 2);
-    const auto p = prompts(3, 1, 4, 1);
+    const auto p = linearPrompts(3, 1, 4, 1);
     const torch::Tensor t = model->embed(p);
     ASSERT_EQ(t.sizes(), (std::vector<int64_t>{3, 5, 6}));
     const auto params = model->named_parameters();
@@ -239,7 +233,7 @@ TEST(CopyAnalysis, FindsTheCopyInHandBuiltWeights)
         w.w_v[0][ys][ys] = 1.0;
         w.w_o[0][ys][ys] = 1.0;
     }
-    const auto p = prompts(8, 3, 5, 21);
+    const auto p = linearPrompts(8, 3, 5, 21);
     const icl::CopyAnalysis a = icl::summariseCopy(icl::copyGradientNorms(*model, p), 5);
     EXPECT_EQ(a.tokens, 11);
     EXPECT_NEAR(a.next, 1.0, 1e-3);            // ∂(y-slot of x-token)/∂y_i ≈ attention weight ≈ 1
@@ -261,7 +255,7 @@ TEST(CopyAnalysis, FindsTheCopyInHandBuiltWeights)
 TEST(CopyAnalysis, RefusesThePairLayout)
 {
     icl::Lsa model(4, 1, 1, false);
-    EXPECT_ANY_THROW(icl::copyGradientNorms(*model, prompts(2, 3, 4, 1)));
+    EXPECT_ANY_THROW(icl::copyGradientNorms(*model, linearPrompts(2, 3, 4, 1)));
 }
 
 } // namespace

@@ -13,18 +13,10 @@
 #include "../io/image_fixtures.h"
 #include "core/error.h"
 #include "core/tasks/fewshot_classification.h"
+#include "tests/support/core_checks.h"
 
 namespace {
-
-template <typename F> std::string errorOf(F f)
-{
-    try {
-        f();
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using icl::test::errorOf;
 
 // An IDX image set of 8 classes × 5 images of 3×2, labels stored interleaved (not grouped by class).
 // Every image is distinct: pixel 0 = 30·class + k (k-th image of its class in file order).

@@ -10,6 +10,7 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/classification_trainer.h"
+#include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
@@ -28,13 +29,6 @@ nlohmann::json fewShotConfig(const std::string& model = "gpt2")
              {{"optimizer", "adam"}, {"lr", 3e-3}, {"batch_size", 16}, {"steps", 20}, {"grad_clip", 1.0},
               {"schedule", "inverse_sqrt"}, {"warmup_steps", 5}, {"eval_every", 5}, {"checkpoint_every", 10}}},
             {"eval", {{"n_prompts", 64}}}};
-}
-
-std::string tempPath(const std::string& name)
-{
-    const std::string p = icl::test::scratchPrefix() + name;
-    fs::remove(p);
-    return p;
 }
 
 icl::FewShotBatch handBatch()
@@ -78,7 +72,7 @@ TEST(ClassificationMetrics, AccuracyRestrictedLabelsAndInContextRateOfAHandBuilt
 
 TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
 {
-    const std::string straight = tempPath("fewshot_straight.h5");
+    const std::string straight = icl::test::freshScratchFile("fewshot_straight.h5");
     icl::TrainOptions o;
     o.out_path = straight;
     o.threads = 1;
@@ -110,7 +104,7 @@ TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
     EXPECT_DOUBLE_EQ(icl::computeIclIwl(straight, at10).iwl_accuracy, s.metrics.at("iwl_accuracy")[2]);
 
     // Stop after 10 steps, resume to 20: identical parameters.
-    const std::string split = tempPath("fewshot_split.h5");
+    const std::string split = icl::test::freshScratchFile("fewshot_split.h5");
     o.out_path = split;
     icl::train(fewShotConfig(), o, [](const icl::TrainProgress& p) { return p.step < 10; });
     o.resume = true;
@@ -127,7 +121,7 @@ TEST(ClassificationTrainer, RecurrentBaselinesTrain)
 {
     for (const char* kind : {"lstm", "rnn"}) {
         icl::TrainOptions o;
-        o.out_path = tempPath(std::string("fewshot_") + kind + ".h5");
+        o.out_path = icl::test::freshScratchFile(std::string("fewshot_") + kind + ".h5");
         o.threads = 1;
         nlohmann::json c = fewShotConfig(kind);
         c["training"]["steps"] = 5;
@@ -140,7 +134,7 @@ TEST(ClassificationTrainer, RecurrentBaselinesTrain)
 TEST(ClassificationTrainer, RegressionIclCurveRefusesAFewShotRun)
 {
     icl::TrainOptions o;
-    o.out_path = tempPath("fewshot_icl_curve.h5");
+    o.out_path = icl::test::freshScratchFile("fewshot_icl_curve.h5");
     o.threads = 1;
     nlohmann::json c = fewShotConfig();
     c["training"]["steps"] = 2;
@@ -229,7 +223,7 @@ TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
 // these metrics are absent.
 TEST(ClassificationTrainer, CommonRareSplitRecordsAccuraciesPerClassSet)
 {
-    const std::string path = tempPath("fewshot_common_rare.h5");
+    const std::string path = icl::test::freshScratchFile("fewshot_common_rare.h5");
     icl::TrainOptions o;
     o.out_path = path;
     o.threads = 1;
@@ -259,7 +253,7 @@ TEST(ClassificationTrainer, CommonRareSplitRecordsAccuraciesPerClassSet)
     EXPECT_DOUBLE_EQ(e.iwl_accuracy_rare, s.metrics.at("iwl_accuracy_rare").back());
     EXPECT_DOUBLE_EQ(e.icl_accuracy, s.metrics.at("icl_accuracy").back());
 
-    const std::string plain = tempPath("fewshot_no_split.h5");
+    const std::string plain = icl::test::freshScratchFile("fewshot_no_split.h5");
     o.out_path = plain;
     c = fewShotConfig();
     c["training"]["steps"] = 5;
@@ -284,7 +278,7 @@ void writeBigEndian(std::ofstream& f, uint32_t v)
 // exemplar encoder reads 16 pixel values, and the run trains and evaluates on them.
 TEST(ClassificationTrainer, TrainsOnIdxExemplars)
 {
-    const std::string images = tempPath("fewshot_images.idx"), labels = tempPath("fewshot_labels.idx");
+    const std::string images = icl::test::freshScratchFile("fewshot_images.idx"), labels = icl::test::freshScratchFile("fewshot_labels.idx");
     {
         std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
         writeBigEndian(fi, 0x00000803);
@@ -307,7 +301,7 @@ TEST(ClassificationTrainer, TrainsOnIdxExemplars)
     c["task"]["exemplar_labels_path"] = labels;
     c["training"]["steps"] = 3;
     icl::TrainOptions o;
-    o.out_path = tempPath("fewshot_idx.h5");
+    o.out_path = icl::test::freshScratchFile("fewshot_idx.h5");
     o.threads = 1;
     EXPECT_EQ(icl::train(c, o, {}).final_step, 3);
     const auto cp = icl::readCheckpoint(o.out_path, 3);
@@ -327,7 +321,7 @@ TEST(ClassificationTrainer, TrainsOnIdxExemplars)
 // is refused for vector exemplars.
 TEST(ClassificationTrainer, ResNetEncoderOnImagesKeepsItsBatchNormStatistics)
 {
-    const std::string images = tempPath("fewshot_resnet_images.idx"), labels = tempPath("fewshot_resnet_labels.idx");
+    const std::string images = icl::test::freshScratchFile("fewshot_resnet_images.idx"), labels = icl::test::freshScratchFile("fewshot_resnet_labels.idx");
     {
         std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
         writeBigEndian(fi, 0x00000803);
@@ -350,7 +344,7 @@ TEST(ClassificationTrainer, ResNetEncoderOnImagesKeepsItsBatchNormStatistics)
     c["training"]["eval_every"] = 2;
     c["training"]["checkpoint_every"] = 2;
     icl::TrainOptions o;
-    o.out_path = tempPath("fewshot_resnet.h5");
+    o.out_path = icl::test::freshScratchFile("fewshot_resnet.h5");
     o.threads = 1;
     EXPECT_EQ(icl::train(c, o, {}).final_step, 4);
     const auto cp = icl::readCheckpoint(o.out_path, 4);

@@ -14,6 +14,7 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/seeds.h"
 #include "core/training/trainer.h"
+#include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
@@ -31,13 +32,6 @@ nlohmann::json tinyConfig(std::vector<std::string> extra = {})
     return icl::resolveConfig(r);
 }
 
-std::string tempPath(const std::string& name)
-{
-    const std::string p = icl::test::scratchPrefix() + name;
-    fs::remove(p);
-    return p;
-}
-
 icl::TrainOptions optionsFor(const std::string& path)
 {
     icl::TrainOptions o;
@@ -48,7 +42,7 @@ icl::TrainOptions optionsFor(const std::string& path)
 
 TEST(Trainer, LossFallsToOneGdStepAndEverythingIsStored)
 {
-    const std::string path = tempPath("trainer_falls.h5");
+    const std::string path = icl::test::freshScratchFile("trainer_falls.h5");
     int calls = 0;
     const auto r = icl::train(tinyConfig(), optionsFor(path), [&](const icl::TrainProgress&) {
         ++calls;
@@ -77,14 +71,14 @@ TEST(Trainer, LossFallsToOneGdStepAndEverythingIsStored)
 // baseline's, both of which the trainer measures independently with the baselines' own code.
 TEST(Trainer, ConstructionsAreReadyMadeModels)
 {
-    const std::string gd = tempPath("trainer_gd_construction.h5");
+    const std::string gd = icl::test::freshScratchFile("trainer_gd_construction.h5");
     icl::train(tinyConfig({"model.init=gd_construction", "training.steps=0"}), optionsFor(gd), {});
     const auto s = icl::readRunSummary(gd);
     ASSERT_EQ(s.checkpoints.size(), 1u);
     EXPECT_NEAR(s.lastMetric("eval_loss"), s.lastMetric("baseline/gd_1"), 1e-5 * s.lastMetric("baseline/gd_1"));
     EXPECT_NEAR(s.lastMetric("alignment/gd_1/model_cosine"), 1.0, 1e-5);
 
-    const std::string gdpp = tempPath("trainer_gdpp_construction.h5");
+    const std::string gdpp = icl::test::freshScratchFile("trainer_gdpp_construction.h5");
     icl::train(tinyConfig({"model.init=gdpp_construction", "model.n_layers=2", "training.steps=0",
                            "eval.baselines=[\"zero\",\"gd\",\"gd_plus_plus\"]", "eval.gd_steps=[2]",
                            "eval.alignment=[\"gdpp_2\"]"}),
@@ -100,7 +94,7 @@ TEST(Trainer, ConstructionsAreReadyMadeModels)
 
 TEST(Trainer, StopsWhenTheCallbackSaysSoAndKeepsACheckpoint)
 {
-    const std::string path = tempPath("trainer_stop.h5");
+    const std::string path = icl::test::freshScratchFile("trainer_stop.h5");
     const auto r = icl::train(tinyConfig(), optionsFor(path),
                               [](const icl::TrainProgress& p) { return p.step < 30; });
     EXPECT_TRUE(r.stopped);
@@ -111,10 +105,10 @@ TEST(Trainer, StopsWhenTheCallbackSaysSoAndKeepsACheckpoint)
 
 TEST(Trainer, ResumeContinuesAndMatchesAnUninterruptedRun)
 {
-    const std::string straight = tempPath("trainer_straight.h5");
+    const std::string straight = icl::test::freshScratchFile("trainer_straight.h5");
     icl::train(tinyConfig(), optionsFor(straight), {});
 
-    const std::string split = tempPath("trainer_split.h5");
+    const std::string split = icl::test::freshScratchFile("trainer_split.h5");
     const auto first = icl::train(tinyConfig(), optionsFor(split), [](const icl::TrainProgress& p) {
         return p.step < 120;
     });
@@ -142,7 +136,7 @@ TEST(Trainer, ResumeContinuesAndMatchesAnUninterruptedRun)
 
 TEST(Trainer, DivergenceStopsWithAMessageAndKeepsTheLastCheckpoint)
 {
-    const std::string path = tempPath("trainer_nan.h5");
+    const std::string path = icl::test::freshScratchFile("trainer_nan.h5");
     try {
         icl::train(tinyConfig({"training.optimizer=sgd", "training.lr=1e6", "training.grad_clip=0"}),
                    optionsFor(path), {});
@@ -160,13 +154,13 @@ TEST(Trainer, DivergenceStopsWithAMessageAndKeepsTheLastCheckpoint)
 
 TEST(Trainer, RefusesToOverwriteAndToResumeNothing)
 {
-    const std::string path = tempPath("trainer_exists.h5");
+    const std::string path = icl::test::freshScratchFile("trainer_exists.h5");
     icl::createExperimentFile(path, "{}", false);
     const auto before = fs::file_size(path);
     EXPECT_THROW(icl::train(tinyConfig(), optionsFor(path), {}), icl::Error);
     EXPECT_EQ(fs::file_size(path), before);
 
-    icl::TrainOptions resume = optionsFor(tempPath("trainer_absent.h5"));
+    icl::TrainOptions resume = optionsFor(icl::test::freshScratchFile("trainer_absent.h5"));
     resume.resume = true;
     EXPECT_THROW(icl::train({}, resume, {}), icl::Error);
     EXPECT_FALSE(fs::exists(resume.out_path));
@@ -174,7 +168,7 @@ TEST(Trainer, RefusesToOverwriteAndToResumeNothing)
 
 TEST(Trainer, BadDeviceIsRejectedBeforeAnyFileIsWritten)
 {
-    const std::string path = tempPath("trainer_device.h5");
+    const std::string path = icl::test::freshScratchFile("trainer_device.h5");
     EXPECT_THROW(icl::train(tinyConfig({"device=cuda:7"}), optionsFor(path), {}), icl::Error);
     EXPECT_FALSE(fs::exists(path));
 }
@@ -217,9 +211,9 @@ TEST(Trainer, CurriculumPromptsHaveTheScheduledSize)
 
 TEST(Trainer, CurriculumIsRecordedAndEvaluationStaysAtFullSize)
 {
-    const std::string with = tempPath("trainer_curriculum.h5");
+    const std::string with = icl::test::freshScratchFile("trainer_curriculum.h5");
     icl::train(curriculumConfig(), optionsFor(with), {});
-    const std::string without = tempPath("trainer_no_curriculum.h5");
+    const std::string without = icl::test::freshScratchFile("trainer_no_curriculum.h5");
     icl::train(curriculumConfig({"training.curriculum.enabled=false"}), optionsFor(without), {});
 
     const auto a = icl::readRunSummary(with), b = icl::readRunSummary(without);
@@ -244,10 +238,10 @@ TEST(Trainer, CurriculumIsRecordedAndEvaluationStaysAtFullSize)
 // resuming it starts again from that config and ends exactly where an uninterrupted run ends.
 TEST(Trainer, ResumeOfAFileStoppedBeforeItsFirstCheckpointStartsAgain)
 {
-    const std::string straight = tempPath("trainer_empty_straight.h5");
+    const std::string straight = icl::test::freshScratchFile("trainer_empty_straight.h5");
     icl::train(tinyConfig({"training.steps=100"}), optionsFor(straight), {});
 
-    const std::string empty = tempPath("trainer_empty.h5");
+    const std::string empty = icl::test::freshScratchFile("trainer_empty.h5");
     const auto first = icl::train(tinyConfig({"training.steps=100"}), optionsFor(empty), [](const icl::TrainProgress& p) {
         return p.phase != icl::TrainProgress::Phase::Preparing;
     });
@@ -266,7 +260,7 @@ TEST(Trainer, ResumeOfAFileStoppedBeforeItsFirstCheckpointStartsAgain)
 // a sidecar left behind by a crashed trainer (present but not held) does not block anyone.
 TEST(Trainer, ASecondTrainerOfTheSameFileIsRefused)
 {
-    const std::string path = tempPath("trainer_claimed.h5");
+    const std::string path = icl::test::freshScratchFile("trainer_claimed.h5");
     std::promise<void> started, release;
     std::shared_future<void> released = release.get_future().share();
     std::thread first([&] {
@@ -306,10 +300,10 @@ TEST(Trainer, ASecondTrainerOfTheSameFileIsRefused)
 
 TEST(Trainer, ResumeWithCurriculumMatchesAnUninterruptedRunBitwise)
 {
-    const std::string straight = tempPath("trainer_curriculum_straight.h5");
+    const std::string straight = icl::test::freshScratchFile("trainer_curriculum_straight.h5");
     icl::train(curriculumConfig(), optionsFor(straight), {});
 
-    const std::string split = tempPath("trainer_curriculum_split.h5");
+    const std::string split = icl::test::freshScratchFile("trainer_curriculum_split.h5");
     // Stop mid-stage (stage 2 covers steps 10..14), so the resumed run must rebuild the stage from the step.
     const auto first = icl::train(curriculumConfig(), optionsFor(split), [](const icl::TrainProgress& p) {
         return p.step < 12;
@@ -334,7 +328,7 @@ TEST(Trainer, ResumeWithCurriculumMatchesAnUninterruptedRunBitwise)
 
 TEST(Trainer, SparseAndNoisyTasksTrainWithTheirBaselines)
 {
-    const std::string sparse = tempPath("trainer_sparse.h5");
+    const std::string sparse = icl::test::freshScratchFile("trainer_sparse.h5");
     icl::train(curriculumConfig({"task.kind=sparse_linear_regression", "task.sparsity=2", "training.steps=10",
                                  "eval.n_prompts=2000", "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
                optionsFor(sparse), {});
@@ -344,7 +338,7 @@ TEST(Trainer, SparseAndNoisyTasksTrainWithTheirBaselines)
     // E[y_q²] = k·w_scale² = 2 for N(0, I) inputs, so the zero baseline's 0.5·MSE is about 1.
     EXPECT_NEAR(s.lastMetric("baseline/zero"), 1.0, 0.4);
 
-    const std::string noisy = tempPath("trainer_noisy.h5");
+    const std::string noisy = icl::test::freshScratchFile("trainer_noisy.h5");
     icl::train(curriculumConfig({"task.kind=noisy_linear_regression", "task.noise_std=0.5", "training.steps=10",
                                  "eval.n_prompts=2000", "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
                optionsFor(noisy), {});
@@ -364,7 +358,7 @@ namespace {
 // η_t = 1e-3·min(t/4, √(4/t)) for step t = 1, 2, … (the "lr" metric is the rate of the latest step).
 TEST(Trainer, InverseSqrtScheduleFollowsChanEtAl)
 {
-    const std::string path = tempPath("trainer_inverse_sqrt.h5");
+    const std::string path = icl::test::freshScratchFile("trainer_inverse_sqrt.h5");
     icl::train(tinyConfig({"training.steps=16", "training.eval_every=1", "training.checkpoint_every=16",
                            "training.lr=0.001", "training.schedule=inverse_sqrt", "training.warmup_steps=4",
                            "eval.n_prompts=16"}),

@@ -29,7 +29,7 @@ namespace {
 
 const std::string kForeign = std::string(ICL_TEST_DATA_DIR) + "/foreign/";
 
-std::string tempPath(const std::string& name)
+std::string importScratchPath(const std::string& name)
 {
     const std::string p = icl::test::scratchPrefix() + "weights_import_" + std::to_string(::getpid()) + "_" + name;
     fs::remove_all(p);
@@ -110,7 +110,7 @@ std::string sha256sum(const std::string& path)
 
 TEST(WeightsImport, GargRunFolderBecomesACheckpointTimelineThatMatchesTheReference)
 {
-    const std::string out = tempPath("garg_run.h5");
+    const std::string out = importScratchPath("garg_run.h5");
     icl::ImportRequest r = request("garg_run", out, {"eval.n_prompts=200", "eval.bootstrap=10"});
     const icl::ImportResult result = icl::importWeights(r);
     EXPECT_EQ(result.plan.layout, "garg");
@@ -153,7 +153,7 @@ TEST(WeightsImport, EveryContainerAndLayoutGivesTheReferencePredictions)
                           {"bf16.pt", "bf16"},         {"garg_run/state.pt", "300"}};
     for (const Case& c : cases) {
         SCOPED_TRACE(c.file);
-        const std::string out = tempPath(std::string(c.file).substr(std::string(c.file).find('/') + 1) + ".h5");
+        const std::string out = importScratchPath(std::string(c.file).substr(std::string(c.file).find('/') + 1) + ".h5");
         icl::ImportRequest r = request(c.file, out, bareSets());
         r.config_file = "";
         if (std::string(c.file).rfind("garg_run/", 0) == 0)
@@ -174,7 +174,7 @@ TEST(WeightsImport, StateDotPtTakesItsTrainStep)
 
 TEST(WeightsImport, WhatTheTensorsCannotSayIsAskedFor)
 {
-    const std::string out = tempPath("missing.h5");
+    const std::string out = importScratchPath("missing.h5");
     const icl::ImportPlan plan = icl::planImport(request("bare.pt", out));
     EXPECT_EQ(plan.missing, (std::vector<std::string>{"model.n_heads", "task.kind"}));
     EXPECT_NE(plan.inferred.find("2 layers, d_model 32"), std::string::npos) << plan.inferred;
@@ -213,7 +213,7 @@ TEST(WeightsImport, WrongShapesAndForeignKeysAreListed)
             a.data.resize(64);
         }
     bare.tensors.push_back({"_backbone.extra.weight", {2}, {1.0f, 2.0f}});
-    const std::string bad = tempPath("bad_shapes.safetensors");
+    const std::string bad = importScratchPath("bad_shapes.safetensors");
     icl::writeSafetensors(bad, bare.tensors);
     icl::ImportRequest r = request("", "", bareSets());
     r.source = bad;
@@ -233,7 +233,7 @@ TEST(WeightsImport, RefusedSourcesLeaveNothingAndNeverTouchAnExistingFile)
 {
     const std::string marker = "/tmp/icl_workbench_hostile_pickle_ran";
     fs::remove(marker);
-    const std::string out = tempPath("refused.h5");
+    const std::string out = importScratchPath("refused.h5");
     for (const char* f : {"hostile.pt", "truncated.pt", "torchscript.pt", "legacy.pt"}) {
         SCOPED_TRACE(f);
         EXPECT_THROW(icl::importWeights(request(f, out, bareSets())), icl::Error);
@@ -260,9 +260,9 @@ TEST(WeightsImport, DamagedWeightsUnknownKeysAndTheSourceAsOutputAreRefused)
     for (icl::NamedArray& a : bare.tensors)
         if (a.name == "_backbone.h.0.attn.c_attn.weight")
             a.data[7] = std::nanf("");
-    const std::string nan = tempPath("nan.safetensors");
+    const std::string nan = importScratchPath("nan.safetensors");
     icl::writeSafetensors(nan, bare.tensors);
-    icl::ImportRequest r = request("", tempPath("nan.h5"), bareSets());
+    icl::ImportRequest r = request("", importScratchPath("nan.h5"), bareSets());
     r.source = nan;
     try {
         icl::importWeights(r);
@@ -288,7 +288,7 @@ TEST(WeightsImport, DamagedWeightsUnknownKeysAndTheSourceAsOutputAreRefused)
     }
 
     // --force onto the source itself: refused, the source intact.
-    const std::string src = tempPath("source_copy.safetensors");
+    const std::string src = importScratchPath("source_copy.safetensors");
     fs::copy_file(kForeign + "model.safetensors", src);
     icl::ImportRequest self = request("", src, bareSets());
     self.source = src;
@@ -299,7 +299,7 @@ TEST(WeightsImport, DamagedWeightsUnknownKeysAndTheSourceAsOutputAreRefused)
 
 TEST(WeightsImport, AGargTaskWithoutAWorkbenchTaskIsRefusedUnlessTheTaskIsSet)
 {
-    const std::string dir = tempPath("relu_run");
+    const std::string dir = importScratchPath("relu_run");
     fs::create_directories(dir);
     fs::copy_file(kForeign + "garg_run/model_100.pt", dir + "/model_100.pt");
     std::ifstream in(kForeign + "garg_run/config.yaml");
@@ -326,7 +326,7 @@ TEST(WeightsImport, AGargTaskWithoutAWorkbenchTaskIsRefusedUnlessTheTaskIsSet)
 
 TEST(WeightsImport, CancelWritesNothing)
 {
-    const std::string out = tempPath("cancelled.h5");
+    const std::string out = importScratchPath("cancelled.h5");
     int calls = 0;
     const icl::ImportResult r = icl::importWeights(request("garg_run", out, {"eval.n_prompts=200"}),
                                                    [&](int64_t done, int64_t, const std::string&) {
@@ -356,16 +356,16 @@ void expectSameParams(const std::string& a, int64_t stepA, const std::string& b,
 
 TEST(WeightsImport, ExportThenImportIsBitwiseIdentical)
 {
-    const std::string run = tempPath("roundtrip_source.h5");
+    const std::string run = importScratchPath("roundtrip_source.h5");
     icl::importWeights(request("garg_run", run, {"eval.n_prompts=200"}));
     for (const char* layout : {"workbench", "garg"})
         for (const char* ext : {".safetensors", ".pt"}) {
             SCOPED_TRACE(std::string(layout) + ext);
-            const std::string file = tempPath(std::string("export_") + layout + ext);
+            const std::string file = importScratchPath(std::string("export_") + layout + ext);
             icl::exportWeights(run, file, 200, layout);
             EXPECT_EQ(icl::weightsFormatName(icl::detectWeightsFormat(file)),
                       std::string(ext) == ".pt" ? "pytorch-zip" : "safetensors");
-            const std::string back = tempPath(std::string("reimported_") + layout + ext + ".h5");
+            const std::string back = importScratchPath(std::string("reimported_") + layout + ext + ".h5");
             icl::ImportRequest r;
             r.source = file;
             r.out_path = back;
@@ -380,7 +380,7 @@ TEST(WeightsImport, ExportThenImportIsBitwiseIdentical)
             expectSameParams(run, 200, back, step);
         }
     // A Garg-layout export holds exactly the state dict Garg's model has (the wte of GPT2Config's vocabulary).
-    const std::string garg = tempPath("export_keys.pt");
+    const std::string garg = importScratchPath("export_keys.pt");
     icl::exportWeights(run, garg, -1, "garg");
     const icl::WeightsFile f = icl::readWeightsFile(garg);
     const icl::WeightsFile original = icl::readWeightsFile(kForeign + "garg_run/model_100.pt");
@@ -390,8 +390,8 @@ TEST(WeightsImport, ExportThenImportIsBitwiseIdentical)
         if (f.tensors[i].name != "_backbone.wte.weight")  // the fixture keeps 4 rows of it to stay small
             EXPECT_EQ(f.tensors[i].shape, original.tensors[i].shape) << f.tensors[i].name;
     }
-    EXPECT_THROW(icl::exportWeights(run, tempPath("x.bin"), -1, "workbench"), icl::Error);
-    EXPECT_THROW(icl::exportWeights(run, tempPath("x.pt"), 12345, "workbench"), icl::Error);
+    EXPECT_THROW(icl::exportWeights(run, importScratchPath("x.bin"), -1, "workbench"), icl::Error);
+    EXPECT_THROW(icl::exportWeights(run, importScratchPath("x.pt"), 12345, "workbench"), icl::Error);
 }
 
 TEST(WeightsImport, ATrainedLsaRunExportsAndImportsWithItsConfig)
@@ -400,14 +400,14 @@ TEST(WeightsImport, ATrainedLsaRunExportsAndImportsWithItsConfig)
     cr.preset = icl::kDefaultPreset;
     cr.sets = {"task.d=4", "task.n_context=6", "training.batch_size=128", "training.steps=20", "training.eval_every=10",
                "training.checkpoint_every=10", "eval.n_prompts=200", "device=cpu"};
-    const std::string run = tempPath("lsa_trained.h5");
+    const std::string run = importScratchPath("lsa_trained.h5");
     icl::TrainOptions o;
     o.out_path = run;
     o.threads = 1;
     icl::train(icl::resolveConfig(cr), o, [](const icl::TrainProgress&) { return true; });
-    const std::string file = tempPath("lsa.safetensors");
+    const std::string file = importScratchPath("lsa.safetensors");
     icl::exportWeights(run, file, -1, "workbench");
-    const std::string back = tempPath("lsa_back.h5");
+    const std::string back = importScratchPath("lsa_back.h5");
     icl::ImportRequest r;
     r.source = file;
     r.out_path = back;
