@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
     build-essential cmake ninja-build ccache pkg-config git
-    libtorch-dev libopenblas0-openmp
+    libtorch-dev libopenblas0-openmp libsleef-dev
     qt6-base-dev qt6-svg-dev libgl-dev libqcustomplot-dev
     libhdf5-dev hdf5-tools libpng-dev zlib1g-dev
     nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev zipcmp zipmerge ziptool libyaml-cpp-dev libssl-dev

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/models/causal_attention.h"
+#include "core/models/gelu.h"
 #include "core/models/names.h"
 
 namespace icl {
@@ -173,7 +174,7 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
         attnOut = hook(outName, attnOut);
         x = x + attnOut;
         const torch::Tensor m
-            = torch::gelu(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in), "tanh");
+            = geluTanh(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in));
         const torch::Tensor mlpOut = hook(actName(Act::MlpOut, l), torch::addmm(b.b_out, m, b.W_out).view({B, T, D}));
         x = x + mlpOut;
         x = hook(actName(Act::ResidPost, l), x);

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <cmath>
 
+#include "core/models/gelu.h"
 #include "core/models/names.h"
 
 namespace icl {
@@ -254,7 +255,7 @@ torch::Tensor LsaImpl::forward(const torch::Tensor& tokens, int64_t n_context, A
         e = e + hook(outName, out);
         if (o.mlp) {
             torch::Tensor m = blk.ln2 ? blk.ln2->forward(e) : e;
-            m = torch::gelu(torch::nn::functional::linear(m, blk.mlp_w_in, blk.mlp_b_in), "tanh");
+            m = geluTanh(torch::nn::functional::linear(m, blk.mlp_w_in, blk.mlp_b_in));
             e = e + hook(actName(Act::MlpOut, l), torch::nn::functional::linear(m, blk.mlp_w_out, blk.mlp_b_out));
         }
         e = hook(actName(Act::ResidPost, l), e);
