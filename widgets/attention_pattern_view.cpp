@@ -24,11 +24,6 @@ namespace icl::widgets {
 
 namespace {
 
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
 QCPColorGradient gradientOf(const std::vector<std::pair<double, QColor>>& stops)
 {
     QCPColorGradient g;
@@ -39,27 +34,6 @@ QCPColorGradient gradientOf(const std::vector<std::pair<double, QColor>>& stops)
     g.setNanHandling(QCPColorGradient::nhTransparent);
     g.setLevelCount(256);
     return g;
-}
-
-/// Breaks a "key: value · key: value" caption into lines of at most `budget` pixels at the separators.
-QString wrapCaption(const QString& caption, const QFont& font, int budget)
-{
-    const QFontMetrics metrics(font);
-    const QString separator = QStringLiteral(" · ");
-    QStringList lines;
-    QString line;
-    for (const QString& part : caption.split(separator)) {
-        const QString candidate = line.isEmpty() ? part : line + separator + part;
-        if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > budget) {
-            lines << line;
-            line = part;
-        } else {
-            line = candidate;
-        }
-    }
-    if (!line.isEmpty())
-        lines << line;
-    return lines.join('\n');
 }
 
 double largestMagnitude(const icl::Matrix& m)
@@ -247,14 +221,14 @@ void AttentionPatternView::setCaptionVisible(bool visible)
 QString AttentionPatternView::rowLabel(int row) const
 {
     if (size_t(row) < m_pattern.row_labels.size())
-        return qs(m_pattern.row_labels[size_t(row)]);
+        return QString::fromStdString(m_pattern.row_labels[size_t(row)]);
     return QString::number(row + 1);
 }
 
 QString AttentionPatternView::colLabel(int col) const
 {
     if (size_t(col) < m_pattern.col_labels.size())
-        return qs(m_pattern.col_labels[size_t(col)]);
+        return QString::fromStdString(m_pattern.col_labels[size_t(col)]);
     return QString::number(col + 1);
 }
 
@@ -266,10 +240,10 @@ void AttentionPatternView::rebuild()
     if (m_caption->layout())
         grid->take(m_caption);
     grid->simplify();
-    const QString title = qs(m_pattern.name);
+    const QString title = QString::fromStdString(m_pattern.name);
     QString caption;
     for (const auto& [key, value] : m_metadata)
-        caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + qs(key + ": " + value);
+        caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + QString::fromStdString(key + ": " + value);
     m_title->setText(title);
     const int budget = m_plot->width() > 200 ? std::min(kExportLogicalWidth, m_plot->width()) - 40 : kExportLogicalWidth - 40;
     m_caption->setText(wrapCaption(caption, m_caption->font(), budget));
@@ -447,7 +421,7 @@ bool AttentionPatternView::exportTo(
 
 void AttentionPatternView::exportWithDialog()
 {
-    QString base = qs(m_pattern.name).toLower();
+    QString base = QString::fromStdString(m_pattern.name).toLower();
     for (QChar& c : base)
         if (!c.isLetterOrNumber())
             c = '_';

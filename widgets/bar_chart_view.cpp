@@ -22,11 +22,6 @@ namespace icl::widgets {
 
 namespace {
 
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
 std::string csvField(const std::string& s)
 {
     if (s.find_first_of(",\"\n") == std::string::npos)
@@ -35,26 +30,6 @@ std::string csvField(const std::string& s)
     for (char c : s)
         q += (c == '"') ? std::string("\"\"") : std::string(1, c);
     return q + "\"";
-}
-
-QString wrapCaption(const QString& caption, const QFont& font, int budget)
-{
-    const QFontMetrics metrics(font);
-    const QString separator = QStringLiteral(" · ");
-    QStringList lines;
-    QString line;
-    for (const QString& part : caption.split(separator)) {
-        const QString candidate = line.isEmpty() ? part : line + separator + part;
-        if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > budget) {
-            lines << line;
-            line = part;
-        } else {
-            line = candidate;
-        }
-    }
-    if (!line.isEmpty())
-        lines << line;
-    return lines.join('\n');
 }
 
 } // namespace
@@ -148,8 +123,8 @@ void BarChartView::rebuild()
     grid->simplify();
     QString caption;
     for (const auto& [key, value] : m_chart.metadata)
-        caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + qs(key + ": " + value);
-    m_title->setText(qs(m_chart.title));
+        caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + QString::fromStdString(key + ": " + value);
+    m_title->setText(QString::fromStdString(m_chart.title));
     m_caption->setText(wrapCaption(caption, m_caption->font(), kExportLogicalWidth - 40));
     if (!m_chart.title.empty()) {
         grid->insertRow(0);
@@ -173,16 +148,16 @@ void BarChartView::rebuild()
         }
     }
     m_bars->setData(keys, values, true);
-    m_bars->setName(qs(m_chart.y_label));
-    m_plot->xAxis->setLabel(qs(m_chart.x_label));
-    m_plot->yAxis->setLabel(qs(m_chart.y_label));
+    m_bars->setName(QString::fromStdString(m_chart.y_label));
+    m_plot->xAxis->setLabel(QString::fromStdString(m_chart.x_label));
+    m_plot->yAxis->setLabel(QString::fromStdString(m_chart.y_label));
     // Level of detail: label every k-th bar so that rotated labels never overlap.
     const QFontMetrics fm(m_plot->xAxis->tickLabelFont());
     const int axisW = std::max(200, m_plot->width() - 100);
     const int stride = n > 0 ? std::max(1, int(std::ceil(double(fm.height() + 2) * n / axisW))) : 1;
     auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     for (int i = 0; i < n; i += stride)
-        ticks->addTick(i, qs(m_chart.labels[size_t(i)]));
+        ticks->addTick(i, QString::fromStdString(m_chart.labels[size_t(i)]));
     m_plot->xAxis->setTicker(ticks);
     m_plot->xAxis->setTickLabelRotation(n > 12 ? 90 : 0);
     m_plot->xAxis->setRange(-0.6, std::max(n, 1) - 0.4);
@@ -204,7 +179,7 @@ QString BarChartView::barText(int index) const
 {
     if (index < 0 || size_t(index) >= m_chart.labels.size() || size_t(index) >= m_chart.values.size())
         return QString();
-    return QStringLiteral("%1: %2").arg(qs(m_chart.labels[size_t(index)]),
+    return QStringLiteral("%1: %2").arg(QString::fromStdString(m_chart.labels[size_t(index)]),
         QString::number(m_chart.values[size_t(index)], 'g', 6));
 }
 
@@ -253,7 +228,7 @@ bool BarChartView::exportTo(const std::string& path, const std::string& format, 
 
 void BarChartView::exportWithDialog()
 {
-    QString base = qs(m_chart.name);
+    QString base = QString::fromStdString(m_chart.name);
     if (base.isEmpty())
         base = QStringLiteral("bar_chart");
     ExportTarget target;

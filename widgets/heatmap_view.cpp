@@ -26,33 +26,6 @@ namespace icl::widgets {
 
 namespace {
 
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
-/// Breaks a "key: value · key: value" caption into lines that fit `budget` pixels, at the " · "
-/// separators (as PlotView and BarChartView do: one long line is cut off at both edges of an export).
-QString wrapCaption(const QString& caption, const QFont& font, int budget)
-{
-    const QFontMetrics metrics(font);
-    const QString separator = QStringLiteral(" · ");
-    QStringList lines;
-    QString line;
-    for (const QString& part : caption.split(separator)) {
-        const QString candidate = line.isEmpty() ? part : line + separator + part;
-        if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > budget) {
-            lines << line;
-            line = part;
-        } else {
-            line = candidate;
-        }
-    }
-    if (!line.isEmpty())
-        lines << line;
-    return lines.join('\n');
-}
-
 /// Diverging blue–white–red scale (ColorBrewer RdBu, reversed so that negative is blue).
 QCPColorGradient divergingGradient()
 {
@@ -221,14 +194,14 @@ void HeatmapView::setToolBarVisible(bool visible)
 QString HeatmapView::rowLabel(int row) const
 {
     if (size_t(row) < m_matrix.row_labels.size())
-        return qs(m_matrix.row_labels[size_t(row)]);
+        return QString::fromStdString(m_matrix.row_labels[size_t(row)]);
     return QString::number(row + 1);
 }
 
 QString HeatmapView::colLabel(int col) const
 {
     if (size_t(col) < m_matrix.col_labels.size())
-        return qs(m_matrix.col_labels[size_t(col)]);
+        return QString::fromStdString(m_matrix.col_labels[size_t(col)]);
     return QString::number(col + 1);
 }
 
@@ -240,10 +213,10 @@ void HeatmapView::rebuild()
     if (m_caption->layout())
         grid->take(m_caption);
     grid->simplify();
-    const QString title = qs(m_matrix.name);
+    const QString title = QString::fromStdString(m_matrix.name);
     QString caption;
     for (const auto& [key, value] : m_metadata)
-        caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + qs(key + ": " + value);
+        caption += (caption.isEmpty() ? QString() : QStringLiteral(" · ")) + QString::fromStdString(key + ": " + value);
     m_title->setText(title);
     m_caption->setText(wrapCaption(caption, m_caption->font(), kExportLogicalWidth - 40));
     if (!title.isEmpty()) {
@@ -279,9 +252,9 @@ void HeatmapView::rebuild()
     auto rowTicks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
     for (int r = 0; r < rows; ++r)
         rowTicks->addTick(r, rowLabel(r));
-    m_plot->yAxis->setLabel(qs(m_rowAxisLabel));
-    m_plot->xAxis2->setLabel(qs(m_colAxisLabel));
-    m_colorScale->axis()->setLabel(qs(m_colorLabel));
+    m_plot->yAxis->setLabel(QString::fromStdString(m_rowAxisLabel));
+    m_plot->xAxis2->setLabel(QString::fromStdString(m_colAxisLabel));
+    m_colorScale->axis()->setLabel(QString::fromStdString(m_colorLabel));
     m_plot->xAxis2->setTicker(colTicks);
     m_plot->yAxis->setTicker(rowTicks);
     m_plot->xAxis2->setTickLabelRotation(cols > 16 ? 90 : 0);
@@ -363,7 +336,7 @@ bool HeatmapView::exportTo(const std::string& path, const std::string& format, i
 
 void HeatmapView::exportWithDialog()
 {
-    QString base = qs(m_matrix.name).toLower();
+    QString base = QString::fromStdString(m_matrix.name).toLower();
     for (QChar& c : base)
         if (!c.isLetterOrNumber())
             c = '_';

@@ -7,6 +7,7 @@
 #include <QFileInfo>
 #include <QInputDialog>
 #include <QFile>
+#include <QFontMetrics>
 #include <QImage>
 #include <QImageWriter>
 #include <QPageLayout>
@@ -77,6 +78,26 @@ bool fail(std::string* error, const std::string& message)
 }
 
 } // namespace
+
+QString wrapCaption(const QString& caption, const QFont& font, int budget)
+{
+    const QFontMetrics metrics(font);
+    const QString separator = QStringLiteral(" · ");
+    QStringList lines;
+    QString line;
+    for (const QString& part : caption.split(separator)) {
+        const QString candidate = line.isEmpty() ? part : line + separator + part;
+        if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > budget) {
+            lines << line;
+            line = part;
+        } else {
+            line = candidate;
+        }
+    }
+    if (!line.isEmpty())
+        lines << line;
+    return lines.join('\n');
+}
 
 bool ensureExportApplication(std::string* error)
 {

@@ -6,6 +6,7 @@
 #include <string>
 
 class QCustomPlot;
+class QFont;
 class QString;
 class QWidget;
 
@@ -15,6 +16,10 @@ namespace icl::widgets {
 inline constexpr int kExportLogicalDpi = 100;
 inline constexpr int kExportLogicalWidth = 640;
 inline constexpr int kExportLogicalHeight = 400;
+
+/// The caption under a plot: its " · "-separated parts joined into lines no wider than `budget` logical pixels in
+/// `font` (a part wider than that gets a line of its own). Thread affinity: the QApplication's thread.
+QString wrapCaption(const QString& caption, const QFont& font, int budget);
 
 /// Makes sure a QApplication exists on this thread (creating one on the offscreen platform for
 /// headless callers). Returns false and sets `*error` when that is impossible.

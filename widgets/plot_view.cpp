@@ -28,11 +28,6 @@ bool drawable(double value, bool log)
     return !log || std::isnan(value) || value > 0.0;
 }
 
-QString qs(const std::string& s)
-{
-    return QString::fromStdString(s);
-}
-
 /// Log ticker that labels 1, 2 and 5 × 10^k (with minor ticks at the other integer multiples)
 /// when the axis spans under three decades, where powers of ten alone leave one or two labels.
 class LogTicker : public QCPAxisTickerLog {
@@ -68,29 +63,6 @@ public:
         }
     }
 };
-
-/// Breaks a "key: value · key: value" caption into lines that fit the export width, at the " · "
-/// separators (a long caption must not widen the plot layout).
-QString wrapCaption(const QString& caption, const QFont& font)
-{
-    const QFontMetrics metrics(font);
-    const int budget = 600; // logical pixels: the 640-pixel export width less margins
-    const QString separator = QStringLiteral(" · ");
-    QStringList lines;
-    QString line;
-    for (const QString& part : caption.split(separator)) {
-        const QString candidate = line.isEmpty() ? part : line + separator + part;
-        if (!line.isEmpty() && metrics.horizontalAdvance(candidate) > budget) {
-            lines << line;
-            line = part;
-        } else {
-            line = candidate;
-        }
-    }
-    if (!line.isEmpty())
-        lines << line;
-    return lines.join('\n');
-}
 
 } // namespace
 
@@ -250,10 +222,10 @@ void PlotView::rebuild()
     if (m_caption->layout())
         grid->take(m_caption);
     grid->simplify();
-    const QString title = qs(m_figure.title);
-    const QString caption = qs(m_figure.caption());
+    const QString title = QString::fromStdString(m_figure.title);
+    const QString caption = QString::fromStdString(m_figure.caption());
     m_title->setText(title);
-    m_caption->setText(wrapCaption(caption, m_caption->font()));
+    m_caption->setText(wrapCaption(caption, m_caption->font(), kExportLogicalWidth - 40));
     if (!title.isEmpty()) {
         grid->insertRow(0);
         grid->addElement(0, 0, m_title);
@@ -266,8 +238,8 @@ void PlotView::rebuild()
 
     QCPAxis* xAxis = m_plot->xAxis;
     QCPAxis* yAxis = m_plot->yAxis;
-    xAxis->setLabel(qs(m_figure.x_label));
-    yAxis->setLabel(qs(m_figure.y_label));
+    xAxis->setLabel(QString::fromStdString(m_figure.x_label));
+    yAxis->setLabel(QString::fromStdString(m_figure.y_label));
     auto configureAxis = [](QCPAxis* axis, bool log) {
         if (log) {
             axis->setScaleType(QCPAxis::stLogarithmic);
@@ -285,7 +257,7 @@ void PlotView::rebuild()
     if (!m_figure.log_x && !m_figure.x_ticks.empty() && m_figure.x_ticks.size() == m_figure.x_tick_labels.size()) {
         QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
         for (size_t i = 0; i < m_figure.x_ticks.size(); ++i)
-            ticker->addTick(m_figure.x_ticks[i], qs(m_figure.x_tick_labels[i]));
+            ticker->addTick(m_figure.x_ticks[i], QString::fromStdString(m_figure.x_tick_labels[i]));
         xAxis->setTicker(ticker);
     }
     configureAxis(yAxis, m_figure.log_y);
@@ -309,8 +281,8 @@ void PlotView::rebuild()
             }
             QCPGraph* lower = m_plot->addGraph(xAxis, yAxis);
             QCPGraph* upper = m_plot->addGraph(xAxis, yAxis);
-            lower->setName(qs(series.name) + QStringLiteral(" (lower)"));
-            upper->setName(qs(series.name) + QStringLiteral(" (upper)"));
+            lower->setName(QString::fromStdString(series.name) + QStringLiteral(" (lower)"));
+            upper->setName(QString::fromStdString(series.name) + QStringLiteral(" (upper)"));
             lower->setData(bx, lo);
             upper->setData(bx, hi);
             QColor edge = color;
@@ -339,7 +311,7 @@ void PlotView::rebuild()
         anyData = anyData || !x.isEmpty();
 
         QCPGraph* graph = m_plot->addGraph(xAxis, yAxis);
-        graph->setName(qs(series.name));
+        graph->setName(QString::fromStdString(series.name));
         graph->setData(x, y);
         QPen pen(color, 2.0);
         pen.setCapStyle(Qt::FlatCap);
@@ -400,7 +372,7 @@ void PlotView::resetView()
 
 void PlotView::exportWithDialog()
 {
-    const QString base = m_figure.name.empty() ? QStringLiteral("figure") : qs(m_figure.name);
+    const QString base = m_figure.name.empty() ? QStringLiteral("figure") : QString::fromStdString(m_figure.name);
     ExportTarget target;
     if (!askExportTarget(this, tr("Export plot"), base, &target))
         return;

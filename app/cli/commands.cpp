@@ -49,12 +49,6 @@ std::string fmt(double v, int precision = 4)
     return buf;
 }
 
-// Metric values as JSON (NaN -> null).
-json number(double v)
-{
-    return std::isfinite(v) ? json(v) : json(nullptr);
-}
-
 json finalMetrics(const RunSummary& s)
 {
     json m = json::object();
@@ -63,11 +57,11 @@ json finalMetrics(const RunSummary& s)
         if (values.empty())
             continue;
         if (name.rfind("baseline/", 0) == 0)
-            baselines[name.substr(9)] = number(values.back());
+            baselines[name.substr(9)] = jsonNumber(values.back());
         else if (name.rfind("baseline_eta/", 0) == 0)
-            baselines["eta_" + name.substr(13)] = number(values.back());
+            baselines["eta_" + name.substr(13)] = jsonNumber(values.back());
         else
-            m[name] = number(values.back());
+            m[name] = jsonNumber(values.back());
     }
     m["baselines"] = baselines;
     return m;
@@ -91,6 +85,11 @@ int64_t layersOf(const json& config)
 }
 
 } // namespace
+
+json jsonNumber(double v)
+{
+    return std::isfinite(v) ? json(v) : json(nullptr);
+}
 
 void printJsonObj(const json& out)
 {
@@ -202,10 +201,10 @@ int runTrain(const TrainArgs& args)
         out["final_step"] = result.final_step;
         out["stopped"] = result.stopped;
         out["device"] = result.device;
-        out["eval_loss"] = number(result.eval_loss);
+        out["eval_loss"] = jsonNumber(result.eval_loss);
         out["baselines"] = json::object();
         for (const auto& [name, value] : result.baselines)
-            out["baselines"][name] = number(value);
+            out["baselines"][name] = jsonNumber(value);
         printJsonObj(out);
         return exitCode;
     }
@@ -246,7 +245,7 @@ int runInfo(const std::string& path, bool asJson)
         out["config"] = config;
         json cps = json::array();
         for (const auto& c : s.checkpoints) {
-            json cp = {{"step", c.step}, {"train_loss", number(c.train_loss)}, {"wall_time_s", c.wall_time_s}};
+            json cp = {{"step", c.step}, {"train_loss", jsonNumber(c.train_loss)}, {"wall_time_s", c.wall_time_s}};
             if (!c.damaged.empty())
                 cp["damaged"] = c.damaged;
             cps.push_back(cp);
@@ -562,10 +561,10 @@ int64_t modelLayers(const std::string& path)
 
 json metricsJson(const AlignmentMetrics& m)
 {
-    return {{"prediction_difference", number(m.prediction_difference)},
-            {"model_cosine", number(m.model_cosine)},
-            {"model_difference", number(m.model_difference)},
-            {"relative_model_difference", number(m.relative_model_difference)}};
+    return {{"prediction_difference", jsonNumber(m.prediction_difference)},
+            {"model_cosine", jsonNumber(m.model_cosine)},
+            {"model_difference", jsonNumber(m.model_difference)},
+            {"relative_model_difference", jsonNumber(m.relative_model_difference)}};
 }
 
 int runEtaScan(const AnalyzeArgs& args)
@@ -594,9 +593,9 @@ int runLayers(const AnalyzeArgs& args)
         json out = {{"analysis", "layers_vs_steps"}, {"rows", json::array()}};
         for (const auto& r : rows)
             out["rows"].push_back({{"layer", r.layer},
-                                   {"model_loss", number(r.model_loss)},
-                                   {"gd_loss", number(r.gd_loss)},
-                                   {"gdpp_loss", number(r.gdpp_loss)},
+                                   {"model_loss", jsonNumber(r.model_loss)},
+                                   {"gd_loss", jsonNumber(r.gd_loss)},
+                                   {"gdpp_loss", jsonNumber(r.gdpp_loss)},
                                    {"vs_gd", metricsJson(r.vs_gd)},
                                    {"vs_gdpp", metricsJson(r.vs_gdpp)}});
         printJsonObj(out);
@@ -705,7 +704,7 @@ int runPaste(const AnalyzeArgs& args)
     auto vec = [](const std::vector<double>& v) {
         json a = json::array();
         for (double x : v)
-            a.push_back(number(x));
+            a.push_back(jsonNumber(x));
         return a;
     };
     if (args.json) {
@@ -729,10 +728,10 @@ int runPaste(const AnalyzeArgs& args)
                           {"init_from_parent", o.copy_parent_embedding},
                           {"zero_new_mlp", o.zero_new_mlp},
                           {"ridge_lambda", r.ridge_lambda},
-                          {"pasted_loss", number(r.pasted_loss)},
-                          {"scratch_loss", number(r.scratch_loss)},
-                          {"ridge_loss", number(r.ridge_loss)},
-                          {"zero_loss", number(r.zero_loss)},
+                          {"pasted_loss", jsonNumber(r.pasted_loss)},
+                          {"scratch_loss", jsonNumber(r.scratch_loss)},
+                          {"ridge_loss", jsonNumber(r.ridge_loss)},
+                          {"zero_loss", jsonNumber(r.zero_loss)},
                           {"frozen_unchanged", r.frozen_unchanged},
                           {"n_examples", r.n_examples},
                           {"pasted_curve", vec(r.pasted_curve)},
@@ -774,8 +773,8 @@ int runCopy(const AnalyzeArgs& args)
                           {"own", c.own},
                           {"next", c.next},
                           {"other", c.other},
-                          {"own_next_ratio", number(c.ownNextRatio())},
-                          {"next_other_ratio", number(c.nextOtherRatio())},
+                          {"own_next_ratio", jsonNumber(c.ownNextRatio())},
+                          {"next_other_ratio", jsonNumber(c.nextOtherRatio())},
                           {"token_labels", c.token_labels},
                           {"gradient_norm", c.gradient_norm}});
         return 0;
@@ -792,7 +791,7 @@ int runCopy(const AnalyzeArgs& args)
 
 json kernelCurveJson(const KernelErrorCurve& c)
 {
-    return {{"mean", c.mean}, {"std", c.std}, {"slope", number(c.slope)}};
+    return {{"mean", c.mean}, {"std", c.std}, {"slope", jsonNumber(c.slope)}};
 }
 
 int runKernel(const AnalyzeArgs& args)
@@ -831,10 +830,10 @@ int runKernel(const AnalyzeArgs& args)
                           {"exact_attention_max_abs", kv.exact_attention_max_abs},
                           {"m", s.m},
                           {"seeds", s.seeds},
-                          {"slope", number(s.output_rmse.slope)},
+                          {"slope", jsonNumber(s.output_rmse.slope)},
                           {"error", s.output_rmse.mean},
                           {"error_std", s.output_rmse.std},
-                          {"attention_slope", number(s.attention_rmse.slope)},
+                          {"attention_slope", jsonNumber(s.attention_rmse.slope)},
                           {"attention_error", s.attention_rmse.mean},
                           {"output_rmse", kernelCurveJson(s.output_rmse)},
                           {"output_max_abs", kernelCurveJson(s.output_max_abs)},
@@ -929,7 +928,7 @@ int runGdAlignment(const AnalyzeArgs& args)
     if (args.json) {
         json out = {{"analysis", "gd_alignment"},
                     {"reference", r.reference},
-                    {"reference_eta", number(r.reference_eta)},
+                    {"reference_eta", jsonNumber(r.reference_eta)},
                     {"checkpoint_step", r.checkpoint_step},
                     {"n_prompts", r.n_prompts},
                     {"prediction_difference", m.prediction_difference},

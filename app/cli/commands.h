@@ -19,6 +19,9 @@ namespace icl::cli {
 /// Prints `out` on stdout as a command's one JSON object with --json (indented by 2, then a newline).
 void printJsonObj(const nlohmann::json& out);
 
+/// `v` as a JSON number, or null when it is NaN or infinite (JSON has neither).
+nlohmann::json jsonNumber(double v);
+
 int runPresets(bool json);
 
 /// icl-cli config --list: every config key (path, type, default, allowed values, one line of documentation)

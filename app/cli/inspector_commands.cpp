@@ -31,11 +31,6 @@ namespace icl::cli {
 
 namespace {
 
-json number(double v)
-{
-    return std::isfinite(v) ? json(v) : json(nullptr);
-}
-
 std::string extensionOf(const std::string& path)
 {
     std::string ext = fs::path(path).extension().string();
@@ -64,7 +59,7 @@ json predictionsJson(const std::vector<PredictorValue>& values)
 {
     json out = json::object();
     for (const PredictorValue& p : values)
-        out[p.name] = {{"prediction", number(p.prediction)}, {"error", number(p.error)}};
+        out[p.name] = {{"prediction", jsonNumber(p.prediction)}, {"error", jsonNumber(p.error)}};
     return out;
 }
 
@@ -73,7 +68,7 @@ json promptJson(const Prompt& p)
 {
     json y = json::array();
     for (double v : p.y)
-        y.push_back(number(v));
+        y.push_back(jsonNumber(v));
     json out = {{"x", p.x}, {"y", y}, {"noise_std", p.noise_std}, {"seed", p.seed}};
     if (!p.w.empty())
         out["w"] = p.w;
@@ -300,8 +295,8 @@ int runAttention(const AnalyzeArgs& args)
         for (const HeadSummary& h : view.heads)
             heads.push_back({{"layer", h.layer},
                              {"head", h.head},
-                             {"entropy", number(h.entropy)},
-                             {"copy_mass", number(h.copy_mass)},
+                             {"entropy", jsonNumber(h.entropy)},
+                             {"copy_mass", jsonNumber(h.copy_mass)},
                              {"query_to_example", h.query_to_example}});
         json patterns = json::array();
         for (const Matrix& m : view.patterns) {
@@ -317,7 +312,7 @@ int runAttention(const AnalyzeArgs& args)
                     {"token_labels", view.token_labels},
                     {"key_labels", view.key_labels},
                     {"softmax_head", view.softmax_head},
-                    {"target", number(view.target)},
+                    {"target", jsonNumber(view.target)},
                     {"predictions", predictionsJson(view.predictions)},
                     {"heads", heads},
                     {"patterns", patterns},
@@ -371,7 +366,7 @@ int runLens(const AnalyzeArgs& args)
                     {"checkpoint_step", lens.checkpoint_step},
                     {"layer_labels", lens.layer_labels},
                     {"prediction", lens.prediction},
-                    {"target", number(lens.target)},
+                    {"target", jsonNumber(lens.target)},
                     {"references", predictionsJson(lens.references)},
                     {"prompt", promptJson(prompt)}};
         addPromptSource(out, args);
@@ -404,7 +399,7 @@ int runPatching(const AnalyzeArgs& args)
         for (int64_t i = 0; i < r.effect.rows; ++i) {
             json row = json::array();
             for (int64_t j = 0; j < r.effect.cols; ++j)
-                row.push_back(number(r.effect.at(i, j)));
+                row.push_back(jsonNumber(r.effect.at(i, j)));
             effect.push_back(row);
         }
         json out = {{"analysis", "patching"},
@@ -412,8 +407,8 @@ int runPatching(const AnalyzeArgs& args)
                     {"corruption", r.corruption},
                     {"example", o.example + 1},
                     {"seed", o.seed},
-                    {"clean_prediction", number(r.clean_prediction)},
-                    {"corrupted_prediction", number(r.corrupted_prediction)},
+                    {"clean_prediction", jsonNumber(r.clean_prediction)},
+                    {"corrupted_prediction", jsonNumber(r.corrupted_prediction)},
                     {"n_prompts", r.n_prompts},
                     {"n_skipped", r.n_skipped},
                     {"layer_labels", r.effect.row_labels},

@@ -17,6 +17,7 @@
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
 #include "widgets/color_scales.h"
+#include "tests/support/qt_files.h"
 
 using icl::Matrix;
 using icl::widgets::AttentionGrid;
@@ -25,6 +26,8 @@ using icl::widgets::BarChart;
 using icl::widgets::BarChartView;
 
 namespace {
+using icl::test::readAll;
+using icl::test::svgText;
 
 /// Causal softmax pattern over T tokens: row t puts weight on keys 0..t, the largest on key t.
 Matrix causalPattern(int T, const std::string& name = "layer 0, head 1")
@@ -47,22 +50,6 @@ Matrix causalPattern(int T, const std::string& name = "layer 0, head 1")
         m.col_labels.push_back(label);
     }
     return m;
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-QString svgText(const QString& path)
-{
-    QXmlStreamReader xml(readAll(path));
-    QString text;
-    while (!xml.atEnd())
-        if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("text"))
-            text += xml.readElementText(QXmlStreamReader::IncludeChildElements) + "\n";
-    return text;
 }
 
 } // namespace

@@ -1,4 +1,5 @@
 #include "widgets/figure_export.h"
+#include "tests/support/qt_files.h"
 
 #include <cmath>
 
@@ -15,6 +16,7 @@ using icl::Series;
 using icl::widgets::exportFigure;
 
 namespace {
+using icl::test::readAll;
 
 Figure testFigure()
 {
@@ -35,12 +37,6 @@ Figure testFigure()
     f.series = { model, ls };
     f.metadata = { { "experiment", "runs/demo.h5" }, { "checkpoint_step", "4000" }, { "seed", "7" } };
     return f;
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
 } // namespace

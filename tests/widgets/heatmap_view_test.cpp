@@ -1,4 +1,5 @@
 #include "widgets/heatmap_view.h"
+#include "tests/support/qt_files.h"
 
 #include <QFile>
 #include <QImage>
@@ -14,6 +15,7 @@ using icl::Matrix;
 using icl::widgets::HeatmapView;
 
 namespace {
+using icl::test::readAll;
 
 /// 3 × 4 matrix with distinct values, negative and positive, max |value| = 8.
 Matrix testMatrix()
@@ -28,12 +30,6 @@ Matrix testMatrix()
     m.row_labels = { "x1", "x2", "y" };
     m.col_labels = { "c1", "c2", "c3", "y" };
     return m;
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
 } // namespace

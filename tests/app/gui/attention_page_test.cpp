@@ -44,12 +44,15 @@
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/qt_files.h"
 
 using icl::gui::AttentionPage;
 using icl::gui::MainWindow;
 using icl::gui::PatchingPage;
 
 namespace {
+using icl::test::readAll;
+using icl::test::svgText;
 
 constexpr int kTimeoutMs = 120000;
 
@@ -96,22 +99,6 @@ QAction* viewAction(const MainWindow& window, const QString& text)
                 if (a->text() == text)
                     return a;
     return nullptr;
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
-}
-
-QString svgText(const QString& path)
-{
-    QXmlStreamReader xml(readAll(path));
-    QString text;
-    while (!xml.atEnd())
-        if (xml.readNext() == QXmlStreamReader::StartElement && xml.name() == QLatin1String("text"))
-            text += xml.readElementText(QXmlStreamReader::IncludeChildElements) + "\n";
-    return text;
 }
 
 /// Data lines of a CSV (no "# key: value" metadata), split into cells.

@@ -40,11 +40,13 @@
 #include "widgets/plot_view.h"
 #include "tests/support/tiny_runs.h"
 #include "tests/support/same_values.h"
+#include "tests/support/qt_files.h"
 
 using icl::gui::MainWindow;
 using icl::gui::PastingPage;
 
 namespace {
+using icl::test::readAll;
 
 using icl::test::sameValues;
 
@@ -139,12 +141,6 @@ QAction* viewAction(const MainWindow& window, const QString& text)
                 if (a->text() == text)
                     return a;
     return nullptr;
-}
-
-QByteArray readAll(const QString& path)
-{
-    QFile f(path);
-    return f.open(QIODevice::ReadOnly) ? f.readAll() : QByteArray();
 }
 
 /// The arguments of the guo-pasting pasting in scripts/reproduce.py (its "paste" list), in order; empty when the
