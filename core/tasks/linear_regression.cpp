@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/io/kinds.h"
+#include "core/tasks/uniform_draws.h"
 
 namespace icl {
 
@@ -66,7 +67,7 @@ PromptBatch sampleLinearRegression(const TaskConfig& task, int64_t batch, uint64
     const int64_t n = task.n_context + 1, active = activeDims(task);
     torch::Tensor x;
     if (task.x_distribution == "uniform")
-        x = (torch::rand({batch, n, task.d}, gen, opts) * 2.0 - 1.0) * task.x_range;
+        x = drawSymmetricUniform(gen, {batch, n, task.d}, task.x_range);  // (rand · 2 − 1) · r, bitwise
     else
         x = torch::randn({batch, n, task.d}, gen, opts);
     if (active < task.d)

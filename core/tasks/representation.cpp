@@ -7,6 +7,7 @@
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/error.h"
+#include "core/tasks/uniform_draws.h"
 
 namespace icl {
 
@@ -82,7 +83,7 @@ PromptBatch sampleRepresentation(const TaskConfig& task, int64_t batch, uint64_t
     const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
     const int64_t n = task.n_context + 1, D = representationDim(task);
     torch::Tensor x = task.x_distribution == "uniform"
-        ? (torch::rand({batch, n, task.d}, gen, opts) * 2.0 - 1.0) * task.x_range
+        ? drawSymmetricUniform(gen, {batch, n, task.d}, task.x_range)
         : torch::randn({batch, n, task.d}, gen, opts);
     torch::Tensor w = torch::randn({batch, D}, gen, opts) * task.w_scale;
     torch::Tensor features;

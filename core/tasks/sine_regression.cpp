@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/io/kinds.h"
 #include "core/tasks/representation.h"
+#include "core/tasks/uniform_draws.h"
 
 namespace icl {
 
@@ -18,7 +19,7 @@ PromptBatch sampleSineRegression(const TaskConfig& task, int64_t batch, uint64_t
     const int64_t n = task.n_context + 1;
     torch::Tensor x;
     if (task.x_distribution == "uniform")
-        x = (torch::rand({batch, n, 1}, gen, opts) * 2.0 - 1.0) * task.x_range;
+        x = drawSymmetricUniform(gen, {batch, n, 1}, task.x_range);
     else
         x = torch::randn({batch, n, 1}, gen, opts);
     torch::Tensor a = task.amplitude_min + (task.amplitude_max - task.amplitude_min) * torch::rand({batch}, gen, opts);

@@ -21,6 +21,7 @@
 #include "core/models/lsa.h"
 #include "core/models/lsa_fused.h"
 #include "core/tasks/linear_regression.h"
+#include "core/tasks/uniform_draws.h"
 #include "core/training/blas.h"
 #include "core/training/device.h"
 #include "core/training/sharded_step.h"
@@ -51,6 +52,31 @@ void BM_BaselineRandn(benchmark::State& state)
         benchmark::DoNotOptimize(torch::randn({state.range(0), 11, 10}));
 }
 BENCHMARK(BM_BaselineRandn)->Arg(2048);
+
+// The x draw of a prompt batch (batch × 11 × 10, U(−1, 1)): icl::drawSymmetricUniform against the LibTorch
+// expression it reproduces bit for bit, (torch::rand · 2 − 1) · 1, alternately on generators of the same seed.
+// Counters: ratio (LibTorch time / drawSymmetricUniform time).
+void BM_UniformDrawsVsTorchRand(benchmark::State& state)
+{
+    using Clock = std::chrono::steady_clock;
+    const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+    const int64_t B = state.range(0);
+    at::Generator ours = at::detail::createCPUGenerator(1), theirs = at::detail::createCPUGenerator(1);
+    double oursS = 0.0, theirsS = 0.0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        benchmark::DoNotOptimize(icl::drawSymmetricUniform(ours, {B, 11, 10}, 1.0));
+        const auto t1 = Clock::now();
+        benchmark::DoNotOptimize((torch::rand({B, 11, 10}, theirs, opts) * 2.0 - 1.0) * 1.0);
+        const auto t2 = Clock::now();
+        const double f = std::chrono::duration<double>(t1 - t0).count();
+        oursS += f;
+        theirsS += std::chrono::duration<double>(t2 - t1).count();
+        state.SetIterationTime(f);
+    }
+    state.counters["ratio"] = theirsS / oursS;
+}
+BENCHMARK(BM_UniformDrawsVsTorchRand)->Arg(2048)->UseManualTime()->Unit(benchmark::kMicrosecond);
 
 void BM_LsaTrainStep(benchmark::State& state)
 {
