@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/training/blas.h"
 
 namespace icl {
 
@@ -256,6 +257,7 @@ void FusedLsa::prepareWeights()
 torch::Tensor FusedLsa::forward(const PromptBatch& batch)
 {
     torch::NoGradGuard noGrad;
+    const ThisThreadIntraOpThreads oneThread(1);  // see the class comment
     const LsaOptions& o = m_model.options();
     const LsaLayerWeights& w0 = m_model.layer(0);
     PromptBatch pb = batch;
@@ -312,6 +314,7 @@ torch::Tensor FusedLsa::predict(const PromptBatch& batch)
 torch::Tensor FusedLsa::lossAndGrad(const PromptBatch& batch)
 {
     torch::NoGradGuard noGrad;
+    const ThisThreadIntraOpThreads oneThread(1);  // see the class comment
     const LsaOptions& o = m_model.options();
     const torch::Tensor eq = forward(batch);
     const int64_t B = m_B, T = m_T, n = m_n, D = o.tokenDim(), H = o.n_heads, K = o.n_layers;

@@ -32,7 +32,11 @@ namespace icl {
 /// any number of heads, pair or interleaved layout, with or without sinusoidal positions). Holds
 /// its work buffers between calls (reallocated only when the batch shape, dtype or device changes).
 /// Thread affinity: one thread at a time (it owns mutable buffers); it reads and writes the model's
-/// attention weights and their grad(), so the model must not be used concurrently either.
+/// attention weights and their grad(), so the model must not be used concurrently either. On the CPU it
+/// runs on the calling thread alone, whatever the intra-op thread count (ThisThreadIntraOpThreads(1),
+/// core/training/blas.h): its GEMMs have inner dimension D ≈ 11 and its per-prompt products stream through
+/// memory, so a second thread gained less than the wake-ups of its ~60 parallel regions per step cost
+/// (README, "Threads per workload"). The numbers do not depend on the thread count either way.
 class FusedLsa {
 public:
     /// True when the fused path computes exactly the model of `options`; otherwise false and, when

@@ -118,17 +118,56 @@ void configureThreads(int threads)
     torch::set_num_threads(threads > 0 ? threads : defaultThreads());
 }
 
+namespace {
+
+using OmpSetThreads = void (*)(int);
+using OmpGetThreads = int (*)();
+
+// LibTorch's OpenMP runtime, looked up at run time (LibTorch may ship its own).
+OmpSetThreads ompSetNumThreads()
+{
+    static const auto f = reinterpret_cast<OmpSetThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    return f;
+}
+
+OmpGetThreads ompGetMaxThreads()
+{
+    static const auto f = reinterpret_cast<OmpGetThreads>(::dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    return f;
+}
+
+} // namespace
+
 void useOneIntraOpThreadOnThisThread()
 {
     // LibTorch reads its process-wide default into this thread's OpenMP count the first time it asks for
     // the count (at::get_num_threads); doing that first means the count set below is not overwritten later.
     (void)torch::get_num_threads();
-    // OpenMP's count is per thread; looked up at run time because LibTorch may ship its own OpenMP runtime.
-    using SetThreads = void (*)(int);
-    if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "omp_set_num_threads")))
+    // OpenMP's count is per thread.
+    if (const OmpSetThreads set = ompSetNumThreads())
         set(1);
     else
         torch::set_num_threads(1);
+}
+
+ThisThreadIntraOpThreads::ThisThreadIntraOpThreads(int threads)
+{
+    const OmpSetThreads set = ompSetNumThreads();
+    const OmpGetThreads get = ompGetMaxThreads();
+    if (threads <= 0 || set == nullptr || get == nullptr)
+        return;
+    (void)torch::get_num_threads();  // LibTorch's lazy initialisation first: it would overwrite the count later
+    const int before = get();
+    if (before == threads)
+        return;
+    set(threads);
+    m_before = before;
+}
+
+ThisThreadIntraOpThreads::~ThisThreadIntraOpThreads()
+{
+    if (m_before > 0)
+        ompSetNumThreads()(m_before);
 }
 
 ScopedThreads::ScopedThreads(int threads)

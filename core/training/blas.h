@@ -66,6 +66,24 @@ int defaultThreads();
 /// torch::set_num_threads(1) when LibTorch's OpenMP runtime cannot be found.
 void useOneIntraOpThreadOnThisThread();
 
+/// Runs a scope with the calling thread's OpenMP thread count — LibTorch's intra-op threads and OpenBLAS's
+/// with the OpenMP backend, as Debian builds them — at `threads` (≤ 0: unchanged), restoring it on exit.
+/// Other threads and the count threads start with are untouched, and it costs nothing measurable, whereas
+/// ScopedThreads goes through torch::set_num_threads, which also rebuilds LibTorch's pthreadpool (~0.1 ms
+/// per scope on 2 cores). For hot paths made of many small parallel regions, e.g. each step of the fused
+/// LSA trainer (core/models/lsa_fused.h). Without an OpenMP runtime in the process it does nothing.
+/// Construct and destroy on the same thread.
+class ThisThreadIntraOpThreads {
+public:
+    explicit ThisThreadIntraOpThreads(int threads);
+    ~ThisThreadIntraOpThreads();
+    ThisThreadIntraOpThreads(const ThisThreadIntraOpThreads&) = delete;
+    ThisThreadIntraOpThreads& operator=(const ThisThreadIntraOpThreads&) = delete;
+
+private:
+    int m_before = 0;  ///< the count to restore; 0 when nothing was changed
+};
+
 /// Runs a scope on `threads` LibTorch intra-op threads (≤ 0: unchanged) and restores the previous count
 /// on exit. With LibTorch's OpenMP backend (and OpenBLAS built for OpenMP, as Debian's) the count is the
 /// calling thread's, so other threads are not affected. Use it for work made of many small kernels

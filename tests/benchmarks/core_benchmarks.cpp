@@ -149,6 +149,7 @@ BENCHMARK(BM_LsaTrainLoop)
     ->Args({1, 0})
     ->Args({1, 1})
     ->Args({4, 0})
+    ->Args({4, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->MinWarmUpTime(0.5);

@@ -15,6 +15,7 @@
 #include "core/models/lsa.h"
 #include "core/models/lsa_fused.h"
 #include "core/tasks/linear_regression.h"
+#include "core/training/blas.h"
 #include "core/training/trainer.h"
 #include "tests/support/scratch.h"
 #include "tests/support/core_checks.h"
@@ -122,6 +123,29 @@ TEST(LsaFused, Float32MatchesAutogradAndFollowsShapeChanges)
     model->initVarianceScaling(0.5, 3);
     expectSameLossAndGradients(*model, linearPrompts(256, 10, 10, 1, 0.0, torch::kFloat32), 1e-4, "float32 N=10");
     expectSameLossAndGradients(*model, linearPrompts(64, 10, 4, 2, 0.0, torch::kFloat32), 1e-4, "float32 N=4");
+}
+
+// The fused step runs on the calling thread whatever the intra-op thread count (core/models/lsa_fused.h), so a
+// multi-layer model's loss and gradients have the same bits on 1 and 2 threads (with its GEMMs split over two
+// threads, OpenBLAS summed some of them in another order). 1,024 prompts: four chunks of the per-prompt kernels.
+TEST(LsaFused, SameBitsOnOneAndTwoIntraOpThreads)
+{
+    icl::Lsa model(11, 3, 2, false);
+    model->initVarianceScaling(0.5, 5);
+    const icl::PromptBatch batch = linearPrompts(1024, 10, 10, 4, 0.0, torch::kFloat32);
+    icl::FusedLsa fused(*model);
+    std::vector<std::vector<float>> results;
+    for (int threads : {1, 2, 1}) {
+        const icl::ScopedThreads scoped(threads);
+        std::vector<float> all{fused.lossAndGrad(batch).item<float>()};
+        for (const auto& p : model->parameters()) {
+            const torch::Tensor g = p.grad().contiguous();
+            all.insert(all.end(), g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+        }
+        results.push_back(all);
+    }
+    EXPECT_TRUE(icl::test::sameBits(results[0], results[1]));
+    EXPECT_TRUE(icl::test::sameBits(results[0], results[2]));
 }
 
 TEST(LsaFused, RefusesWhatItDoesNotCover)

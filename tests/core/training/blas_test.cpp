@@ -2,9 +2,14 @@
 // process's BLAS reports.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <string>
+#include <thread>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
 
 #include "core/training/blas.h"
 
@@ -85,6 +90,41 @@ TEST(OpenBlasCore, ThisProcessReportsItsBlas)
     } else {
         EXPECT_EQ(info.core_source.rfind("detected by OpenBLAS", 0), 0u) << info.core_source;
     }
+}
+
+// ThisThreadIntraOpThreads changes the calling thread's count alone: LibTorch's parallel loops in the scope run on
+// that thread, a thread started meanwhile gets the process's count, and the count comes back afterwards.
+TEST(ThisThreadIntraOpThreads, SetsTheCallingThreadsCountOnlyAndRestoresIt)
+{
+    const icl::ScopedThreads two(2);
+    ASSERT_EQ(torch::get_num_threads(), 2);
+    {
+        const icl::ThisThreadIntraOpThreads one(1);
+        EXPECT_EQ(torch::get_num_threads(), 1);
+        std::atomic<int> highestThread{0};
+        at::parallel_for(0, 64, 1, [&](int64_t, int64_t) {
+            int seen = highestThread.load();
+            while (at::get_thread_num() > seen && !highestThread.compare_exchange_weak(seen, at::get_thread_num())) {
+            }
+        });
+        EXPECT_EQ(highestThread.load(), 0);
+        int otherThreadCount = 0;
+        std::thread other([&] { otherThreadCount = torch::get_num_threads(); });
+        other.join();
+        EXPECT_EQ(otherThreadCount, 2);
+        {
+            const icl::ThisThreadIntraOpThreads unchanged(0);  // ≤ 0: leaves the count as it is
+            EXPECT_EQ(torch::get_num_threads(), 1);
+        }
+        EXPECT_EQ(torch::get_num_threads(), 1);
+    }
+    EXPECT_EQ(torch::get_num_threads(), 2);
+    std::atomic<int> highestThread{0};
+    at::parallel_for(0, 64, 1, [&](int64_t, int64_t) {
+        if (at::get_thread_num() > 0)
+            highestThread = 1;
+    });
+    EXPECT_EQ(highestThread.load(), 1);  // two threads again
 }
 
 } // namespace
