@@ -86,10 +86,32 @@ inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x,
     }
 }
 
+/// Adds coef(r) · x_t to the accumulators of rows r ∈ [R0, R1) of a block (acc[r][v] += coef · x_t[v·L …]):
+/// one term of every sum, in the order the sums are defined.
+template <typename V, typename S, int L, int NV, int R0, int R1, typename Coef>
+inline __attribute__((always_inline)) void addTerm(V (&acc)[kRows][NV], const S* __restrict xt, Coef&& coef)
+{
+    V xv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v)
+        loadVec(xv[v], xt + v * L);
+#pragma GCC unroll 8
+    for (int r = R0; r < R1; ++r) {
+        const S c = coef(r);
+#pragma GCC unroll 8
+        for (int v = 0; v < NV; ++v)
+            acc[r][v] += c * xv[v];
+    }
+}
+
 /// One (prompt, head): out[i][c] = alpha · Σ_{j ≤ i} a[i][j] · x[j][c] (a [T, T]; x, out rows xs, os apart),
 /// or with `transposed` out[j][c] = alpha · Σ_{i ≥ j} a[i][j] · x[i][c]; d_head = DH (> 0: accumulators in
-/// vector registers) or dh (DH = 0: accDyn, scratch of kRows · dh). Every sum runs in ascending order of the
-/// summed token; terms outside the causal range are not added.
+/// vector registers) or dh (DH = 0: accDyn, scratch of kRows · dh). Every sum starts from +0 and adds its
+/// terms, each a rounded product, in ascending order of the summed token; terms outside the causal range are
+/// not added. With DH > 0, a block of kRows output rows has a part where every row takes the token's term
+/// and at most kRows − 1 tokens where only some rows do; both are written with fixed row ranges so the
+/// accumulators stay in registers (the order of the terms within each sum is the same as one loop over the
+/// tokens, so the numbers are too).
 template <typename S, int DH, bool transposed>
 inline __attribute__((always_inline)) void causalProductImpl(const S* __restrict a, const S* __restrict x, int64_t xs,
                                                              int64_t T, int64_t dhRuntime, S alpha, S* __restrict out,
@@ -102,6 +124,38 @@ inline __attribute__((always_inline)) void causalProductImpl(const S* __restrict
     for (int64_t o0 = 0; o0 < T; o0 += kRows) {
         const int64_t n = std::min(kRows, T - o0);  // output rows of the block
         V acc[kRows][NV] = {};
+        if constexpr (DH > 0) {
+            if (n == kRows) {
+                static_assert(kRows == 4, "the partial-token steps below are written for blocks of 4 rows");
+                if constexpr (transposed) {
+                    // out row o0 + r sums tokens t ≥ o0 + r: tokens o0 … o0 + 2 reach rows 0 … t − o0 only.
+                    const S* a0 = a + o0 * T + o0;
+                    addTerm<V, S, L, NV, 0, 1>(acc, x + o0 * xs, [&](int r) { return a0[r]; });
+                    addTerm<V, S, L, NV, 0, 2>(acc, x + (o0 + 1) * xs, [&](int r) { return a0[T + r]; });
+                    addTerm<V, S, L, NV, 0, 3>(acc, x + (o0 + 2) * xs, [&](int r) { return a0[2 * T + r]; });
+                    for (int64_t t = o0 + 3; t < T; ++t) {
+                        const S* at = a + t * T + o0;
+                        addTerm<V, S, L, NV, 0, kRows>(acc, x + t * xs, [&](int r) { return at[r]; });
+                    }
+                } else {
+                    // out row o0 + r sums tokens t ≤ o0 + r: every row takes tokens 0 … o0, token o0 + e rows ≥ e.
+                    const S* a0 = a + o0 * T;
+                    for (int64_t t = 0; t <= o0; ++t)
+                        addTerm<V, S, L, NV, 0, kRows>(acc, x + t * xs, [&](int r) { return a0[r * T + t]; });
+                    addTerm<V, S, L, NV, 1, kRows>(acc, x + (o0 + 1) * xs, [&](int r) { return a0[r * T + o0 + 1]; });
+                    addTerm<V, S, L, NV, 2, kRows>(acc, x + (o0 + 2) * xs, [&](int r) { return a0[r * T + o0 + 2]; });
+                    addTerm<V, S, L, NV, 3, kRows>(acc, x + (o0 + 3) * xs, [&](int r) { return a0[r * T + o0 + 3]; });
+                }
+#pragma GCC unroll 8
+                for (int r = 0; r < kRows; ++r) {
+                    S* o = out + (o0 + r) * os;
+#pragma GCC unroll 8
+                    for (int v = 0; v < NV; ++v)
+                        storeVec(o + v * L, acc[r][v] * alpha);
+                }
+                continue;
+            }
+        }
         if constexpr (DH == 0)
             std::fill(accDyn, accDyn + kRows * dh, S(0));
         // Causal: row i reads tokens j ≤ i (transposed: token j is read by rows i ≥ j). A row of the block whose
