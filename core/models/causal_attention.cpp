@@ -52,8 +52,13 @@ inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x,
                                                           S* __restrict out, S* __restrict yT, int64_t Tp)
 {
     using V = Vec<S, kCols>;
+    // y's rows lie ys apart (in the fused QKV rows, usually not in cache): request every row's cache lines first,
+    // then copy column by column, so that the reads of one pass go to T different rows and their misses overlap.
     for (int64_t j = 0; j < T; ++j)
-        for (int64_t c = 0; c < dh; ++c)
+        for (int64_t c = 0; c < dh; c += 64 / int64_t(sizeof(S)))
+            __builtin_prefetch(y + j * ys + c);
+    for (int64_t c = 0; c < dh; ++c)
+        for (int64_t j = 0; j < T; ++j)
             yT[c * Tp + j] = y[j * ys + c];
     for (int64_t c = 0; c < dh; ++c)
         std::fill(yT + c * Tp + T, yT + (c + 1) * Tp, S(0));
