@@ -338,6 +338,9 @@ public:
                                                   int64_t heads)
     {
         auto [z, pattern] = forwardKernel(qkv, heads);
+        // The pattern is an output for capture; when nothing downstream uses it its gradient stays undefined
+        // (backward skips it) instead of a zero [B, H, T, T] tensor made and added on every backward pass.
+        ctx->set_materialize_grads(false);
         ctx->save_for_backward({qkv, pattern});
         ctx->saved_data["heads"] = heads;
         return {z, pattern};
