@@ -4,10 +4,22 @@
 #include <cstring>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
+
+#include "core/training/cpu_kernels.h"
+
+#ifdef ICL_HAVE_SLEEF
+#include <immintrin.h>
+// SLEEF's exp with a 1-ulp bound, 8 and 16 floats wide: what LibTorch's Vectorized<float>::exp() calls in its AVX2
+// and AVX-512 kernels. Declared here because sleef.h declares them only where the whole file is compiled for AVX /
+// AVX-512 (as in core/models/gelu.cpp).
+extern "C" __m256 Sleef_expf8_u10(__m256);
+extern "C" __m512 Sleef_expf16_u10(__m512);
+#endif
 
 namespace icl {
 
@@ -253,16 +265,237 @@ struct Shape {
     int64_t paddedT() const { return (T + kCols - 1) / kCols * kCols; }
 };
 
+#ifdef ICL_HAVE_SLEEF
+
+// LibTorch 1.13's softmax over the last dimension and its backward (aten/src/ATen/native/cpu/SoftMaxKernel.cpp,
+// _vec_softmax_lastdim and _vec_host_softmax_backward_lastdim, with at::vec::reduce_all, map2_reduce_all and
+// the AVX2 / AVX-512 VecReduceAllSIMD of ATen/cpu/vec/functional_base.h), one row at a time, for the vector width
+// W of LibTorch's kernels in this process: the same operations on the same values in the same order, so the
+// numbers are LibTorch's bit for bit (tests/core/models/causal_attention_test.cpp checks it at both widths).
+
+template <int W>
+struct LaneVOf {
+    typedef int32_t type __attribute__((vector_size(W * sizeof(int32_t))));
+};
+template <int W>
+using FloatV = Vec<float, W>;
+template <int W>
+using LaneV = typename LaneVOf<W>::type;
+
+/// 0, 1, …, W − 1.
+template <int W>
+inline __attribute__((always_inline)) LaneV<W> laneIndex()
+{
+    LaneV<W> v;
+    for (int l = 0; l < W; ++l)
+        v[l] = l;
+    return v;
+}
+
+/// The first `count` floats at p, the other lanes `pad`.
+template <int W>
+inline __attribute__((always_inline)) FloatV<W> loadPartial(const float* p, int64_t count, float pad)
+{
+    FloatV<W> v = FloatV<W>{} + pad;
+    std::memcpy(&v, p, size_t(std::min<int64_t>(count, W)) * sizeof(float));
+    return v;
+}
+
+/// Σ_k a_k (b == nullptr) or Σ_k a_k·b_k over n values, summed as at::vec::reduce_all / map2_reduce_all sum
+/// them with W-wide vectors: lane l accumulates elements l, l + W, … (the first vector taken as it is, the last,
+/// partial one only in its lanes), then the lanes are added pairwise across W/2, W/4, …, 1 (the SIMD reduction);
+/// rows shorter than W are summed from the left. The products are added with one rounding (a fused
+/// multiply-add, fmaOf(x, y, acc) = x·y + acc), as LibTorch's compiler contracts them in map2_reduce_all's loop.
+template <int W, typename Fma>
+inline __attribute__((always_inline)) float atenRowSum(const float* a, const float* b, int64_t n, Fma fmaOf)
+{
+    using V = FloatV<W>;
+    if (n < W) {
+        float acc = b != nullptr ? a[0] * b[0] : a[0];
+        for (int64_t k = 1; k < n; ++k)
+            acc = acc + (b != nullptr ? a[k] * b[k] : a[k]);
+        return acc;
+    }
+    auto load = [](const float* p) {
+        V v;
+        std::memcpy(&v, p, sizeof v);
+        return v;
+    };
+    V acc = b != nullptr ? load(a) * load(b) : load(a);
+    int64_t d = W;
+    for (const int64_t full = n - n % W; d < full; d += W)
+        acc = b != nullptr ? fmaOf(load(a + d), load(b + d), acc) : acc + load(a + d);
+    if (n > d) {
+        const V x = loadPartial<W>(a + d, n - d, 0.0f);
+        const V summed = b != nullptr ? fmaOf(x, loadPartial<W>(b + d, n - d, 0.0f), acc) : acc + x;
+        acc = laneIndex<W>() < LaneV<W>{} + int32_t(n - d) ? summed : acc;
+    }
+    for (int half = W / 2; half >= 1; half /= 2)
+        acc = acc + __builtin_shuffle(acc, laneIndex<W>() ^ half);
+    return acc[0];
+}
+
+/// The row's maximum, as at::vec::maximum finds it where no score is NaN. (A NaN score makes the whole row NaN in
+/// LibTorch and here alike: exp(NaN − max) enters the sum.) Which of +0 and −0 it returns does not matter: it is
+/// only subtracted before exp, and exp(±0) = 1.
+template <int W>
+inline __attribute__((always_inline)) float rowMaximum(const float* x, int64_t n)
+{
+    using V = FloatV<W>;
+    V m = V{} - std::numeric_limits<float>::infinity();
+    int64_t d = 0;
+    for (; d + W <= n; d += W) {
+        V v;
+        std::memcpy(&v, x + d, sizeof v);
+        m = v > m ? v : m;
+    }
+    if (d < n) {
+        const V v = loadPartial<W>(x + d, n - d, -std::numeric_limits<float>::infinity());
+        m = v > m ? v : m;
+    }
+    for (int half = W / 2; half >= 1; half /= 2) {
+        const V other = __builtin_shuffle(m, laneIndex<W>() ^ half);
+        m = other > m ? other : m;
+    }
+    return m[0];
+}
+
+/// LibTorch's softmax of `rows` rows of n floats each (row-major, in place), W = 8 (AVX2 kernels) or 16
+/// (AVX-512): e_k = exp(x_k − max) with SLEEF's W-wide exp, s = Σ e_k (atenRowSum), then e_k · (1 / s).
+template <int W, typename Exp>
+inline __attribute__((always_inline)) void softmaxRowsAten(float* p, int64_t rows, int64_t n, Exp expOf)
+{
+    using V = FloatV<W>;
+    for (int64_t i = 0; i < rows; ++i) {
+        float* x = p + i * n;
+        const V m = V{} + rowMaximum<W>(x, n);
+        int64_t d = 0;
+        for (; d + W <= n; d += W) {
+            V v;
+            std::memcpy(&v, x + d, sizeof v);
+            const V e = expOf(v - m);
+            std::memcpy(x + d, &e, sizeof e);
+        }
+        if (d < n) {
+            const V e = expOf(loadPartial<W>(x + d, n - d, 0.0f) - m);
+            std::memcpy(x + d, &e, size_t(n - d) * sizeof(float));
+        }
+        const float inverse = 1 / atenRowSum<W>(x, nullptr, n, [](V a, V, V) { return a; });
+        for (int64_t k = 0; k < n; ++k)
+            x[k] = x[k] * inverse;
+    }
+}
+
+/// LibTorch's softmax backward of `rows` rows of n floats: out_k = (g_k − Σ_j g_j·y_j) · y_k, y the softmax's
+/// output and g the gradient of the loss with respect to it.
+template <int W, typename Fma>
+inline __attribute__((always_inline)) void softmaxBackwardRowsAten(const float* g, const float* y, float* out,
+                                                                   int64_t rows, int64_t n, Fma fmaOf)
+{
+    for (int64_t i = 0; i < rows; ++i) {
+        const float* gi = g + i * n;
+        const float* yi = y + i * n;
+        float* oi = out + i * n;
+        const float sum = atenRowSum<W>(gi, yi, n, fmaOf);
+        for (int64_t k = 0; k < n; ++k)
+            oi[k] = (gi[k] - sum) * yi[k];
+    }
+}
+
+typedef float Float8 __attribute__((vector_size(32)));
+typedef float Float16 __attribute__((vector_size(64)));
+
+__attribute__((target("avx2,fma"))) void softmaxRowsAvx2(float* p, int64_t rows, int64_t n)
+{
+    softmaxRowsAten<8>(p, rows, n, [](Float8 v) __attribute__((target("avx2,fma"))) {
+        return reinterpret_cast<Float8>(Sleef_expf8_u10(reinterpret_cast<__m256>(v)));
+    });
+}
+
+__attribute__((target("avx512f,avx2,fma"))) void softmaxRowsAvx512(float* p, int64_t rows, int64_t n)
+{
+    softmaxRowsAten<16>(p, rows, n, [](Float16 v) __attribute__((target("avx512f,avx2,fma"))) {
+        return reinterpret_cast<Float16>(Sleef_expf16_u10(reinterpret_cast<__m512>(v)));
+    });
+}
+
+__attribute__((target("avx2,fma"))) void softmaxBackwardRowsAvx2(const float* g, const float* y, float* out,
+                                                                int64_t rows, int64_t n)
+{
+    softmaxBackwardRowsAten<8>(g, y, out, rows, n, [](Float8 x, Float8 w, Float8 acc) __attribute__((target("avx2,fma"))) {
+        return reinterpret_cast<Float8>(
+            _mm256_fmadd_ps(reinterpret_cast<__m256>(x), reinterpret_cast<__m256>(w), reinterpret_cast<__m256>(acc)));
+    });
+}
+
+__attribute__((target("avx512f,avx2,fma"))) void softmaxBackwardRowsAvx512(const float* g, const float* y,
+                                                                          float* out, int64_t rows, int64_t n)
+{
+    softmaxBackwardRowsAten<16>(g, y, out, rows, n,
+                                [](Float16 x, Float16 w, Float16 acc) __attribute__((target("avx512f,avx2,fma"))) {
+                                    return reinterpret_cast<Float16>(_mm512_fmadd_ps(reinterpret_cast<__m512>(x),
+                                                                                     reinterpret_cast<__m512>(w),
+                                                                                     reinterpret_cast<__m512>(acc)));
+                                });
+}
+
+#endif // ICL_HAVE_SLEEF
+
+/// The vector width of LibTorch's float kernels when the softmax above repeats them (8 or 16), else 0: LibTorch's
+/// own softmax then runs over the whole score tensor.
+int fusedSoftmaxWidth()
+{
+#ifdef ICL_HAVE_SLEEF
+    return atenFloatVectorWidth();
+#else
+    return 0;
+#endif
+}
+
+/// LibTorch's softmax of `rows` rows of n floats, in place (fusedSoftmaxWidth() ≠ 0).
+void softmaxRowsInPlace(float* p, int64_t rows, int64_t n)
+{
+#ifdef ICL_HAVE_SLEEF
+    if (fusedSoftmaxWidth() == 16)
+        softmaxRowsAvx512(p, rows, n);
+    else
+        softmaxRowsAvx2(p, rows, n);
+#else
+    (void)p, (void)rows, (void)n;
+#endif
+}
+
+/// LibTorch's softmax backward of `rows` rows of n floats: pattern y, its gradient g (fusedSoftmaxWidth() ≠ 0).
+void softmaxBackwardRowsN(const float* g, const float* y, float* out, int64_t rows, int64_t n)
+{
+#ifdef ICL_HAVE_SLEEF
+    if (fusedSoftmaxWidth() == 16)
+        softmaxBackwardRowsAvx512(g, y, out, rows, n);
+    else
+        softmaxBackwardRowsAvx2(g, y, out, rows, n);
+#else
+    (void)g, (void)y, (void)out, (void)rows, (void)n;
+#endif
+}
+
 /// Runs f(b, h, scratch) for every (prompt, head) on LibTorch's intra-op threads; scratch holds
-/// dh · paddedT + kRows · dh elements per thread.
+/// dh · paddedT + kRows · dh + `extra` elements per thread.
 template <typename S, typename F>
-void forEachHead(const Shape& s, F&& f)
+void forEachHead(const Shape& s, F&& f, int64_t extra = 0)
 {
     at::parallel_for(0, s.B * s.H, 1, [&](int64_t begin, int64_t end) {
-        std::vector<S> scratch(size_t(s.dh * s.paddedT() + kRows * s.dh));
+        std::vector<S> scratch(size_t(s.dh * s.paddedT() + kRows * s.dh + extra));
         for (int64_t bh = begin; bh < end; ++bh)
             f(bh / s.H, bh % s.H, scratch.data());
     });
+}
+
+/// True when the softmax and its backward run inside the per-head loops (float, LibTorch's AVX2 or AVX-512
+/// kernels, SLEEF); otherwise LibTorch's softmax runs over the whole [B, H, T, T] tensor in between.
+template <typename S>
+bool softmaxInTheHeadLoop()
+{
+    return std::is_same_v<S, float> && fusedSoftmaxWidth() != 0;
 }
 
 template <typename S>
@@ -271,22 +504,37 @@ std::pair<torch::Tensor, torch::Tensor> attentionForward(const torch::Tensor& qk
     const Shape s(qkv, heads);
     const S scale = S(1.0 / std::sqrt(double(s.dh)));
     const int64_t C = 3 * s.D, Tp = s.paddedT();
-    torch::Tensor scores = torch::empty({s.B, s.H, s.T, s.T}, qkv.options());
     const S* base = qkv.data_ptr<S>();
-    S* sc = scores.data_ptr<S>();
-    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
-        const S* rows = base + b * s.T * C + h * s.dh;
-        causalDots(rows, C, rows + s.D, C, s.T, s.dh, scale, -std::numeric_limits<S>::infinity(),
-                   sc + (b * s.H + h) * s.T * s.T, scratch, Tp);
-    });
-    torch::Tensor pattern = at::_softmax(scores, -1, false);
     torch::Tensor z = torch::empty({s.B, s.T, s.D}, qkv.options());
-    const S* p = pattern.data_ptr<S>();
     S* zd = z.data_ptr<S>();
-    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
-        causalRows(p + (b * s.H + h) * s.T * s.T, base + b * s.T * C + 2 * s.D + h * s.dh, C, s.T, s.dh, S(1),
-                   zd + b * s.T * s.D + h * s.dh, s.D, scratch);
-    });
+    auto scoresOf = [&](int64_t b, int64_t h, S* out, S* scratch) {
+        const S* rows = base + b * s.T * C + h * s.dh;
+        causalDots(rows, C, rows + s.D, C, s.T, s.dh, scale, -std::numeric_limits<S>::infinity(), out, scratch, Tp);
+    };
+    auto valuesOf = [&](int64_t b, int64_t h, const S* pattern, S* scratch) {
+        causalRows(pattern, base + b * s.T * C + 2 * s.D + h * s.dh, C, s.T, s.dh, S(1), zd + b * s.T * s.D + h * s.dh,
+                   s.D, scratch);
+    };
+    if constexpr (std::is_same_v<S, float>) {
+        if (softmaxInTheHeadLoop<S>()) {
+            // Scores, softmax and P·v of one head while its [T, T] block is in cache.
+            torch::Tensor pattern = torch::empty({s.B, s.H, s.T, s.T}, qkv.options());
+            S* pd = pattern.data_ptr<S>();
+            forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
+                S* head = pd + (b * s.H + h) * s.T * s.T;
+                scoresOf(b, h, head, scratch);
+                softmaxRowsInPlace(head, s.T, s.T);
+                valuesOf(b, h, head, scratch);
+            });
+            return {z, pattern};
+        }
+    }
+    torch::Tensor scores = torch::empty({s.B, s.H, s.T, s.T}, qkv.options());
+    S* sc = scores.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) { scoresOf(b, h, sc + (b * s.H + h) * s.T * s.T, scratch); });
+    torch::Tensor pattern = at::_softmax(scores, -1, false);
+    const S* p = pattern.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) { valuesOf(b, h, p + (b * s.H + h) * s.T * s.T, scratch); });
     return {z, pattern};
 }
 
@@ -296,33 +544,58 @@ torch::Tensor attentionBackward(const torch::Tensor& qkv, const torch::Tensor& p
 {
     const Shape s(qkv, heads);
     const S scale = S(1.0 / std::sqrt(double(s.dh)));
-    const int64_t C = 3 * s.D, Tp = s.paddedT();
+    const int64_t C = 3 * s.D, Tp = s.paddedT(), TT = s.T * s.T;
     const torch::Tensor dz = gradZ.defined() ? gradZ.contiguous() : torch::zeros({s.B, s.T, s.D}, qkv.options());
+    const torch::Tensor dPattern = gradPattern.defined() ? gradPattern.contiguous() : torch::Tensor();
     const S* base = qkv.data_ptr<S>();
     const S* dzd = dz.data_ptr<S>();
-    // ∂L/∂P_ij = ∂L/∂z_i · v_j (+ the pattern's own gradient), then LibTorch's softmax backward.
-    torch::Tensor gradP = torch::empty({s.B, s.H, s.T, s.T}, qkv.options());
-    S* gp = gradP.data_ptr<S>();
-    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
-        causalDots(dzd + b * s.T * s.D + h * s.dh, s.D, base + b * s.T * C + 2 * s.D + h * s.dh, C, s.T, s.dh, S(1),
-                   S(0), gp + (b * s.H + h) * s.T * s.T, scratch, Tp);
-    });
-    if (gradPattern.defined())
-        gradP.add_(gradPattern);
-    const torch::Tensor gradScores = at::_softmax_backward_data(gradP, pattern, -1, pattern.scalar_type());
-    const S* gs = gradScores.data_ptr<S>();
     const S* p = pattern.data_ptr<S>();
     torch::Tensor grad = torch::empty_like(qkv);
     S* g = grad.data_ptr<S>();
-    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) {
-        const int64_t head = (b * s.H + h) * s.T * s.T;
+    // ∂L/∂P_ij = ∂L/∂z_i · v_j (+ the pattern's own gradient).
+    auto patternGradientOf = [&](int64_t b, int64_t h, S* out, S* scratch) {
+        causalDots(dzd + b * s.T * s.D + h * s.dh, s.D, base + b * s.T * C + 2 * s.D + h * s.dh, C, s.T, s.dh, S(1),
+                   S(0), out, scratch, Tp);
+    };
+    // ∂L/∂q, ∂L/∂k from the scores' gradient gs, ∂L/∂v from the pattern.
+    auto inputGradientsOf = [&](int64_t b, int64_t h, const S* gs, S* scratch) {
         const S* rows = base + b * s.T * C + h * s.dh;
         S* out = g + b * s.T * C + h * s.dh;
-        causalRows(gs + head, rows + s.D, C, s.T, s.dh, scale, out, C, scratch);                    // ∂L/∂q
-        causalCols(gs + head, rows, C, s.T, s.dh, scale, out + s.D, C, scratch);                    // ∂L/∂k
-        causalCols(p + head, dzd + b * s.T * s.D + h * s.dh, s.D, s.T, s.dh, S(1), out + 2 * s.D, C, // ∂L/∂v
+        causalRows(gs, rows + s.D, C, s.T, s.dh, scale, out, C, scratch);                                  // ∂L/∂q
+        causalCols(gs, rows, C, s.T, s.dh, scale, out + s.D, C, scratch);                                  // ∂L/∂k
+        causalCols(p + (b * s.H + h) * TT, dzd + b * s.T * s.D + h * s.dh, s.D, s.T, s.dh, S(1), out + 2 * s.D, C,  // ∂L/∂v
                    scratch);
-    });
+    };
+    if constexpr (std::is_same_v<S, float>) {
+        if (softmaxInTheHeadLoop<S>()) {
+            // One head at a time: its [T, T] gradients live in the thread's scratch, not in [B, H, T, T] tensors.
+            const S* dp = dPattern.defined() ? dPattern.data_ptr<S>() : nullptr;
+            forEachHead<S>(
+                s,
+                [&](int64_t b, int64_t h, S* scratch) {
+                    S* gp = scratch + s.dh * Tp + kRows * s.dh;
+                    S* gs = gp + TT;
+                    patternGradientOf(b, h, gp, scratch);
+                    if (dp != nullptr) {
+                        const S* extra = dp + (b * s.H + h) * TT;
+                        for (int64_t k = 0; k < TT; ++k)
+                            gp[k] = gp[k] + extra[k];
+                    }
+                    softmaxBackwardRowsN(gp, p + (b * s.H + h) * TT, gs, s.T, s.T);
+                    inputGradientsOf(b, h, gs, scratch);
+                },
+                2 * TT);
+            return grad;
+        }
+    }
+    torch::Tensor gradP = torch::empty({s.B, s.H, s.T, s.T}, qkv.options());
+    S* gpAll = gradP.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) { patternGradientOf(b, h, gpAll + (b * s.H + h) * TT, scratch); });
+    if (dPattern.defined())
+        gradP.add_(dPattern);
+    const torch::Tensor gradScores = at::_softmax_backward_data(gradP, pattern, -1, pattern.scalar_type());
+    const S* gsAll = gradScores.data_ptr<S>();
+    forEachHead<S>(s, [&](int64_t b, int64_t h, S* scratch) { inputGradientsOf(b, h, gsAll + (b * s.H + h) * TT, scratch); });
     return grad;
 }
 
@@ -383,6 +656,38 @@ std::pair<torch::Tensor, torch::Tensor> causalAttention(const torch::Tensor& qkv
         return forwardKernel(input, heads);
     auto out = CausalAttentionFunction::apply(input, heads);
     return {out[0], out[1]};
+}
+
+bool softmaxLikeAtenApplies()
+{
+    return fusedSoftmaxWidth() != 0;
+}
+
+torch::Tensor softmaxLastDimLikeAten(const torch::Tensor& x)
+{
+    TORCH_CHECK(softmaxLikeAtenApplies(), "softmaxLastDimLikeAten: LibTorch's float kernels are not repeated here");
+    TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat32 && x.is_contiguous() && x.dim() >= 1
+                    && x.size(-1) >= 1,
+                "softmaxLastDimLikeAten: a contiguous float32 CPU tensor [..., n ≥ 1] expected");
+    torch::Tensor out = x.clone();
+    const int64_t n = x.size(-1);
+    float* d = out.data_ptr<float>();
+    for (int64_t r = 0; r < x.numel() / n; ++r)
+        softmaxRowsInPlace(d + r * n, 1, n);
+    return out;
+}
+
+torch::Tensor softmaxBackwardLastDimLikeAten(const torch::Tensor& grad, const torch::Tensor& output)
+{
+    TORCH_CHECK(softmaxLikeAtenApplies(), "softmaxBackwardLastDimLikeAten: LibTorch's float kernels are not repeated here");
+    TORCH_CHECK(grad.device().is_cpu() && output.device().is_cpu() && grad.scalar_type() == torch::kFloat32
+                    && output.scalar_type() == torch::kFloat32 && grad.is_contiguous() && output.is_contiguous()
+                    && grad.sizes() == output.sizes() && grad.dim() >= 1 && grad.size(-1) >= 1,
+                "softmaxBackwardLastDimLikeAten: contiguous float32 CPU tensors of one shape [..., n ≥ 1] expected");
+    torch::Tensor out = torch::empty_like(grad);
+    const int64_t n = grad.size(-1);
+    softmaxBackwardRowsN(grad.data_ptr<float>(), output.data_ptr<float>(), out.data_ptr<float>(), grad.numel() / n, n);
+    return out;
 }
 
 } // namespace icl

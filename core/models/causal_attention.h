@@ -10,8 +10,11 @@
 //   ∂L/∂q_i = Σ_{j≤i} ∂L/∂s_ij k_j / √d_head,   ∂L/∂k_j = Σ_{i≥j} ∂L/∂s_ij q_i / √d_head,
 //   ∂L/∂v_j = Σ_{i≥j} P_ij ∂L/∂z_i.
 // The products run per (prompt, head) on the token rows of the projection where they lie (no permuted copies,
-// no masked entries computed); the softmax and its backward are LibTorch's own kernels. Sums run in a fixed
-// order (ascending token, then ascending channel), so the result does not depend on the thread count.
+// no masked entries computed). The softmax and its backward are LibTorch's: for float32 on LibTorch's AVX2 or AVX-512
+// kernels (with SLEEF), repeated bit for bit inside the per-head loops (softmaxLastDimLikeAten below), so that a
+// head's scores, pattern and their gradients stay in cache and the [B, H, T, T] score and gradient tensors are
+// never formed; otherwise LibTorch's own softmax over the whole tensor. Sums run in a fixed order (ascending token,
+// then ascending channel), so the result does not depend on the thread count.
 
 #include <cstdint>
 #include <utility>
@@ -32,5 +35,16 @@ bool causalAttentionKernelApplies(const torch::Tensor& qkv);
 /// causalAttentionKernelApplies(qkv) is false or D is not divisible by `heads`. Thread affinity: any thread; it
 /// runs on LibTorch's intra-op threads.
 std::pair<torch::Tensor, torch::Tensor> causalAttention(const torch::Tensor& qkv, int64_t heads);
+
+/// True when causalAttention computes the float32 softmax and its backward itself, bit for bit as LibTorch's
+/// kernels in this process (AVX2 or AVX-512 kernels, built with SLEEF); false where it calls LibTorch's.
+bool softmaxLikeAtenApplies();
+
+/// The kernels behind that, exposed for tests: at::_softmax(x, -1, false) of a contiguous float32 CPU tensor x
+/// [..., n], and at::_softmax_backward_data(grad, output, -1, float32) of contiguous float32 CPU grad and output of
+/// the same shape; bitwise LibTorch's (rows summed in LibTorch's order, SLEEF's exp of LibTorch's width). Throw
+/// c10::Error when softmaxLikeAtenApplies() is false or the tensors are not as described.
+torch::Tensor softmaxLastDimLikeAten(const torch::Tensor& x);
+torch::Tensor softmaxBackwardLastDimLikeAten(const torch::Tensor& grad, const torch::Tensor& output);
 
 } // namespace icl

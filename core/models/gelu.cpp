@@ -78,21 +78,6 @@ __attribute__((target("avx512f,avx2,fma"))) void geluAndDerivativeAvx512(const f
         geluAndDerivativeOf<Float16>(x + i, y + i, dydx + i, tanhOf);
 }
 
-// The vector width of LibTorch's kernels in this process (fixed at its first kernel call), in floats; 0 where the
-// fused path does not repeat them (no AVX2/FMA, LibTorch's baseline kernels, an unknown capability).
-int atenVectorWidth()
-{
-    static const int width = [] {
-        const std::string capability = atenCpuInfo().capability;
-        if (capability == "AVX512" && __builtin_cpu_supports("avx512f"))
-            return 16;
-        if (capability == "AVX2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-            return 8;
-        return 0;
-    }();
-    return width;
-}
-
 int64_t divUp(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // at::internal::GRAIN_SIZE (ATen/TensorIterator.h): the grain of TensorIterator::for_each by default.
@@ -120,7 +105,7 @@ struct GeluTanhFused : torch::autograd::Function<GeluTanhFused> {
         float* pd = dydx.data_ptr<float>();
         // Blocks of 32 elements (a whole number of vectors of either width), 1,024 blocks (32,768 elements,
         // LibTorch's grain) or more per intra-op thread.
-        const bool wide = atenVectorWidth() == 16;
+        const bool wide = atenFloatVectorWidth() == 16;
         at::parallel_for(0, x.numel() / 32, 1024, [&](int64_t begin, int64_t end) {
             const int64_t offset = 32 * begin, n = 32 * (end - begin);
             if (wide)
@@ -152,7 +137,7 @@ bool geluTanhFusedApplies(const torch::Tensor& x)
 {
 #ifdef ICL_HAVE_SLEEF
     if (!x.defined() || x.device().type() != torch::kCPU || x.scalar_type() != torch::kFloat32 || !x.is_contiguous()
-        || atenVectorWidth() == 0)
+        || atenFloatVectorWidth() == 0)
         return false;
     // LibTorch evaluates an element with its scalar code (std::tanh) where it falls in the tail of a chunk that is not
     // a whole number of vector blocks (16 floats for AVX2, 32 for AVX-512); the fused path is taken only when no

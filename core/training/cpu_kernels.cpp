@@ -60,4 +60,17 @@ AtenCpuInfo atenCpuInfo()
     return info;
 }
 
+int atenFloatVectorWidth()
+{
+    static const int width = [] {
+        const std::string capability = atenCpuInfo().capability;
+        if (capability == "AVX512" && __builtin_cpu_supports("avx512f"))
+            return 16;
+        if (capability == "AVX2" && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+            return 8;
+        return 0;
+    }();
+    return width;
+}
+
 } // namespace icl

@@ -42,4 +42,10 @@ struct AtenCpuInfo {
 /// preferBestAtenCpuCapability). Thread-safe.
 AtenCpuInfo atenCpuInfo();
 
+/// The width, in floats, of the vectors ATen's float kernels use in this process: 16 (AVX-512 kernels), 8 (AVX2
+/// kernels on a CPU with AVX2 and FMA), 0 otherwise (baseline kernels, an unknown capability). For the
+/// workbench's kernels that repeat ATen's, bit for bit (core/models/gelu.h, core/models/causal_attention.h).
+/// Fixed at the first call, as ATen's choice is. Thread-safe.
+int atenFloatVectorWidth();
+
 } // namespace icl

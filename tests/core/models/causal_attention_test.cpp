@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <tuple>
 
@@ -152,3 +153,67 @@ TEST(CausalAttention, RefusesWhatTheKernelsCannotTake)
 }
 
 } // namespace
+
+namespace {
+
+/// Same shape and the same bytes.
+bool sameFloatBits(const torch::Tensor& a, const torch::Tensor& b)
+{
+    if (a.sizes() != b.sizes())
+        return false;
+    const torch::Tensor ca = a.contiguous(), cb = b.contiguous();
+    return std::memcmp(ca.data_ptr<float>(), cb.data_ptr<float>(), size_t(a.numel()) * sizeof(float)) == 0;
+}
+
+/// Rows of n scores as attention makes them: random values at three scales, the future masked to −∞ (row r keeps
+/// its first r mod n + 1 entries), and a few rows of edge values.
+torch::Tensor scoreRows(int64_t rows, int64_t n, uint64_t seed)
+{
+    torch::manual_seed(seed);
+    torch::Tensor x = torch::randn({rows, n}) * torch::tensor({0.1f, 1.0f, 8.0f}).repeat(rows / 3 + 1).narrow(0, 0, rows).unsqueeze(1);
+    for (int64_t r = 0; r < rows; ++r)
+        x[r].narrow(0, r % n + 1, n - (r % n + 1)).fill_(-INFINITY);
+    x[0].fill_(0.0f);
+    if (rows > 1)
+        x[1].fill_(-0.0f);
+    if (rows > 2)
+        x[2].copy_(torch::linspace(-80.0, 80.0, n));
+    return x;
+}
+
+} // namespace
+
+// The softmax inside the attention loops repeats LibTorch's kernel of the process's width (ctest runs this file's
+// tests a second time with AVX-512 kernels, SoftmaxLikeAten.WithTheExecutablesCpuCapability): forward and backward
+// bit for bit, for row lengths below, at and around the vector widths and the attention lengths of the presets.
+TEST(SoftmaxLikeAten, ForwardAndBackwardAreLibTorchsBitForBit)
+{
+    if (!icl::softmaxLikeAtenApplies()) {
+        // No SLEEF or baseline kernels: attention calls LibTorch's softmax, and the repeated kernels refuse to run.
+        EXPECT_THROW(icl::softmaxLastDimLikeAten(torch::zeros({2, 3})), c10::Error);
+        return;
+    }
+    int checked = 0;
+    for (int64_t n : {1, 2, 3, 7, 8, 9, 15, 16, 17, 21, 31, 32, 33, 41, 64, 81, 100})
+        for (uint64_t seed : {1u, 2u}) {
+            SCOPED_TRACE("n = " + std::to_string(n) + ", seed " + std::to_string(seed));
+            const torch::Tensor x = scoreRows(40, n, seed);
+            const torch::Tensor y = at::_softmax(x, -1, false);
+            EXPECT_TRUE(sameFloatBits(icl::softmaxLastDimLikeAten(x), y));
+            torch::manual_seed(seed + 100);
+            const torch::Tensor grad = torch::randn({40, n}) * 0.3;
+            EXPECT_TRUE(sameFloatBits(icl::softmaxBackwardLastDimLikeAten(grad, y),
+                                      at::_softmax_backward_data(grad, y, -1, torch::kFloat32)));
+            ++checked;
+        }
+    EXPECT_EQ(checked, 34);
+    // A NaN score makes its row NaN, as in LibTorch.
+    torch::Tensor withNan = scoreRows(3, 17, 3);
+    withNan[1][4] = NAN;
+    const torch::Tensor y = icl::softmaxLastDimLikeAten(withNan);
+    EXPECT_TRUE(torch::isnan(y[1]).all().item<bool>());
+    EXPECT_TRUE(torch::isnan(at::_softmax(withNan, -1, false)[1]).all().item<bool>());
+    EXPECT_FALSE(torch::isnan(y[0]).any().item<bool>());
+    EXPECT_THROW(icl::softmaxLastDimLikeAten(torch::zeros({2, 3}, torch::kFloat64)), c10::Error);
+    EXPECT_THROW(icl::softmaxBackwardLastDimLikeAten(torch::zeros({2, 3}), torch::zeros({2, 4})), c10::Error);
+}
