@@ -13,12 +13,7 @@
 #include "core/training/cpu_kernels.h"
 
 #ifdef ICL_HAVE_SLEEF
-#include <immintrin.h>
-// SLEEF's exp with a 1-ulp bound, 8 and 16 floats wide: what LibTorch's Vectorized<float>::exp() calls in its AVX2
-// and AVX-512 kernels. Declared here because sleef.h declares them only where the whole file is compiled for AVX /
-// AVX-512 (as in core/models/gelu.cpp).
-extern "C" __m256 Sleef_expf8_u10(__m256);
-extern "C" __m512 Sleef_expf16_u10(__m512);
+#include "core/models/sleef_functions.h"
 #endif
 
 namespace icl {

@@ -7,13 +7,7 @@
 #include "core/training/cpu_kernels.h"
 
 #ifdef ICL_HAVE_SLEEF
-#include <immintrin.h>
-// SLEEF's tanh with a 1-ulp bound, 8 and 16 floats wide: what LibTorch's Vectorized<float>::tanh() calls in its
-// AVX2 and AVX-512 kernels (the two are different approximations, so the width must be LibTorch's). sleef.h
-// declares them only where the whole file is compiled for AVX / AVX-512, and this file is compiled for the
-// baseline x86-64 (only the kernels below enable the wider instructions), so the declarations are repeated here.
-extern "C" __m256 Sleef_tanhf8_u10(__m256);
-extern "C" __m512 Sleef_tanhf16_u10(__m512);
+#include "core/models/sleef_functions.h"
 #endif
 
 namespace icl {
