@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/training/optim.h"
 
 namespace icl {
 
@@ -27,26 +28,6 @@ std::string shapeString(c10::IntArrayRef s)
     return o.str();
 }
 
-// The key of a parameter's entry in Optimizer::state(): LibTorch 1.x keys it by the TensorImpl address
-// printed as a string, 2.x by the address itself.
-using StateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
-
-template <class Key>
-Key stateKeyOf(const torch::Tensor& p)
-{
-    if constexpr (std::is_same_v<Key, std::string>) {
-        std::ostringstream o;
-        o << p.unsafeGetTensorImpl();
-        return o.str();
-    } else {
-        return p.unsafeGetTensorImpl();
-    }
-}
-
-StateKey stateKey(const torch::Tensor& p)
-{
-    return stateKeyOf<StateKey>(p);
-}
 
 } // namespace
 
@@ -103,7 +84,7 @@ void saveOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::Mod
 {
     auto& state = optimizer.state();
     for (const auto& item : module.named_parameters()) {
-        auto it = state.find(stateKey(item.value()));
+        auto it = state.find(optimizerStateKey(item.value()));
         if (it == state.end())
             continue;
         const std::string& name = item.key();
@@ -152,18 +133,18 @@ void loadOptimizerState(torch::optim::Optimizer& optimizer, const torch::nn::Mod
                 s->step(step);
                 s->exp_avg(tensorOf("exp_avg"));
                 s->exp_avg_sq(tensorOf("exp_avg_sq"));
-                state[stateKey(p)] = std::move(s);
+                state[optimizerStateKey(p)] = std::move(s);
             } else {
                 auto s = std::make_unique<torch::optim::AdamParamState>();
                 s->step(step);
                 s->exp_avg(tensorOf("exp_avg"));
                 s->exp_avg_sq(tensorOf("exp_avg_sq"));
-                state[stateKey(p)] = std::move(s);
+                state[optimizerStateKey(p)] = std::move(s);
             }
         } else if (arrays.count(name + "/momentum_buffer")) {
             auto s = std::make_unique<torch::optim::SGDParamState>();
             s->momentum_buffer(tensorOf("momentum_buffer"));
-            state[stateKey(p)] = std::move(s);
+            state[optimizerStateKey(p)] = std::move(s);
         }
     }
 }

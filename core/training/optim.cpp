@@ -1,16 +1,41 @@
 #include "core/training/optim.h"
 
 #include <cmath>
+#include <sstream>
+#include <type_traits>
+
+#include "core/training/fused_adam.h"
 
 namespace icl {
+
+namespace {
+
+template <class Key>  // a template, so that only the branch of this LibTorch's key type is compiled
+Key stateKeyOf(const torch::Tensor& p)
+{
+    if constexpr (std::is_same_v<Key, std::string>) {
+        std::ostringstream o;
+        o << p.unsafeGetTensorImpl();
+        return o.str();
+    } else {
+        return p.unsafeGetTensorImpl();
+    }
+}
+
+} // namespace
+
+OptimizerStateKey optimizerStateKey(const torch::Tensor& p)
+{
+    return stateKeyOf<OptimizerStateKey>(p);
+}
 
 std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const TrainingConfig& t, std::vector<torch::Tensor> params)
 {
     if (t.optimizer == "adamw")
-        return std::make_unique<torch::optim::AdamW>(
+        return std::make_unique<FusedAdamW>(
             params, torch::optim::AdamWOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(t.weight_decay));
     if (t.optimizer == "adam")
-        return std::make_unique<torch::optim::Adam>(
+        return std::make_unique<FusedAdam>(
             params, torch::optim::AdamOptions(t.lr).betas({t.beta1, t.beta2}).weight_decay(t.weight_decay));
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(t.lr).weight_decay(t.weight_decay));
 }

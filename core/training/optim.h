@@ -11,7 +11,14 @@
 
 namespace icl {
 
-/// The optimiser of training.optimizer ("adam", "adamw", "sgd") over `params` with lr, betas and weight decay.
+using OptimizerStateKey = std::decay_t<decltype(std::declval<torch::optim::Optimizer&>().state())>::key_type;
+
+/// The key of parameter p's entry in Optimizer::state(): LibTorch 1.x keys it by the TensorImpl address printed
+/// as a string, 2.x by the address itself.
+OptimizerStateKey optimizerStateKey(const torch::Tensor& p);
+
+/// The optimiser of training.optimizer ("adam", "adamw", "sgd") over `params` with lr, betas and weight decay;
+/// Adam and AdamW update each float32 CPU parameter in one pass, with LibTorch's numbers (core/training/fused_adam.h).
 std::unique_ptr<torch::optim::Optimizer> makeOptimizer(const TrainingConfig& t, std::vector<torch::Tensor> params);
 
 /// Learning rate η at optimisation step `step` (0-based) under training.schedule: constant; warmup (linear

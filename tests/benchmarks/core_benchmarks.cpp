@@ -24,6 +24,7 @@
 #include "core/tasks/uniform_draws.h"
 #include "core/training/blas.h"
 #include "core/training/device.h"
+#include "core/training/fused_adam.h"
 #include "core/training/sharded_step.h"
 #include "core/training/trainer.h"
 
@@ -108,7 +109,7 @@ void BM_LsaTrainLoop(benchmark::State& state)
     fusedModel->initVarianceScaling(1.0 / double(K), 0);
     refModel->initVarianceScaling(1.0 / double(K), 0);
     icl::FusedLsa fused(*fusedModel);
-    torch::optim::Adam fusedOpt(fusedModel->parameters(), torch::optim::AdamOptions(1e-3));
+    icl::FusedAdam fusedOpt(fusedModel->parameters(), torch::optim::AdamOptions(1e-3));  // train()'s Adam
     torch::optim::Adam refOpt(refModel->parameters(), torch::optim::AdamOptions(1e-3));
     const auto fusedParams = fusedModel->parameters(), refParams = refModel->parameters();
     const double noClip = std::numeric_limits<double>::infinity();  // train() always measures the norm
@@ -180,7 +181,7 @@ void gpt2TrainStep(benchmark::State& state, const torch::Device& device, int64_t
     t.n_context = 40;
     t.x_distribution = "normal";
     const auto batch = icl::sampleLinearRegression(t, batchSize, 1, torch::kFloat32, device);
-    torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-4));
+    icl::FusedAdam opt(model->parameters(), torch::optim::AdamOptions(1e-4));  // train()'s Adam
     for (auto _ : state) {
         opt.zero_grad();
         auto loss = icl::halfMse(model->predictAll(batch).flatten(), batch.y.flatten());
@@ -273,6 +274,45 @@ struct RefGpt2Impl : torch::nn::Module {
 };
 TORCH_MODULE(RefGpt2);
 
+// One Adam step over the parameters of a GPT-2 12 / 8 / 256 (9.5 M float32 values, the model's own shapes): the
+// workbench's one-pass step (icl::FusedAdam, what train() uses) and torch::optim::Adam on a copy, alternately,
+// with the same gradients; all cores. Counters: ratio (torch::optim::Adam time / FusedAdam time), fused_ms, torch_ms.
+void BM_AdamStepVsTorchAdam(benchmark::State& state)
+{
+    using Clock = std::chrono::steady_clock;
+    icl::configureThreads(0);
+    icl::Gpt2Options o;
+    o.input_dim = 20;
+    o.n_layers = 12;
+    o.n_heads = 8;
+    o.d_model = 256;
+    o.n_positions = 81;
+    icl::Gpt2 model(o, 0), twin(o, 0);
+    const auto ours = model->parameters(), theirs = twin->parameters();
+    for (size_t i = 0; i < ours.size(); ++i) {
+        const torch::Tensor g = torch::randn(ours[i].sizes()) * 1e-3;
+        ours[i].mutable_grad() = g.clone();
+        theirs[i].mutable_grad() = g.clone();
+    }
+    icl::FusedAdam fused(ours, torch::optim::AdamOptions(1e-4));
+    torch::optim::Adam reference(theirs, torch::optim::AdamOptions(1e-4));
+    double fusedS = 0.0, refS = 0.0;
+    for (auto _ : state) {
+        const auto t0 = Clock::now();
+        fused.step();
+        const auto t1 = Clock::now();
+        reference.step();
+        const auto t2 = Clock::now();
+        fusedS += std::chrono::duration<double>(t1 - t0).count();
+        refS += std::chrono::duration<double>(t2 - t1).count();
+    }
+    const double n = double(state.iterations());
+    state.counters["fused_ms"] = fusedS / n * 1e3;
+    state.counters["torch_ms"] = refS / n * 1e3;
+    state.counters["ratio"] = refS / fusedS;
+}
+BENCHMARK(BM_AdamStepVsTorchAdam)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
 /// The machine's SGEMM peak in this process: GFLOP/s of a float32 2048 × 2048 torch::mm (best of 8, after
 /// 2 warm-up products) with the current intra-op threads.
 double measuredSgemmPeak()
@@ -316,7 +356,7 @@ void BM_Gpt2TrainStepVsEager(benchmark::State& state)
     const auto batch = icl::sampleLinearRegression(t, batchSize, 1);
     const torch::Tensor tokens = icl::interleavedTokens(batch);
     const torch::Tensor mask = torch::ones({81, 81}, torch::kBool).tril();
-    torch::optim::Adam opt(model->parameters(), torch::optim::AdamOptions(1e-4));
+    icl::FusedAdam opt(model->parameters(), torch::optim::AdamOptions(1e-4));  // train()'s Adam
     torch::optim::Adam refOpt(ref->parameters(), torch::optim::AdamOptions(1e-4));
     // training.shards = state.range(3): the trainer's sharded step (core/training/sharded_step.h) on as
     // many worker threads as intra-op threads; 1 = loss.backward() on the whole batch, as the trainer does.

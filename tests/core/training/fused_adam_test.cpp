@@ -1,0 +1,169 @@
+// The one-pass Adam and AdamW steps (core/training/fused_adam.h) against LibTorch's torch::optim::Adam and AdamW,
+// which are the reference: the same parameters, moments and step counts, bit for bit, after many steps.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "core/training/cpu_kernels.h"
+#include "core/training/fused_adam.h"
+#include "core/training/optim.h"
+
+namespace {
+
+// Parameters of the sizes a model has (vectors, matrices) and of sizes that end in a partial vector (1, 7, 37),
+// beside one above LibTorch's parallel grain (32,768) with an odd length, so that on 2 threads its chunks end in
+// partial vectors too.
+std::vector<torch::Tensor> makeParams(torch::Dtype dtype = torch::kFloat)
+{
+    torch::manual_seed(11);
+    std::vector<torch::Tensor> ps;
+    for (const std::vector<int64_t>& shape :
+         std::vector<std::vector<int64_t>>{{1}, {7}, {37}, {256}, {64, 48}, {3, 5, 7}, {70001}})
+        ps.push_back((torch::randn(shape, torch::TensorOptions().dtype(dtype)) * 0.1).requires_grad_());
+    return ps;
+}
+
+std::vector<torch::Tensor> copyOf(const std::vector<torch::Tensor>& ps)
+{
+    std::vector<torch::Tensor> out;
+    for (const auto& p : ps)
+        out.push_back(p.detach().clone().requires_grad_());
+    return out;
+}
+
+// Gradients of step k, the same for both parameter sets: a spread of magnitudes, some exact zeros, a sign
+// change pattern, so that moments grow and shrink.
+void setGrads(std::vector<torch::Tensor>& a, std::vector<torch::Tensor>& b, int k)
+{
+    for (size_t i = 0; i < a.size(); ++i) {
+        torch::Tensor g = torch::randn(a[i].sizes(), a[i].options().requires_grad(false))
+                          * std::pow(10.0, double(k % 5) - 4.0);
+        g.masked_fill_(torch::rand(a[i].sizes()) < 0.05, 0.0);
+        a[i].mutable_grad() = g.clone();
+        b[i].mutable_grad() = g.clone();
+    }
+}
+
+template <class State>
+void expectSameBits(torch::optim::Optimizer& ours, const std::vector<torch::Tensor>& pOurs,
+                    torch::optim::Optimizer& ref, const std::vector<torch::Tensor>& pRef, const std::string& what)
+{
+    for (size_t i = 0; i < pOurs.size(); ++i) {
+        EXPECT_TRUE(torch::equal(pOurs[i], pRef[i])) << what << ": parameter " << i << " of " << pOurs[i].sizes();
+        auto& so = static_cast<State&>(*ours.state().at(icl::optimizerStateKey(pOurs[i])));
+        auto& sr = static_cast<State&>(*ref.state().at(icl::optimizerStateKey(pRef[i])));
+        EXPECT_EQ(so.step(), sr.step()) << what;
+        EXPECT_TRUE(torch::equal(so.exp_avg(), sr.exp_avg())) << what << ": exp_avg " << i;
+        EXPECT_TRUE(torch::equal(so.exp_avg_sq(), sr.exp_avg_sq())) << what << ": exp_avg_sq " << i;
+    }
+}
+
+struct ThreadsGuard {
+    int saved = torch::get_num_threads();
+    ~ThreadsGuard() { torch::set_num_threads(saved); }
+};
+
+TEST(FusedAdam, SameBitsAsTorchAdamOnOneAndTwoThreads)
+{
+    ThreadsGuard guard;
+    for (int threads : {1, 2})
+        for (double weightDecay : {0.0, 0.01}) {
+            torch::set_num_threads(threads);
+            auto pOurs = makeParams(), pRef = copyOf(pOurs);
+            const auto opts = torch::optim::AdamOptions(3e-3).betas({0.9, 0.999}).weight_decay(weightDecay);
+            icl::FusedAdam ours(pOurs, opts);
+            torch::optim::Adam ref(pRef, opts);
+            for (int k = 0; k < 40; ++k) {
+                setGrads(pOurs, pRef, k);
+                // These steps take the one-pass update wherever ATen's float kernels are vectorised (every x86-64
+                // CPU with AVX2), which is what this test is for.
+                for (const auto& p : pOurs)
+                    ASSERT_EQ(icl::fusedAdamApplies(p), icl::atenFloatVectorWidth() != 0);
+                if (k == 20) {  // a schedule changes the learning rate between steps
+                    icl::setLearningRate(ours, 1e-4);
+                    icl::setLearningRate(ref, 1e-4);
+                }
+                ours.step();
+                ref.step();
+            }
+            expectSameBits<torch::optim::AdamParamState>(ours, pOurs, ref, pRef,
+                                                         std::to_string(threads) + " threads, weight decay "
+                                                             + std::to_string(weightDecay));
+        }
+}
+
+TEST(FusedAdam, AppliesToContiguousFloatCpuParametersWithVectorisedAten)
+{
+    torch::Tensor p = torch::zeros({4, 3}).requires_grad_();
+    EXPECT_FALSE(icl::fusedAdamApplies(p));  // no gradient yet
+    p.mutable_grad() = torch::ones({4, 3});
+    EXPECT_EQ(icl::fusedAdamApplies(p), icl::atenFloatVectorWidth() != 0);
+    p.mutable_grad() = torch::ones({3, 4}).t();  // a non-contiguous gradient
+    EXPECT_FALSE(icl::fusedAdamApplies(p));
+    torch::Tensor d = torch::zeros({4}, torch::kDouble).requires_grad_();
+    d.mutable_grad() = torch::ones({4}, torch::kDouble);
+    EXPECT_FALSE(icl::fusedAdamApplies(d));
+}
+
+TEST(FusedAdamW, SameBitsAsTorchAdamW)
+{
+    ThreadsGuard guard;
+    for (int threads : {1, 2})
+        for (double weightDecay : {0.0, 0.05}) {
+            torch::set_num_threads(threads);
+            auto pOurs = makeParams(), pRef = copyOf(pOurs);
+            const auto opts = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).weight_decay(weightDecay);
+            icl::FusedAdamW ours(pOurs, opts);
+            torch::optim::AdamW ref(pRef, opts);
+            for (int k = 0; k < 30; ++k) {
+                setGrads(pOurs, pRef, k);
+                ours.step();
+                ref.step();
+            }
+            expectSameBits<torch::optim::AdamWParamState>(ours, pOurs, ref, pRef,
+                                                          "AdamW, " + std::to_string(threads) + " threads");
+        }
+}
+
+// What the one-pass update does not cover runs LibTorch's operations: AMSGrad, float64, non-contiguous gradients,
+// and parameters without a gradient (skipped, no state), all with torch::optim::Adam's numbers.
+TEST(FusedAdam, FallsBackToLibTorchOperationsWithTheSameNumbers)
+{
+    for (bool amsgrad : {false, true})
+        for (torch::Dtype dtype : {torch::kFloat, torch::kDouble}) {
+            auto pOurs = makeParams(dtype), pRef = copyOf(pOurs);
+            const auto opts = torch::optim::AdamOptions(1e-3).amsgrad(amsgrad);
+            icl::FusedAdam ours(pOurs, opts);
+            torch::optim::Adam ref(pRef, opts);
+            for (int k = 0; k < 12; ++k) {
+                setGrads(pOurs, pRef, k);
+                // Parameter 4's gradient as a transposed (non-contiguous) view of the same values.
+                pOurs[4].mutable_grad() = pOurs[4].grad().t().contiguous().t();
+                ours.step();
+                ref.step();
+            }
+            expectSameBits<torch::optim::AdamParamState>(ours, pOurs, ref, pRef,
+                                                         std::string(amsgrad ? "AMSGrad " : "") + (dtype == torch::kFloat ? "float" : "double"));
+        }
+    torch::Tensor unused = torch::ones({3}).requires_grad_();
+    icl::FusedAdam opt(std::vector<torch::Tensor>{unused}, torch::optim::AdamOptions(1e-3));
+    opt.step();
+    EXPECT_TRUE(torch::equal(unused, torch::ones({3})));
+    EXPECT_TRUE(opt.state().empty());
+}
+
+// The optimiser the trainer makes for "adam" / "adamw" is the one-pass one, and a torch::optim::Adam to the
+// checkpoint code (which reads its state through that type).
+TEST(FusedAdam, IsWhatTheTrainerUses)
+{
+    icl::TrainingConfig t;
+    t.optimizer = "adam";
+    auto adam = icl::makeOptimizer(t, {torch::zeros({2}).requires_grad_()});
+    EXPECT_NE(dynamic_cast<icl::FusedAdam*>(adam.get()), nullptr);
+    EXPECT_NE(dynamic_cast<torch::optim::Adam*>(adam.get()), nullptr);
+    t.optimizer = "adamw";
+    auto adamw = icl::makeOptimizer(t, {torch::zeros({2}).requires_grad_()});
+    EXPECT_NE(dynamic_cast<icl::FusedAdamW*>(adamw.get()), nullptr);
+}
+
+} // namespace
