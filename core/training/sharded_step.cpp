@@ -100,20 +100,25 @@ torch::Tensor ShardedGradient::lossAndGrad(const std::function<torch::Tensor(int
         loss.add_(m_losses[size_t(s)]);
     for (size_t i = 0; i < m_params.size(); ++i) {
         torch::Tensor& p = m_params[i];
+        std::vector<const torch::Tensor*> parts;  // the defined shard gradients, in shard order
+        for (int64_t s = 0; s < m_shards; ++s)
+            if (m_grads[size_t(s)][i].defined())
+                parts.push_back(&m_grads[size_t(s)][i]);
         torch::Tensor sum;
-        for (int64_t s = 0; s < m_shards; ++s) {
-            const torch::Tensor& g = m_grads[size_t(s)][i];
-            if (!g.defined())
-                continue;
-            if (!sum.defined()) {
-                // Into the existing grad buffer where there is one (the optimiser keeps it between steps).
-                if (p.grad().defined() && p.grad().sizes() == g.sizes() && !p.grad().is_inference())
-                    sum = p.mutable_grad().copy_(g);
-                else  // laid out as the parameter (autograd's layout contract), whatever g's strides
-                    p.mutable_grad() = sum = torch::empty_like(p).copy_(g);
-            } else {
-                sum.add_(g);
-            }
+        if (!parts.empty()) {
+            // Into the existing grad buffer where there is one (the optimiser keeps it between steps), else one
+            // laid out as the parameter (autograd's layout contract), whatever the shard gradients' strides.
+            if (p.grad().defined() && p.grad().sizes() == parts[0]->sizes() && !p.grad().is_inference())
+                sum = p.mutable_grad();
+            else
+                p.mutable_grad() = sum = torch::empty_like(p);
+            // The first two in one pass (g₀ + g₁ is rounded once either way), then the others in shard order.
+            if (parts.size() == 1)
+                sum.copy_(*parts[0]);
+            else
+                torch::add_out(sum, *parts[0], *parts[1]);
+            for (size_t k = 2; k < parts.size(); ++k)
+                sum.add_(*parts[k]);
         }
         if (!sum.defined()) {
             if (p.grad().defined())
