@@ -50,6 +50,51 @@ inline __attribute__((always_inline)) void storeVec(S* p, const V& v)
     std::memcpy(p, &v, sizeof(V));
 }
 
+/// dst[c · dstStride + j] = src[j · srcStride + c] for j, c < 16: a 16 × 16 float block transposed in registers (16
+/// row loads, four rounds of 16 two-vector shuffles, 16 stores) where an element-by-element copy makes 256 loads
+/// and 256 stores. Round k exchanges bit k of the row index with bit k of the lane index, so after the four rounds
+/// the element of row j, lane c is in row c, lane j. Data movement only.
+inline __attribute__((always_inline)) void transposeBlock16(const float* __restrict src, int64_t srcStride,
+                                                            float* __restrict dst, int64_t dstStride)
+{
+    typedef float V __attribute__((vector_size(64)));
+    typedef int M __attribute__((vector_size(64)));
+    V r[16];
+    for (int j = 0; j < 16; ++j)
+        std::memcpy(&r[j], src + j * srcStride, sizeof(V));
+    // Lane L of the first vector of a pair: its own lane L where bit k of L is 0, else lane L ^ 2^k of the
+    // second vector; of the second: lane L ^ 2^k of the first where bit k is 0, else its own lane L.
+#define ICL_TRANSPOSE_ROUND(k)                                                                                       \
+    {                                                                                                              \
+        constexpr int b = 1 << (k);                                                                                \
+        const M lo = {0 & b ? 16 + (0 ^ b) : 0,   1 & b ? 16 + (1 ^ b) : 1,   2 & b ? 16 + (2 ^ b) : 2,            \
+                      3 & b ? 16 + (3 ^ b) : 3,   4 & b ? 16 + (4 ^ b) : 4,   5 & b ? 16 + (5 ^ b) : 5,            \
+                      6 & b ? 16 + (6 ^ b) : 6,   7 & b ? 16 + (7 ^ b) : 7,   8 & b ? 16 + (8 ^ b) : 8,            \
+                      9 & b ? 16 + (9 ^ b) : 9,   10 & b ? 16 + (10 ^ b) : 10, 11 & b ? 16 + (11 ^ b) : 11,        \
+                      12 & b ? 16 + (12 ^ b) : 12, 13 & b ? 16 + (13 ^ b) : 13, 14 & b ? 16 + (14 ^ b) : 14,       \
+                      15 & b ? 16 + (15 ^ b) : 15};                                                                \
+        const M hi = {0 & b ? 16 + 0 : (0 ^ b),   1 & b ? 16 + 1 : (1 ^ b),   2 & b ? 16 + 2 : (2 ^ b),            \
+                      3 & b ? 16 + 3 : (3 ^ b),   4 & b ? 16 + 4 : (4 ^ b),   5 & b ? 16 + 5 : (5 ^ b),            \
+                      6 & b ? 16 + 6 : (6 ^ b),   7 & b ? 16 + 7 : (7 ^ b),   8 & b ? 16 + 8 : (8 ^ b),            \
+                      9 & b ? 16 + 9 : (9 ^ b),   10 & b ? 16 + 10 : (10 ^ b), 11 & b ? 16 + 11 : (11 ^ b),        \
+                      12 & b ? 16 + 12 : (12 ^ b), 13 & b ? 16 + 13 : (13 ^ b), 14 & b ? 16 + 14 : (14 ^ b),       \
+                      15 & b ? 16 + 15 : (15 ^ b)};                                                                \
+        for (int a = 0; a < 16; ++a)                                                                               \
+            if ((a & b) == 0) {                                                                                    \
+                const V first = r[a], second = r[a | b];                                                           \
+                r[a] = __builtin_shuffle(first, second, lo);                                                       \
+                r[a | b] = __builtin_shuffle(first, second, hi);                                                   \
+            }                                                                                                      \
+    }
+    ICL_TRANSPOSE_ROUND(0)
+    ICL_TRANSPOSE_ROUND(1)
+    ICL_TRANSPOSE_ROUND(2)
+    ICL_TRANSPOSE_ROUND(3)
+#undef ICL_TRANSPOSE_ROUND
+    for (int c = 0; c < 16; ++c)
+        std::memcpy(dst + c * dstStride, &r[c], sizeof(V));
+}
+
 /// One (prompt, head): out[i][j] = scale · Σ_c x[i][c] · y[j][c] for j ≤ i, `fill` for j > i (out [T, T], rows
 /// T apart; x, y rows xs, ys apart, dh wide). yT is scratch of dh · Tp (Tp ≥ T rounded up to kCols). Sums in
 /// ascending c.
@@ -64,8 +109,16 @@ inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x,
     for (int64_t j = 0; j < T; ++j)
         for (int64_t c = 0; c < dh; c += 64 / int64_t(sizeof(S)))
             __builtin_prefetch(y + j * ys + c);
+    int64_t jBlocks = 0, cBlocks = 0;  // the part copied in 16 × 16 blocks (float): rows [0, jBlocks), columns [0, cBlocks)
+    if constexpr (std::is_same_v<S, float>) {
+        jBlocks = T / 16 * 16;
+        cBlocks = dh / 16 * 16;
+        for (int64_t j0 = 0; j0 < jBlocks; j0 += 16)
+            for (int64_t c0 = 0; c0 < cBlocks; c0 += 16)
+                transposeBlock16(y + j0 * ys + c0, ys, yT + c0 * Tp + j0, Tp);
+    }
     for (int64_t c = 0; c < dh; ++c)
-        for (int64_t j = 0; j < T; ++j)
+        for (int64_t j = c < cBlocks ? jBlocks : 0; j < T; ++j)
             yT[c * Tp + j] = y[j * ys + c];
     for (int64_t c = 0; c < dh; ++c)
         std::fill(yT + c * Tp + T, yT + (c + 1) * Tp, S(0));
