@@ -1,6 +1,7 @@
 #include "core/training/fused_adam.h"
 
 #include <cmath>
+#include <cstring>
 #include <immintrin.h>
 
 #include "core/training/cpu_kernels.h"
@@ -28,65 +29,74 @@ inline float adamElement(float& p, float g, float& m, float& v, const AdamScalar
     return p;
 }
 
+typedef float Float8 __attribute__((vector_size(32)));
+typedef float Float16 __attribute__((vector_size(64)));
+
+// n elements in vectors of V (products, sums and quotients rounded one by one: this file is compiled without FMA
+// contraction), the fused multiply-adds by fmaOf(a, b, c) = a·b + c rounded once, √ by sqrtOf; the last n mod W
+// elements one by one.
+template <typename V, typename Fma, typename Sqrt>
+__attribute__((always_inline)) inline void adamRange(float* p, const float* g, float* m, float* v, int64_t n,
+                                                     const AdamScalars& s, Fma fmaOf, Sqrt sqrtOf)
+{
+    constexpr int64_t W = sizeof(V) / sizeof(float);
+    const V decay = V{} + s.decay_factor, wd = V{} + s.weight_decay;
+    const V b1 = V{} + s.beta1, c1 = V{} + s.one_minus_beta1, b2 = V{} + s.beta2, c2 = V{} + s.one_minus_beta2;
+    const V sq = V{} + s.sqrt_bias_correction2, eps = V{} + s.eps, step = V{} + s.neg_step_size;
+    const bool decoupled = s.decay_factor != 1.0f, l2 = s.weight_decay != 0.0f;
+    int64_t i = 0;
+    for (; i + W <= n; i += W) {
+        V pv, gv, mv, vv;
+        std::memcpy(&pv, p + i, sizeof(V));
+        std::memcpy(&gv, g + i, sizeof(V));
+        std::memcpy(&mv, m + i, sizeof(V));
+        std::memcpy(&vv, v + i, sizeof(V));
+        if (decoupled)
+            pv = pv * decay;
+        if (l2)
+            gv = fmaOf(pv, wd, gv);
+        mv = fmaOf(gv, c1, mv * b1);
+        vv = fmaOf(c2 * gv, gv, vv * b2);
+        const V denom = sqrtOf(vv) / sq + eps;
+        pv = pv + (step * mv) / denom;
+        std::memcpy(m + i, &mv, sizeof(V));
+        std::memcpy(v + i, &vv, sizeof(V));
+        std::memcpy(p + i, &pv, sizeof(V));
+    }
+    for (; i < n; ++i)
+        adamElement(p[i], g[i], m[i], v[i], s);
+}
+
 // GCC 12 reports _mm512_sqrt_ps's deliberately undefined pass-through operand as maybe-uninitialized.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 __attribute__((target("avx512f"))) void adamRangeAvx512(float* p, const float* g, float* m, float* v, int64_t n,
                                                          const AdamScalars& s)
 {
-    const __m512 decay = _mm512_set1_ps(s.decay_factor), wd = _mm512_set1_ps(s.weight_decay);
-    const __m512 b1 = _mm512_set1_ps(s.beta1), c1 = _mm512_set1_ps(s.one_minus_beta1);
-    const __m512 b2 = _mm512_set1_ps(s.beta2), c2 = _mm512_set1_ps(s.one_minus_beta2);
-    const __m512 sq = _mm512_set1_ps(s.sqrt_bias_correction2), eps = _mm512_set1_ps(s.eps);
-    const __m512 step = _mm512_set1_ps(s.neg_step_size);
-    const bool decoupled = s.decay_factor != 1.0f, l2 = s.weight_decay != 0.0f;
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 pv = _mm512_loadu_ps(p + i), gv = _mm512_loadu_ps(g + i);
-        if (decoupled)
-            pv = _mm512_mul_ps(pv, decay);
-        if (l2)
-            gv = _mm512_fmadd_ps(pv, wd, gv);
-        const __m512 mv = _mm512_fmadd_ps(gv, c1, _mm512_mul_ps(_mm512_loadu_ps(m + i), b1));
-        const __m512 vv = _mm512_fmadd_ps(_mm512_mul_ps(c2, gv), gv, _mm512_mul_ps(_mm512_loadu_ps(v + i), b2));
-        const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vv), sq), eps);
-        pv = _mm512_add_ps(pv, _mm512_div_ps(_mm512_mul_ps(step, mv), denom));
-        _mm512_storeu_ps(m + i, mv);
-        _mm512_storeu_ps(v + i, vv);
-        _mm512_storeu_ps(p + i, pv);
-    }
-    for (; i < n; ++i)
-        adamElement(p[i], g[i], m[i], v[i], s);
+    adamRange<Float16>(
+        p, g, m, v, n, s,
+        [](Float16 a, Float16 b, Float16 c) __attribute__((target("avx512f"))) {
+            return reinterpret_cast<Float16>(_mm512_fmadd_ps(reinterpret_cast<__m512>(a), reinterpret_cast<__m512>(b),
+                                                             reinterpret_cast<__m512>(c)));
+        },
+        [](Float16 x) __attribute__((target("avx512f"))) {
+            return reinterpret_cast<Float16>(_mm512_sqrt_ps(reinterpret_cast<__m512>(x)));
+        });
 }
-
 #pragma GCC diagnostic pop
 
 __attribute__((target("avx2,fma"))) void adamRangeAvx2(float* p, const float* g, float* m, float* v, int64_t n,
                                                         const AdamScalars& s)
 {
-    const __m256 decay = _mm256_set1_ps(s.decay_factor), wd = _mm256_set1_ps(s.weight_decay);
-    const __m256 b1 = _mm256_set1_ps(s.beta1), c1 = _mm256_set1_ps(s.one_minus_beta1);
-    const __m256 b2 = _mm256_set1_ps(s.beta2), c2 = _mm256_set1_ps(s.one_minus_beta2);
-    const __m256 sq = _mm256_set1_ps(s.sqrt_bias_correction2), eps = _mm256_set1_ps(s.eps);
-    const __m256 step = _mm256_set1_ps(s.neg_step_size);
-    const bool decoupled = s.decay_factor != 1.0f, l2 = s.weight_decay != 0.0f;
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 pv = _mm256_loadu_ps(p + i), gv = _mm256_loadu_ps(g + i);
-        if (decoupled)
-            pv = _mm256_mul_ps(pv, decay);
-        if (l2)
-            gv = _mm256_fmadd_ps(pv, wd, gv);
-        const __m256 mv = _mm256_fmadd_ps(gv, c1, _mm256_mul_ps(_mm256_loadu_ps(m + i), b1));
-        const __m256 vv = _mm256_fmadd_ps(_mm256_mul_ps(c2, gv), gv, _mm256_mul_ps(_mm256_loadu_ps(v + i), b2));
-        const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vv), sq), eps);
-        pv = _mm256_add_ps(pv, _mm256_div_ps(_mm256_mul_ps(step, mv), denom));
-        _mm256_storeu_ps(m + i, mv);
-        _mm256_storeu_ps(v + i, vv);
-        _mm256_storeu_ps(p + i, pv);
-    }
-    for (; i < n; ++i)
-        adamElement(p[i], g[i], m[i], v[i], s);
+    adamRange<Float8>(
+        p, g, m, v, n, s,
+        [](Float8 a, Float8 b, Float8 c) __attribute__((target("avx2,fma"))) {
+            return reinterpret_cast<Float8>(_mm256_fmadd_ps(reinterpret_cast<__m256>(a), reinterpret_cast<__m256>(b),
+                                                            reinterpret_cast<__m256>(c)));
+        },
+        [](Float8 x) __attribute__((target("avx2,fma"))) {
+            return reinterpret_cast<Float8>(_mm256_sqrt_ps(reinterpret_cast<__m256>(x)));
+        });
 }
 
 bool cpuHasAvx512()
