@@ -21,6 +21,7 @@
 #include "core/tasks/sine_regression.h"
 #include "core/training/checkpoint.h"
 #include "core/training/device.h"
+#include "core/training/fused_adam.h"
 #include "core/training/optim.h"
 
 namespace icl {
@@ -306,9 +307,9 @@ PastingResult computePasting(const std::string& parentPath, const PastingOptions
         return row;
     };
 
-    // Same batches, same budget for both models.
-    torch::optim::Adam optPasted(trainable, torch::optim::AdamOptions(o.lr).betas({0.9, 0.999}));
-    torch::optim::Adam optScratch(scratch->parameters(), torch::optim::AdamOptions(o.lr).betas({0.9, 0.999}));
+    // Same batches, same budget for both models; Adam in one pass per parameter, as the trainer's (fused_adam.h).
+    FusedAdam optPasted(trainable, torch::optim::AdamOptions(o.lr).betas({0.9, 0.999}));
+    FusedAdam optScratch(scratch->parameters(), torch::optim::AdamOptions(o.lr).betas({0.9, 0.999}));
     auto step = [&](Gpt2Impl& m, torch::optim::Adam& opt, const PromptBatch& b) {
         torch::Tensor loss = halfMse(m.predictAll(b).flatten(), b.y.flatten());
         opt.zero_grad();
