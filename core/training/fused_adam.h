@@ -2,8 +2,8 @@
 // Adam and AdamW whose step updates each parameter in one pass over its memory, giving LibTorch's numbers bit
 // for bit (README, "Speed: training at the hardware's pace"). Core-internal (LibTorch).
 //
-// torch::optim::Adam (LibTorch 1.13) steps a parameter with six element-wise operations, each a pass over
-// parameter-sized tensors (mul_, add_, mul_, addcmul_, sqrt, div, add_, addcdiv_: about 14 reads or writes of
+// torch::optim::Adam (LibTorch 1.13) steps a parameter with eight element-wise operations, each a pass over
+// parameter-sized tensors (mul_, add_, mul_, addcmul_, sqrt, div, add_, addcdiv_: about 20 reads or writes of
 // 4 bytes per element, two temporaries allocated). For a float32 CPU parameter FusedAdam computes the same
 // expressions per element in one pass (4 reads, 3 writes), with the roundings of LibTorch's kernels: the
 // fused multiply-adds its vectorised add_ and addcmul_ form and nothing else fused (fused_adam_test.cpp
