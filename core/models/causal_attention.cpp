@@ -98,7 +98,10 @@ inline __attribute__((always_inline)) void transposeBlock16(const float* __restr
 /// One (prompt, head): out[i][j] = scale · Σ_c x[i][c] · y[j][c] for j ≤ i, `fill` for j > i (out [T, T], rows
 /// T apart; x, y rows xs, ys apart, dh wide). yT is scratch of dh · Tp (Tp ≥ T rounded up to kCols). Sums in
 /// ascending c.
-template <typename S>
+/// R: query rows per block (R accumulators of kCols lanes; 8 where the clone has 32 vector registers, so that
+/// the chains of additions overlap, else 4). The rows of a block share the column tiles, so R does not change
+/// which terms a sum has or their order.
+template <typename S, int64_t R>
 inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x, int64_t xs, const S* __restrict y,
                                                           int64_t ys, int64_t T, int64_t dh, S scale, S fill,
                                                           S* __restrict out, S* __restrict yT, int64_t Tp)
@@ -109,6 +112,11 @@ inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x,
     for (int64_t j = 0; j < T; ++j)
         for (int64_t c = 0; c < dh; c += 64 / int64_t(sizeof(S)))
             __builtin_prefetch(y + j * ys + c);
+    // Columns [T, Tp) of yT are zeros: each row's last tile is cleared first (one vector store; the copies below
+    // overwrite its columns < T). A std::fill of these few elements compiles to `rep stos`, whose start-up cost
+    // exceeds the store.
+    for (int64_t c = 0; c < dh; ++c)
+        storeVec(yT + c * Tp + Tp - kCols, V{});
     int64_t jBlocks = 0, cBlocks = 0;  // the part copied in 16 × 16 blocks (float): rows [0, jBlocks), columns [0, cBlocks)
     if constexpr (std::is_same_v<S, float>) {
         jBlocks = T / 16 * 16;
@@ -120,21 +128,28 @@ inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x,
     for (int64_t c = 0; c < dh; ++c)
         for (int64_t j = c < cBlocks ? jBlocks : 0; j < T; ++j)
             yT[c * Tp + j] = y[j * ys + c];
-    for (int64_t c = 0; c < dh; ++c)
-        std::fill(yT + c * Tp + T, yT + (c + 1) * Tp, S(0));
-    for (int64_t i0 = 0; i0 < T; i0 += kRows) {
-        const int64_t rows = std::min(kRows, T - i0);
-        const S* xr[kRows];
-        for (int64_t r = 0; r < kRows; ++r)
+    V lane;  // 0, 1, …, kCols − 1
+    for (int64_t w = 0; w < kCols; ++w)
+        lane[w] = S(w);
+    const V fillv = V{} + fill;
+    for (int64_t i0 = 0; i0 < T; i0 += R) {
+        const int64_t rows = std::min(R, T - i0);
+        const S* xr[R];
+        for (int64_t r = 0; r < R; ++r)
             xr[r] = x + (i0 + std::min(r, rows - 1)) * xs;  // a short last block repeats its last row
         const int64_t jEnd = i0 + rows;                    // no row of the block reads a column ≥ jEnd
         int64_t j0 = 0;
         for (; j0 < jEnd; j0 += kCols) {
-            V acc[kRows] = {};
+            // Cleared one register at a time (`= {}` clears a stack copy with `rep stos`).
+            V acc[R];
+#pragma GCC unroll 8
+            for (int64_t r = 0; r < R; ++r)
+                acc[r] = V{};
             for (int64_t c = 0; c < dh; ++c) {
                 V yv;
                 loadVec(yv, yT + c * Tp + j0);
-                for (int64_t r = 0; r < kRows; ++r)
+#pragma GCC unroll 8
+                for (int64_t r = 0; r < R; ++r)
                     acc[r] += xr[r][c] * yv;
             }
             const int64_t wEnd = std::min(kCols, T - j0);
@@ -142,12 +157,23 @@ inline __attribute__((always_inline)) void causalDotsImpl(const S* __restrict x,
                 const int64_t i = i0 + r;
                 S* o = out + i * T + j0;
                 const V scaled = acc[r] * scale;
-                for (int64_t w = 0; w < wEnd; ++w)
-                    o[w] = j0 + w <= i ? scaled[w] : fill;
+                if (wEnd == kCols) {
+                    // Lanes of columns j0 + w ≤ i keep their product, the others take `fill`: one select, one store.
+                    storeVec(o, lane <= S(i - j0) ? scaled : fillv);
+                } else {
+                    for (int64_t w = 0; w < wEnd; ++w)
+                        o[w] = j0 + w <= i ? scaled[w] : fill;
+                }
             }
         }
-        for (int64_t r = 0; r < rows; ++r)
-            std::fill(out + (i0 + r) * T + std::min(j0, T), out + (i0 + r + 1) * T, fill);
+        for (int64_t r = 0; r < rows; ++r) {  // the columns past the last tile: `fill`
+            S* o = out + (i0 + r) * T;
+            int64_t j = std::min(j0, T);
+            for (; j + kCols <= T; j += kCols)
+                storeVec(o + j, fillv);
+            for (; j < T; ++j)
+                o[j] = fill;
+        }
     }
 }
 
@@ -259,6 +285,13 @@ inline __attribute__((always_inline)) void causalProductImpl(const S* __restrict
     }
 }
 
+/// Whether this CPU has AVX-512's 32 vector registers (the clone the loader picks then is the avx512f one).
+inline bool wideRegisterFile()
+{
+    static const bool wide = __builtin_cpu_supports("avx512f");
+    return wide;
+}
+
 // The kernels for each vector extension; the loader picks one by the CPU's features (not its model name, so
 // AMD CPUs get them too). This file is compiled with -ffp-contract=off: products and sums stay separate
 // operations in every clone (no FMA contraction), so all clones give the same numbers, bitwise. Head widths
@@ -276,7 +309,10 @@ inline __attribute__((always_inline)) void causalProductImpl(const S* __restrict
     ICL_ATTENTION_CLONES void causalDots(const S* x, int64_t xs, const S* y, int64_t ys, int64_t T, int64_t dh,     \
                                          S scale, S fill, S* out, S* yT, int64_t Tp)                                  \
     {                                                                                                                 \
-        causalDotsImpl<S>(x, xs, y, ys, T, dh, scale, fill, out, yT, Tp);                                             \
+        if (wideRegisterFile())                                                                                       \
+            causalDotsImpl<S, 8>(x, xs, y, ys, T, dh, scale, fill, out, yT, Tp);                                      \
+        else                                                                                                          \
+            causalDotsImpl<S, 4>(x, xs, y, ys, T, dh, scale, fill, out, yT, Tp);                                      \
     }                                                                                                                 \
     ICL_ATTENTION_CLONES void causalRows(const S* a, const S* x, int64_t xs, int64_t T, int64_t dh, S alpha, S* out, \
                                          int64_t os, S* acc)                                                          \
