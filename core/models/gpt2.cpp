@@ -151,7 +151,7 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
             z = torch::matmul(pattern, v);
             zRows = z.transpose(1, 2).reshape({B * T, H * dh});
         }
-        torch::Tensor attnOut;
+        torch::Tensor attnOut, attnRows;  // [B, T, D]; without a head intervention the same as [B·T, D]
         const std::string outName = actName(Act::AttnOut, l);
         // Each head's part of the output, z_h W_O^h: [B, H, T, D] (the bias b_O is added once). Only a
         // head intervention sums these parts; otherwise the output is one GEMM, so that what is
@@ -165,18 +165,27 @@ torch::Tensor Gpt2Impl::runBlocks(torch::Tensor x, ActivationCapture* capture)
             }
             offer(actName(Act::AttnResult, l), result);
         }
-        if (!headIntervention)
-            attnOut = torch::addmm(b.b_O, zRows, b.W_O.reshape({H * dh, D})).view({B, T, D});
+        if (!headIntervention) {
+            attnRows = torch::addmm(b.b_O, zRows, b.W_O.reshape({H * dh, D}));
+            attnOut = attnRows.view({B, T, D});
+        }
         offer(actName(Act::AttnQ, l), q);
         offer(actName(Act::AttnK, l), k);
         offer(actName(Act::AttnV, l), v);
         offer(actName(Act::AttnPattern, l), pattern);
+        // The residual adds: without a capture, into the block output's own rows (out + x is x + out, bitwise,
+        // and nothing else holds that output: addmm's backward keeps its inputs, not its result), which saves
+        // a [B, T, D] allocation and a pass over memory; with one, a new tensor, as what is captured must stay.
+        auto addResidual = [&](const torch::Tensor& outRows, const torch::Tensor& out) {
+            return capture ? x + out : outRows.add_(x.reshape({B * T, D})).view({B, T, D});
+        };
         attnOut = hook(outName, attnOut);
-        x = x + attnOut;
+        x = addResidual(attnRows, attnOut);
         const torch::Tensor m
             = geluTanh(torch::addmm(b.b_in, b.ln2->forward(x).reshape({B * T, D}), b.W_in));
-        const torch::Tensor mlpOut = hook(actName(Act::MlpOut, l), torch::addmm(b.b_out, m, b.W_out).view({B, T, D}));
-        x = x + mlpOut;
+        const torch::Tensor mlpRows = torch::addmm(b.b_out, m, b.W_out);
+        const torch::Tensor mlpOut = hook(actName(Act::MlpOut, l), mlpRows.view({B, T, D}));
+        x = addResidual(mlpRows, mlpOut);
         x = hook(actName(Act::ResidPost, l), x);
     }
     return x;

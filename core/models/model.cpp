@@ -36,7 +36,7 @@ ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed)
             throw Error("model.softmax_layers: a tied stack shares one layer, so it is all softmax or all linear");
         Lsa lsa(o);
         lsa->initVarianceScaling(config.model.init_scale / double(config.model.n_layers), seed);
-        ModelHandle h{lsa.ptr(), [lsa](const PromptBatch& b) mutable { return lsa->predict(b); }, {}};
+        ModelHandle h{lsa.ptr(), [lsa](const PromptBatch& b) mutable { return lsa->predict(b); }, {}, {}};
         if (o.feature_dim > 0)
             h.features = [lsa](const torch::Tensor& x) mutable { return lsa->features(x); };
         return h;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/models/gpt2.h"
+#include "core/tasks/linear_regression.h"
 
 namespace {
 
@@ -203,6 +204,49 @@ TEST(Gpt2, PredictionsAreReadAtTheXTokensAndCaptureNamesFollowTheField)
     none.names = {"attn.pattern.0"};
     model->forward(icl::interleavedTokens(p), &none);
     EXPECT_EQ(none.values.size(), 1u);
+}
+
+// Without a capture the residual adds go into the block outputs' own rows (in place); with one, into new tensors.
+// Both must give the same loss and the same gradients, bit for bit, in float32 with the CPU attention and GELU
+// kernels (d_head = 32, 64 prompts × 81 tokens: the sizes of the papers' training step).
+TEST(Gpt2, TrainingStepIsTheSameWithAndWithoutACapture)
+{
+    icl::Gpt2Options o;
+    o.input_dim = 5;
+    o.n_layers = 2;
+    o.n_heads = 2;
+    o.d_model = 64;
+    o.n_positions = 81;
+    icl::Gpt2 model(o, 3);
+    icl::TaskConfig task;
+    task.d = 5;
+    task.n_context = 40;
+    const icl::PromptBatch p = icl::sampleLinearRegression(task, 64, 2);
+    auto lossAndGrads = [&](icl::ActivationCapture* capture) {
+        model->zero_grad();
+        const torch::Tensor loss = (model->predictAll(p, capture).flatten() - p.y.flatten()).square().mean();
+        loss.backward();
+        std::vector<torch::Tensor> out{loss.detach().reshape({1})};
+        for (const auto& param : model->parameters())
+            out.push_back(param.grad().clone().flatten());
+        return torch::cat(out);
+    };
+    const torch::Tensor inPlace = lossAndGrads(nullptr);
+    icl::ActivationCapture capture;
+    capture.names = {"resid_post.1"};
+    const torch::Tensor separate = lossAndGrads(&capture);
+    ASSERT_EQ(capture.values.count("resid_post.1"), 1u);
+    EXPECT_TRUE(torch::equal(inPlace, separate));
+    EXPECT_GT(inPlace.abs().sum().item<double>(), 0.0);
+    // The captured residual stream is the sum of its parts, computed apart.
+    icl::ActivationCapture parts;
+    parts.names = {"resid_pre.1", "attn.out.1", "mlp.out.1", "resid_post.1"};
+    {
+        torch::NoGradGuard noGrad;
+        model->predictAll(p, &parts);
+    }
+    const torch::Tensor mid = parts.values["resid_pre.1"] + parts.values["attn.out.1"];
+    EXPECT_TRUE(torch::equal(mid + parts.values["mlp.out.1"], parts.values["resid_post.1"]));
 }
 
 TEST(Gpt2, InitialisationFollowsGpt2)
