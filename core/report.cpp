@@ -6,28 +6,38 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
 #include "core/io/config.h"
+#include "core/io/display_text.h"
 
 namespace icl {
 
 namespace {
 
+// Text from a file (its name, config strings, a baseline or analysis name) goes into a figure's title, legend
+// and metadata escaped (control characters as \xNN): figures are shown in the GUI, drawn into PNG/SVG/PDF
+// and written as CSV comments.
+std::string fromFile(const std::string& text)
+{
+    return escapeForDisplay(text);
+}
+
 std::map<std::string, std::string> runMetadata(const RunSummary& summary)
 {
     std::map<std::string, std::string> m;
-    m["experiment"] = std::filesystem::path(summary.path).filename().string();
+    m["experiment"] = fromFile(std::filesystem::path(summary.path).filename().string());
     try {
-        const auto cfg = nlohmann::json::parse(summary.config_json);
+        const auto cfg = parseBoundedJson(summary.config_json, summary.path);
         if (cfg.contains("seed"))
-            m["seed"] = cfg["seed"].dump();
+            m["seed"] = fromFile(cfg["seed"].dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
         if (cfg.value("preset", "") != "")
-            m["preset"] = cfg["preset"].get<std::string>() + " (" + cfg.value("scale", "") + ")";
+            m["preset"] = fromFile(cfg["preset"].get<std::string>() + " (" + cfg.value("scale", "") + ")");
     } catch (const std::exception&) {
     }
     return m;
 }
 
-std::string prettyBaseline(const std::string& name)
+std::string prettyBaselineRaw(const std::string& name)
 {
     if (name == "least_squares")
         return "least squares";
@@ -46,6 +56,12 @@ std::string prettyBaseline(const std::string& name)
     return name;
 }
 
+/// A baseline's name as legends show it ("gd_2" → "GD, 2 steps"); an unknown name (from a file) escaped.
+std::string prettyBaseline(const std::string& name)
+{
+    return fromFile(prettyBaselineRaw(name));
+}
+
 const char* kLossLabel = "loss  0.5·(ŷ − y)²";
 
 /// Metadata of both pasting figures (written into exported files and the caption).
@@ -53,16 +69,16 @@ std::map<std::string, std::string> pastingMetadata(
     const PastingResult& r, const PastingOptions& o, const RunSummary& parent)
 {
     std::map<std::string, std::string> m;
-    m["experiment"] = std::filesystem::path(parent.path).filename().string();
+    m["experiment"] = fromFile(std::filesystem::path(parent.path).filename().string());
     m["checkpoint_step"] = std::to_string(r.parent_step);
     const uint64_t seed = o.seed != 0 || !parent.config ? o.seed : parent.config->seed;
     m["seed"] = std::to_string(seed);
     m["cut_layer"] = std::to_string(r.cut_layer);
-    m["embedding"] = r.embedding;
+    m["embedding"] = fromFile(r.embedding);
     m["steps"] = std::to_string(r.steps);
     m["eval_prompts"] = std::to_string(o.n_eval);
     if (!r.out_path.empty())
-        m["pasted_file"] = std::filesystem::path(r.out_path).filename().string();
+        m["pasted_file"] = fromFile(std::filesystem::path(r.out_path).filename().string());
     return m;
 }
 
@@ -98,7 +114,8 @@ Figure pastingIclCurvesFigure(
     Figure f;
     f.name = "pasting_icl_curve";
     f.title
-        = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+        = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + fromFile(r.embedding)
+          + ")";
     f.x_label = "number of in-context examples";
     f.y_label = kLossLabel;
     f.metadata = pastingMetadata(r, o, parent);
@@ -119,7 +136,7 @@ Figure pastingLossCurvesFigure(
 {
     Figure f;
     f.name = "pasting_loss";
-    f.title = "Loss during training (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + r.embedding + ")";
+    f.title = "Loss during training (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + fromFile(r.embedding) + ")";
     f.x_label = "training step";
     f.y_label = kLossLabel;
     f.metadata = pastingMetadata(r, o, parent);
@@ -156,7 +173,7 @@ std::vector<std::string> availablePlots(const RunSummary& summary)
             break;
         }
     try {
-        if (!summary.checkpoints.empty() && nlohmann::json::parse(summary.config_json)["model"]["kind"] == "lsa")
+        if (!summary.checkpoints.empty() && parseBoundedJson(summary.config_json, summary.path)["model"]["kind"] == "lsa")
             plots.push_back("eta_scan");
     } catch (const std::exception&) {
     }
@@ -425,7 +442,7 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const s
         f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(lens.checkpoint_step);
     for (const auto& [key, value] : metadata)
-        f.metadata[key] = value;
+        f.metadata[fromFile(key)] = fromFile(value);
     const size_t n = lens.prediction.size();
     Series model;
     model.name = "model (regression lens)";

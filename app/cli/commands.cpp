@@ -25,6 +25,7 @@
 #include "core/training/cpu_kernels.h"
 #include "core/training/blas.h"
 #include "core/training/trainer.h"
+#include "display.h"
 #include "plot_export.h"
 #include "progress_bar.h"
 
@@ -70,13 +71,22 @@ json finalMetrics(const RunSummary& s)
 void printBaselines(const std::map<std::string, double>& baselines, double model, int64_t layers = 1)
 {
     for (const auto& [name, value] : baselines)
-        std::cout << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << fmt(value) << "\n";
+        std::cout << "  " << shown(name) << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << fmt(value) << "\n";
     // The reference of a K-layer model is K steps of GD (and GD++ when fitted).
     for (const std::string& ref : {"gd_" + std::to_string(layers), "gdpp_" + std::to_string(layers)}) {
         auto it = baselines.find(ref);
         if (it != baselines.end() && it->second > 0)
             std::cout << "model / " << ref << " = " << fmt(model / it->second, 4) << "\n";
     }
+}
+
+/// `j[key]` as info prints it: a string escaped (shown), another value as display JSON, "" when absent.
+std::string fieldText(const json& j, const char* key)
+{
+    if (!j.is_object() || !j.contains(key))
+        return {};
+    const json& v = j[key];
+    return v.is_string() ? shown(v.get<std::string>()) : jsonForDisplay(v);
 }
 
 int64_t layersOf(const json& config)
@@ -93,7 +103,8 @@ json jsonNumber(double v)
 
 void printJsonObj(const json& out)
 {
-    std::cout << out.dump(2) << "\n";
+    // Valid JSON with the file's strings, never raw control characters or an exception for invalid UTF-8.
+    std::cout << jsonForDisplay(out, 2) << "\n";
 }
 
 int runPresets(bool asJson)
@@ -154,7 +165,7 @@ int runTrain(const TrainArgs& args)
         // A finished run (last checkpoint at the config's training.steps) has nothing to continue: say so and
         // succeed, so a re-queued sweep task (icl-cli sweep --emit-slurm) leaves it as it is.
         const RunSummary s = readRunSummary(args.out);
-        const json stored = json::parse(s.config_json, nullptr, false);
+        const json stored = storedJson(s.config_json);
         const int64_t total = stored.is_object() && stored.contains("training") && stored["training"].is_object()
                                   ? stored["training"].value("steps", int64_t(-1))
                                   : int64_t(-1);
@@ -164,7 +175,7 @@ int runTrain(const TrainArgs& args)
                 printJsonObj(json{{"out", args.out}, {"final_step", last}, {"stopped", false},
                                   {"already_finished", true}});
             else
-                std::cout << args.out << ": already finished at step " << last << " (training.steps " << total
+                std::cout << shown(args.out) << ": already finished at step " << last << " (training.steps " << total
                           << "); nothing to train (give --steps to continue beyond it)\n";
             return 0;
         }
@@ -178,7 +189,7 @@ int runTrain(const TrainArgs& args)
     try {
         result = train(config, options, [&](const TrainProgress& p) {
             if (p.phase == TrainProgress::Phase::Preparing && bar.enabled())
-                std::fprintf(stderr, "%s ...\n", p.message.c_str());
+                std::fprintf(stderr, "%s ...\n", shown(p.message).c_str());
             if (p.evaluated)
                 lastEval = " eval " + fmt(p.eval_loss);
             if (p.phase == TrainProgress::Phase::Training)
@@ -209,9 +220,9 @@ int runTrain(const TrainArgs& args)
         return exitCode;
     }
     std::cout << (result.stopped ? "stopped" : "finished") << " at step " << result.final_step << " on "
-              << result.device << " -> " << args.out << "\n";
+              << shown(result.device) << " -> " << shown(args.out) << "\n";
     if (exitCode != 0)
-        std::cout << "interrupted: continue with  icl-cli train --resume --out " << args.out << "\n";
+        std::cout << "interrupted: continue with  icl-cli train --resume --out " << shown(args.out) << "\n";
     const RunSummary trained = readRunSummary(args.out);
     if (trained.metrics.count("icl_accuracy")) {
         std::cout << "eval loss (cross-entropy of the query label) " << fmt(result.eval_loss) << "\n"
@@ -227,14 +238,14 @@ int runTrain(const TrainArgs& args)
     std::cout << "eval loss 0.5·(ŷ − y)² on the fixed evaluation prompts:\n  model           " << fmt(result.eval_loss)
               << "\n";
     printBaselines(result.baselines, result.eval_loss,
-                   layersOf(json::parse(trained.config_json, nullptr, false)));
+                   layersOf(storedJson(trained.config_json)));
     return exitCode;
 }
 
 int runInfo(const std::string& path, bool asJson)
 {
     const RunSummary s = readRunSummary(path);
-    json config = json::parse(s.config_json, nullptr, false);
+    json config = storedJson(s.config_json);
     if (asJson) {
         json out;
         out["file"] = path;
@@ -254,7 +265,7 @@ int runInfo(const std::string& path, bool asJson)
         out["final"] = finalMetrics(s);
         out["analyses"] = s.analyses;
         if (!s.import_json.empty())
-            out["import"] = json::parse(s.import_json, nullptr, false);
+            out["import"] = storedJson(s.import_json);
         out["checksums"] = s.checksums;
         out["damaged"] = s.damaged;
         out["notes"] = s.notes;
@@ -267,30 +278,33 @@ int runInfo(const std::string& path, bool asJson)
         printJsonObj(out);
         return s.damaged.empty() ? 0 : 1;
     }
-    std::cout << path << "  (" << s.format << " v" << s.format_version << ", app " << s.app_version << ", created "
-              << s.created << ")\n";
+    std::cout << shown(path) << "  (" << shown(s.format) << " v" << s.format_version << ", app " << shown(s.app_version)
+              << ", created " << shown(s.created) << ")\n";
     std::cout << "BLAS        " << blasInfo().summary() << "\n";
     std::cout << "CPU kernels " << atenCpuInfo().summary() << "\n";
     std::cout << "allocator   " << cpuAllocatorInfo().summary() << "\n";
     if (config.is_object()) {
-        if (config.value("preset", "") != "")
-            std::cout << "preset      " << config["preset"].get<std::string>() << " (" << config.value("scale", "")
-                      << ")\n";
-        std::cout << "task        " << config["task"].dump() << "\n"
-                  << "model       " << config["model"].dump() << "\n"
-                  << "training    " << config["training"].dump() << "\n"
-                  << "seed        " << config["seed"].dump() << ", device " << config["device"].dump() << "\n";
+        if (config.contains("preset") && config["preset"].is_string() && config["preset"] != "")
+            std::cout << "preset      " << shown(config["preset"].get<std::string>()) << " ("
+                      << shown(config.value("scale", json("")).is_string() ? config.value("scale", "") : "") << ")\n";
+        std::cout << "task        " << jsonForDisplay(config["task"]) << "\n"
+                  << "model       " << jsonForDisplay(config["model"]) << "\n"
+                  << "training    " << jsonForDisplay(config["training"]) << "\n"
+                  << "seed        " << jsonForDisplay(config["seed"]) << ", device " << jsonForDisplay(config["device"])
+                  << "\n";
     }
     if (!s.import_json.empty()) {
-        const json imp = json::parse(s.import_json, nullptr, false);
+        const json imp = storedJson(s.import_json);
         if (imp.is_object()) {
-            std::cout << "imported    " << imp.value("imported", "") << ", not trained here (" << imp.value("layout", "")
-                      << " layout)\n";
-            for (const auto& src : imp.value("sources", json::array()))
-                std::cout << "  source    " << src.value("path", "") << "  (" << src.value("format", "") << ", step "
-                          << src.value("step", int64_t(0)) << ", sha256 " << src.value("sha256", "") << ")\n";
-            for (const auto& w : imp.value("warnings", json::array()))
-                std::cout << "  warning   " << w.get<std::string>() << "\n";
+            std::cout << "imported    " << fieldText(imp, "imported") << ", not trained here ("
+                      << fieldText(imp, "layout") << " layout)\n";
+            const json sources = imp.contains("sources") && imp["sources"].is_array() ? imp["sources"] : json::array();
+            for (const auto& src : sources)
+                std::cout << "  source    " << fieldText(src, "path") << "  (" << fieldText(src, "format") << ", step "
+                          << fieldText(src, "step") << ", sha256 " << fieldText(src, "sha256") << ")\n";
+            const json warnings = imp.contains("warnings") && imp["warnings"].is_array() ? imp["warnings"] : json::array();
+            for (const auto& w : warnings)
+                std::cout << "  warning   " << (w.is_string() ? shown(w.get<std::string>()) : jsonForDisplay(w)) << "\n";
         } else {
             std::cout << "imported    (damaged /import provenance)\n";
         }
@@ -300,15 +314,15 @@ int runInfo(const std::string& path, bool asJson)
         std::cout << " " << c.step << (c.damaged.empty() ? "" : " (damaged)");
     std::cout << "\n";
     for (const auto& n : s.notes)
-        std::cout << "note        " << n << "\n";
+        std::cout << "note        " << shown(n) << "\n";
     // Damage goes to stderr as the same one-line messages every command prints, and info exits 1.
     for (const auto& d : s.damaged)
-        std::cerr << "icl-cli: " << d << "\n";
+        printErrorLine(d);
     const int exitCode = s.damaged.empty() ? 0 : 1;
     if (!s.analyses.empty()) {
         std::cout << "analyses   ";
         for (const auto& [kind, count] : s.analyses)
-            std::cout << " " << kind << " (" << count << ")";
+            std::cout << " " << shown(kind) << " (" << count << ")";
         std::cout << "\n";
     }
     if (!s.metrics.count("step") || s.metrics.at("step").empty()) {
@@ -348,18 +362,18 @@ int runVerify(const std::string& path, bool asJson)
         return v.damaged.empty() ? 0 : 1;
     }
     for (const auto& n : v.notes)
-        std::cout << "note: " << n << "\n";
+        std::cout << "note: " << shown(n) << "\n";
     for (const auto& d : v.damaged)
-        std::cout << d << "\n";
+        std::cout << shown(d) << "\n";
     if (!v.damaged.empty()) {
-        std::cerr << "icl-cli: " << path << ": " << v.damaged.size() << " damaged object"
-                  << (v.damaged.size() == 1 ? "" : "s") << "\n";
+        printErrorLine(path + ": " + std::to_string(v.damaged.size()) + " damaged object"
+                       + (v.damaged.size() == 1 ? "" : "s"));
         return 1;
     }
     if (v.checksums)
-        std::cout << path << ": ok (" << v.objects_checked << " objects match their checksums)\n";
+        std::cout << shown(path) << ": ok (" << v.objects_checked << " objects match their checksums)\n";
     else
-        std::cout << path << ": readable (" << v.objects_checked
+        std::cout << shown(path) << ": readable (" << v.objects_checked
                   << " objects read; format version 1 has no checksums, so damage cannot be ruled out)\n";
     return 0;
 }
@@ -370,7 +384,7 @@ IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64
                               int threads, bool store = false)
 {
     // The curve runs the regression model on regression prompts; a few-shot classification run has neither.
-    const json cfg = json::parse(readRunSummary(path).config_json, nullptr, false);
+    const json cfg = storedJson(readRunSummary(path).config_json);
     if (cfg.is_object() && cfg.contains("task") && cfg["task"].is_object()
         && kindFromName<TaskKind>(cfg["task"].value("kind", std::string())) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); the ICL curve (error vs number of "
@@ -412,11 +426,11 @@ int runEval(const EvalArgs& args)
         printJsonObj(curveJson(c));
         return 0;
     }
-    std::cout << "ICL curve of " << args.path << " at checkpoint " << c.checkpoint_step << " (" << c.n_prompts
+    std::cout << "ICL curve of " << shown(args.path) << " at checkpoint " << c.checkpoint_step << " (" << c.n_prompts
               << " prompts, " << c.loss_name << ", mean):\n";
     std::printf("%4s", "n");
     for (const auto& s : c.series)
-        std::printf(" %14s", s.name.c_str());
+        std::printf(" %14s", shown(s.name).c_str());
     std::printf("\n");
     for (size_t i = 0; i < c.n_examples.size(); ++i) {
         std::printf("%4lld", static_cast<long long>(c.n_examples[i]));
@@ -441,7 +455,7 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
     if (plot == "icl_iwl")
         return iclIwlFigure(s);
     if (plot == "eta_scan") {
-        const json cfg = json::parse(s.config_json);
+        const json cfg = storedJson(s.config_json);
         return etaScanFigure(computeEtaScan(path, checkpoint, cfg["model"].value("n_layers", 1), 4.0, 200, false), s);
     }
     if (plot == "pasting_icl_curve" || plot == "pasting_loss") {
@@ -474,7 +488,7 @@ int runExport(const ExportArgs& args)
         const Figure f = figureByName(args.path, args.plot, args.checkpoint);
         exportPlot(f, args.out, args.format, args.dpi);
     }
-    std::cerr << "wrote " << args.out << "\n";
+    std::cerr << "wrote " << shown(args.out) << "\n";
     return 0;
 }
 
@@ -487,7 +501,7 @@ int runReport(const ReportArgs& args)
         throw Error(args.out_dir + ": cannot create directory (" + ec.message() + ")");
     json summary;
     summary["file"] = args.path;
-    summary["config"] = json::parse(s.config_json, nullptr, false);
+    summary["config"] = storedJson(s.config_json);
     summary["final"] = finalMetrics(s);
     summary["checkpoints"] = s.checkpoints.size();
     json files = json::array();
@@ -508,7 +522,7 @@ int runReport(const ReportArgs& args)
             try {
                 f = figureByName(args.path, plot, -1);
             } catch (const Error& e) {
-                std::cerr << "warning: " << plot << " left out: " << e.what() << "\n";
+                std::cerr << "warning: " << plot << " left out: " << shown(e.what()) << "\n";
                 summary["pasting_error"] = e.what();
                 continue;
             }
@@ -538,15 +552,16 @@ int runReport(const ReportArgs& args)
     }
     summary["plots"] = files;
     const std::string summaryPath = (fs::path(args.out_dir) / "summary.json").string();
-    std::ofstream(summaryPath) << summary.dump(2) << "\n";
+    // The file's own values (summary.json is read by programs); only invalid UTF-8 becomes U+FFFD.
+    std::ofstream(summaryPath) << summary.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
     files.push_back(summaryPath);
     if (args.json) {
         printJsonObj(json{{"out_dir", args.out_dir}, {"files", files}});
         return 0;
     }
-    std::cout << "report for " << args.path << " in " << args.out_dir << ":\n";
+    std::cout << "report for " << shown(args.path) << " in " << shown(args.out_dir) << ":\n";
     for (const auto& f : files)
-        std::cout << "  " << f.get<std::string>() << "\n";
+        std::cout << "  " << shown(f.get<std::string>()) << "\n";
     return 0;
 }
 
@@ -555,7 +570,7 @@ namespace {
 /// Number of linear (GD-step) layers: softmax layers (the interleaved copy layer) do no GD step.
 int64_t modelLayers(const std::string& path)
 {
-    const json cfg = json::parse(readRunSummary(path).config_json);
+    const json cfg = storedJson(readRunSummary(path).config_json);
     return std::max<int64_t>(1, cfg["model"].value("n_layers", int64_t(1)) - cfg["model"].value("softmax_layers", int64_t(0)));
 }
 
@@ -577,7 +592,7 @@ int runEtaScan(const AnalyzeArgs& args)
                           {"model_loss", s.model_loss}});
         return 0;
     }
-    std::cout << "η scan of GD-" << s.k << " on the evaluation prompts of " << args.path << ":\n"
+    std::cout << "η scan of GD-" << s.k << " on the evaluation prompts of " << shown(args.path) << ":\n"
               << "  best η " << fmt(s.best_eta) << " with loss " << fmt(s.best_loss) << "; the model (checkpoint "
               << s.checkpoint_step << ") has loss " << fmt(s.model_loss) << "\n";
     const size_t stride = std::max<size_t>(1, s.eta.size() / 20);
@@ -619,7 +634,7 @@ int runOod(const AnalyzeArgs& args)
                           {"least_squares_loss", c.least_squares_loss}, {"zero_loss", c.zero_loss}});
         return 0;
     }
-    std::cout << "out-of-distribution (" << c.kind << ") at checkpoint " << c.checkpoint_step << ":\n";
+    std::cout << "out-of-distribution (" << shown(c.kind) << ") at checkpoint " << c.checkpoint_step << ":\n";
     std::printf("%8s %11s %11s %11s %11s\n", "alpha", "model", "GD", "LS", "zero");
     for (size_t i = 0; i < c.alpha.size(); ++i)
         std::printf("%8.3f %11.4f %11.4f %11.4f %11.4f\n", c.alpha[i], c.model_loss[i], c.gd_loss[i],
@@ -661,10 +676,10 @@ int runProbe(const AnalyzeArgs& args)
                           {"n_test", c.n_test}});
         return 0;
     }
-    std::cout << "linear probes for " << c.target << " at " << c.positions << " tokens, checkpoint " << c.checkpoint_step
+    std::cout << "linear probes for " << shown(c.target) << " at " << shown(c.positions) << " tokens, checkpoint " << c.checkpoint_step
               << " (" << c.n_fit << " fit / " << c.n_test << " test rows); normalised MSE (1 = no information):\n";
     for (size_t l = 0; l < c.layer_labels.size(); ++l)
-        std::printf("  %-10s %10.4f   (λ %.3g)\n", c.layer_labels[l].c_str(), c.normalised_mse[l], c.lambda[l]);
+        std::printf("  %-10s %10.4f   (λ %.3g)\n", shown(c.layer_labels[l]).c_str(), c.normalised_mse[l], c.lambda[l]);
     return 0;
 }
 
@@ -745,7 +760,7 @@ int runPaste(const AnalyzeArgs& args)
                           {"wall_time_s", r.wall_time_s}});
         return 0;
     }
-    std::cout << "pasting: " << r.embedding << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
+    std::cout << "pasting: " << shown(r.embedding) << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
               << " of checkpoint " << r.parent_step << ", " << r.steps << " steps of linear regression (τ "
               << fmt(r.w_scale) << (o.match_label_variance ? ", matched to the parent's label variance" : "")
               << ", σ " << fmt(r.noise_std) << (o.match_label_scale ? ", τ and σ scaled to the parent's label variance" : "")
@@ -759,7 +774,7 @@ int runPaste(const AnalyzeArgs& args)
     for (size_t i = 0; i < r.n_examples.size(); ++i)
         std::printf("  %-4lld %9.4f  %9.4f  %9.4f\n", static_cast<long long>(r.n_examples[i]), r.pasted_curve[i],
                     r.scratch_curve[i], r.ridge_curve[i]);
-    std::cout << "  pasted model: " << r.out_path << "; stored as /analysis/pasting/" << r.analysis_id << "\n";
+    std::cout << "  pasted model: " << shown(r.out_path) << "; stored as /analysis/pasting/" << shown(r.analysis_id) << "\n";
     return 0;
 }
 
@@ -846,7 +861,7 @@ int runKernel(const AnalyzeArgs& args)
     }
     std::cout << "kernel view of layer " << kv.layer << ", head " << kv.head << " at checkpoint " << kv.checkpoint_step
               << " (" << kv.n_prompts << " prompts, " << kv.n_queries << " queries × " << kv.n_keys << " keys, "
-              << kv.attention_variant << " attention, " << kv.scaling << " scaling):\n"
+              << shown(kv.attention_variant) << " attention, " << shown(kv.scaling) << " scaling):\n"
               << "  exact-kernel reference model vs layer: max |Δ output| " << kv.exact_output_max_abs
               << ", max |Δ attention| " << kv.exact_attention_max_abs << "\n"
               << "  random features (" << s.seeds << " seeds each), RMSE of the output and of the attention matrix:\n";
@@ -858,7 +873,7 @@ int runKernel(const AnalyzeArgs& args)
               << "  scaled query/key norms: mean " << fmt(kv.query_norm_mean, 3) << " / " << fmt(kv.key_norm_mean, 3)
               << ", max " << fmt(kv.query_norm_max, 3) << " / " << fmt(kv.key_norm_max, 3) << "\n";
     if (!kv.id.empty())
-        std::cout << "  stored as /analysis/kernel/" << kv.id << "\n";
+        std::cout << "  stored as /analysis/kernel/" << shown(kv.id) << "\n";
     return 0;
 }
 
@@ -891,7 +906,7 @@ int runIclIwl(const AnalyzeArgs& args)
         printJsonObj(out);
         return 0;
     }
-    std::cout << "ICL vs IWL of " << args.path << " at checkpoint " << r.checkpoint_step << " (" << r.n_sequences
+    std::cout << "ICL vs IWL of " << shown(args.path) << " at checkpoint " << r.checkpoint_step << " (" << r.n_sequences
               << " sequences each):\n"
               << "  ICL, holdout classes, labels {0, 1} (chance 0.5)   " << fmt(r.icl_accuracy) << "\n"
               << "  ICL, over all labels                               " << fmt(r.icl_accuracy_all_labels) << "\n"
@@ -914,8 +929,10 @@ int runGdAlignment(const AnalyzeArgs& args)
     o.reference = args.reference;
     if (o.reference == "default") {
         // The run's own alignment reference (features_gd_1 for the sine preset), else GD-K.
-        const json cfg = json::parse(readRunSummary(args.path).config_json);
-        const json alignment = cfg["eval"].value("alignment", json::array());
+        const json cfg = storedJson(readRunSummary(args.path).config_json);
+        const json alignment = cfg.is_object() && cfg.contains("eval") && cfg["eval"].is_object()
+                                   ? cfg["eval"].value("alignment", json::array())
+                                   : json::array();
         o.reference = !alignment.empty() && alignment[0].is_string() ? alignment[0].get<std::string>() : "gd";
     }
     if (o.reference == "gd" || o.reference == "gdpp")
@@ -940,14 +957,14 @@ int runGdAlignment(const AnalyzeArgs& args)
         printJsonObj(out);
         return 0;
     }
-    std::cout << "GD alignment of " << args.path << " at checkpoint " << r.checkpoint_step << " with " << r.reference
+    std::cout << "GD alignment of " << shown(args.path) << " at checkpoint " << r.checkpoint_step << " with " << shown(r.reference)
               << (std::isfinite(r.reference_eta) ? " (η = " + fmt(r.reference_eta) + ", " : std::string(" ("))
               << r.n_prompts << " prompts):\n"
               << "  prediction difference      " << fmt(m.prediction_difference) << "\n"
               << "  model cosine               " << fmt(m.model_cosine) << "\n"
               << "  model difference           " << fmt(m.model_difference) << "\n"
               << "  relative model difference  " << fmt(m.relative_model_difference) << "\n"
-              << "  loss: model " << fmt(m.model_loss) << ", " << r.reference << " " << fmt(m.reference_loss) << "\n";
+              << "  loss: model " << fmt(m.model_loss) << ", " << shown(r.reference) << " " << fmt(m.reference_loss) << "\n";
     return 0;
 }
 

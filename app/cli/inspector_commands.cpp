@@ -21,6 +21,7 @@
 #include "core/report.h"
 #include "core/training/trainer.h"
 #include "core/types/matrix_csv.h"
+#include "display.h"
 #include "plot_export.h"
 #include "progress_bar.h"
 
@@ -240,8 +241,10 @@ int runAttentionCapture(const AnalyzeArgs& args)
         o.names = args.capture;
     } else {
         const RunSummary s = readRunSummary(args.path);
-        const json cfg = json::parse(s.config_json, nullptr, false);
-        const int64_t layers = cfg.is_object() ? cfg["model"].value("n_layers", int64_t(1)) : 1;
+        const json cfg = storedJson(s.config_json);
+        const int64_t layers = cfg.is_object() && cfg.contains("model") && cfg["model"].is_object()
+                                   ? cfg["model"].value("n_layers", int64_t(1))
+                                   : 1;
         for (int64_t l = 0; l < layers; ++l)
             o.names.push_back(actName(Act::AttnPattern, l));
     }
@@ -267,7 +270,7 @@ int runAttentionCapture(const AnalyzeArgs& args)
                           {"bytes", e.total_bytes}});
         return 0;
     }
-    std::cout << "wrote " << r.file << (r.group == "/" ? "" : ":" + r.group) << ": " << e.names.size()
+    std::cout << "wrote " << shown(r.file) << (r.group == "/" ? "" : ":" + shown(r.group)) << ": " << e.names.size()
               << " dataset(s) [" << e.n_prompts
               << ", …] at checkpoint " << r.checkpoint_step << ", plus the prompts x and y\n";
     return 0;
@@ -323,8 +326,8 @@ int runAttention(const AnalyzeArgs& args)
         printJsonObj(out);
         return 0;
     }
-    std::cout << "attention of " << args.path << " at checkpoint " << view.checkpoint_step << " on "
-              << promptSource(args) << " (" << view.n_layers << (view.n_layers == 1 ? " layer × " : " layers × ")
+    std::cout << "attention of " << shown(args.path) << " at checkpoint " << view.checkpoint_step << " on "
+              << shown(promptSource(args)) << " (" << view.n_layers << (view.n_layers == 1 ? " layer × " : " layers × ")
               << view.n_heads << (view.n_heads == 1 ? " head, " : " heads, ")
               << view.token_labels.size() << " tokens, " << view.key_labels.size() << " keys):\n";
     printPredictions(view.predictions, view.target);
@@ -344,7 +347,7 @@ int runAttention(const AnalyzeArgs& args)
         std::printf("\n");
     }
     if (!args.out.empty())
-        std::cout << "  patterns written to " << args.out << "\n";
+        std::cout << "  patterns written to " << shown(args.out) << "\n";
     return 0;
 }
 
@@ -373,8 +376,8 @@ int runLens(const AnalyzeArgs& args)
         printJsonObj(out);
         return 0;
     }
-    std::cout << "regression lens of " << args.path << " at checkpoint " << lens.checkpoint_step << " on "
-              << promptSource(args) << " (read-out of the residual stream at the query):\n";
+    std::cout << "regression lens of " << shown(args.path) << " at checkpoint " << lens.checkpoint_step << " on "
+              << shown(promptSource(args)) << " (read-out of the residual stream at the query):\n";
     for (size_t l = 0; l < lens.prediction.size(); ++l)
         std::printf("  %-12s %12.5f\n", l < lens.layer_labels.size() ? lens.layer_labels[l].c_str() : "?",
                     std::abs(lens.prediction[l]) < 5e-6 ? 0.0 : lens.prediction[l]);  // no "-0.00000"
@@ -420,8 +423,8 @@ int runPatching(const AnalyzeArgs& args)
         printJsonObj(out);
         return 0;
     }
-    std::cout << "activation patching of " << args.path << " at checkpoint " << r.checkpoint_step << " on "
-              << promptSource(args) << " (" << r.corruption << "): clean ŷ_q " << r.clean_prediction << ", corrupted "
+    std::cout << "activation patching of " << shown(args.path) << " at checkpoint " << r.checkpoint_step << " on "
+              << shown(promptSource(args)) << " (" << r.corruption << "): clean ŷ_q " << r.clean_prediction << ", corrupted "
               << r.corrupted_prediction << "\n"
               << "  effect of patching the clean residual stream (0 = corrupted, 1 = clean):\n";
     std::printf("  %-24s", "");
@@ -439,7 +442,7 @@ int runPatching(const AnalyzeArgs& args)
                   << (args.prompt_file.empty() ? "try another --prompt-seed, --example or --seed\n"
                                                : "try another --example or --seed\n");
     if (!args.out.empty())
-        std::cout << "  effect written to " << args.out << "\n";
+        std::cout << "  effect written to " << shown(args.out) << "\n";
     return 0;
 }
 

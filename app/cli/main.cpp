@@ -7,6 +7,8 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/io/file_error.h"
+#include "display.h"
 
 namespace {
 
@@ -359,6 +361,18 @@ int main(int argc, char** argv)
         return app.exit(err);
     }
 
+    // The file each command reads, named by its refusals of what is not an icl::Error.
+    const auto fileReadBy = [&]() -> std::string {
+        const std::pair<CLI::App*, std::string> files[] = {
+            {info, infoPath}, {verify, verifyPath}, {e, eval.path}, {x, exp.path}, {r, report.path},
+            {a, analyze.path}, {im, importArgs.request.source}, {ew, exportWeightsArgs.path}, {sw, sweep.path},
+            {ag, aggregate.dir}, {t, train.resume ? train.out : train.request.config_file}};
+        for (const auto& [command, file] : files)
+            if (*command)
+                return file;
+        return {};
+    };
+
     try {
         if (*presets)
             return runPresets(json);
@@ -403,10 +417,16 @@ int main(int argc, char** argv)
         if (*ag)
             return runAggregate(aggregate);
     } catch (const icl::Error& err) {
-        std::cerr << "icl-cli: " << err.what() << "\n";
+        printErrorLine(err.what());
         return 1;
     } catch (const std::exception& err) {
-        std::cerr << "icl-cli: internal error: " << err.what() << "\n";
+        // What else reading a file can throw (std::bad_alloc, std::length_error, nlohmann's and LibTorch's
+        // errors) is about the file the command reads: "FILE: what is wrong", never a backtrace.
+        if (const std::string file = fileReadBy(); !file.empty()) {
+            printErrorLine(icl::fileErrorMessage(file, err));
+            return 1;
+        }
+        printErrorLine("internal error: " + icl::firstLine(err.what()));
         return 2;
     }
     return 0;

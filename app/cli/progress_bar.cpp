@@ -1,5 +1,7 @@
 #include "progress_bar.h"
 
+#include "core/io/display_text.h"
+
 #include <cstdio>
 #include <unistd.h>
 
@@ -55,7 +57,7 @@ void ProgressBar::update(int64_t done, int64_t total, const std::string& detail)
     bar += std::string(width - filled, '.');
     std::fprintf(stderr, "\r\033[K%s [%s] %lld/%lld %3d%% ETA %s %s", m_label.c_str(), bar.c_str(),
                  static_cast<long long>(done), static_cast<long long>(total), int(frac * 100), eta.c_str(),
-                 detail.c_str());
+                 escapeForDisplay(detail).c_str()); // a detail may name a file's tensor
     std::fflush(stderr);
     m_drawn = true;
 }

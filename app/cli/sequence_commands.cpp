@@ -13,6 +13,7 @@
 #include "core/analysis/fewshot_sequence.h"
 #include "core/error.h"
 #include "core/training/device.h"
+#include "display.h"
 
 using nlohmann::json;
 
@@ -96,7 +97,7 @@ int runShowSequence(const AnalyzeArgs& args)
     default:
         what = std::string("training sequence (") + (s.bursty ? "bursty" : "i.i.d.") + ")";
     }
-    std::cout << what << ", seed " << s.seed << ", checkpoint " << s.checkpoint_step << " of " << args.path << ":\n";
+    std::cout << what << ", seed " << s.seed << ", checkpoint " << s.checkpoint_step << " of " << shown(args.path) << ":\n";
     char line[256];
     std::snprintf(line, sizeof line, "  %-6s %8s %6s  %-8s %s\n", "item", "class", "label", "", "exemplar");
     std::cout << line;

@@ -25,7 +25,9 @@
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
+#include "core/io/regular_file.h"
 #include "core/types/figure.h"
+#include "display.h"
 #include "plot_export.h"
 
 extern char** environ;
@@ -49,22 +51,21 @@ struct SweepRun {
 
 std::string valueText(const json& v)
 {
-    return v.is_string() ? v.get<std::string>() : v.dump();
+    return v.is_string() ? v.get<std::string>() : jsonForDisplay(v);
+}
+
+/// A sweep's JSON file (SWEEP.json, DIR/sweep.json; at most 64 MB, nesting bounded). Throws icl::Error
+/// "PATH: no such file", "PATH: not valid JSON (…)" or "PATH: JSON nested deeper than 64 levels".
+json readSweepJson(const std::string& path)
+{
+    return parseBoundedJson(RegularFile(path, "JSON file").readAll(uint64_t(64) << 20, "sweep file"), path);
 }
 
 /// Reads SWEEP.json: {"preset" | "config", "scale", "set": [...], "grid": {key: [values]}, "seeds": [...],
 /// "steps"}. Throws icl::Error naming the key for anything malformed.
 std::vector<SweepRun> expandSweep(const std::string& path, const std::string& outDir, int threads)
 {
-    std::ifstream f(path);
-    if (!f)
-        throw Error(path + ": no such file");
-    json spec;
-    try {
-        f >> spec;
-    } catch (const json::exception& e) {
-        throw Error(path + ": not valid JSON (" + std::string(e.what()) + ")");
-    }
+    const json spec = readSweepJson(path);
     if (!spec.is_object())
         throw Error(path + ": expected a JSON object with \"preset\" or \"config\", and \"grid\"");
     static const std::set<std::string> known = {"preset", "config", "scale", "set", "grid", "seeds", "steps", "description"};
@@ -103,7 +104,7 @@ std::vector<SweepRun> expandSweep(const std::string& path, const std::string& ou
         for (size_t i = 0; i < spec["set"].size(); ++i) {
             const json& s = spec["set"][i];
             if (!s.is_string() || s.get<std::string>().find('=') == std::string::npos)
-                throw Error(path + ": set[" + std::to_string(i) + "]: expected \"key.path=value\", got " + s.dump());
+                throw Error(path + ": set[" + std::to_string(i) + "]: expected \"key.path=value\", got " + jsonForDisplay(s));
             base.insert(base.end(), {"--set", s.get<std::string>()});
         }
     }
@@ -123,7 +124,7 @@ std::vector<SweepRun> expandSweep(const std::string& path, const std::string& ou
         seeds = spec["seeds"].get<std::vector<json>>();
         for (const json& s : seeds)
             if (!s.is_number_integer() || s.get<int64_t>() < 0)
-                throw Error(path + ": seeds: expected integers >= 0, got " + s.dump());
+                throw Error(path + ": seeds: expected integers >= 0, got " + jsonForDisplay(s));
     }
     axes.push_back({"seed", seeds});
 
@@ -203,7 +204,7 @@ bool runFinished(const std::string& file)
         return false;
     try {
         const RunSummary s = readRunSummary(file);
-        const json cfg = json::parse(s.config_json);
+        const json cfg = storedJson(s.config_json);
         return !s.checkpoints.empty() && s.checkpoints.back().step >= cfg["training"].value("steps", int64_t(0));
     } catch (const std::exception&) {
         return false;
@@ -288,8 +289,8 @@ int runSweep(const SweepArgs& args)
           << "esac\n";
         if (!s)
             throw Error(args.emit_slurm + ": failed writing");
-        std::cout << "wrote " << args.emit_slurm << " (" << runs.size() << " array tasks) and " << outDir
-                  << "/sweep.json\n";
+        std::cout << "wrote " << shown(args.emit_slurm) << " (" << runs.size() << " array tasks) and "
+                  << shown(outDir) << "/sweep.json\n";
         return 0;
     }
 
@@ -343,26 +344,20 @@ int runSweep(const SweepArgs& args)
         ++done;
         if (status[i] != 0)
             ++failed;
-        std::cerr << "[" << done << "/" << runs.size() << "] " << runs[i].file << (status[i] == 0 ? " done" : " FAILED")
-                  << " (log " << runs[i].file << ".log)\n";
+        std::cerr << "[" << done << "/" << runs.size() << "] " << shown(runs[i].file)
+                  << (status[i] == 0 ? " done" : " FAILED") << " (log " << shown(runs[i].file) << ".log)\n";
     }
-    std::cout << "sweep of " << runs.size() << " runs in " << outDir << ": " << runs.size() - failed << " finished, "
-              << failed << " failed; next: icl-cli aggregate " << outDir << "\n";
+    std::cout << "sweep of " << runs.size() << " runs in " << shown(outDir) << ": " << runs.size() - failed
+              << " finished, " << failed << " failed; next: icl-cli aggregate " << shown(outDir) << "\n";
     return failed == 0 ? 0 : 1;
 }
 
 int runAggregate(const AggregateArgs& args)
 {
     const fs::path dir = args.dir;
-    std::ifstream in(dir / "sweep.json");
-    if (!in)
+    if (!fs::exists(dir / "sweep.json"))
         throw Error(args.dir + ": no sweep.json (not a directory written by icl-cli sweep)");
-    json sweep;
-    try {
-        in >> sweep;
-    } catch (const json::exception&) {
-        throw Error((dir / "sweep.json").string() + ": damaged (not JSON)");
-    }
+    json sweep = readSweepJson((dir / "sweep.json").string());
     if (!sweep.contains("runs") || !sweep["runs"].is_array() || sweep["runs"].empty())
         throw Error((dir / "sweep.json").string() + ": lists no runs");
 
@@ -395,7 +390,7 @@ int runAggregate(const AggregateArgs& args)
         try {
             s = readRunSummary(file);
         } catch (const Error& e) {  // one damaged run does not hide the others: skipped, named on stderr
-            std::cerr << "aggregate: skipping " << e.what() << "\n";
+            std::cerr << "aggregate: skipping " << shown(e.what()) << "\n";
             damaged.push_back(r["file"].get<std::string>());
             continue;
         }
@@ -408,7 +403,7 @@ int runAggregate(const AggregateArgs& args)
         for (const std::string& m : splitMetrics)
             row.final[m] = s.lastMetric(m);
         row.step = s.checkpoints.empty() ? 0 : s.checkpoints.back().step;
-        const json cfg = json::parse(s.config_json, nullptr, false);
+        const json cfg = storedJson(s.config_json);
         if (cfg.is_object() && cfg.contains("training") && cfg["training"].is_object()
             && row.step < cfg["training"].value("steps", int64_t(0)))
             ++unfinished;
@@ -555,18 +550,18 @@ int runAggregate(const AggregateArgs& args)
     if (!damaged.empty())
         notes += (notes.empty() ? "" : ", ") + std::to_string(damaged.size()) + " damaged and skipped";
     std::cout << "aggregate of " << rows.size() << " runs" << (notes.empty() ? "" : " (" + notes + ")") << " in "
-              << args.dir << ":\n";
+              << shown(args.dir) << ":\n";
     for (const auto& k : keys)
-        std::printf("%-22s", k.c_str());
+        std::printf("%-22s", shown(k).c_str());
     std::printf("%8s %10s %10s %10s\n", "step", "icl_acc", "iwl_acc", "eval_loss");
     for (const Row& r : rows) {
         for (const auto& k : keys)
-            std::printf("%-22s", valueText(r.values.at(k)).c_str());
+            std::printf("%-22s", shown(valueText(r.values.at(k))).c_str());
         std::printf("%8lld %10.4f %10.4f %10.4f\n", static_cast<long long>(r.step), r.final.at("icl_accuracy"),
                     r.final.at("iwl_accuracy"), r.final.at("eval_loss"));
     }
     for (const auto& file : files)
-        std::cout << "  " << file << "\n";
+        std::cout << "  " << shown(file) << "\n";
     return 0;
 }
 

@@ -20,6 +20,7 @@ AnalysisPage::AnalysisPage(const QString& name, QWidget* parent)
     m_status = new QLabel(this);
     m_status->setObjectName(name + QStringLiteral("Status"));
     m_status->setWordWrap(true);
+    m_status->setTextFormat(Qt::PlainText); // errors quote a file's names: never rendered as rich text
     connect(m_runner, &AnalysisRunner::started, this, &AnalysisPage::busyStarted);
     connect(m_runner, &AnalysisRunner::finished, this, [this] {
         jobsFinished();
@@ -39,6 +40,7 @@ void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     ++m_generation;
     m_summary = summary;
     m_path = summary.path;
+    m_runner->setSource(summary.path);
     m_step = step;
     m_status->clear();
     QString why;

@@ -4,6 +4,7 @@
 
 #include <QMetaObject>
 
+#include "app/gui/shown_text.h"
 #include "core/error.h"
 
 namespace icl::gui {
@@ -32,12 +33,12 @@ void AnalysisRunner::enqueue(int key, const QString& label, Work work, ErrorHand
         std::lock_guard<std::mutex> lock(m_mutex);
         for (Job& job : m_queue)
             if (job.key == key) {
-                job = Job { key, label, std::move(work), std::move(onError), m_epoch };
+                job = Job { key, label, std::move(work), std::move(onError), m_epoch, m_source };
                 replaced = true;
                 break;
             }
         if (!replaced)
-            m_queue.push_back(Job { key, label, std::move(work), std::move(onError), m_epoch });
+            m_queue.push_back(Job { key, label, std::move(work), std::move(onError), m_epoch, m_source });
     }
     m_wake.notify_one();
     if (replaced)
@@ -95,10 +96,8 @@ void AnalysisRunner::workerLoop()
         QString error;
         try {
             continuation = job.work();
-        } catch (const icl::Error& e) {
-            error = QString::fromStdString(e.what());
-        } catch (const std::exception& e) {
-            error = QStringLiteral("unexpected error: %1").arg(QString::fromStdString(e.what()));
+        } catch (const std::exception& e) { // one escaped line: the core's messages quote the file's names raw
+            error = errorText(e, job.source);
         } catch (...) {
             error = QStringLiteral("unexpected error");
         }

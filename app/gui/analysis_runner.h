@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include <QObject>
@@ -45,8 +46,14 @@ public:
     explicit AnalysisRunner(QObject* parent = nullptr);
     ~AnalysisRunner() override;
 
-    /// Queues `work` (label for the status bar). `onError` runs on the GUI thread if `work` throws.
+    /// Queues `work` (label for the status bar). `onError` runs on the GUI thread if `work` throws, with one
+    /// escaped line (errorText): icl::Error's message, or what else the job threw about the file of
+    /// setSource() ("FILE: what is wrong").
     void enqueue(int key, const QString& label, Work work, ErrorHandler onError);
+
+    /// The file the jobs enqueued from now on read (the open experiment, the import source): names what
+    /// they throw besides icl::Error. GUI thread.
+    void setSource(const std::string& path) { m_source = path; }
 
     /// Drops queued jobs and the result of the running one.
     void cancel();
@@ -70,6 +77,7 @@ private:
         Work work;
         ErrorHandler onError;
         uint64_t epoch = 0;
+        std::string source;
     };
     void workerLoop();
     void onJobDone(uint64_t epoch, const Continuation& continuation);
@@ -86,6 +94,7 @@ private:
     int m_pending = 0; // queued + running jobs
     int m_done = 0;
     int m_total = 0;
+    std::string m_source;
 };
 
 } // namespace icl::gui

@@ -36,6 +36,9 @@ AttentionPage::AttentionPage(QWidget* parent)
     m_headingLabel = new QLabel(content);
     m_headingLabel->setObjectName(QStringLiteral("attentionHeading"));
     m_headingLabel->setWordWrap(true);
+    m_headingLabel->setTextFormat(Qt::PlainText); // names a file and may quote an error
+    // This page's status line is rich text (errors in red): what it shows from a file is HTML-escaped.
+    statusLabel()->setTextFormat(Qt::RichText);
     layout->addWidget(m_headingLabel);
 
     auto* columns = new QSplitter(Qt::Horizontal, content);
@@ -75,9 +78,9 @@ AttentionPage::AttentionPage(QWidget* parent)
     connect(m_editor, &PromptEditor::saveRequested, this, [this](const QString& path) {
         std::string error;
         if (!exportPrompt(path.toStdString(), &error))
-            QMessageBox::warning(this, tr("Save failed"), QString::fromStdString(error));
+            QMessageBox::warning(this, tr("Save failed"), shownText(error));
         else
-            m_status->setText(tr("Saved the prompt to %1.").arg(QFileInfo(path).fileName()));
+            m_status->setText(tr("Saved the prompt to %1.").arg(shownText(QFileInfo(path).fileName()).toHtmlEscaped()));
     });
     clearViews();
     updateControls();
@@ -128,14 +131,14 @@ void AttentionPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
         showMessage(summary.path.empty() ? tr("Open a trained experiment to inspect its attention.")
                                          : tr("%1 has no saved checkpoint to inspect.")
-                                               .arg(QFileInfo(QString::fromStdString(summary.path)).fileName()));
+                                               .arg(shownText(QFileInfo(QString::fromStdString(summary.path)).fileName())));
         m_dirty = false;
         updateControls();
         return;
     }
     showContent();
     m_headingLabel->setText(
-        tr("%1 · checkpoint %2 · loading…").arg(QFileInfo(QString::fromStdString(summary.path)).fileName()).arg(step));
+        tr("%1 · checkpoint %2 · loading…").arg(shownText(QFileInfo(QString::fromStdString(summary.path)).fileName())).arg(step));
     request(m_editor->sampleMutation());
 }
 

@@ -46,7 +46,7 @@ void AttentionPage::showResult(const InspectResult& result)
     const icl::Prompt& prompt = m_editor->prompt();
     if (opened) {
         QString what = tr("Opened %1 (N = %2, d = %3).")
-                           .arg(QFileInfo(m_editor->promptFile()).fileName())
+                           .arg(shownText(QFileInfo(m_editor->promptFile()).fileName()).toHtmlEscaped())
                            .arg(prompt.nContext())
                            .arg(prompt.dim());
         if (prompt.w.empty())
@@ -122,13 +122,13 @@ void AttentionPage::showInspection()
         m_query = T - 1;
     const QString file = m_editor->promptFile();
     m_headingLabel->setText(tr("%1 · checkpoint %2 · %3 × %4 · %5 tokens · %6%7")
-                                .arg(QFileInfo(QString::fromStdString(m_summary.path)).fileName())
+                                .arg(shownText(QFileInfo(QString::fromStdString(m_summary.path)).fileName()))
                                 .arg(in.checkpoint_step)
                                 .arg(in.n_layers == 1 ? tr("1 layer") : tr("%1 layers").arg(in.n_layers))
                                 .arg(in.n_heads == 1 ? tr("1 head") : tr("%1 heads").arg(in.n_heads))
                                 .arg(T)
                                 .arg(file.isEmpty() ? tr("prompt seed %1").arg(m_editor->prompt().seed)
-                                                    : tr("prompt %1").arg(QFileInfo(file).fileName()))
+                                                    : tr("prompt %1").arg(shownText(QFileInfo(file).fileName())))
                                 .arg(m_editor->edits() > 0 ? tr(", edited") : QString()));
     showSelectedHead();
     m_views->headTable()->fill(in.heads, m_layer, m_head);

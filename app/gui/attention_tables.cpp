@@ -86,16 +86,16 @@ QString predictorLabel(const std::string& name)
     if (name == "least_squares")
         return PredictionTable::tr("least squares");
     if (name.rfind("gd_", 0) == 0)
-        return QStringLiteral("GD-%1").arg(QString::fromStdString(name.substr(3)));
+        return QStringLiteral("GD-%1").arg(shownText(name.substr(3)));
     if (name.rfind("gdpp_", 0) == 0)
-        return QStringLiteral("GD++ (%1 layers)").arg(QString::fromStdString(name.substr(5)));
+        return QStringLiteral("GD++ (%1 layers)").arg(shownText(name.substr(5)));
     if (name == "oracle_ridge_phi")
         return PredictionTable::tr("oracle (ridge on Φ*(x))");
     if (name == "mixture_posterior")
         return PredictionTable::tr("Bayes mixture posterior");
     if (name == "knn")
         return PredictionTable::tr("3-nearest neighbours");
-    QString s = QString::fromStdString(name);
+    QString s = shownText(name);
     s.replace('_', ' ');
     return s;
 }

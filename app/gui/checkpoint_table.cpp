@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/io/bounded_json.h"
+
 namespace icl::gui {
 
 namespace {
@@ -20,7 +22,7 @@ std::set<int64_t> importedSteps(const icl::RunSummary& summary)
     if (summary.import_json.empty())
         return steps;
     try {
-        const nlohmann::json j = nlohmann::json::parse(summary.import_json);
+        const nlohmann::json j = icl::parseBoundedJson(summary.import_json, summary.path);
         for (const nlohmann::json& source : j.at("sources"))
             steps.insert(source.at("step").get<int64_t>());
     } catch (const std::exception&) {

@@ -30,7 +30,9 @@
 #include "app/gui/train_page.h"
 #include "app/gui/page_widgets.h"
 #include "core/error.h"
+#include "core/io/bounded_json.h"
 #include "core/io/config.h"
+#include "core/io/display_json.h"
 
 namespace icl::gui {
 
@@ -140,7 +142,7 @@ void ExperimentsPage::setRecentFiles(const QStringList& paths)
 {
     m_recent->clear();
     for (const QString& path : paths) {
-        auto* item = new QListWidgetItem(QFileInfo(path).fileName(), m_recent);
+        auto* item = new QListWidgetItem(shownText(QFileInfo(path).fileName()), m_recent);
         item->setData(Qt::UserRole, path);
         item->setToolTip(path);
         if (!QFileInfo::exists(path))
@@ -181,18 +183,18 @@ void ExperimentsPage::showProvenance(const std::string& importJson)
         return; // trained here
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(importJson);
+        j = icl::parseBoundedJson(importJson, "/import");
         if (!j.is_object())
             throw std::runtime_error("not a JSON object");
     } catch (const std::exception& e) {
         m_provenance.heading->setText(
-            tr("Imported, not trained here (the file's /import provenance cannot be read: %1)").arg(qs(e.what())));
+            tr("Imported, not trained here (the file's /import provenance cannot be read: %1)").arg(shownText(e.what())));
         m_provenance.sources->setVisible(false);
         return;
     }
     auto str = [](const nlohmann::json& o, const char* key) {
         const auto it = o.find(key);
-        return it != o.end() && it->is_string() ? qs(it->get<std::string>()) : QString();
+        return it != o.end() && it->is_string() ? shownText(it->get<std::string>()) : QString();
     };
     auto strings = [](const nlohmann::json& o, const char* key) {
         QStringList out;
@@ -200,7 +202,7 @@ void ExperimentsPage::showProvenance(const std::string& importJson)
         if (it != o.end() && it->is_array())
             for (const nlohmann::json& v : *it)
                 if (v.is_string())
-                    out << qs(v.get<std::string>());
+                    out << shownText(v.get<std::string>());
         return out;
     };
     const QString imported = str(j, "imported"), layout = str(j, "layout");
@@ -255,9 +257,9 @@ void ExperimentsPage::showProvenance(const std::string& importJson)
 void ExperimentsPage::showExperiment(const icl::RunSummary& summary)
 {
     showProvenance(summary.import_json);
-    auto esc = [](const std::string& s) { return qs(s).toHtmlEscaped(); };
+    auto esc = [](const std::string& s) { return shownText(s).toHtmlEscaped(); };
     QString html;
-    html += QStringLiteral("<h3>%1</h3>").arg(QFileInfo(qs(summary.path)).fileName().toHtmlEscaped());
+    html += QStringLiteral("<h3>%1</h3>").arg(shownText(QFileInfo(qs(summary.path)).fileName()).toHtmlEscaped());
     html += QStringLiteral("<table cellspacing='2' cellpadding='2'>");
     auto row = [&](const QString& key, const QString& value) {
         html += QStringLiteral("<tr><td style='color:gray'>%1</td><td>%2</td></tr>").arg(key, value);
@@ -287,9 +289,9 @@ void ExperimentsPage::showExperiment(const icl::RunSummary& summary)
     }
     html += QStringLiteral("</table>");
 
-    QString config = qs(summary.config_json);
+    QString config = shownText(summary.config_json);
     try {
-        config = qs(nlohmann::json::parse(summary.config_json).dump(2));
+        config = qs(icl::jsonForDisplay(icl::parseBoundedJson(summary.config_json, summary.path), 2));
     } catch (const std::exception&) {
     }
     html += QStringLiteral("<h4>%1</h4><pre>%2</pre>").arg(tr("Config"), config.toHtmlEscaped());

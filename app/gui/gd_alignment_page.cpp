@@ -227,7 +227,7 @@ bool GdAlignmentPage::supports(const icl::RunSummary& summary, QString* why)
         if (why)
             *why = tr("This page needs an LSA model (model.kind \"lsa\", as in the vonoswald-* presets); this "
                       "experiment trains a \"%1\" model.")
-                       .arg(QString::fromStdString(kind));
+                       .arg(shownText(kind));
         return false;
     }
     if (summary.checkpoints.empty()) {
@@ -323,7 +323,7 @@ void GdAlignmentPage::showAlignmentOverTraining()
         empty.y_label = "cosine / difference";
         m_alignment.plot->setFigure(empty);
         setStatus(m_alignment.status,
-            tr("%1. The checkpoint analyses in the other tabs still work.").arg(QString::fromStdString(e.what())),
+            tr("%1. The checkpoint analyses in the other tabs still work.").arg(errorText(e, m_summary.path)),
             true);
     }
 }

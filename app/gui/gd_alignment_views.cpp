@@ -34,7 +34,7 @@ QLabel* valueLabel(const QString& objectName, QWidget* parent)
 
 QString prettyReference(const std::string& ref)
 {
-    const QString r = QString::fromStdString(ref);
+    const QString r = shownText(ref);
     if (r.startsWith(QLatin1String("gdpp_")))
         return QStringLiteral("GD++-") + r.mid(5);
     if (r.startsWith(QLatin1String("features_gd_")))
@@ -54,6 +54,7 @@ QLabel* makeTabStatusLabel(const QString& objectName, QWidget* parent)
     auto* label = new QLabel(parent);
     label->setObjectName(objectName);
     label->setWordWrap(true);
+    label->setTextFormat(Qt::PlainText); // errors quote a file's names: never rendered as rich text
     label->setVisible(false);
     return label;
 }

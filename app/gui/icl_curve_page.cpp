@@ -83,7 +83,7 @@ void IclCurvePage::showCurve(const icl::IclCurve& curve, bool preview)
         QStringList parts;
         for (const icl::IclCurveSeries& s : m_curve.series)
             if (!s.error.empty())
-                parts << QStringLiteral("%1 %2").arg(QString::fromStdString(s.name), formatValue(s.error.back()));
+                parts << QStringLiteral("%1 %2").arg(shownText(s.name), formatValue(s.error.back()));
         text += QLatin1Char(' ') + parts.join(QStringLiteral(", "));
     }
     m_views.summary->setText(text);

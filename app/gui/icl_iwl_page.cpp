@@ -164,6 +164,7 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     ++m_generation;
     m_summary = summary;
     m_path = summary.path;
+    runner()->setSource(summary.path);
     m_step = step;
     m_result.reset();
     m_status->clear();
@@ -179,7 +180,7 @@ void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
         m_plot->setFigure(icl::Figure {});
         m_message->setText(tr("The ICL vs IWL page is for fewshot_classification runs (Chan et al. 2022); this run's "
                               "task is %1.")
-                               .arg(kind.empty() ? tr("unknown") : QString::fromStdString(kind)));
+                               .arg(kind.empty() ? tr("unknown") : shownText(kind)));
         m_stale = false;
         m_sequenceStale = false;
         m_sequenceView->statusLabel()->setText(tr("The sequence viewer is for fewshot_classification runs."));
@@ -206,7 +207,7 @@ void IclIwlPage::showCurves()
         m_plot->setFigure(icl::iclIwlFigure(m_summary));
     } catch (const std::exception& e) { // a run that has not evaluated yet
         m_plot->setFigure(icl::Figure {});
-        m_status->setText(QString::fromStdString(e.what()));
+        m_status->setText(errorText(e, m_summary.path));
     }
 }
 

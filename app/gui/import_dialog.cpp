@@ -105,6 +105,8 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_sources->setVerticalScrollMode(QAbstractItemView::ScrollPerPixel);
     m_inferred->setObjectName(QStringLiteral("importInferred"));
     m_inferred->setWordWrap(true);
+    m_inferred->setTextFormat(Qt::PlainText);
+    m_layout->setTextFormat(Qt::PlainText);
     m_inferred->setTextInteractionFlags(Qt::TextSelectableByMouse);
     QFont bold = m_inferred->font();
     bold.setBold(true);
@@ -112,8 +114,10 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_layout->setObjectName(QStringLiteral("importLayout"));
     m_prefixes->setObjectName(QStringLiteral("importPrefixes"));
     m_prefixes->setWordWrap(true);
+    m_prefixes->setTextFormat(Qt::PlainText); // a file's names and warnings: never rendered as rich text
     m_warnings->setObjectName(QStringLiteral("importWarnings"));
     m_warnings->setWordWrap(true);
+    m_warnings->setTextFormat(Qt::PlainText);
     m_warnings->setStyleSheet(QStringLiteral("color: #b06000;"));
     m_warnings->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_mapping->setObjectName(QStringLiteral("importMapping"));
@@ -157,6 +161,7 @@ ImportDialog::ImportDialog(QWidget* parent)
 
     m_errorLabel->setObjectName(QStringLiteral("importError"));
     m_errorLabel->setWordWrap(true);
+    m_errorLabel->setTextFormat(Qt::PlainText);
     m_errorLabel->setStyleSheet(QStringLiteral("color: #c00000;"));
     m_errorLabel->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_errorLabel->setVisible(false);
@@ -177,6 +182,7 @@ ImportDialog::ImportDialog(QWidget* parent)
     m_progress->setTextVisible(false);
     m_status->setObjectName(QStringLiteral("importStatus"));
     m_status->setWordWrap(true);
+    m_status->setTextFormat(Qt::PlainText);
     m_import->setObjectName(QStringLiteral("importButton"));
     m_import->setDefault(true);
     m_import->setToolTip(tr("Write the experiment file (every checkpoint, evaluated on the run's prompts)"));

@@ -150,7 +150,8 @@ void ImportDialog::replan()
     const icl::ImportRequest request = this->request();
     const uint64_t serial = ++m_planSerial;
     m_planOk = false;
-    m_status->setText(tr("Reading %1…").arg(QFileInfo(m_sourcePath).fileName()));
+    m_status->setText(tr("Reading %1…").arg(shownText(QFileInfo(m_sourcePath).fileName())));
+    m_runner->setSource(m_sourcePath.toStdString());
     m_runner->enqueue(
         kPlanJob, tr("Planning the import"),
         [this, request, serial]() -> AnalysisRunner::Continuation {
@@ -201,45 +202,45 @@ void ImportDialog::showPlan(const icl::ImportPlan& plan)
     m_sources->setRowCount(int(plan.sources.size()));
     for (int r = 0; r < int(plan.sources.size()); ++r) {
         const icl::ImportSource& s = plan.sources[size_t(r)];
-        auto* file = new QTableWidgetItem(QFileInfo(qs(s.path)).fileName());
-        file->setToolTip(QDir::toNativeSeparators(qs(s.path)));
+        auto* file = new QTableWidgetItem(shownText(QFileInfo(qs(s.path)).fileName()));
+        file->setToolTip(shownText(QDir::toNativeSeparators(qs(s.path))));
         auto* step = new QTableWidgetItem(QString::number(s.step));
         step->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
-        const QString sha = qs(s.sha256);
+        const QString sha = shownText(s.sha256);
         auto* digest = new QTableWidgetItem(sha.left(12) + (sha.size() > 12 ? QStringLiteral("…") : QString()));
         digest->setToolTip(sha);
         digest->setFont(QFont(QStringLiteral("monospace")));
         m_sources->setItem(r, 0, file);
-        m_sources->setItem(r, 1, new QTableWidgetItem(qs(s.format)));
+        m_sources->setItem(r, 1, new QTableWidgetItem(shownText(s.format)));
         m_sources->setItem(r, 2, step);
         m_sources->setItem(r, 3, digest);
     }
     fitSourcesHeight();
-    m_inferred->setText(plan.inferred.empty() ? QStringLiteral("–") : qs(plan.inferred));
-    m_layout->setText(tr("%1 names → workbench %2").arg(qs(plan.layout), qs(plan.model_kind)));
+    m_inferred->setText(plan.inferred.empty() ? QStringLiteral("–") : shownText(plan.inferred));
+    m_layout->setText(tr("%1 names → workbench %2").arg(shownText(plan.layout), shownText(plan.model_kind)));
     QStringList prefixes;
     for (const std::string& p : plan.prefixes_removed)
-        prefixes << QStringLiteral("\"%1\"").arg(qs(p));
+        prefixes << QStringLiteral("\"%1\"").arg(shownText(p));
     m_prefixes->setText(prefixes.isEmpty() ? tr("none") : prefixes.join(QStringLiteral(", ")));
     QStringList warnings;
     for (const std::string& w : plan.warnings)
-        warnings << QStringLiteral("⚠ ") + qs(w);
+        warnings << QStringLiteral("⚠ ") + shownText(w);
     m_warnings->setText(warnings.join(QLatin1Char('\n')));
     m_warnings->setVisible(!warnings.isEmpty());
 
     m_mapping->setRowCount(int(plan.mapping.size()));
     for (int r = 0; r < int(plan.mapping.size()); ++r) {
         const auto& [from, to] = plan.mapping[size_t(r)];
-        auto* source = new QTableWidgetItem(qs(from));
-        source->setToolTip(qs(from));
-        auto* target = new QTableWidgetItem(qs(to));
-        target->setToolTip(qs(to));
+        auto* source = new QTableWidgetItem(shownText(from));
+        source->setToolTip(shownText(from));
+        auto* target = new QTableWidgetItem(shownText(to));
+        target->setToolTip(shownText(to));
         m_mapping->setItem(r, 0, source);
         m_mapping->setItem(r, 1, target);
     }
     m_dropped->clear();
     for (const std::string& d : plan.dropped)
-        m_dropped->addItem(qs(d));
+        m_dropped->addItem(shownText(d));
     m_tabs->setTabText(0, tr("Key mapping (%1)").arg(plan.mapping.size()));
     m_tabs->setTabText(1, tr("Dropped (%1)").arg(plan.dropped.size()));
 
@@ -297,7 +298,7 @@ void ImportDialog::startImport()
             // this thread before the dialog goes away.
             const icl::ImportCallback callback
                 = [this, cancelFlag](int64_t done, int64_t total, const std::string& message) {
-                      const QString text = QString::fromStdString(message);
+                      const QString text = shownText(message);
                       QMetaObject::invokeMethod(
                           this, [this, done, total, text] { onImportProgress(done, total, text); },
                           Qt::QueuedConnection);

@@ -242,7 +242,7 @@ void KernelViewPage::compute()
                         .arg(kv.checkpoint_step)
                         .arg(kv.layer)
                         .arg(kv.head)
-                        .arg(QString::fromStdString(kv.attention_variant))
+                        .arg(shownText(kv.attention_variant))
                         .arg(kv.n_prompts)
                         .arg(kv.n_queries)
                         .arg(kv.n_keys)
@@ -268,7 +268,7 @@ void KernelViewPage::runVariants()
                 try {
                     runs.push_back(icl::readRunSummary(f.toStdString()));
                 } catch (const std::exception& e) {
-                    failed << QStringLiteral("%1 (%2)").arg(QFileInfo(f).fileName(), QString::fromUtf8(e.what()));
+                    failed << QStringLiteral("%1 (%2)").arg(shownText(QFileInfo(f).fileName()), errorText(e, f.toStdString()));
                 }
             }
             auto figure = std::make_shared<icl::Figure>(icl::variantLossFigure(runs));

@@ -38,6 +38,7 @@
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
 #include "app/gui/probes_page.h"
+#include "app/gui/shown_text.h"
 #include "app/gui/train_page.h"
 #include "core/io/config.h"
 
@@ -115,8 +116,8 @@ int main(int argc, char** argv)
         quitOpt, timingOpt });
     parser.process(app);
 
-    auto fail = [](const QString& message) {
-        std::fprintf(stderr, "icl-workbench: %s\n", qUtf8Printable(message));
+    auto fail = [](const QString& message) { // escaped: the message may quote a path or a file's name
+        std::fprintf(stderr, "icl-workbench: %s\n", qUtf8Printable(icl::gui::shownText(message)));
         return 2;
     };
     // Several experiment files (a file manager's "Open with" on a selection): the first is opened, the others go to

@@ -35,6 +35,7 @@
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
 #include "app/gui/probes_page.h"
+#include "app/gui/shown_text.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
@@ -226,14 +227,19 @@ void MainWindow::setScripted(bool scripted)
     }
 }
 
-void MainWindow::showError(const QString& title, const QString& message)
+void MainWindow::showError(const QString& title, const QString& rawMessage)
 {
+    // The one place errors reach the window: escaped (a file's names are quoted raw in the core's messages)
+    // and one line; plain text, so that a name with markup is not rendered as rich text.
+    const QString message = shownText(rawMessage);
     statusBar()->showMessage(QStringLiteral("%1: %2").arg(title, message), 15000);
     if (m_scripted) {
         std::fprintf(stderr, "icl-workbench: %s: %s\n", qUtf8Printable(title), qUtf8Printable(message));
         return;
     }
-    QMessageBox::critical(this, title, message);
+    QMessageBox box(QMessageBox::Critical, title, message, QMessageBox::Ok, this);
+    box.setTextFormat(Qt::PlainText);
+    box.exec();
 }
 
 void MainWindow::showPage(Page page)

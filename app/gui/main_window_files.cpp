@@ -18,6 +18,7 @@
 #include "app/gui/experiments_page.h"
 #include "app/gui/icl_iwl_page.h"
 #include "app/gui/import_dialog.h"
+#include "app/gui/shown_text.h"
 #include "app/gui/train_page.h"
 #include "core/io/experiment_file.h"
 #include "core/io/weights_file.h"
@@ -110,8 +111,8 @@ bool MainWindow::openExperiment(const QString& path)
     icl::RunSummary summary;
     try {
         summary = icl::readRunSummary(path.toStdString());
-    } catch (const std::exception& e) { // icl::Error, and anything else the reader lets through
-        showError(tr("Cannot open experiment"), QString::fromStdString(e.what()));
+    } catch (const std::exception& e) { // icl::Error, and anything else the reader lets through: "FILE: …"
+        showError(tr("Cannot open experiment"), QString::fromStdString(icl::fileErrorMessage(path.toStdString(), e)));
         return false;
     }
     m_experiment = summary;
@@ -122,23 +123,24 @@ bool MainWindow::openExperiment(const QString& path)
     for (const icl::CheckpointInfo& c : summary.checkpoints) {
         steps.push_back(c.step);
         if (!c.damaged.empty())
-            damaged[c.step] = c.damaged;
+            damaged[c.step] = icl::escapeForDisplay(c.damaged); // the timeline's tooltips show it
     }
     m_timeline->setSteps(steps);
     m_timeline->setDamaged(damaged);
     if (!summary.damaged.empty()) // the rest of the file stays usable; icl-cli verify lists every object
         statusBar()->showMessage(tr("%n damaged object(s) in this file, marked on the timeline: %1", nullptr,
                                     int(summary.damaged.size()))
-                                         .arg(QString::fromStdString(summary.damaged.front())),
+                                         .arg(shownText(summary.damaged.front())),
                                  30000);
     if (!steps.empty())
         m_trainPage->selectCheckpoint(m_timeline->currentStep());
     for (AnalysisPage* page : m_analysisPages)
         page->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
-    setWindowTitle(tr("%1 — ICL Workbench").arg(QFileInfo(path).fileName()));
+    setWindowTitle(tr("%1 — ICL Workbench").arg(shownText(QFileInfo(path).fileName())));
     statusBar()->showMessage(
-        tr("Opened %1: %2 checkpoints").arg(QFileInfo(path).fileName()).arg(summary.checkpoints.size()), 10000);
+        tr("Opened %1: %2 checkpoints").arg(shownText(QFileInfo(path).fileName())).arg(summary.checkpoints.size()),
+        10000);
     return true;
 }
 
@@ -218,7 +220,7 @@ void MainWindow::updateRecentMenu()
     const QStringList files = recentFiles();
     m_recentMenu->clear();
     for (const QString& path : files)
-        m_recentMenu->addAction(QFileInfo(path).fileName(), this, [this, path] { openExperiment(path); })
+        m_recentMenu->addAction(shownText(QFileInfo(path).fileName()), this, [this, path] { openExperiment(path); })
             ->setToolTip(path);
     m_recentMenu->setEnabled(!files.isEmpty());
     m_experimentsPage->setRecentFiles(files);

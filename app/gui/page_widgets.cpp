@@ -269,7 +269,7 @@ bool modelKindIs(const icl::RunSummary& summary, icl::ModelKind kind, const QStr
     const std::string& actual = summary.config->model.kind;
     if (why) {
         *why = QCoreApplication::translate("icl::gui::AnalysisPage", "%1; this run has a %2 model.")
-                   .arg(what, QString::fromStdString(actual));
+                   .arg(what, shownText(actual));
         if (!hint.isEmpty())
             *why += QLatin1Char(' ') + hint;
     }

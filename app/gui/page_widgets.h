@@ -12,6 +12,7 @@
 #include <Qt>
 
 #include "app/gui/gui_forward.h"
+#include "app/gui/shown_text.h"
 #include "core/io/kinds.h"
 #include "core/types/run_summary.h"
 

@@ -183,9 +183,9 @@ void PastingPage::showLatestStored()
         showResult(latest.result, latest.options);
         m_status->setText(tr("Showing the pasting stored in this file as /analysis/pasting/%1 (%2); Run pasting "
                              "computes a new one.")
-                              .arg(QString::fromStdString(latest.id), QString::fromStdString(latest.created)));
+                              .arg(shownText(latest.id), shownText(latest.created)));
     } catch (const std::exception& e) {
-        m_status->setText(tr("The stored pasting results cannot be read: %1").arg(QString::fromUtf8(e.what())));
+        m_status->setText(tr("The stored pasting results cannot be read: %1").arg(errorText(e, m_path)));
     }
 }
 
@@ -196,7 +196,7 @@ void PastingPage::selectCheckpoint(qint64 step)
         return;
     const ParentConfig p = parentConfig(m_summary);
     QString text = tr("Parent: %1 · checkpoint %2 · gpt2 with L = %3 blocks, d_model %4 · task.w_scale %5 · seed %6")
-                       .arg(QFileInfo(QString::fromStdString(m_summary.path)).fileName())
+                       .arg(shownText(QFileInfo(QString::fromStdString(m_summary.path)).fileName()))
                        .arg(step >= 0 ? QString::number(step) : tr("none"))
                        .arg(p.n_layers)
                        .arg(p.d_model)
@@ -255,7 +255,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
     const std::shared_ptr<RunState> state = m_run->start(o.steps * (o.train_scratch ? 2 : 1));
     m_status->setText(tr("Pasting at ℓ = %1 (%2 embedding) from checkpoint %3: training…")
                           .arg(o.cut_layer)
-                          .arg(QString::fromStdString(o.embedding))
+                          .arg(shownText(o.embedding))
                           .arg(m_step));
     const std::string parentPath = m_summary.path;
     runner()->enqueue(
@@ -282,7 +282,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
             };
         },
         m_run->errorHandler([this, generation] { return generation == m_generation; },
-            tr("; the partial file %1 was removed").arg(QString::fromStdString(o.out_path))));
+            tr("; the partial file %1 was removed").arg(shownText(o.out_path))));
     updateControls();
     return true;
 }
@@ -303,7 +303,7 @@ void PastingPage::showResult(const icl::PastingResult& r, const icl::PastingOpti
         : tr("frozen blocks %1..%2").arg(r.cut_layer).arg(r.parent_layers - 1);
     QString text = tr("ℓ = %1, %2 embedding: %3 of checkpoint %4 (%5 blocks in all), %6 steps in %7 s.")
                        .arg(r.cut_layer)
-                       .arg(QString::fromStdString(r.embedding), frozen)
+                       .arg(shownText(r.embedding), frozen)
                        .arg(r.parent_step)
                        .arg(r.pasted_layers)
                        .arg(r.steps)
@@ -316,10 +316,10 @@ void PastingPage::showResult(const icl::PastingResult& r, const icl::PastingOpti
     text += tr(", ridge %1 (λ = σ²/τ² = %2), zero %3; frozen parameters bitwise unchanged.")
                 .arg(formatValue(r.ridge_loss), formatValue(r.ridge_lambda), formatValue(r.zero_loss));
     if (!r.out_path.empty()) {
-        text += QLatin1Char('\n') + tr("Pasted model: %1").arg(QString::fromStdString(r.out_path));
+        text += QLatin1Char('\n') + tr("Pasted model: %1").arg(shownText(r.out_path));
         if (!r.analysis_id.empty())
             text += tr(" · comparison stored in the parent as /analysis/pasting/%1")
-                        .arg(QString::fromStdString(r.analysis_id));
+                        .arg(shownText(r.analysis_id));
     }
     m_summaryLabel->setText(text);
     m_status->clear();

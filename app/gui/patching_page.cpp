@@ -167,7 +167,7 @@ void PatchingPage::selectCheckpoint(qint64 step)
     m_step = step;
     m_heading->setText(tr("%1 · checkpoint %2 · effect = (ŷ_patched − ŷ_corrupted) / (ŷ_clean − ŷ_corrupted) at the "
                           "query: 0 = corrupted, 1 = clean")
-                           .arg(QFileInfo(QString::fromStdString(m_summary.path)).fileName())
+                           .arg(shownText(QFileInfo(QString::fromStdString(m_summary.path)).fileName()))
                            .arg(step >= 0 ? QString::number(step) : tr("none")));
     updateControls();
 }

@@ -210,7 +210,7 @@ void ProbesPage::compute()
         [this](const Fitted& f) {
             QStringList errors;
             for (const std::string& e : f.failed)
-                errors << QString::fromStdString(e);
+                errors << shownText(e);
             if (f.curves.empty()) {
                 m_curves.clear();
                 m_views.clear();
@@ -231,20 +231,20 @@ void ProbesPage::showCurves(const std::vector<icl::ProbeCurve>& curves, bool fir
         for (size_t l = 1; l < c.normalised_mse.size(); ++l)
             if (c.normalised_mse[l] < c.normalised_mse[best])
                 best = l;
-        const QString name = c.target == "phi" ? QStringLiteral("Φ*(x)") : QString::fromStdString(c.target);
+        const QString name = c.target == "phi" ? QStringLiteral("Φ*(x)") : shownText(c.target);
         if (c.normalised_mse.empty())
             continue;
         if (best == 0)
             parts << tr("%1 %2 at embed (best)").arg(name, formatValue(c.normalised_mse[0]));
         else
             parts << tr("%1 %2 at %3 (embed %4)")
-                         .arg(name, formatValue(c.normalised_mse[best]), QString::fromStdString(c.layer_labels.at(best)),
+                         .arg(name, formatValue(c.normalised_mse[best]), shownText(c.layer_labels.at(best)),
                              formatValue(c.normalised_mse.front()));
     }
     const icl::ProbeCurve& first = m_curves.front();
     m_views.summary->setText(tr("Checkpoint %1, %2 positions, %3 fit / %4 test rows. Lowest normalised MSE: %5")
                                  .arg(first.checkpoint_step)
-                                 .arg(QString::fromStdString(first.positions))
+                                 .arg(shownText(first.positions))
                                  .arg(first.n_fit)
                                  .arg(first.n_test)
                                  .arg(parts.join(QStringLiteral("; "))));

@@ -65,6 +65,7 @@ SequenceView::SequenceView(QWidget* parent)
     m_choose.resample->setToolTip(tr("Draw the next sequence (seed + 1) (Ctrl+R)"));
     seqControls->addWidget(m_choose.resample);
     m_status = makeTextLine(QStringLiteral("iclIwlSequenceStatus"), this);
+    m_status->setTextFormat(Qt::PlainText);
     seqControls->addWidget(m_status, 1);
     seqLayout->addLayout(seqControls);
 

@@ -41,6 +41,7 @@ SweepView::SweepView(QWidget* parent)
     sweepControls->addStretch(1);
     layout->addLayout(sweepControls);
     m_sweepStatus = makeTextLine(QStringLiteral("iclIwlSweepStatus"), this, tr("Open a directory aggregated with icl-cli aggregate."));
+    m_sweepStatus->setTextFormat(Qt::PlainText);
     layout->addWidget(m_sweepStatus);
     m_sweepPlot = new widgets::PlotView(this);
     m_sweepPlot->setObjectName(QStringLiteral("iclIwlSweepPlot"));
@@ -75,33 +76,50 @@ bool SweepView::openSweep(const QString& dir)
         m_sweepStatus->setText(message);
         return false;
     };
+    // A table from elsewhere is untrusted: a regular file of bounded size (a FIFO would block the open), and its
+    // cells escaped once here (they become combo items, axis labels and legends).
+    constexpr qint64 kMaxTableBytes = qint64(64) << 20;
+    const QFileInfo info(path);
+    if (info.exists() && !info.isFile())
+        return fail(tr("%1: not a regular file, expected a sweep table").arg(shownText(path)));
+    if (info.exists() && info.size() > kMaxTableBytes)
+        return fail(tr("%1: %2 bytes, more than a sweep table may have (%3)")
+                        .arg(shownText(path))
+                        .arg(info.size())
+                        .arg(kMaxTableBytes));
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly | QIODevice::Text))
-        return fail(tr("%1: no aggregated sweep table (run icl-cli aggregate %2 first)").arg(path, dir));
+        return fail(tr("%1: no aggregated sweep table (run icl-cli aggregate %2 first)").arg(shownText(path), shownText(dir)));
     QTextStream in(&file);
     SweepTable table;
-    table.path = path;
-    table.columns = in.readLine().split(QLatin1Char(','));
+    table.path = shownText(path);
+    auto escapedCells = [](const QString& line) {
+        QStringList cells = line.split(QLatin1Char(','));
+        for (QString& c : cells)
+            c = shownText(c);
+        return cells;
+    };
+    table.columns = escapedCells(in.readLine());
     table.n_grid = int(table.columns.indexOf(QStringLiteral("step")));
     if (table.n_grid < 0 || !table.columns.contains(QStringLiteral("icl_accuracy"))
         || !table.columns.contains(QStringLiteral("iwl_accuracy")))
         return fail(tr("%1: not a sweep table (expected grid columns, step, icl_accuracy and iwl_accuracy in the "
                        "header)")
-                        .arg(path));
+                        .arg(shownText(path)));
     int line = 1;
     while (!in.atEnd()) {
         const QString text = in.readLine();
         ++line;
         if (text.trimmed().isEmpty())
             continue;
-        const QStringList cells = text.split(QLatin1Char(','));
+        const QStringList cells = escapedCells(text);
         if (cells.size() != table.columns.size())
-            return fail(tr("%1, line %2: %3 cells, the header has %4").arg(path).arg(line).arg(cells.size()).arg(
+            return fail(tr("%1, line %2: %3 cells, the header has %4").arg(shownText(path)).arg(line).arg(cells.size()).arg(
                 table.columns.size()));
         table.rows.push_back(cells);
     }
     if (table.rows.empty())
-        return fail(tr("%1: no runs in the table").arg(path));
+        return fail(tr("%1: no runs in the table").arg(shownText(path)));
     m_sweep = table;
     const QStringList columns = sweepColumns();
     {
@@ -114,7 +132,7 @@ bool SweepView::openSweep(const QString& dir)
         m_sweepPlot->setFigure(icl::Figure {});
         m_sweepStatus->setText(
             tr("%1: %2 runs, but no grid column with two or more values to plot against")
-                .arg(path)
+                .arg(shownText(path))
                 .arg(table.rows.size()));
         return true;
     }

@@ -48,7 +48,7 @@ QString finalMetricsText(const icl::RunSummary& summary)
     parts << QObject::tr("eval loss %1").arg(formatLoss(summary.lastMetric("eval_loss")));
     for (const auto& [key, values] : summary.metrics)
         if (key.rfind("baseline/", 0) == 0)
-            parts << QStringLiteral("%1 %2").arg(qs(key.substr(9)), formatLoss(summary.lastMetric(key)));
+            parts << QStringLiteral("%1 %2").arg(shownText(key.substr(9)), formatLoss(summary.lastMetric(key)));
     return parts.join(QStringLiteral(" · "));
 }
 
@@ -265,14 +265,14 @@ void TrainPage::showExperiment(const icl::RunSummary& summary)
         m_plot->setFigure(icl::lossFigure(summary));
     } catch (const icl::Error& e) {
         icl::Figure empty = LiveLossCurves().figure();
-        empty.title = e.what();
+        empty.title = icl::escapeForDisplay(e.what());
         m_plot->setFigure(empty);
     }
     m_checkpoints->showRun(summary);
     m_config.output.path->setText(qs(summary.path));
     if (summary.config && !summary.config->preset.empty() && m_config.preset->findData(qs(summary.config->preset)) >= 0)
         setPreset(qs(summary.config->preset), qs(summary.config->scale.empty() ? "quick" : summary.config->scale));
-    m_run.result->setText(tr("%1: %2").arg(QFileInfo(qs(summary.path)).fileName(), finalMetricsText(summary)));
+    m_run.result->setText(tr("%1: %2").arg(shownText(QFileInfo(qs(summary.path)).fileName()), finalMetricsText(summary)));
     m_run.progress->setRange(0, 100);
     m_run.progress->setValue(0);
     m_run.progress->setTextVisible(false);

@@ -27,8 +27,10 @@
 #include <QVBoxLayout>
 
 #include "app/gui/checkpoint_table.h"
+#include "app/gui/shown_text.h"
 #include "app/gui/training_job.h"
 #include "core/error.h"
+#include "core/io/bounded_json.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/report.h"
@@ -89,9 +91,9 @@ bool TrainPage::resumeTraining()
         if (out.isEmpty())
             throw icl::Error("no experiment file to resume: choose the output file");
         saved = icl::readRunSummary(out.toStdString());
-        config = nlohmann::json::parse(saved.config_json);
-    } catch (const std::exception& e) {
-        Q_EMIT errorOccurred(tr("Cannot resume"), QString::fromStdString(e.what()));
+        config = icl::parseBoundedJson(saved.config_json, out.toStdString());
+    } catch (const std::exception& e) { // raw: showError escapes it
+        Q_EMIT errorOccurred(tr("Cannot resume"), QString::fromStdString(icl::fileErrorMessage(out.toStdString(), e)));
         return false;
     }
     m_live.resume(saved);
@@ -154,7 +156,7 @@ void TrainPage::drainProgress()
     int percent = -1;
     if (last.phase == icl::TrainProgress::Phase::Preparing) {
         m_run.progress->setRange(0, 0);
-        text = last.message.empty() ? tr("preparing…") : QString::fromStdString(last.message);
+        text = last.message.empty() ? tr("preparing…") : shownText(last.message);
     } else {
         m_run.progress->setRange(0, 100);
         percent = last.total_steps > 0 ? int(100 * last.step / last.total_steps) : 0;
@@ -168,7 +170,7 @@ void TrainPage::drainProgress()
                    .arg(rate, 0, 'f', 1)
                    .arg(formatDuration(eta));
         if (!last.message.empty())
-            text += QStringLiteral(" · ") + QString::fromStdString(last.message);
+            text += QStringLiteral(" · ") + shownText(last.message);
     }
     if (!m_job->stopRequested())
         m_run.eta->setText(text);
@@ -187,16 +189,16 @@ void TrainPage::onJobFinished(bool ok, const QString& message)
         m_run.progress->setValue(r.stopped ? m_run.progress->value() : 100);
         QStringList parts;
         parts << (r.stopped ? tr("Stopped at step %1").arg(r.final_step) : tr("Finished at step %1").arg(r.final_step));
-        parts << tr("device %1").arg(QString::fromStdString(r.device));
+        parts << tr("device %1").arg(shownText(r.device));
         parts << tr("eval loss %1").arg(formatLoss(r.eval_loss));
         for (const auto& [name, loss] : r.baselines)
-            parts << QStringLiteral("%1 %2").arg(QString::fromStdString(name), formatLoss(loss));
+            parts << QStringLiteral("%1 %2").arg(shownText(name), formatLoss(loss));
         m_run.result->setText(parts.join(QStringLiteral(" · ")));
         m_run.eta->setText(r.stopped ? tr("stopped") : tr("done"));
         Q_EMIT statusMessage(parts.join(QStringLiteral(" · ")));
     } else {
         m_run.eta->setText(tr("failed"));
-        m_run.result->setText(tr("Training failed: %1").arg(message));
+        m_run.result->setText(tr("Training failed: %1").arg(shownText(message)));
         Q_EMIT errorOccurred(tr("Training failed"), message);
     }
     updateButtons();

@@ -5,6 +5,7 @@
 #include <QMetaObject>
 
 #include "core/error.h"
+#include "core/io/file_error.h"
 
 namespace icl::gui {
 
@@ -51,7 +52,7 @@ bool TrainingJob::start(const nlohmann::json& config, const icl::TrainOptions& o
         } catch (const icl::Error& e) {
             error = e.what();
         } catch (const std::exception& e) {
-            error = std::string("unexpected error: ") + e.what();
+            error = std::string("unexpected error: ") + icl::firstLine(e.what()); // never a LibTorch backtrace
         } catch (...) {
             error = "unexpected error";
         }

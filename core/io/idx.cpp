@@ -6,8 +6,14 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <algorithm>
+
+#include <unistd.h>
 
 #include "core/error.h"
+#include "core/io/checked_size.h"
+#include "core/io/memory_budget.h"
+#include "core/io/regular_file.h"
 
 namespace icl {
 
@@ -15,7 +21,7 @@ namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& what)
 {
-    throw Error("idx: " + path + ": " + what);
+    throw Error(path + ": " + what);
 }
 
 std::string hex(uint32_t v, int digits)
@@ -58,49 +64,50 @@ std::string shapeText(const std::vector<int64_t>& shape)
     return s + "]";
 }
 
-// zlib's message without the "path: " it puts in front.
+// zlib's message without the "path: " or "<fd:3>: " it puts in front.
 std::string zlibMessage(gzFile file, const std::string& path)
 {
     int code = 0;
     std::string message = gzerror(file, &code);
     if (message.rfind(path + ": ", 0) == 0)
         message.erase(0, path.size() + 2);
+    else if (message.rfind("<fd:", 0) == 0 && message.find(">: ") != std::string::npos) // opened by gzdopen
+        message.erase(0, message.find(">: ") + 3);
     return message;
 }
 
-// The whole file, decompressed when it is a gzip stream (zlib reads plain files unchanged).
-std::vector<uint8_t> readAll(const std::string& path)
+// Deflate expands one input byte to at most 1032 output bytes (zlib's technical details): the most data a
+// gzip stream of a given size can hold, checked before a header's sizes are believed.
+constexpr uint64_t kDeflateMostExpansion = 1032;
+
+using GzFile = std::unique_ptr<gzFile_s, int (*)(gzFile)>;
+
+// Reads up to `n` bytes of the (decompressed) stream into `out`; returns how many there were. Throws for a
+// damaged gzip stream.
+uint64_t readUpTo(gzFile file, const std::string& path, uint8_t* out, uint64_t n)
 {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec))
-        fail(path, "no such file");
-    if (std::filesystem::is_directory(path, ec))
-        fail(path, "is a directory, expected an IDX file");
-    std::unique_ptr<gzFile_s, int (*)(gzFile)> file(gzopen(path.c_str(), "rb"), gzclose);
-    if (!file)
-        fail(path, "cannot open for reading");
-    std::vector<uint8_t> bytes;
-    constexpr unsigned kChunk = 1u << 20;
-    for (;;) {
-        const size_t old = bytes.size();
-        bytes.resize(old + kChunk);
-        const int n = gzread(file.get(), bytes.data() + old, kChunk);
-        if (n < 0)
-            fail(path, "damaged gzip stream (zlib: " + zlibMessage(file.get(), path) + ")");
-        bytes.resize(old + size_t(n));
-        if (n == 0)
+    uint64_t got = 0;
+    while (got < n) {
+        const unsigned chunk = unsigned(std::min<uint64_t>(n - got, 1u << 30));
+        const int r = gzread(file, out + got, chunk);
+        if (r < 0)
+            fail(path, "damaged gzip stream (zlib: " + zlibMessage(file, path) + ")");
+        if (r == 0)
             break;
+        got += uint64_t(r);
     }
     int code = Z_OK;
-    gzerror(file.get(), &code);
+    gzerror(file, &code);
     if (code != Z_OK) // e.g. Z_BUF_ERROR "unexpected end of file" for a truncated .gz
-        fail(path, "damaged gzip stream (zlib: " + zlibMessage(file.get(), path) + ")");
-    return bytes;
+        fail(path, "damaged gzip stream (zlib: " + zlibMessage(file, path) + ")");
+    return got;
 }
 
-IdxArray readChecked(const std::string& path, uint32_t expectedMagic)
+IdxArray readIdxWithin(const std::string& path, MemoryBudget& budget);
+
+IdxArray readChecked(const std::string& path, uint32_t expectedMagic, MemoryBudget& budget)
 {
-    IdxArray a = readIdx(path);
+    IdxArray a = readIdxWithin(path, budget);
     const uint32_t magic = 0x0800u | uint32_t(a.shape.size());
     if (magic == expectedMagic)
         return a;
@@ -116,59 +123,100 @@ IdxArray readChecked(const std::string& path, uint32_t expectedMagic)
             + hex32(expectedMagic) + describe(expectedMagic));
 }
 
-} // namespace
-
-IdxArray readIdx(const std::string& path)
+// The header (magic, dimensions) is read and checked first; the data is allocated only once its size is known
+// to fit the file (plain: exactly; gzip: what the compressed size can hold) and the memory budget.
+IdxArray readIdxWithin(const std::string& path, MemoryBudget& budget)
 {
-    const std::vector<uint8_t> bytes = readAll(path);
-    if (bytes.size() < 4)
-        fail(path, "truncated header: " + std::to_string(bytes.size()) + " bytes, an IDX header has at least 4");
+    RegularFile regular(path, "IDX file");
+    const uint64_t fileSize = regular.size();
+    uint8_t signature[2] = {};
+    const bool gzip = ::pread(regular.fd(), signature, 2, 0) == 2 && signature[0] == 0x1f && signature[1] == 0x8b;
+    GzFile file(gzdopen(regular.fd(), "rb"), gzclose);
+    if (!file)
+        fail(path, "cannot open for reading");
+    regular.release(); // gzclose closes it
+
+    uint8_t head[4 + 4 * 255] = {};
+    const uint64_t gotMagic = readUpTo(file.get(), path, head, 4);
+    if (gotMagic < 4)
+        fail(path, "truncated header: " + std::to_string(gotMagic) + " bytes, an IDX header has at least 4");
     const auto be32 = [&](size_t at) {
-        return uint32_t(bytes[at]) << 24 | uint32_t(bytes[at + 1]) << 16 | uint32_t(bytes[at + 2]) << 8
-            | uint32_t(bytes[at + 3]);
+        return uint32_t(head[at]) << 24 | uint32_t(head[at + 1]) << 16 | uint32_t(head[at + 2]) << 8
+            | uint32_t(head[at + 3]);
     };
     const uint32_t magic = be32(0);
-    if (bytes[0] != 0 || bytes[1] != 0)
+    if (head[0] != 0 || head[1] != 0)
         fail(path, "bad magic " + hex32(magic) + ": not an IDX file (its magic starts with two zero bytes)");
-    const uint8_t type = bytes[2];
+    const uint8_t type = head[2];
     if (type != 0x08)
         fail(path,
             "magic " + hex32(magic) + " has element type " + hex(type, 2) + " (" + typeName(type)
                 + "); only unsigned bytes (0x08) are supported");
-    const size_t ndims = bytes[3];
+    const size_t ndims = head[3];
     const size_t headerSize = 4 + 4 * ndims;
-    if (bytes.size() < headerSize)
+    const uint64_t gotDims = readUpTo(file.get(), path, head + 4, 4 * ndims);
+    if (gotDims < 4 * ndims)
         fail(path,
             "truncated header: magic " + hex32(magic) + " announces " + std::to_string(ndims) + " dimensions ("
-                + std::to_string(headerSize) + " header bytes), the file has " + std::to_string(bytes.size())
+                + std::to_string(headerSize) + " header bytes), the file has " + std::to_string(4 + gotDims)
                 + " bytes");
     IdxArray a;
-    uint64_t count = 1;
+    for (size_t i = 0; i < ndims; ++i)
+        a.shape.push_back(int64_t(be32(4 + 4 * i)));
+    uint64_t count = 0;
     bool overflow = false;
-    for (size_t i = 0; i < ndims; ++i) {
-        const uint32_t d = be32(4 + 4 * i);
-        a.shape.push_back(int64_t(d));
-        if (d != 0 && count > std::numeric_limits<uint64_t>::max() / d)
-            overflow = true;
-        count *= d;
+    try {
+        count = checked::elementCount(a.shape, path);
+    } catch (const Error&) {
+        overflow = true;
     }
-    const uint64_t available = bytes.size() - headerSize;
-    if (overflow || count > available)
+    const std::string needs = "header shape " + shapeText(a.shape) + " needs "
+        + (overflow ? std::string("more than 2^64") : std::to_string(count)) + " bytes after the "
+        + std::to_string(headerSize) + "-byte header";
+    if (!gzip) {
+        const uint64_t available = fileSize > headerSize ? fileSize - headerSize : 0;
+        if (overflow || count > available)
+            fail(path, "truncated data: " + needs + ", the file has " + std::to_string(available));
+        if (count < available)
+            fail(path,
+                std::to_string(available - count) + " trailing bytes after the data of shape " + shapeText(a.shape)
+                    + " (damaged file, or a different file than the header describes)");
+    } else if (overflow || count / kDeflateMostExpansion > fileSize) {
         fail(path,
-            "truncated data: header shape " + shapeText(a.shape) + " needs "
-                + (overflow ? std::string("more than 2^64") : std::to_string(count)) + " bytes after the "
-                + std::to_string(headerSize) + "-byte header, the file has " + std::to_string(available));
-    if (count < available)
+            "truncated data: " + needs + ", more than a gzip stream of " + std::to_string(fileSize)
+                + " bytes can hold");
+    }
+    budget.charge(count, "the IDX data of shape " + shapeText(a.shape));
+    a.data.resize(checked::toSize(count, path));
+    const uint64_t got = readUpTo(file.get(), path, a.data.data(), count);
+    if (got < count)
+        fail(path, "truncated data: " + needs + ", the file has " + std::to_string(got));
+    // Whatever follows the data (decompressed, counted in a small buffer; reading to the end also checks the
+    // gzip trailer's CRC and length).
+    uint64_t trailing = 0;
+    uint8_t scratch[65536];
+    for (uint64_t n; (n = readUpTo(file.get(), path, scratch, sizeof scratch)) > 0;)
+        trailing += n;
+    if (trailing > 0)
         fail(path,
-            std::to_string(available - count) + " trailing bytes after the data of shape " + shapeText(a.shape)
+            std::to_string(trailing) + " trailing bytes after the data of shape " + shapeText(a.shape)
                 + " (damaged file, or a different file than the header describes)");
-    a.data.assign(bytes.begin() + std::ptrdiff_t(headerSize), bytes.end());
     return a;
 }
 
-IdxImages readIdxImages(const std::string& path)
+} // namespace
+
+IdxArray readIdx(const std::string& path, uint64_t max_memory)
 {
-    IdxArray a = readChecked(path, kIdxImagesMagic);
+    MemoryBudget budget(path, max_memory);
+    return readIdxWithin(path, budget);
+}
+
+namespace {
+
+IdxImages readImagesWithin(const std::string& path, MemoryBudget& budget)
+{
+    IdxArray a = readChecked(path, kIdxImagesMagic, budget);
     if (a.shape[1] == 0 || a.shape[2] == 0)
         fail(path,
             "images of size " + std::to_string(a.shape[1]) + "×" + std::to_string(a.shape[2])
@@ -176,16 +224,27 @@ IdxImages readIdxImages(const std::string& path)
     return { a.shape[0], a.shape[1], a.shape[2], std::move(a.data) };
 }
 
-std::vector<uint8_t> readIdxLabels(const std::string& path)
+} // namespace
+
+IdxImages readIdxImages(const std::string& path, uint64_t max_memory)
 {
-    return readChecked(path, kIdxLabelsMagic).data;
+    MemoryBudget budget(path, max_memory);
+    return readImagesWithin(path, budget);
 }
 
-IdxImageSet readIdxImageSet(const std::string& imagesPath, const std::string& labelsPath)
+std::vector<uint8_t> readIdxLabels(const std::string& path, uint64_t max_memory)
 {
-    IdxImageSet set { readIdxImages(imagesPath), readIdxLabels(labelsPath) };
+    MemoryBudget budget(path, max_memory);
+    return readChecked(path, kIdxLabelsMagic, budget).data;
+}
+
+IdxImageSet readIdxImageSet(const std::string& imagesPath, const std::string& labelsPath, uint64_t max_memory)
+{
+    // One budget for both files (named by the images file in its refusals).
+    MemoryBudget budget(imagesPath, max_memory);
+    IdxImageSet set { readImagesWithin(imagesPath, budget), readChecked(labelsPath, kIdxLabelsMagic, budget).data };
     if (int64_t(set.labels.size()) != set.images.count)
-        throw Error("idx: label/image count mismatch: " + imagesPath + " holds " + std::to_string(set.images.count)
+        throw Error("IDX label/image count mismatch: " + imagesPath + " holds " + std::to_string(set.images.count)
             + " images, " + labelsPath + " holds " + std::to_string(set.labels.size()) + " labels");
     return set;
 }

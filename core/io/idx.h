@@ -43,19 +43,23 @@ struct IdxImageSet {
 /// Reads an IDX file of unsigned bytes with any number of dimensions (plain or gzip-compressed).
 /// Throws icl::Error naming the file when it is missing or unreadable, the gzip stream is damaged, the
 /// magic's leading bytes are not 0 or its element type is not 0x08 (unsigned byte), the data is shorter
-/// than the header's dimensions say (truncated) or longer (trailing bytes). Any thread.
-IdxArray readIdx(const std::string& path);
+/// than the header's dimensions say (truncated) or longer (trailing bytes), or it is not a regular file. The
+/// header is checked before the data is allocated: its dimensions' product overflow-checked, compared with
+/// the file's size (a gzip stream: with the most its compressed size can hold) and charged to a memory
+/// budget of `max_memory` bytes (0: defaultMemoryBudget()). Any thread.
+IdxArray readIdx(const std::string& path, uint64_t max_memory = 0);
 
 /// Reads an IDX images file (magic 0x00000803: [n, rows, cols] unsigned bytes). Throws icl::Error as
 /// readIdx, and for another magic (e.g. a labels file), wrong dimensions or rows/cols of 0. Any thread.
-IdxImages readIdxImages(const std::string& path);
+IdxImages readIdxImages(const std::string& path, uint64_t max_memory = 0);
 
 /// Reads an IDX labels file (magic 0x00000801: [n] unsigned bytes). Throws icl::Error as readIdx, and for
 /// another magic (e.g. an images file). Any thread.
-std::vector<uint8_t> readIdxLabels(const std::string& path);
+std::vector<uint8_t> readIdxLabels(const std::string& path, uint64_t max_memory = 0);
 
 /// Reads an images file and its labels file. Throws icl::Error as readIdxImages / readIdxLabels, and when
-/// the two files hold different numbers of items (naming both files and both counts). Any thread.
-IdxImageSet readIdxImageSet(const std::string& imagesPath, const std::string& labelsPath);
+/// the two files hold different numbers of items (naming both files and both counts). Both files share one
+/// memory budget of `max_memory` bytes (0: defaultMemoryBudget()). Any thread.
+IdxImageSet readIdxImageSet(const std::string& imagesPath, const std::string& labelsPath, uint64_t max_memory = 0);
 
 } // namespace icl

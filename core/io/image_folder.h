@@ -19,14 +19,17 @@ namespace icl {
 /// Omniglot has none), no gamma correction, and RGB converted with the Rec. 601 luma weights
 /// 0.299 R + 0.587 G + 0.114 B, as PIL's convert("L"). Throws icl::Error naming the file when it is
 /// missing, not a PNG (bad signature) or damaged (libpng's message: truncated data, CRC error, bad
-/// compressed data, …). Any thread.
-GrayImage readPngGray(const std::string& path);
+/// compressed data, …), not a regular file, over 16384 pixels on a side or 2^26 pixels in all (libpng's
+/// png_set_user_limits and a check of width × height × channels before the rows are allocated), or when
+/// decoding it would exceed a memory budget of `max_memory` bytes (0: defaultMemoryBudget()). Any thread.
+GrayImage readPngGray(const std::string& path, uint64_t max_memory = 0);
 
 /// Options of loadImageFolder. rows = cols = 0 keeps the stored size (all images must share it);
 /// rows, cols ≥ 1 resize every image with resizeArea (area averaging).
 struct ImageFolderOptions {
     int64_t rows = 0;
     int64_t cols = 0;
+    uint64_t max_memory = 0;  ///< memory budget of the whole load in bytes (0: defaultMemoryBudget())
 };
 
 /// Loads `root/alphabet/character/*.png`. Classes are the character folders in sorted order of
@@ -34,7 +37,9 @@ struct ImageFolderOptions {
 /// class in sorted file-name order. Files ending in ".png" (any case) are read, other files ignored.
 /// Intensities are rounded to bytes (round(255·v)). Throws icl::Error when root is missing or not a
 /// folder, has no alphabet folders, an alphabet has no character folders, a character folder has no PNG
-/// file, a PNG is damaged (readPngGray), images differ in size without resizing, or options are invalid.
+/// file, a PNG is damaged (readPngGray), images differ in size without resizing, or options are invalid; and
+/// for a walk over its bounds (more than 1,000,000 entries in a folder or images in all, a folder that links
+/// back to one it is in) or images over the memory budget. The walk is three levels deep whatever the links.
 /// Blocks on disk I/O; any thread.
 ImageDataset loadImageFolder(const std::string& root, const ImageFolderOptions& options = {});
 

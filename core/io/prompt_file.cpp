@@ -10,6 +10,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <string_view>
 #include <vector>
 
 #include <locale.h>
@@ -18,6 +19,11 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
+#include "core/io/checked_size.h"
+#include "core/io/file_error.h"
+#include "core/io/memory_budget.h"
+#include "core/io/regular_file.h"
 
 namespace icl {
 
@@ -32,6 +38,12 @@ std::string trim(const std::string& s)
         return {};
     const size_t b = s.find_last_not_of(" \t\r\n");
     return s.substr(a, b - a + 1);
+}
+
+/// `text` in double quotes for a message, cut to 60 bytes ("…" after): a cell or header may be megabytes long.
+std::string quoted(const std::string& text)
+{
+    return "\"" + (text.size() > 60 ? text.substr(0, 60) + "…" : text) + "\"";
 }
 
 /// Parses all of `text` as a double, independent of the C locale (Qt sets LC_NUMERIC from the
@@ -85,6 +97,15 @@ std::string headerHint(int64_t d)
     return "x_1,…,x_" + std::to_string(d) + ",y";
 }
 
+/// Refuses more points than the model (or kMaxPromptPoints) takes, before they are read.
+void checkPointCount(const std::string& path, const PromptFileLimits& limits, size_t points)
+{
+    const int64_t most = limits.max_points > 0 ? std::min(limits.max_points, kMaxPromptPoints) : kMaxPromptPoints;
+    if (points > uint64_t(most))
+        throw Error(path + ": " + std::to_string(points) + " points, " + (limits.max_points > 0 ? "the model takes" : "a prompt file has")
+                    + " at most " + std::to_string(most) + (limits.max_points > 0 ? " (N+1)" : ""));
+}
+
 /// The checks shared by both formats once the numbers are read: point count, limits, label count.
 /// `y` holds N or N+1 labels; the result has N+1 (NaN for an unknown query label).
 void checkCounts(const std::string& path, const PromptFileLimits& limits, Prompt& p)
@@ -93,9 +114,7 @@ void checkCounts(const std::string& path, const PromptFileLimits& limits, Prompt
     if (points < 2)
         throw Error(path + ": " + plural(points, "point", "points")
                     + ", expected at least 2 (an in-context example and the query)");
-    if (limits.max_points > 0 && int64_t(points) > limits.max_points)
-        throw Error(path + ": " + std::to_string(points) + " points, the model takes at most "
-                    + std::to_string(limits.max_points) + " (N+1)");
+    checkPointCount(path, limits, points);
     if (p.y.size() + 1 == points)
         p.y.push_back(kNaN);
     else if (p.y.size() != points)
@@ -113,7 +132,8 @@ std::string jsonKind(const nlohmann::json& j)
 
 std::string jsonValueText(const nlohmann::json& j)
 {
-    std::string s = j.dump();
+    // Invalid UTF-8 in a string becomes U+FFFD instead of nlohmann's type_error.316.
+    std::string s = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     if (s.size() > 40)
         s = s.substr(0, 37) + "...";
     return s;
@@ -130,18 +150,39 @@ double jsonNumber(const std::string& path, const nlohmann::json& j, const std::s
     return v;
 }
 
-Prompt readJson(const std::string& path, const std::string& text, const PromptFileLimits& limits)
+/// The parser's reason from parseBoundedJson's "PATH: not valid JSON ([json.exception.parse_error.101] parse
+/// error at line 2, column 7: syntax error …)": "line 2, column 7: syntax error …".
+std::string jsonParserReason(const std::string& path, const std::string& message)
 {
+    const std::string prefix = path + ": not valid JSON (";
+    std::string what = message.rfind(prefix, 0) == 0 && message.size() > prefix.size() + 1
+                           ? message.substr(prefix.size(), message.size() - prefix.size() - 1)
+                           : message;
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos)
+        what = what.substr(what.find("] ") + 2);
+    const std::string marker = "parse error at ";
+    if (what.rfind(marker, 0) == 0)
+        what = what.substr(marker.size());
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    return what;
+}
+
+Prompt readJson(const std::string& path, const std::string& text, const PromptFileLimits& limits, MemoryBudget& budget)
+{
+    // nlohmann's tree takes at most ~24 bytes per byte of text ("[]," is an array: 16 bytes in its parent,
+    // doubled by vector growth, and its own 24-byte vector); charged before it is built.
+    budget.charge(checked::mul(text.size(), 32, path), "the parsed JSON");
     nlohmann::json j;
     try {
-        j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-        std::string what = e.what();
-        const std::string marker = "parse error at ";
-        const size_t at = what.find(marker);
-        if (at != std::string::npos)
-            what = what.substr(at + marker.size());
-        std::replace(what.begin(), what.end(), '\n', ' ');
+        j = parseBoundedJson(text, path);
+    } catch (const Error& e) {
+        const std::string message = e.what();
+        if (message.find("not valid JSON (") == std::string::npos)
+            throw;  // nested too deep: parseBoundedJson's message as it is
+        const std::string what = jsonParserReason(path, message);
+        // "number overflow parsing '1e999'" (nlohmann's out_of_range.406): a literal too large for a double.
+        if (what.rfind("number overflow", 0) == 0)
+            throw Error(path + ": " + what + ", expected finite numbers");
         // "last read: '1], [N'": the letters the lexer stopped at; the start of NaN or Infinity gets a hint.
         const size_t last = what.find("last read: '");
         if (last != std::string::npos) {
@@ -157,13 +198,6 @@ Prompt readJson(const std::string& path, const std::string& text, const PromptFi
                                 + "): NaN and Infinity are not JSON numbers, every value must be finite");
         }
         throw Error(path + ": not valid JSON (" + what + ")");
-    } catch (const nlohmann::json::exception& e) {
-        // e.g. "[json.exception.out_of_range.406] number overflow parsing '1e999'"
-        std::string what = e.what();
-        const size_t close = what.find("] ");
-        if (close != std::string::npos)
-            what = what.substr(close + 2);
-        throw Error(path + ": " + what + ", expected finite numbers");
     }
     if (!j.is_object())
         throw Error(path + ": expected a JSON object {\"x\": [[…], …], \"y\": […]}, got " + jsonKind(j));
@@ -178,6 +212,7 @@ Prompt readJson(const std::string& path, const std::string& text, const PromptFi
     if (!ys.is_array())
         throw Error(path + ": \"y\" is " + jsonKind(ys) + ", expected an array of numbers");
 
+    checkPointCount(path, limits, xs.size());
     Prompt p;
     const int64_t want = limits.d;
     for (size_t i = 0; i < xs.size(); ++i) {
@@ -187,6 +222,10 @@ Prompt readJson(const std::string& path, const std::string& text, const PromptFi
         if (row.is_number()) {  // d = 1: a plain number is a row of one value
             x.push_back(jsonNumber(path, row, point + ", x_1"));
         } else if (row.is_array()) {
+            if (int64_t(row.size()) > (want > 0 ? want : kMaxPromptDim))
+                throw Error(path + ": " + point + " has " + plural(row.size(), "value", "values") + ", expected "
+                            + (want > 0 ? "d = " + std::to_string(want)
+                                        : "at most " + std::to_string(kMaxPromptDim)));
             for (size_t c = 0; c < row.size(); ++c)
                 x.push_back(jsonNumber(path, row[c], point + ", x_" + std::to_string(c + 1)));
         } else {
@@ -217,6 +256,9 @@ Prompt readJson(const std::string& path, const std::string& text, const PromptFi
         const nlohmann::json& w = j["w"];
         if (!w.is_array())
             throw Error(path + ": \"w\" is " + jsonKind(w) + ", expected the task vector as an array of numbers");
+        if (int64_t(w.size()) > kMaxPromptDim)
+            throw Error(path + ": \"w\" has " + std::to_string(w.size()) + " values, expected at most "
+                        + std::to_string(kMaxPromptDim));
         for (size_t i = 0; i < w.size(); ++i)
             p.w.push_back(jsonNumber(path, w[i], "w_" + std::to_string(i + 1)));
     }
@@ -233,7 +275,8 @@ Prompt readJson(const std::string& path, const std::string& text, const PromptFi
     }
     if (j.contains("component") && !j["component"].is_null()) {
         const nlohmann::json& c = j["component"];
-        if (!c.is_number_integer() || c.get<int64_t>() < -1)
+        if (!c.is_number_integer() || (c.is_number_unsigned() && c.get<uint64_t>() > uint64_t(INT64_MAX))
+            || c.get<int64_t>() < -1)
             throw Error(path + ": \"component\" is " + jsonValueText(c)
                         + ", expected the mixture component index ≥ 0 (or −1 for none)");
         p.component = c.get<int64_t>();
@@ -271,12 +314,14 @@ void readCsvMetadata(const std::string& path, int64_t lineNo, const std::string&
         return;
     const std::string key = trim(body.substr(0, colon));
     const std::string value = trim(body.substr(colon + 1));
+    if (key != "noise_std" && key != "w" && key != "seed" && key != "component")
+        return;
     const std::string where = path + " line " + std::to_string(lineNo) + ", \"# " + key + "\": ";
     auto number = [&](const std::string& text, const std::string& expected) {
         double v = 0.0;
         bool finite = false;
         if (!parseNumber(text, &v, &finite) || !finite)
-            throw Error(where + "\"" + text + "\" is not " + expected);
+            throw Error(where + quoted(text) + " is not " + expected);
         return v;
     };
     if (key == "noise_std") {
@@ -289,26 +334,29 @@ void readCsvMetadata(const std::string& path, int64_t lineNo, const std::string&
         std::replace(list.begin(), list.end(), ',', ' ');
         std::istringstream in(list);
         std::string token;
-        while (in >> token)
+        while (in >> token) {
+            if (int64_t(p.w.size()) >= kMaxPromptDim)
+                throw Error(where + "more than " + std::to_string(kMaxPromptDim) + " values");
             p.w.push_back(number(token, "a finite number"));
+        }
     } else if (key == "seed") {
         uint64_t v = 0;
         const char* end = value.data() + value.size();
         const auto [ptr, ec] = std::from_chars(value.data(), end, v);
         if (value.empty() || ptr != end || ec != std::errc())
-            throw Error(where + "\"" + value + "\" is not an integer ≥ 0");
+            throw Error(where + quoted(value) + " is not an integer ≥ 0");
         p.seed = v;
     } else if (key == "component") {
         int64_t v = 0;
         const char* end = value.data() + value.size();
         const auto [ptr, ec] = std::from_chars(value.data(), end, v);
         if (value.empty() || ptr != end || ec != std::errc() || v < -1)
-            throw Error(where + "\"" + value + "\" is not a component index ≥ −1");
+            throw Error(where + quoted(value) + " is not a component index ≥ −1");
         p.component = v;
     }
 }
 
-Prompt readCsv(const std::string& path, const std::string& text, const PromptFileLimits& limits)
+Prompt readCsv(const std::string& path, const std::string& text, const PromptFileLimits& limits, MemoryBudget& budget)
 {
     Prompt p;
     std::istringstream in(text);
@@ -320,11 +368,15 @@ Prompt readCsv(const std::string& path, const std::string& text, const PromptFil
     std::vector<std::string> names;  // column names of the x's and y, for messages
     struct Row {
         int64_t line;
-        std::vector<std::string> cells;
+        std::string_view text;  // trimmed, into `text`
+        size_t cells;           // its number of cells (commas + 1), counted before it is split
     };
     std::vector<Row> rows;
+    size_t offset = 0;  // of `line` in `text`
     while (std::getline(in, line)) {
         ++lineNo;
+        const size_t lineOffset = offset;
+        offset += line.size() + 1;
         if (!line.empty() && line.back() == '\r')
             line.pop_back();
         const std::string t = trim(line);
@@ -334,21 +386,26 @@ Prompt readCsv(const std::string& path, const std::string& text, const PromptFil
             readCsvMetadata(path, lineNo, t, p);
             continue;
         }
-        std::vector<std::string> cells = splitCells(t);
+        // Cells are counted before they are split: a line of commas must not become millions of strings.
+        const size_t cellCount = size_t(std::count(t.begin(), t.end(), ',')) + 1;
         if (!haveHeader) {
+            const std::string where = path + " line " + std::to_string(lineNo) + ": ";
+            if (cellCount > size_t(kMaxPromptDim) + 2)
+                throw Error(where + "header of " + std::to_string(cellCount) + " columns, a prompt file has at most "
+                            + std::to_string(kMaxPromptDim) + " x columns");
+            const std::vector<std::string> cells = splitCells(t);
             haveHeader = true;
             tokenColumn = !cells.empty() && cells.front() == "token";  // the GUI's older exports
             const size_t first = tokenColumn ? 1 : 0;
-            const std::string where = path + " line " + std::to_string(lineNo) + ": ";
             if (cells.size() <= first || cells.back() != "y")
-                throw Error(where + "header \"" + t + "\", expected x_1,…,x_d,y (the last column y)");
+                throw Error(where + "header " + quoted(t) + ", expected x_1,…,x_d,y (the last column y)");
             d = int64_t(cells.size() - first) - 1;
             if (d == 0)
-                throw Error(where + "header \"" + t + "\" has no x columns, expected x_1,…,x_d,y");
+                throw Error(where + "header " + quoted(t) + " has no x columns, expected x_1,…,x_d,y");
             for (int64_t c = 1; c <= d; ++c)
                 if (!isXColumn(cells[first + size_t(c - 1)], c, d))
-                    throw Error(where + "header column " + std::to_string(first + size_t(c)) + " is \""
-                                + cells[first + size_t(c - 1)] + "\", expected \"x_" + std::to_string(c)
+                    throw Error(where + "header column " + std::to_string(first + size_t(c)) + " is "
+                                + quoted(cells[first + size_t(c - 1)]) + ", expected \"x_" + std::to_string(c)
                                 + "\" (header " + headerHint(d) + ")");
             if (limits.d > 0 && d != limits.d)
                 throw Error(where + "the header has " + plural(size_t(d), "x column", "x columns") + " ("
@@ -358,25 +415,36 @@ Prompt readCsv(const std::string& path, const std::string& text, const PromptFil
             names.push_back("y");
             continue;
         }
-        rows.push_back({ lineNo, std::move(cells) });
+        if (int64_t(rows.size()) >= kMaxPromptPoints)  // the model's own limit is checked at the end
+            throw Error(path + ": more than " + std::to_string(kMaxPromptPoints)
+                        + " points, a prompt file has at most " + std::to_string(kMaxPromptPoints));
+        const size_t start = lineOffset + line.find_first_not_of(" \t\r\n");
+        rows.push_back({ lineNo, std::string_view(text).substr(start, t.size()), cellCount });
     }
     if (!haveHeader)
         throw Error(path + ": no header line, expected x_1,…,x_d,y and one row per point (the query last)");
 
     const size_t first = tokenColumn ? 1 : 0;
     const size_t width = first + size_t(d) + 1;
+    budget.charge(checked::mul(checked::mul(rows.size(), width, path), sizeof(double) + sizeof(std::string), path),
+                  "the prompt's " + std::to_string(rows.size()) + " rows of " + std::to_string(width) + " values");
     for (size_t r = 0; r < rows.size(); ++r) {
-        Row& row = rows[r];
+        const Row& row = rows[r];
         const bool last = r + 1 == rows.size();
         const std::string where = path + " line " + std::to_string(row.line);
-        if (last && row.cells.size() + 1 == width)
-            row.cells.emplace_back();  // the query without a y cell at all
-        if (row.cells.size() != width)
-            throw Error(where + ": " + plural(row.cells.size(), "value", "values") + ", expected "
+        if (row.cells > width)  // refused before a million cells are split off
+            throw Error(where + ": " + plural(row.cells, "value", "values") + ", expected " + std::to_string(width)
+                        + " (" + (tokenColumn ? "token," : "") + headerHint(d) + ")");
+        std::vector<std::string> cells = splitCells(std::string(row.text));
+        if (last && cells.size() + 1 == width)
+            cells.emplace_back();  // the query without a y cell at all
+        if (cells.size() != width)
+            throw Error(where + ": " + plural(cells.size(), "value", "values") + ", expected "
                         + std::to_string(width) + " (" + (tokenColumn ? "token," : "") + headerHint(d) + ")");
         std::vector<double> x;
+        x.reserve(size_t(d));
         for (size_t c = 0; c <= size_t(d); ++c) {
-            const std::string& cell = row.cells[first + c];
+            const std::string& cell = cells[first + c];
             const std::string column = where + ", column " + names[c] + ": ";
             if (cell.empty()) {
                 if (c == size_t(d) && last)
@@ -387,9 +455,9 @@ Prompt readCsv(const std::string& path, const std::string& text, const PromptFil
             double v = 0.0;
             bool finite = false;
             if (!parseNumber(cell, &v, &finite))
-                throw Error(column + "\"" + cell + "\" is not a number");
+                throw Error(column + quoted(cell) + " is not a number");
             if (!finite)
-                throw Error(column + "\"" + cell + "\" is not a finite number");
+                throw Error(column + quoted(cell) + " is not a finite number");
             if (c < size_t(d))
                 x.push_back(v);
             else
@@ -399,18 +467,6 @@ Prompt readCsv(const std::string& path, const std::string& text, const PromptFil
     }
     checkCounts(path, limits, p);
     return p;
-}
-
-std::string readWhole(const std::string& path)
-{
-    std::ifstream f(path, std::ios::binary);
-    if (!f)
-        throw Error(path + ": cannot open the prompt file (no such file or not readable)");
-    std::ostringstream ss;
-    ss << f.rdbuf();
-    if (f.bad())
-        throw Error(path + ": cannot read the prompt file");
-    return ss.str();
 }
 
 bool endsWithJson(const std::string& path)
@@ -526,18 +582,16 @@ std::string csvText(const Prompt& p, const std::map<std::string, std::string>& m
 
 Prompt readPromptFile(const std::string& path, const PromptFileLimits& limits)
 {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw Error(path + ": is a folder, expected a prompt file (JSON or CSV)");
-    std::string text = readWhole(path);
+    MemoryBudget budget(path, limits.max_memory);
+    std::string text = RegularFile(path, "prompt file (JSON or CSV)").readAll(kMaxPromptFileBytes, "prompt file", &budget);
     if (text.rfind("\xEF\xBB\xBF", 0) == 0)  // UTF-8 byte order mark
         text.erase(0, 3);
     const size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos)
         throw Error(path + ": empty file, expected a JSON object {\"x\": …, \"y\": …} or CSV rows x_1,…,x_d,y");
     if (text[first] == '{' || text[first] == '[')
-        return readJson(path, text, limits);
-    return readCsv(path, text, limits);
+        return withFileErrors(path, [&] { return readJson(path, text, limits, budget); });
+    return withFileErrors(path, [&] { return readCsv(path, text, limits, budget); });
 }
 
 void writePromptFile(const std::string& path, const Prompt& prompt, const std::map<std::string, std::string>& metadata)

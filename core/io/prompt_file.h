@@ -20,10 +20,18 @@
 
 namespace icl {
 
+/// Largest prompt file read (a prompt of 100,000 points of d = 10 written out takes about 20 MB less).
+inline constexpr uint64_t kMaxPromptFileBytes = uint64_t(16) << 20;
+/// Most points N+1 and widest row d a prompt file may have, whatever the model (the model's limits are
+/// usually far smaller: PromptFileLimits).
+inline constexpr int64_t kMaxPromptPoints = 100000;
+inline constexpr int64_t kMaxPromptDim = 100000;
+
 /// What a prompt file must fit: the model's input dimension d and the most points (N+1) it can take.
 struct PromptFileLimits {
     int64_t d = 0;           ///< required width of every x row (0 = take it from the file)
-    int64_t max_points = 0;  ///< most points N+1 the model takes (0 = no limit)
+    int64_t max_points = 0;  ///< most points N+1 the model takes (0 = kMaxPromptPoints)
+    uint64_t max_memory = 0; ///< memory budget of the read in bytes (0 = defaultMemoryBudget())
 };
 
 /// Reads a prompt from `path` (JSON when the first non-blank character is '{' or '[', else CSV). A query
@@ -32,7 +40,10 @@ struct PromptFileLimits {
 /// (JSON: "point i", 1-based, or "y_i"; CSV: "line L, column x_c") and what was expected for: wrong
 /// dimension (limits.d), ragged rows, non-numbers, NaN/±Inf, fewer than 2 points, more points than
 /// limits.max_points, a y count that is neither N nor N+1, a missing "x" or "y" (JSON) or header (CSV),
-/// a header whose names are not x_1,…,x_d,y, and an unreadable file.
+/// a header whose names are not x_1,…,x_d,y, and an unreadable file; and, before allocating for them, a
+/// file that is not a regular file or is over kMaxPromptFileBytes, JSON nested deeper than 64 levels, a CSV
+/// line of more than kMaxPromptDim + 2 columns, more than kMaxPromptPoints points, and a file whose parse
+/// would need more than the memory budget. Nothing else escapes (no std::bad_alloc, no nlohmann exception).
 Prompt readPromptFile(const std::string& path, const PromptFileLimits& limits = {});
 
 /// Writes `prompt` to `path`: JSON when the path ends in ".json" (any case), else CSV ("# key: value"

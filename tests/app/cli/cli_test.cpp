@@ -795,7 +795,7 @@ TEST(Cli, AnalyzeWithAPromptFile)
     expectOneLineError(run("analyze " + out + " lens --prompt " + badCsv),
                        badCsv + " line 2, column y: \"abc\" is not a number");
     expectOneLineError(run("analyze " + out + " patching --prompt " + temp("cli_prompt_missing_" + tag + ".json")),
-                       "cannot open the prompt file");
+                       ": no such file");
     expectOneLineError(run("analyze " + out + " attention --prompt " + jsonPath + " --prompt-seed 2"), "excludes");
     expectOneLineError(run("analyze " + out + " attention --prompt " + jsonPath + " --prompts 3 --out "
                            + temp("cli_prompt_" + tag + "_capture.h5")),
@@ -1067,4 +1067,76 @@ TEST(Cli, ShowSequenceOfAFewShotRun)
     expectOneLineError(run("eval " + out), "icl-iwl");
     expectOneLineError(run("export " + out + " --plot icl_curve --format csv --out " + temp("cli_fewshot_curve.csv")),
                        "icl-iwl");
+}
+
+namespace {
+
+/// `text` single-quoted for the shell run() uses (so a name may hold an escape sequence and a newline).
+std::string shellQuoted(const std::string& text)
+{
+    std::string q = "'";
+    for (char c : text)
+        q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+} // namespace
+
+// Hostile files (issue 46): refused in one line that names the file, and a file's names and strings printed
+// escaped (control characters as \xNN), so a file cannot clear the screen or print a line of its own; --json
+// output stays valid JSON with the raw value.
+TEST(Cli, HostileFilesGiveOneEscapedLine)
+{
+    const std::string tag = std::to_string(::getpid());
+    const std::string out = temp("cli_hostile_" + tag + ".h5");
+    const Result tr = run(std::string("train") + kTiny + " --steps 0 --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    const std::string evil = "\x1b[2J\nall good";
+    const std::string shownEvil = "\\x1b[2J\\x0aall good";
+
+    // JSON nested a million levels deep: SIGSEGV before the fix.
+    const std::string deep = temp("cli_deep_" + tag + ".json");
+    std::ofstream(deep) << "{\"x\": " << std::string(1000000, '[') << std::string(1000000, ']') << ", \"y\": [1]}";
+    const Result d = run("analyze " + out + " attention --prompt " + deep);
+    expectOneLineError(d, "icl-cli: " + deep + ": JSON nested deeper than 64 levels");
+    EXPECT_TRUE(d.out.empty()) << d.out;
+
+    // A prompt file whose name and header hold an escape sequence and a newline: the error quotes both, escaped.
+    const std::string csv = temp("cli_prompt_" + tag + evil + ".csv");
+    std::ofstream(csv) << "x_1,\x1b[2J\rall good,x_3,x_4,x_5,y\n1,2,3,4,5,6\n1,2,3,4,5,\n";
+    const Result c = run("analyze " + out + " lens --prompt " + shellQuoted(csv));
+    expectOneLineError(c, "icl-cli: " + temp("cli_prompt_" + tag) + shownEvil + ".csv line 1: header column 2 is "
+                              "\"\\x1b[2J\\x0dall good\", expected \"x_2\" (header x_1,…,x_5,y)");
+    EXPECT_EQ(c.err.find('\x1b'), std::string::npos) << "no raw escape character";
+
+    // A run file of that name: info's text names it escaped, --json gives the raw name as valid JSON.
+    const std::string named = temp("cli_run_" + tag + evil + ".h5");
+    fs::copy_file(out, named);
+    const Result i = run("info " + shellQuoted(named));
+    ASSERT_EQ(i.code, 0) << i.err;
+    EXPECT_EQ(i.out.rfind(temp("cli_run_" + tag) + shownEvil + ".h5  (", 0), 0u) << i.out;
+    EXPECT_EQ(i.out.find('\x1b'), std::string::npos) << i.out;
+    EXPECT_EQ(i.out.find("\nall good"), std::string::npos) << i.out;
+    const Result ij = run("info " + shellQuoted(named) + " --json");
+    ASSERT_EQ(ij.code, 0) << ij.err;
+    EXPECT_EQ(nlohmann::json::parse(ij.out)["file"], named);
+    EXPECT_EQ(ij.out.find('\x1b'), std::string::npos) << "JSON escapes it as \\u001b";
+
+    // Not an HDF5 file, under that name: one escaped line naming it.
+    const std::string junk = temp("cli_junk_" + tag + evil + ".h5");
+    std::ofstream(junk) << "not an experiment";
+    const Result j = run("verify " + shellQuoted(junk));
+    expectOneLineError(j, "icl-cli: " + temp("cli_junk_" + tag) + shownEvil + ".h5: ");
+    EXPECT_EQ(j.err.find('\x1b'), std::string::npos) << j.err;
+
+    // A sweep.json whose run entry is a number: nlohmann's type error was "internal error" (exit 2) before the fix;
+    // it is about the file the command reads.
+    const std::string sweepDir = temp("cli_hostile_sweep_" + tag);
+    fs::create_directories(sweepDir);
+    std::ofstream(sweepDir + "/sweep.json") << R"({"runs": [5]})";
+    const Result a = run("aggregate " + sweepDir);
+    expectOneLineError(a, "icl-cli: " + sweepDir + ": unexpected content (cannot use operator[] with a string "
+                              "argument with number)");
+    EXPECT_EQ(a.code, 1);
+    EXPECT_EQ(a.err.find("internal error"), std::string::npos) << a.err;
 }

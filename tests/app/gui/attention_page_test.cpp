@@ -700,6 +700,30 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
         << gpage->statusLabel()->text().toStdString();
 }
 
+// A hostile prompt file (issue 46): its one-line refusal shows in the status line with the control characters
+// of its header escaped (\xNN) and its markup as text, and the prompt stays.
+TEST_F(AttentionPageTest, AHostilePromptFileIsShownEscaped)
+{
+    MainWindow window;
+    openOnAttention(window, s_lsa);
+    waitForRerun(window);
+    AttentionPage* page = window.attentionPage();
+    const icl::Prompt before = page->prompt();
+    QTemporaryDir dir;
+    const QString bad = dir.filePath("hostile.csv");
+    std::ofstream(bad.toStdString()) << "x_1,\x1b[2J\r<b>all good</b>,x_3,y\n1,2,3,4\n5,6,7,\n";
+    page->openPrompt(bad);
+    waitForRerun(window);
+    EXPECT_TRUE(samePrompt(page->prompt(), before));
+    const QString text = page->statusLabel()->text();
+    EXPECT_TRUE(text.contains((bad + QStringLiteral(" line 1: header column 2 is \"\\x1b[2J\\x0d<b>all good</b>\", "
+                                                     "expected \"x_2\""))
+                                  .toHtmlEscaped()))
+        << text.toStdString();
+    EXPECT_FALSE(text.contains(QChar(0x1b))) << text.toStdString();
+    EXPECT_FALSE(text.contains(QLatin1Char('\r'))) << text.toStdString();
+}
+
 TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrollingSideways)
 {
     const std::string path = icl::test::scratchSubdir("attention-d8") + "/d8.h5";

@@ -19,6 +19,7 @@
 #include <QTest>
 #include <QSlider>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QTextBrowser>
@@ -211,6 +212,26 @@ TEST_F(MainWindowTest, ADamagedFileIsReportedNotFatal)
     EXPECT_TRUE(window.experiment().path.empty());
     // The window still works: the real file opens afterwards.
     EXPECT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
+}
+
+// A hostile file (issue 46): opening it is refused in one line in the window's status bar (and on stderr in
+// scripted mode), with the control characters of its name escaped, so it cannot print a line of its own.
+TEST_F(MainWindowTest, AHostileFileIsRefusedInOneEscapedLine)
+{
+    QTemporaryDir dir;
+    const QString bad = dir.filePath(QString::fromUtf8("evil\x1b[2J\nall good.h5"));
+    {
+        std::ofstream f(bad.toStdString());
+        f << "this is not an HDF5 file";
+    }
+    MainWindow window;
+    window.setScripted(true);
+    EXPECT_FALSE(window.openExperiment(bad));
+    const QString shown = window.statusBar()->currentMessage();
+    EXPECT_TRUE(shown.startsWith(QStringLiteral("Cannot open experiment: "))) << shown.toStdString();
+    EXPECT_TRUE(shown.contains(QStringLiteral("evil\\x1b[2J\\x0aall good.h5: "))) << shown.toStdString();
+    EXPECT_FALSE(shown.contains(QChar(0x1b))) << shown.toStdString();
+    EXPECT_FALSE(shown.contains(QLatin1Char('\n'))) << shown.toStdString();
 }
 
 TEST_F(MainWindowTest, StatusBarShowsDeviceProgressAndCancel)

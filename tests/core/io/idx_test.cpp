@@ -4,6 +4,10 @@
 
 #include <map>
 
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
 #include "core/error.h"
 #include "core/io/idx.h"
 #include "image_fixtures.h"
@@ -73,7 +77,7 @@ TEST(IdxFiles, MissingFileNamesIt)
     const std::string message = errorOf([&] { icl::readIdxImages(path); });
     EXPECT_NE(message.find(path), std::string::npos) << message;
     EXPECT_NE(message.find("no such file"), std::string::npos) << message;
-    EXPECT_NE(errorOf([&] { icl::readIdx(dir.path.string()); }).find("is a directory"), std::string::npos);
+    EXPECT_NE(errorOf([&] { icl::readIdx(dir.path.string()); }).find("is a folder, expected an IDX file"), std::string::npos);
 }
 
 TEST(IdxFiles, BadMagicAndUnsupportedElementType)
@@ -165,6 +169,58 @@ TEST(IdxFiles, LabelAndImageCountMismatchNamesBothFiles)
     EXPECT_NE(message.find("count mismatch"), std::string::npos) << message;
     EXPECT_NE(message.find(dir.file("images") + " holds 3 images"), std::string::npos) << message;
     EXPECT_NE(message.find(dir.file("labels") + " holds 4 labels"), std::string::npos) << message;
+}
+
+// Hostile IDX files (issue 46): the header's sizes are checked against the file and the memory budget before the
+// data is allocated; only regular files are opened.
+TEST(IdxFiles, HostileHeadersAreRefusedBeforeAllocating)
+{
+    fixtures::ScratchDir dir("idx_hostile");
+    // A FIFO named like an IDX file: opening it would wait for a writer forever.
+    ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+    EXPECT_EQ(errorOf([&] { icl::readIdx(dir.file("fifo")); }),
+        dir.file("fifo") + ": not a regular file (a FIFO, device or socket), expected an IDX file");
+
+    // A 16-byte plain file that claims 60,000 images of 28×28: refused from the file's size.
+    fixtures::writeFile(dir.file("claims"), fixtures::idxBytes({ 60000, 28, 28 }, {}));
+    EXPECT_EQ(errorOf([&] { icl::readIdxImages(dir.file("claims")); }),
+        dir.file("claims") + ": truncated data: header shape [60000, 28, 28] needs 47040000 bytes after the 16-byte "
+                             "header, the file has 0");
+
+    // A gzip stream of a few dozen bytes that claims 2^40 bytes: more than deflate can expand it to (1032:1).
+    fixtures::writeGzipFile(dir.file("claims.gz"), fixtures::idxBytes({ 1u << 20, 1u << 20 }, { 1, 2, 3 }));
+    const std::string gzMessage = errorOf([&] { icl::readIdx(dir.file("claims.gz")); });
+    EXPECT_EQ(gzMessage.rfind(dir.file("claims.gz") + ": truncated data: header shape [1048576, 1048576] needs "
+                                  "1099511627776 bytes after the 12-byte header, more than a gzip stream of ",
+                  0),
+        0u)
+        << gzMessage;
+
+    // A gzip bomb: 64 MiB of zeros in about 64 KB, a header that says so; refused by a 16 MiB memory budget
+    // before the 64 MiB are allocated, read with the default budget.
+    const uint32_t side = 8192;
+    {
+        gzFile f = gzopen(dir.file("bomb.gz").c_str(), "wb9");
+        ASSERT_NE(f, nullptr);
+        const std::vector<uint8_t> header = fixtures::idxBytes({ side, side }, {});
+        ASSERT_EQ(gzwrite(f, header.data(), unsigned(header.size())), int(header.size()));
+        const std::vector<uint8_t> zeros(1 << 20, 0);
+        for (uint32_t i = 0; i < uint64_t(side) * side / zeros.size(); ++i)
+            ASSERT_EQ(gzwrite(f, zeros.data(), unsigned(zeros.size())), int(zeros.size()));
+        ASSERT_EQ(gzclose(f), Z_OK);
+    }
+    EXPECT_EQ(errorOf([&] { icl::readIdx(dir.file("bomb.gz"), uint64_t(16) << 20); }),
+        dir.file("bomb.gz") + ": refused: the IDX data of shape [8192, 8192] would need 67.1 MB, over the memory "
+                              "budget of 16.8 MB (--max-memory or ICL_MAX_MEMORY)");
+    EXPECT_EQ(icl::readIdx(dir.file("bomb.gz")).data.size(), size_t(side) * side);
+
+    // Bytes after the data inside a gzip stream are counted as trailing bytes, as in a plain file.
+    std::vector<uint8_t> labels = fixtures::idxBytes({ 3 }, { 1, 2, 3 });
+    labels.push_back(9);
+    labels.push_back(9);
+    fixtures::writeGzipFile(dir.file("trailing.gz"), labels);
+    EXPECT_NE(errorOf([&] { icl::readIdxLabels(dir.file("trailing.gz")); }).find(": 2 trailing bytes after the data"),
+        std::string::npos);
 }
 
 #ifdef ICL_FASHION_MNIST_DIR

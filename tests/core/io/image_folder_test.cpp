@@ -6,6 +6,8 @@
 #include <numeric>
 #include <random>
 
+#include <sys/stat.h>
+
 #include "core/error.h"
 #include "core/io/image_folder.h"
 #include "image_fixtures.h"
@@ -245,4 +247,82 @@ TEST(ImageFolder, MissingRootEmptyFoldersMixedSizesAndDamagedFilesAreErrors)
     message = errorOf([&] { icl::loadImageFolder(dir.file("damaged")); });
     EXPECT_NE(message.find("2.png"), std::string::npos) << message;
     EXPECT_NE(message.find("damaged PNG"), std::string::npos) << message;
+}
+
+namespace {
+
+/// A PNG chunk: length, type, data, CRC-32 of type and data (PNG spec §5.3), written by hand so that the header
+/// can claim sizes no encoder would write.
+void appendChunk(std::vector<uint8_t>& png, const char* type, const std::vector<uint8_t>& data)
+{
+    fixtures::appendBigEndian32(png, uint32_t(data.size()));
+    std::vector<uint8_t> body(type, type + 4);
+    body.insert(body.end(), data.begin(), data.end());
+    png.insert(png.end(), body.begin(), body.end());
+    fixtures::appendBigEndian32(png, uint32_t(crc32(0, body.data(), uInt(body.size()))));
+}
+
+/// Signature, an IHDR of `width` × `height` 8-bit gray, an empty IDAT and IEND: a header without the image data.
+std::vector<uint8_t> pngHeaderClaiming(uint32_t width, uint32_t height)
+{
+    std::vector<uint8_t> png = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n' };
+    std::vector<uint8_t> ihdr;
+    fixtures::appendBigEndian32(ihdr, width);
+    fixtures::appendBigEndian32(ihdr, height);
+    ihdr.insert(ihdr.end(), { 8, 0, 0, 0, 0 }); // bit depth 8, gray, deflate, adaptive filter, no interlace
+    appendChunk(png, "IHDR", ihdr);
+    appendChunk(png, "IDAT", { 0x78, 0x9c, 0x03, 0x00, 0x00, 0x00, 0x00, 0x01 }); // an empty zlib stream
+    appendChunk(png, "IEND", {});
+    return png;
+}
+
+} // namespace
+
+// Hostile PNGs and folders (issue 46): a header's sizes are bounded by libpng's user limits and a pixel limit
+// before a row is allocated; only regular files are read; the walk is bounded and refuses links back up.
+TEST(ImageFolder, HostilePngsAndFoldersAreRefusedBeforeAllocating)
+{
+    fixtures::ScratchDir dir("folder_hostile");
+    // 200,000 × 200,000 pixels (40 GB) in 45 bytes: libpng's default limit is 1,000,000 a side.
+    fixtures::writeFile(dir.file("wide.png"), pngHeaderClaiming(200000, 200000));
+    EXPECT_EQ(errorOf([&] { icl::readPngGray(dir.file("wide.png")); }),
+        dir.file("wide.png") + ": damaged PNG (libpng: Invalid IHDR data: Image width exceeds user limit in IHDR)");
+    // 16384 × 16384 is within the side limit, 2^28 pixels are not.
+    fixtures::writeFile(dir.file("big.png"), pngHeaderClaiming(16384, 16384));
+    EXPECT_EQ(errorOf([&] { icl::readPngGray(dir.file("big.png")); }),
+        dir.file("big.png") + ": image of 16384×16384 pixels, more than the 67108864 an image may have");
+    // 4096 × 4096 fits the pixel limit; a 16 MB budget cannot decode it (16.8 MB of rows and 67 MB of floats).
+    fixtures::writeFile(dir.file("budget.png"), pngHeaderClaiming(4096, 4096));
+    EXPECT_EQ(errorOf([&] { icl::readPngGray(dir.file("budget.png"), uint64_t(16) << 20); }),
+        dir.file("budget.png") + ": refused: decoding an image of 4096×4096 pixels would need 83.9 MB, over the memory "
+                                 "budget of 16.8 MB (--max-memory or ICL_MAX_MEMORY)");
+
+    // A FIFO named .png: not read (the walk skips it, readPngGray refuses it without waiting for a writer).
+    ASSERT_EQ(::mkfifo(dir.file("fifo.png").c_str(), 0600), 0);
+    EXPECT_EQ(errorOf([&] { icl::readPngGray(dir.file("fifo.png")); }),
+        dir.file("fifo.png") + ": not a regular file (a FIFO, device or socket), expected a PNG file");
+
+    // A character folder that is a link back to its alphabet, an alphabet that is a link to the root.
+    fs::create_directories(dir.path / "loop" / "a" / "c");
+    fixtures::writeGrayPng(dir.file("loop/a/c/1.png"), 2, 2, ramp(4, 1, 0));
+    fs::create_directory_symlink(dir.path / "loop" / "a", dir.path / "loop" / "a" / "back");
+    EXPECT_EQ(errorOf([&] { icl::loadImageFolder(dir.file("loop")); }),
+        dir.file("loop/a/back") + ": a link back to a folder it is in (a loop)");
+    fs::remove(dir.path / "loop" / "a" / "back");
+    fs::create_directory_symlink(dir.path / "loop", dir.path / "loop" / "root");
+    EXPECT_EQ(errorOf([&] { icl::loadImageFolder(dir.file("loop")); }),
+        dir.file("loop/root") + ": a link back to the image folder itself (a loop)");
+    fs::remove(dir.path / "loop" / "root");
+    EXPECT_EQ(icl::loadImageFolder(dir.file("loop")).count(), 1);
+
+    // The dataset's bytes are charged to the load's budget: 3 images of 2×2 do not fit 8 bytes.
+    fs::create_directories(dir.path / "three" / "a" / "c");
+    for (const char* name : { "1.png", "2.png", "3.png" })
+        fixtures::writeGrayPng((dir.path / "three" / "a" / "c" / name).string(), 2, 2, ramp(4, 1, 0));
+    icl::ImageFolderOptions tight;
+    tight.max_memory = 60; // one image decodes in 4 + 16 bytes; the 3 × 4 stored bytes come on top
+    EXPECT_EQ(icl::loadImageFolder(dir.file("three"), tight).pixels.size(), 12u);
+    tight.max_memory = 8;
+    const std::string message = errorOf([&] { icl::loadImageFolder(dir.file("three"), tight); });
+    EXPECT_NE(message.find(": refused: "), std::string::npos) << message;
 }

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -339,7 +340,7 @@ TEST(PromptFile, BadInputGivesOneLineMessages)
     }
     const std::string missing = promptScratchPath("missing.json");
     fs::remove(missing);
-    EXPECT_EQ(readError(missing), missing + ": cannot open the prompt file (no such file or not readable)");
+    EXPECT_EQ(readError(missing), missing + ": no such file");
 }
 
 TEST(PromptFile, WriterRefusesMalformedPromptsAndUnwritablePaths)
@@ -395,4 +396,76 @@ TEST(PromptFile, ForeignJsonAndCsvFixturesGiveTheSamePrompt)
             EXPECT_EQ(double(float(v)), v);
     // The model's positions bound the file: 11 points do not fit a model that takes 10.
     EXPECT_EQ(readError(dir + "prompt.csv", { 5, 10 }), dir + "prompt.csv: 11 points, the model takes at most 10 (N+1)");
+}
+
+// Hostile prompt files (issue 46): each is refused with one line naming the file, before anything is allocated
+// for what it claims, and nothing but icl::Error leaves the reader (readError catches only icl::Error).
+TEST(PromptFile, HostileFilesAreRefusedInOneLine)
+{
+    // A million nested arrays: dump() and destruction would recurse once per level (SIGSEGV before the fix).
+    const std::string deep = writeText("deep.json", "{\"x\": " + std::string(1000000, '[') + std::string(1000000, ']')
+                                                        + ", \"y\": [1]}");
+    EXPECT_EQ(readError(deep), deep + ": JSON nested deeper than 64 levels");
+
+    // Invalid UTF-8 in a string: the parser's own refusal, one line (its raw bytes are escaped where it is shown).
+    const std::string utf8 = writeText("utf8.json", "{\"x\": [[1], [\"\xff\xfe\"]], \"y\": [1]}");
+    EXPECT_EQ(readError(utf8).rfind(utf8 + ": not valid JSON (line 1, column ", 0), 0u) << readError(utf8);
+    EXPECT_NE(readError(utf8).find("ill-formed UTF-8 byte"), std::string::npos) << readError(utf8);
+
+    // A component index past INT64_MAX read as −1 (no component) before the fix.
+    const std::string comp = writeText("comp.json", R"({"x": [[1], [2]], "y": [1], "component": 18446744073709551615})");
+    EXPECT_EQ(readError(comp), comp + ": \"component\" is 18446744073709551615, expected the mixture component index "
+                                      "≥ 0 (or −1 for none)");
+
+    // A FIFO would block the open forever, /dev/zero never ends: only regular files are read.
+    const std::string fifo = promptScratchPath("fifo.csv");
+    ::unlink(fifo.c_str());
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    EXPECT_EQ(readError(fifo), fifo + ": not a regular file (a FIFO, device or socket), expected a prompt file (JSON or CSV)");
+    ::unlink(fifo.c_str());
+    EXPECT_EQ(readError("/dev/zero"),
+              "/dev/zero: not a regular file (a FIFO, device or socket), expected a prompt file (JSON or CSV)");
+    const std::string dir = promptScratchPath("folder");
+    fs::create_directories(dir);
+    EXPECT_EQ(readError(dir), dir + ": is a folder, expected a prompt file (JSON or CSV)");
+
+    // Over the size limit (a sparse file of 20 MB): refused from its size, before it is read.
+    const std::string big = promptScratchPath("big.csv");
+    {
+        std::ofstream f(big, std::ios::binary | std::ios::trunc);
+        f.seekp(std::streamoff(20000000 - 1));
+        f.put('\n');
+    }
+    EXPECT_EQ(readError(big), big + ": 20.0 MB, more than the 16.8 MB a prompt file may have");
+    fs::remove(big);
+
+    // A header or a row of a million columns: counted before a cell is split off.
+    const std::string wide = writeText("wide.csv", std::string(1000000, ',') + "y\n");
+    EXPECT_EQ(readError(wide), wide + " line 1: header of 1000001 columns, a prompt file has at most 100000 x columns");
+    const std::string row = writeText("row.csv", "x_1,y\n" + std::string(1000000, ',') + "\n1,\n");
+    EXPECT_EQ(readError(row), row + " line 2: 1000001 values, expected 2 (x_1,y)");
+
+    // More points than any prompt file has (the model's own limit comes on top).
+    std::string many = "x_1,y\n";
+    for (int i = 0; i <= icl::kMaxPromptPoints; ++i)
+        many += "1,1\n";
+    const std::string manyPath = writeText("many.csv", many);
+    EXPECT_EQ(readError(manyPath), manyPath + ": more than 100000 points, a prompt file has at most 100000");
+
+    // A long cell is quoted cut to 60 bytes, so the line stays short.
+    const std::string longCell = writeText("long_cell.csv", "x_1,y\n" + std::string(5000, 'a') + ",1\n2,\n");
+    EXPECT_EQ(readError(longCell), longCell + " line 2, column x_1: \"" + std::string(60, 'a') + "…\" is not a number");
+
+    // Over the memory budget: the parse of a 1.4 KB JSON file (charged at 32 bytes per byte) does not fit 4 KB.
+    std::string x = "{\"x\": [";
+    for (int i = 0; i < 200; ++i)
+        x += (i ? ", " : "") + std::string("[0.5]");
+    const std::string budget = writeText("budget.json", x + "], \"y\": [1]}");
+    icl::PromptFileLimits small;
+    small.max_memory = 4096;
+    const std::string message = readError(budget, small);
+    EXPECT_EQ(message.rfind(budget + ": refused: the parsed JSON would need ", 0), 0u) << message;
+    EXPECT_NE(message.find("over the memory budget of 4.10 KB"), std::string::npos) << message;
+    for (const std::string& m : { message, readError(deep), readError(wide) })
+        EXPECT_EQ(m.find('\n'), std::string::npos) << m;
 }
