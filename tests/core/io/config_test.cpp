@@ -150,7 +150,7 @@ TEST(Config, ConfigFileErrorsNameTheFile)
         icl::resolveConfig(r);
         FAIL();
     } catch (const icl::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("bad_config.json: invalid JSON"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("bad_config.json: not valid JSON"), std::string::npos) << e.what();
     }
 }
 
