@@ -834,7 +834,23 @@ std::string configReferenceMarkdown()
         "Every key of an experiment config (a preset's `config`, a `--config FILE`, a `--set key.path=value`).\n"
         "A missing key takes its default; an unknown key, a value of the wrong type or out of range is refused\n"
         "with a message naming the key path. Constraints between keys (e.g. `model.d_model` divisible by\n"
-        "`model.n_heads` for gpt2) are checked after parsing and named the same way.\n";
+        "`model.n_heads` for gpt2) are checked after parsing and named the same way.\n\n"
+        "## Limits\n\n"
+        "A config may come from anyone (a colleague's run file, a checkpoint's metadata), so it is read within\n"
+        "limits (docs/weights-formats.md, docs/security.md):\n\n"
+        "- A config file (JSON, or Garg et al.'s YAML for `icl-cli import`) is at most 16 MiB and nested at most 64\n"
+        "  levels; so is the JSON of a `--set` value. A YAML file's aliases may not make it more than 100,000 nodes.\n"
+        "- An integer key takes only integers within its range below (a number such as `1e30` or `2^64 - 1` is out\n"
+        "  of range, never converted); an integer from a YAML file or a file name is parsed from its text and\n"
+        "  quoted as written when refused.\n"
+        "- The ranges of `model.n_layers`, `model.d_model`, `model.n_heads`, `model.n_positions` and `task.d` are\n"
+        "  also the limits a model read from a foreign checkpoint must fit (`icl-cli import`), checked on the\n"
+        "  tensors' shapes before any tensor is read.\n"
+        "- Before a model is built from a config (training, import, and every analysis of a run file), its size —\n"
+        "  parameters and buffers × 4 bytes, counted from the config alone — is checked against the memory budget:\n"
+        "  `--max-memory SIZE` of `import`, `analyze` and `eval`, else `ICL_MAX_MEMORY`, else a quarter of the RAM.\n"
+        "  Over it, the command stops with one line: `RUN.h5: refused: its model (gpt2, 1 layer, d_model 65536, …)\n"
+        "  would need 206 GB, over the memory budget of …`.\n";
     std::string section = "\x01";
     for (const ConfigKey& k : configKeys()) {
         const std::string s = sectionOf(k.path);
