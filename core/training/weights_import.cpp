@@ -1088,12 +1088,14 @@ ImportResult importWeightsUnchecked(const ImportRequest& request, const ImportCa
 
 ImportPlan planImport(const ImportRequest& request)
 {
+    const ScopedMemoryLimit limit(request.max_memory);  // also for the model makeModel builds (its own check)
     MemoryBudget budget(request.source, request.max_memory);
     return withSourceErrors(request.source, budget, [&] { return prepare(request, budget).plan; });
 }
 
 ImportResult importWeights(const ImportRequest& request, const ImportCallback& callback)
 {
+    const ScopedMemoryLimit limit(request.max_memory);  // also for the model makeModel builds (its own check)
     MemoryBudget budget(request.source, request.max_memory);
     return withSourceErrors(request.source, budget, [&] { return importWeightsUnchecked(request, callback, budget); });
 }
