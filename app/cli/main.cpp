@@ -81,16 +81,17 @@ void addMaxMemoryOption(CLI::App* command, uint64_t& bytes)
             "--max-memory", [&bytes](const std::string& text) { bytes = icl::parseMemorySize(text, "--max-memory"); },
             "memory the file's contents may make this command allocate (e.g. 512M, 2G; default: ICL_MAX_MEMORY, else "
             "a quarter of the RAM); a file that needs more is refused in one line")
+        ->type_name("SIZE")
         ->check(CLI::Validator(
             [](std::string& text) -> std::string {
                 try {
-                    (void)icl::parseMemorySize(text, "--max-memory");
+                    (void)icl::parseMemorySize(text, "SIZE");
                     return {};
                 } catch (const icl::Error& e) {
-                    return e.what();
+                    return std::string(e.what()).substr(6);  // without "SIZE: ": CLI11 names the option
                 }
             },
-            "SIZE"));
+            ""));
 }
 
 /// --dpi of a command that writes PNG files.
