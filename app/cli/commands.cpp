@@ -17,6 +17,7 @@
 #include "core/analysis/probe_analysis.h"
 #include "core/analysis/kernel_view.h"
 #include "core/error.h"
+#include "core/io/memory_budget.h"
 #include "core/io/config_schema.h"
 #include "core/io/experiment_file.h"
 #include "core/io/kinds.h"
@@ -421,6 +422,7 @@ json curveJson(const IclCurve& c)
 
 int runEval(const EvalArgs& args)
 {
+    const ScopedMemoryLimit budget(args.max_memory);  // the budget of every file the evaluation opens
     const IclCurve c = iclCurveWithProgress(args.path, args.checkpoint, args.prompts, args.seed, args.threads, true);
     if (args.json) {
         printJsonObj(curveJson(c));
@@ -999,6 +1001,7 @@ std::vector<std::string> analysisKinds()
 
 int runAnalyze(const AnalyzeArgs& args)
 {
+    const ScopedMemoryLimit budget(args.max_memory);  // the budget of every file the analysis opens
     for (const auto& [kind, command] : kAnalyses)
         if (args.kind == kind)
             return command(args);

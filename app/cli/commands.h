@@ -47,7 +47,7 @@ int runVerify(const std::string& path, bool json);
 
 /// icl-cli import SRC --out RUN.h5: a foreign checkpoint (file or Garg et al.'s run folder) → an experiment file.
 struct ImportArgs {
-    ImportRequest request;  ///< source, --out, --config, --set, --force and --threads, bound straight from the options
+    ImportRequest request;  ///< source, --out, --config, --set, --force, --threads and --max-memory, bound straight from the options
     bool dry_run = false;   ///< print the plan (format, mapping, inferred model, missing keys), write nothing
     bool json = false;
 };
@@ -70,6 +70,7 @@ struct EvalArgs {
     int64_t prompts = 0;   ///< 0 = the run's evaluation prompts
     uint64_t seed = 0;     ///< 0 = the run's own evaluation prompts
     int threads = 0;
+    uint64_t max_memory = 0;  ///< --max-memory: bytes the run file's contents may size (0: the default budget)
     bool json = false;
 };
 int runEval(const EvalArgs& args);
@@ -107,6 +108,7 @@ struct AnalyzeArgs {
     int64_t prompts = 0;
     uint64_t seed = 0;
     int threads = 0;
+    uint64_t max_memory = 0;        ///< --max-memory: bytes the run file's contents may size (0: the default budget)
     bool json = false;
     int64_t k = 0;                  ///< eta-scan: GD steps (0 = the model's layers)
     double eta_max = 4.0;           ///< eta-scan

@@ -8,6 +8,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "core/io/file_error.h"
+#include "core/io/memory_budget.h"
 #include "display.h"
 
 namespace {
@@ -71,6 +72,28 @@ void addCheckpointOption(CLI::App* command, int64_t& step)
 void addThreadsOption(CLI::App* command, int& threads)
 {
     command->add_option("--threads", threads, "LibTorch intra-op threads")->check(atLeast(1));
+}
+
+/// --max-memory SIZE of a command that reads a file from outside (import, analyze, eval): the memory budget of what
+/// the file's contents size (core/io/memory_budget.h), e.g. 512M or 2G; default ICL_MAX_MEMORY, else RAM / 4.
+void addMaxMemoryOption(CLI::App* command, uint64_t& bytes)
+{
+    command
+        ->add_option_function<std::string>(
+            "--max-memory", [&bytes](const std::string& text) { bytes = icl::parseMemorySize(text, "--max-memory"); },
+            "memory the file's contents may make this command allocate (e.g. 512M, 2G; default: ICL_MAX_MEMORY, else "
+            "a quarter of the RAM); a file that needs more is refused in one line")
+        ->type_name("SIZE")
+        ->check(CLI::Validator(
+            [](std::string& text) -> std::string {
+                try {
+                    (void)icl::parseMemorySize(text, "SIZE");
+                    return {};
+                } catch (const icl::Error& e) {
+                    return std::string(e.what()).substr(6);  // without "SIZE: ": CLI11 names the option
+                }
+            },
+            ""));
 }
 
 /// --dpi of a command that writes PNG files.
@@ -153,6 +176,7 @@ int main(int argc, char** argv)
     e->add_option("--seed", eval.seed, "prompt seed (default 0: the run's own evaluation prompts)")
         ->check(unsignedInteger());
     addThreadsOption(e, eval.threads);
+    addMaxMemoryOption(e, eval.max_memory);
     addJsonFlag(e, eval.json);
 
     ExportArgs exp;
@@ -237,6 +261,7 @@ int main(int argc, char** argv)
                   "patching: seed of the corruption's random draws (default 0)")
         ->check(unsignedInteger());
     addThreadsOption(a, analyze.threads);
+    addMaxMemoryOption(a, analyze.max_memory);
     addJsonFlag(a, analyze.json);
     a->add_option("--k", analyze.k, "eta-scan: number of GD steps (default: the model's layers)")
         ->check(atLeast(1));
@@ -326,6 +351,7 @@ int main(int argc, char** argv)
     im->add_flag("--force", importArgs.request.force, "replace an existing output file");
     im->add_flag("--dry-run", importArgs.dry_run, "show the detected format, key mapping and inferred model; write nothing");
     addThreadsOption(im, importArgs.request.threads);
+    addMaxMemoryOption(im, importArgs.request.max_memory);
     addJsonFlag(im, importArgs.json);
 
     ExportWeightsArgs exportWeightsArgs;

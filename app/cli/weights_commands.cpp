@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/io/display_text.h"
 #include "core/training/weights_import.h"
 #include "progress_bar.h"
 
@@ -24,21 +25,31 @@ extern "C" void onImportInterrupt(int)
     g_importInterrupted = true;
 }
 
+/// `texts` escaped for display (names and messages from a file: control characters and invalid UTF-8 as \xNN).
+std::vector<std::string> shown(const std::vector<std::string>& texts)
+{
+    std::vector<std::string> out;
+    for (const auto& t : texts)
+        out.push_back(escapeForDisplay(t));
+    return out;
+}
+
 json planJson(const ImportPlan& plan)
 {
     json j;
     j["layout"] = plan.layout;
     j["model_kind"] = plan.model_kind;
-    j["inferred"] = plan.inferred;
+    j["inferred"] = escapeForDisplay(plan.inferred);
     j["sources"] = json::array();
     for (const auto& s : plan.sources)
-        j["sources"].push_back({{"path", s.path}, {"format", s.format}, {"sha256", s.sha256}, {"step", s.step}});
+        j["sources"].push_back(
+            {{"path", escapeForDisplay(s.path)}, {"format", s.format}, {"sha256", s.sha256}, {"step", s.step}});
     j["mapping"] = json::array();
     for (const auto& [src, dst] : plan.mapping)
-        j["mapping"].push_back({{"source", src}, {"workbench", dst}});
-    j["dropped"] = plan.dropped;
+        j["mapping"].push_back({{"source", escapeForDisplay(src)}, {"workbench", escapeForDisplay(dst)}});
+    j["dropped"] = shown(plan.dropped);
     j["prefixes_removed"] = plan.prefixes_removed;
-    j["warnings"] = plan.warnings;
+    j["warnings"] = shown(plan.warnings);
     j["missing"] = plan.missing;
     return j;
 }
@@ -46,10 +57,10 @@ json planJson(const ImportPlan& plan)
 void printPlan(const ImportPlan& plan)
 {
     for (const auto& s : plan.sources)
-        std::cout << "source      " << s.path << "  (" << s.format << ", step " << s.step << ", sha256 "
+        std::cout << "source      " << escapeForDisplay(s.path) << "  (" << s.format << ", step " << s.step << ", sha256 "
                   << s.sha256.substr(0, 16) << "…)\n";
     std::cout << "layout      " << plan.layout << " → workbench " << plan.model_kind << "\n"
-              << "model       " << plan.inferred << "\n"
+              << "model       " << escapeForDisplay(plan.inferred) << "\n"
               << "mapping     " << plan.mapping.size() << " source tensors";
     if (!plan.dropped.empty())
         std::cout << ", " << plan.dropped.size() << " unused buffers dropped";
@@ -60,7 +71,7 @@ void printPlan(const ImportPlan& plan)
     }
     std::cout << "\n";
     for (const auto& w : plan.warnings)
-        std::cout << "warning     " << w << "\n";
+        std::cout << "warning     " << escapeForDisplay(w) << "\n";
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
 #include "core/io/kinds.h"
 #include "core/training/checkpoint.h"
 
@@ -68,11 +69,7 @@ LoadedClassificationRun loadClassificationRun(const std::string& path, int64_t s
 {
     LoadedClassificationRun r;
     r.summary = readRunSummary(path);
-    try {
-        r.config = parseConfig(nlohmann::json::parse(r.summary.config_json));
-    } catch (const nlohmann::json::exception&) {
-        throw Error(path + ": damaged /config (not JSON)");
-    }
+    r.config = parseConfig(parseBoundedJson(r.summary.config_json, path + ": /config"));
     if (kindOf(r.config.task) != TaskKind::FewshotClassification)
         throw Error(path + ": " + analysis + " needs a few-shot classification run (task.kind "
                     "\"fewshot_classification\"), this one is \"" + r.config.task.kind + "\"");
@@ -81,10 +78,12 @@ LoadedClassificationRun loadClassificationRun(const std::string& path, int64_t s
     if (step < -1)
         throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
     r.step = step < 0 ? r.summary.checkpoints.back().step : step;
-    const CheckpointData cp = readCheckpoint(path, r.step);
     const FewShotOptions options = fewShotOptions(r.config.task, r.config.seed);
     r.source = exemplarSourceOf(options);
     r.task = std::make_shared<const FewShotClassification>(options, r.source);
+    // The run file's config sizes the model: refused in one line, naming the file, before anything is allocated.
+    checkModelMemory(r.config, MemoryBudget(path), r.task->exemplarShape());
+    const CheckpointData cp = readCheckpoint(path, r.step);
     r.model = makeSequenceClassifier(r.config, r.task->exemplarShape(), 0);
     loadParams(*r.model, cp.params, path + " (checkpoint " + std::to_string(r.step) + ")");
     r.model->eval();

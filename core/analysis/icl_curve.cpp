@@ -4,6 +4,7 @@
 
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/io/bounded_json.h"
 #include "core/io/kinds.h"
 #include "core/tasks/sine_regression.h"
 #include "core/io/experiment_file.h"
@@ -65,10 +66,11 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     const RunSummary summary = readRunSummary(path);
     if (summary.checkpoints.empty())
         throw Error(path + ": the file holds no checkpoint");
-    const ExperimentConfig cfg = parseConfig(nlohmann::json::parse(summary.config_json));
+    const ExperimentConfig cfg = parseConfig(parseBoundedJson(summary.config_json, path + ": /config"));
     if (kindOf(cfg.task) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); the ICL curve is for the regression tasks "
                     "(use the ICL vs IWL evaluation)");
+    checkModelMemory(cfg, MemoryBudget(path));  // the run file's config sizes the model (eval --max-memory)
     int64_t step = options.checkpoint_step;
     if (step < 0)
         step = summary.checkpoints.back().step;

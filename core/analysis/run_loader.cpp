@@ -1,6 +1,7 @@
 #include "core/analysis/run_loader.h"
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
 #include "core/io/kinds.h"
 #include "core/training/checkpoint.h"
 
@@ -12,11 +13,10 @@ LoadedRun loadRun(const std::string& path, int64_t step)
     r.summary = readRunSummary(path);
     if (r.summary.checkpoints.empty())
         throw Error(path + ": the file holds no checkpoint");
-    try {
-        r.config = parseConfig(nlohmann::json::parse(r.summary.config_json));
-    } catch (const nlohmann::json::exception&) {
-        throw Error(path + ": damaged /config (not JSON)");
-    }
+    r.config = parseConfig(parseBoundedJson(r.summary.config_json, path + ": /config"));
+    // The run file's config sizes the model: refused in one line before a tensor is allocated (a run file may come
+    // from anyone; --max-memory of analyze and eval sets the budget).
+    checkModelMemory(r.config, MemoryBudget(path));
     if (kindOf(r.config.task) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); this analysis is for the regression tasks "
                     "(use the ICL vs IWL evaluation)");

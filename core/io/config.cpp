@@ -2,12 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
+#include "core/io/checked_size.h"
 #include "core/io/config_schema.h"
 #include "core/io/kinds.h"
 
@@ -45,10 +49,23 @@ std::string intRange(int64_t min, int64_t max)
     return "an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
 }
 
+// An integer that fits int64 (a float such as 3.0 counts; 1e30 and 2^64 − 1 do not: casting them is undefined).
 bool isIntegral(const Json& v)
 {
-    return v.is_number_integer()
-        || (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+    if (v.is_number_unsigned())
+        return v.get<uint64_t>() <= uint64_t(std::numeric_limits<int64_t>::max());
+    if (v.is_number_integer())
+        return true;
+    if (!v.is_number_float())
+        return false;
+    const double d = v.get<double>();
+    return std::isfinite(d) && std::fabs(d) < 9.2e18 && d == std::trunc(d);
+}
+
+// The value of an integral `v` (isIntegral) without a detour through double, which rounds past 2^53.
+int64_t integralValue(const Json& v)
+{
+    return v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
 }
 
 // One record of the schema (like llama.cpp's common_arg): the key's description (ConfigKey) and how it is
@@ -63,6 +80,9 @@ struct KeyRecord {
     /// Constraints that tie the key to keys declared before it, run right after the key is read, whether
     /// the input has it or not (the order of the table is the order of the checks); empty = none.
     std::function<void(const Cfg&)> check;
+    /// Integer keys with a fixed range: [min, max] (configIntegerRange).
+    bool ranged = false;
+    int64_t min = 0, max = 0;
 
     KeyRecord then(std::function<void(const Cfg&)> f) &&
     {
@@ -89,14 +109,18 @@ template <class F>
 KeyRecord integerKey(const std::string& path, F field, int64_t min, int64_t max, std::string doc)
 {
     const std::string range = intRange(min, max);
-    return record(path, "integer", range, {}, field, [path, field, range, min, max](Cfg& c, const Json& v) {
+    KeyRecord r = record(path, "integer", range, {}, field, [path, field, range, min, max](Cfg& c, const Json& v) {
         if (!isIntegral(v))
             fail(path, range, v);
-        const auto n = static_cast<int64_t>(v.get<double>());
+        const int64_t n = integralValue(v);
         if (n < min || n > max)
             fail(path, range, v);
         field(c) = n;
     }, std::move(doc));
+    r.ranged = true;
+    r.min = min;
+    r.max = max;
+    return r;
 }
 
 /// An integer key whose upper bound is another key's value (read before it); `maxName` names that key.
@@ -109,7 +133,7 @@ KeyRecord integerKeyUpTo(const std::string& path, F field, int64_t min, G maxOf,
                       const int64_t max = maxOf(c);
                       if (!isIntegral(v))
                           fail(path, intRange(min, max), v);
-                      const auto n = static_cast<int64_t>(v.get<double>());
+                      const int64_t n = integralValue(v);
                       if (n < min || n > max)
                           fail(path, intRange(min, max), v);
                       field(c) = n;
@@ -810,7 +834,23 @@ std::string configReferenceMarkdown()
         "Every key of an experiment config (a preset's `config`, a `--config FILE`, a `--set key.path=value`).\n"
         "A missing key takes its default; an unknown key, a value of the wrong type or out of range is refused\n"
         "with a message naming the key path. Constraints between keys (e.g. `model.d_model` divisible by\n"
-        "`model.n_heads` for gpt2) are checked after parsing and named the same way.\n";
+        "`model.n_heads` for gpt2) are checked after parsing and named the same way.\n\n"
+        "## Limits\n\n"
+        "A config may come from anyone (a colleague's run file, a checkpoint's metadata), so it is read within\n"
+        "limits (docs/weights-formats.md, docs/security.md):\n\n"
+        "- A config file (JSON, or Garg et al.'s YAML for `icl-cli import`) is at most 16 MiB and nested at most 64\n"
+        "  levels; so is the JSON of a `--set` value. A YAML file's aliases may not make it more than 100,000 nodes.\n"
+        "- An integer key takes only integers within its range below (a number such as `1e30` or `2^64 - 1` is out\n"
+        "  of range, never converted); an integer from a YAML file or a file name is parsed from its text and\n"
+        "  quoted as written when refused.\n"
+        "- The ranges of `model.n_layers`, `model.d_model`, `model.n_heads`, `model.n_positions` and `task.d` are\n"
+        "  also the limits a model read from a foreign checkpoint must fit (`icl-cli import`), checked on the\n"
+        "  tensors' shapes before any tensor is read.\n"
+        "- Before a model is built from a config (training, import, and every analysis of a run file), its size —\n"
+        "  parameters and buffers × 4 bytes, counted from the config alone — is checked against the memory budget:\n"
+        "  `--max-memory SIZE` of `import`, `analyze` and `eval`, else `ICL_MAX_MEMORY`, else a quarter of the RAM.\n"
+        "  Over it, the command stops with one line: `RUN.h5: refused: its model (gpt2, 1 layer, d_model 65536, …)\n"
+        "  would need 206 GB, over the memory budget of …`.\n";
     std::string section = "\x01";
     for (const ConfigKey& k : configKeys()) {
         const std::string s = sectionOf(k.path);
@@ -856,9 +896,12 @@ void applyOverride(nlohmann::json& config, const std::string& assignment)
         throw Error("--set " + assignment + ": expected key.path=value");
     const std::string path = assignment.substr(0, eq);
     const std::string text = assignment.substr(eq + 1);
-    nlohmann::json value = nlohmann::json::parse(text, nullptr, false);
     // A string key takes the text itself (`--set description=1` is "1"); other keys take it as JSON
-    // when it parses, so that numbers, booleans and arrays keep their type.
+    // when it parses, so that numbers, booleans and arrays keep their type. accept() builds nothing; the value
+    // is then parsed with the nesting limit (a sweep file's grid value may come from anyone).
+    nlohmann::json value = nlohmann::json::accept(text)
+                               ? parseBoundedJson(text, "--set " + path)
+                               : nlohmann::json(nlohmann::json::value_t::discarded);
     const KeyRecord* key = findKey(path);
     const bool stringKey = key && (key->info.type == "string" || key->info.type == "choice");
     if (value.is_discarded() || (stringKey && !value.is_string()))
@@ -964,14 +1007,7 @@ nlohmann::json resolveConfigUnchecked(const ConfigRequest& request)
         config["scale"] = request.scale;
         config["description"] = preset.value("description", "");
     } else if (!request.config_file.empty()) {
-        std::ifstream f(request.config_file);
-        if (!f)
-            throw Error("cannot read config file " + request.config_file);
-        try {
-            config = nlohmann::json::parse(f);
-        } catch (const nlohmann::json::parse_error& e) {
-            throw Error(request.config_file + ": invalid JSON (" + std::string(e.what()) + ")");
-        }
+        config = parseBoundedJson(readConfigText(request.config_file), request.config_file);
         if (!config.is_object())
             throw Error(request.config_file + ": expected a JSON object with sections task, model, training, eval");
     } else {
@@ -989,5 +1025,168 @@ nlohmann::json resolveConfigUnchecked(const ConfigRequest& request)
 }
 
 } // namespace
+
+std::string readConfigText(const std::string& path)
+{
+    std::ifstream f(path, std::ios::binary | std::ios::ate);
+    if (!f)
+        throw Error("cannot read config file " + path);
+    const std::streamoff size = f.tellg();
+    if (size < 0)
+        throw Error("cannot read config file " + path);
+    if (uint64_t(size) > kMaxConfigFileBytes)
+        throw Error(path + ": " + formatBytes(uint64_t(size)) + " is larger than a config file's limit of "
+                    + formatBytes(kMaxConfigFileBytes));
+    std::string text(size_t(size), '\0');
+    f.seekg(0);
+    f.read(text.data(), size);
+    if (f.gcount() != size)
+        throw Error("cannot read config file " + path);
+    return text;
+}
+
+std::pair<int64_t, int64_t> configIntegerRange(const std::string& path)
+{
+    const KeyRecord* key = findKey(path);
+    if (!key || !key->ranged)
+        throw Error(path + ": not an integer config key with a fixed range");
+    return {key->min, key->max};
+}
+
+namespace {
+
+// Values of a torch::nn::Linear(in, out): weight [out, in] and bias [out].
+uint64_t linearValues(int64_t in, int64_t out, const std::string& what)
+{
+    return checked::add(checked::mul(uint64_t(in), uint64_t(out), what), uint64_t(out), what);
+}
+
+// Values of the workbench GPT-2 (core/models/gpt2.cpp): read-in, positions, L blocks of 12 D^2 + 13 D (two
+// LayerNorms, Q/K/V/O with biases, the D -> 4D -> D MLP), the final LayerNorm and the read-out.
+uint64_t gpt2Values(int64_t input_dim, int64_t D, int64_t L, int64_t P, const std::string& what)
+{
+    using checked::add;
+    using checked::mul;
+    const uint64_t d = uint64_t(D);
+    const uint64_t block = add(mul(12, mul(d, d, what), what), mul(13, d, what), what);
+    uint64_t n = linearValues(input_dim, D, what);
+    n = add(n, mul(uint64_t(P), d, what), what);
+    n = add(n, mul(uint64_t(L), block, what), what);
+    n = add(n, 2 * d, what);
+    return add(n, linearValues(D, 1, what), what);
+}
+
+// Values of Chan et al.'s ResNet exemplar encoder (core/models/sequence_classifier.cpp): bias-free convolutions,
+// batch norms (gain, bias, running mean and variance, a step counter), then Linear(64, D).
+uint64_t resnetValues(int64_t D, const std::string& what)
+{
+    auto bn = [](uint64_t c) { return 4 * c + 1; };
+    uint64_t n = 1 * 16 * 9 + bn(16);
+    const int64_t channels[4] = {16, 32, 32, 64}, strides[4] = {1, 2, 2, 2};
+    int64_t in = 16;
+    for (int g = 0; g < 4; ++g)
+        for (int b = 0; b < 2; ++b) {
+            const int64_t c = channels[g], mid = std::max<int64_t>(1, c / 4), stride = b == 0 ? strides[g] : 1;
+            n += uint64_t(in * mid) + bn(uint64_t(mid)) + uint64_t(mid * mid * 9) + bn(uint64_t(mid))
+                 + uint64_t(mid * c) + bn(uint64_t(c));
+            if (in != c || stride != 1)
+                n += uint64_t(in * c) + bn(uint64_t(c));
+            in = c;
+        }
+    return checked::add(n, linearValues(64, D, what), what);
+}
+
+std::string count(int64_t n, const char* one, const char* many)
+{
+    return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+} // namespace
+
+ModelSize modelSize(const ExperimentConfig& c, const std::vector<int64_t>& exemplar_shape)
+{
+    using checked::add;
+    using checked::mul;
+    const std::string what = "the model of the config";
+    const ModelConfig& m = c.model;
+    const ModelKind kind = kindOf(m);
+    ModelSize size;
+    uint64_t n = 0;
+    if (kindOf(c.task) == TaskKind::FewshotClassification) {
+        const int64_t D = m.d_model, L = m.n_layers, T = 2 * c.task.n_context + 1;
+        const int64_t exemplar = exemplar_shape.empty()
+                                     ? c.task.exemplar_dim
+                                     : int64_t(checked::elementCount(exemplar_shape, what + " (exemplar)"));
+        const int64_t labels = c.task.n_labels > 0 ? c.task.n_labels : c.task.n_classes * c.task.labels_per_class;
+        n = m.encoder == "resnet" ? resnetValues(D, what) : linearValues(exemplar, D, what);
+        n = add(n, mul(uint64_t(labels), uint64_t(D), what), what);  // label embedding
+        const uint64_t d = uint64_t(D);
+        if (kind == ModelKind::Gpt2)
+            n = add(n, gpt2Values(D, D, L, T, what), what);
+        else if (kind == ModelKind::Lstm)  // per layer: W_ih, W_hh [4D, D], b_ih, b_hh [4D]
+            n = add(n, mul(uint64_t(L), add(mul(8, mul(d, d, what), what), 8 * d, what), what), what);
+        else  // rnn: W_ih, W_hh [D, D], b_ih, b_hh [D]
+            n = add(n, mul(uint64_t(L), add(mul(2, mul(d, d, what), what), 2 * d, what), what), what);
+        n = add(n, linearValues(D, labels, what), what);  // read-out
+        n = add(n, mul(uint64_t(T), d, what), what);      // the sinusoidal positions (a buffer)
+        size.summary = c.model.kind + " classifier, " + count(L, "layer", "layers") + ", d_model " + std::to_string(D)
+                       + ", " + count(m.n_heads, "head", "heads") + ", " + std::to_string(T) + " positions, "
+                       + std::to_string(labels) + " labels, exemplars of " + std::to_string(exemplar) + " values"
+                       + (kind == ModelKind::Gpt2 ? ", MLP " + std::to_string(4 * D) : std::string());
+    } else if (kind == ModelKind::Gpt2) {
+        const int64_t D = m.d_model, P = m.n_positions > 0 ? m.n_positions : 2 * c.task.n_context + 1;
+        n = gpt2Values(c.task.d, D, m.n_layers, P, what);
+        size.summary = "gpt2, " + count(m.n_layers, "layer", "layers") + ", d_model " + std::to_string(D) + ", "
+                       + count(m.n_heads, "head", "heads") + ", " + std::to_string(P) + " positions, d "
+                       + std::to_string(c.task.d) + ", MLP " + std::to_string(4 * D);
+    } else {
+        // LSA (core/models/lsa.cpp): tokens of D = (x or phi(x)) + y-slot + positions; per block 4 H D^2, the
+        // augmented variant's key and value MLPs on softmax blocks, LayerNorms, the D -> 4D -> D MLP.
+        const int64_t pos = m.positions == "sinusoidal" ? m.pos_dim : 0;
+        const int64_t D = (m.feature_dim > 0 ? m.feature_dim : c.task.d) + 1 + pos, H = m.n_heads;
+        const uint64_t d = uint64_t(D), h = uint64_t(H), j = uint64_t(m.augment_hidden);
+        if (m.feature_dim > 0) {
+            int64_t in = c.task.d;
+            std::vector<int64_t> widths = m.feature_mlp;
+            widths.push_back(m.feature_dim);
+            for (const int64_t w : widths) {
+                n = add(n, linearValues(in, w, what), what);
+                in = w;
+            }
+        }
+        const int64_t blocks = m.tied ? 1 : m.n_layers;
+        for (int64_t b = 0; b < blocks; ++b) {
+            n = add(n, mul(4, mul(h, mul(d, d, what), what), what), what);
+            const bool softmaxBlock = m.tied ? m.softmax_layers == m.n_layers : b < m.softmax_layers;
+            if (m.attention_variant == "augmented" && softmaxBlock)  // aug_k, aug_v: w_in, b_in, w_out, b_out
+                n = add(n, mul(2, mul(h, add(mul(2, mul(j, d, what), what), add(j, d, what), what), what), what),
+                        what);
+            if (m.layer_norm)
+                n = add(n, (m.mlp ? 4 : 2) * d, what);
+            if (m.mlp)
+                n = add(n, add(mul(8, mul(d, d, what), what), 5 * d, what), what);
+        }
+        size.summary = "lsa, " + count(m.n_layers, "layer", "layers") + (m.tied ? " (tied)" : "") + ", "
+                       + count(H, "head", "heads") + ", tokens of " + std::to_string(D) + " values";
+    }
+    size.values = n;
+    size.bytes = mul(n, 4, what);
+    return size;
+}
+
+void checkModelMemory(const ExperimentConfig& config, const MemoryBudget& budget,
+                      const std::vector<int64_t>& exemplar_shape)
+{
+    const ModelSize size = modelSize(config, exemplar_shape);
+    std::string values = std::to_string(size.values);
+    if (size.values >= 1000000) {
+        const bool billions = size.values >= 1000000000;
+        const double v = double(size.values) / (billions ? 1e9 : 1e6);
+        char text[48];
+        std::snprintf(text, sizeof text, v < 1000 ? "%.3g %s" : "%.0f %s", v, billions ? "billion" : "million");
+        values = text;
+    }
+    budget.check(size.bytes, "its model (" + size.summary + "; " + values + " parameters and buffers)");
+}
 
 } // namespace icl

@@ -14,9 +14,12 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "core/io/memory_budget.h"
 
 namespace icl {
 
@@ -240,6 +243,36 @@ struct ConfigRequest {
 /// Loads a preset or file, applies the scale, the overrides and the options, validates, and
 /// returns the full resolved JSON. Throws icl::Error (unknown preset, unreadable file, bad key).
 nlohmann::json resolveConfig(const ConfigRequest& request);
+
+/// Largest config file read (JSON, or Garg et al.'s YAML): a config is a few KB (docs/config.md, limits).
+inline constexpr uint64_t kMaxConfigFileBytes = uint64_t(16) << 20;
+
+/// The text of the config file at `path`. Throws icl::Error "cannot read config file PATH" when it cannot be
+/// read and "PATH: … is larger than a config file's limit of 16.8 MB" for a larger file (nothing is read then).
+std::string readConfigText(const std::string& path);
+
+/// The allowed range [min, max] of an integer config key with fixed bounds, e.g. {1, 1000} for "model.n_layers"
+/// (the config limits a model read from a foreign file is checked against). Throws icl::Error for any other key.
+std::pair<int64_t, int64_t> configIntegerRange(const std::string& path);
+
+/// The size of the model a config describes, counted from the config alone (nothing is allocated): the values
+/// of its parameters and buffers, as makeModel / makeSequenceClassifier build them.
+struct ModelSize {
+    uint64_t values = 0;  ///< parameters and buffers
+    uint64_t bytes = 0;   ///< values · 4 (float32)
+    std::string summary;  ///< "gpt2, 12 layers, d_model 256, 8 heads, 81 positions, d 20, MLP 1024"
+};
+
+/// ModelSize of `config`. `exemplar_shape`: fewshot_classification's exemplar shape (the dataset's; empty =
+/// [task.exemplar_dim]). Throws icl::Error for a count that overflows 64 bits (no config within the schema's
+/// limits does).
+ModelSize modelSize(const ExperimentConfig& config, const std::vector<int64_t>& exemplar_shape = {});
+
+/// Refuses a model larger than what `budget` has left, before it is built (nothing is recorded). Throws icl::Error
+/// "<budget source>: refused: its model (gpt2, 1 layer, d_model 65536, …; 51.5 billion parameters and buffers) would
+/// need 206 GB, over the memory budget of 5.90 GB (--max-memory or ICL_MAX_MEMORY)".
+void checkModelMemory(const ExperimentConfig& config, const MemoryBudget& budget,
+                      const std::vector<int64_t>& exemplar_shape = {});
 
 /// One preset of resources/presets (compiled into the binary).
 struct PresetInfo {

@@ -5,6 +5,7 @@
 // (docs/security.md; limits in docs/weights-formats.md). Thread affinity: one budget per open, one thread.
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -77,10 +78,38 @@ inline uint64_t physicalMemoryBytes()
     return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
-/// The default budget: the environment's ICL_MAX_MEMORY ("1.5G") if set, else a quarter of physical memory
-/// (at least 1 GiB; 4 GiB where the memory size is unknown). Throws icl::Error for a malformed ICL_MAX_MEMORY.
+namespace detail {
+inline std::atomic<uint64_t> g_processMemoryLimit{0};
+}
+
+/// Sets the limit defaultMemoryBudget() returns while it lives (0: leaves it as it is), and restores the previous
+/// one when destroyed: icl-cli's --max-memory on `analyze` and `eval`, whose analyses open the run file deep in the
+/// core, and an import's ImportRequest::max_memory (so the model it builds is checked against it too). The GUI
+/// never sets one (its limits are 0). Thread affinity: create and destroy on one thread; budgets on any thread
+/// read it.
+class ScopedMemoryLimit {
+public:
+    explicit ScopedMemoryLimit(uint64_t limit)
+        : m_previous(detail::g_processMemoryLimit.load())
+    {
+        if (limit)
+            detail::g_processMemoryLimit = limit;
+    }
+    ~ScopedMemoryLimit() { detail::g_processMemoryLimit = m_previous; }
+    ScopedMemoryLimit(const ScopedMemoryLimit&) = delete;
+    ScopedMemoryLimit& operator=(const ScopedMemoryLimit&) = delete;
+
+private:
+    uint64_t m_previous;
+};
+
+/// The default budget: a ScopedMemoryLimit's limit (--max-memory) while one is alive, else the environment's
+/// ICL_MAX_MEMORY ("1.5G") if set, else a quarter of physical memory (at least 1 GiB; 4 GiB where the memory size
+/// is unknown). Throws icl::Error for a malformed ICL_MAX_MEMORY.
 inline uint64_t defaultMemoryBudget()
 {
+    if (const uint64_t limit = detail::g_processMemoryLimit.load())
+        return limit;
     if (const char* env = std::getenv("ICL_MAX_MEMORY"); env && *env)
         return parseMemorySize(env, "ICL_MAX_MEMORY");
     const uint64_t ram = physicalMemoryBytes();

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/io/memory_budget.h"
 
 namespace icl::torch_pickle {
 
@@ -16,6 +17,13 @@ constexpr size_t kMaxMarks = 1u << 16;
 constexpr size_t kMaxValues = 1u << 22;
 constexpr size_t kMaxMemo = 1u << 22;
 constexpr size_t kMaxDims = 64;
+// The values, containers and strings of a pickle are charged to the budget in steps of this much.
+constexpr uint64_t kChargeStep = uint64_t(1) << 20;
+// A torch.save pickle puts each value it pushes into at most one container and copies a container at most once
+// (set(list)), so its containers hold at most about two items per byte, and its dict keys and encoded strings
+// copy at most about twice its bytes; more is a pickle built to make copies (set() of one list thousands of
+// times). The slack lets tiny pickles build small containers freely.
+constexpr uint64_t kCopySlack = 65536;
 
 using Kind = Value::Kind;
 
@@ -102,11 +110,14 @@ const char* opcodeName(uint8_t op)
 
 class Machine {
 public:
-    Machine(const uint8_t* data, size_t size, const std::string& source, std::deque<Value>& arena)
+    Machine(const uint8_t* data, size_t size, const std::string& source, std::deque<Value>& arena,
+        MemoryBudget& budget)
         : m_data(data)
         , m_size(size)
         , m_source(source)
         , m_arena(arena)
+        , m_budget(budget)
+        , m_maxCopies(2 * uint64_t(size) + kCopySlack)
     {
     }
 
@@ -123,6 +134,7 @@ public:
         }
         if (m_stack.empty())
             fail("STOP with an empty stack");
+        flushCharge();
         return m_stack.back();
     }
 
@@ -136,6 +148,40 @@ private:
     {
         throw Error(m_source + ": refused: the pickle names the global " + name
             + ", which is not a tensor, container or scalar; nothing was run");
+    }
+
+    // --- memory ----------------------------------------------------------------------------------
+    // `bytes` about to be allocated for the pickle's values; charged to the budget every kChargeStep.
+    void account(uint64_t bytes)
+    {
+        m_pending += bytes;
+        if (m_pending >= kChargeStep)
+            flushCharge();
+    }
+    void flushCharge()
+    {
+        if (m_pending)
+            m_budget.charge(m_pending, "the pickle's values and containers");
+        m_pending = 0;
+    }
+    // `n` more container items (pointers), refused past what a torch.save pickle of this size can hold.
+    void addItems(uint64_t n)
+    {
+        m_items += n;
+        if (m_items > m_maxCopies)
+            throw Error(m_source + ": refused: the pickle builds more than " + std::to_string(m_maxCopies)
+                + " container items from its " + std::to_string(m_size)
+                + " bytes (a state dict's pickle holds about one per byte: this one copies containers); nothing was run");
+        account(n * sizeof(Value*));
+    }
+    // `n` more bytes copied from strings (dict keys indexed, _codecs.encode), refused likewise.
+    void addCopiedBytes(uint64_t n)
+    {
+        m_copied += n;
+        if (m_copied > m_maxCopies)
+            throw Error(m_source + ": refused: the pickle copies more than " + std::to_string(m_maxCopies)
+                + " bytes of strings from its " + std::to_string(m_size) + " bytes; nothing was run");
+        account(n);
     }
 
     // --- input -----------------------------------------------------------------------------------
@@ -160,6 +206,7 @@ private:
         if (n > m_size - m_pos)
             fail("a length of " + std::to_string(n) + " bytes exceeds the " + std::to_string(m_size - m_pos)
                 + " bytes left");
+        account(n);
         const uint8_t* p = take(size_t(n));
         return std::string(reinterpret_cast<const char*>(p), size_t(n));
     }
@@ -179,6 +226,7 @@ private:
     {
         if (m_arena.size() >= kMaxValues)
             fail("builds more than " + std::to_string(kMaxValues) + " values");
+        account(sizeof(Value));
         Value& v = m_arena.emplace_back();
         v.kind = kind;
         return &v;
@@ -254,6 +302,7 @@ private:
     }
     Value* makeSequence(Kind kind, std::vector<Value*> items)
     {
+        addItems(items.size());
         Value* v = make(kind);
         v->items = std::move(items);
         return v;
@@ -298,7 +347,9 @@ private:
                 dict->entries[it->second].second = value; // Python keeps the first position
                 return;
             }
+            addCopiedBytes(text.size() + 64); // the key's text and its node in the index
         }
+        addItems(2);
         dict->entries.emplace_back(key, value);
     }
 
@@ -406,6 +457,7 @@ private:
                 fail("_codecs.encode other than (str, 'latin1')");
             std::string out;
             const std::string& in = args[0]->s;
+            addCopiedBytes(in.size());
             for (size_t k = 0; k < in.size(); ++k) {
                 const uint8_t c = uint8_t(in[k]);
                 if (c < 0x80) {
@@ -467,6 +519,7 @@ private:
         Value* v = top();
         if (m_memo.size() >= kMaxMemo && !m_memo.count(index))
             fail("stores more than " + std::to_string(kMaxMemo) + " memo entries");
+        account(48); // a node of the memo
         m_memo[index] = v;
     }
     void memoGet(uint64_t index)
@@ -480,6 +533,7 @@ private:
     void appendTo(Value* list, const std::vector<Value*>& items)
     {
         if (list->kind == Kind::List || (list->kind == Kind::Set && m_addingToSet)) {
+            addItems(items.size());
             list->items.insert(list->items.end(), items.begin(), items.end());
             return;
         }
@@ -727,6 +781,11 @@ private:
     size_t m_opPos = 0;
     const std::string& m_source;
     std::deque<Value>& m_arena;
+    MemoryBudget& m_budget;
+    uint64_t m_maxCopies;
+    uint64_t m_pending = 0; // bytes accounted but not yet charged
+    uint64_t m_items = 0;
+    uint64_t m_copied = 0;
     std::vector<Value*> m_stack;
     std::vector<size_t> m_marks;
     std::unordered_map<uint64_t, Value*> m_memo;
@@ -809,12 +868,18 @@ std::string describeKind(const Value& value)
     return "a value";
 }
 
-Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source)
+Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source, MemoryBudget& budget)
 {
     Unpickled out;
-    Machine machine(data, size, source, out.m_arena);
+    Machine machine(data, size, source, out.m_arena, budget);
     out.m_root = machine.run();
     return out;
+}
+
+Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source)
+{
+    MemoryBudget budget(source);
+    return unpickle(data, size, source, budget);
 }
 
 // --- writer --------------------------------------------------------------------------------------

@@ -13,6 +13,10 @@
 #include <utility>
 #include <vector>
 
+namespace icl {
+class MemoryBudget;
+}
+
 namespace icl::torch_pickle {
 
 /// One unpickled value. Containers point into the owning Unpickled's arena (shared sub-objects, such as
@@ -68,7 +72,7 @@ public:
     const Value* root() const { return m_root; }
 
 private:
-    friend Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source);
+    friend Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source, MemoryBudget& budget);
     std::deque<Value> m_arena;
     const Value* m_root = nullptr;
 };
@@ -78,7 +82,13 @@ private:
 /// "<source>: refused: the pickle names the global posix.system, which is not a tensor, container or
 /// scalar; nothing was run" for a global outside the allow-list; otherwise for an unsupported opcode,
 /// truncated or malformed data, a count that exceeds the bytes left, or more than 2^20 stack entries, 2^16
-/// nested marks, 2^22 values or 2^22 memo entries (memory stays below about 600 MB whatever the input).
+/// nested marks, 2^22 values or 2^22 memo entries. Its values, containers, strings and memo are charged to
+/// `budget` (every 1 MB) before they are allocated, and a pickle that builds more than 2·size + 65536 container
+/// items or copies as many bytes of strings (set() of one list thousands of times) is refused: "<source>:
+/// refused: the pickle builds more than … container items from its … bytes …; nothing was run".
+Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source, MemoryBudget& budget);
+
+/// unpickle with a budget of its own (defaultMemoryBudget()).
 Unpickled unpickle(const uint8_t* data, size_t size, const std::string& source);
 
 /// Builds a protocol-2 pickle opcode by opcode (only what writeTorchZip needs).

@@ -16,6 +16,8 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
+#include "core/io/checked_size.h"
 #include "core/io/torch_pickle.h"
 
 namespace icl {
@@ -31,6 +33,10 @@ constexpr uint64_t kMaxSafetensorsHeader = 100'000'000; // the reference impleme
 constexpr int64_t kMaxExpandedElements = int64_t(1) << 24;
 // Deflate expands at most ~1032:1; a zip entry claiming more than this is lying.
 constexpr uint64_t kMaxDeflateRatio = 1100;
+// A torch.save data.pkl takes ~100 bytes per tensor: 256 MB is a state dict of millions of tensors.
+constexpr uint64_t kMaxPickleBytes = uint64_t(256) << 20;
+// numpy writes headers of a few hundred bytes (and reads at most 10000 since 1.24).
+constexpr uint64_t kMaxNpyHeader = uint64_t(1) << 20;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what)
 {
@@ -152,70 +158,81 @@ float decodeElement(const uint8_t* p, ElemType type, bool big_endian)
     return 0.0f;
 }
 
-// Element count of `shape`, or -1 when a dimension is negative or the product overflows int64.
-int64_t checkedNumel(const std::vector<int64_t>& shape)
+// Text from the file (a tensor name, a dict key, a dtype) as it may be printed: control characters and invalid
+// UTF-8 as \xNN, so a file cannot write to the terminal through a message.
+/// Checks the strided view (offset, shape, stride in elements) of a storage of `available` elements of `elem`
+/// and returns its element count: every element it reads lies inside the storage, and its size is computed
+/// without overflow. The materialised size counts every element, stride 0 or not.
+uint64_t checkView(const std::string& path, const std::string& name, int64_t available, const ElemInfo& elem,
+    int64_t offset, const std::vector<int64_t>& shape, const std::vector<int64_t>& stride)
 {
-    int64_t n = 1;
-    for (int64_t d : shape) {
-        if (d < 0 || __builtin_mul_overflow(n, d, &n))
-            return -1;
+    const std::string what = "tensor '" + name + "'";
+    uint64_t numel = 0;
+    try {
+        numel = checked::elementCount(shape, what);
+    } catch (const Error&) {
+        fail(path, what + " has an invalid shape " + shapeText(shape));
     }
-    return n;
+    if (numel == 0)
+        return 0;
+    if (numel > uint64_t(available) && numel - uint64_t(available) > uint64_t(kMaxExpandedElements))
+        fail(path,
+            what + " of shape " + shapeText(shape) + " has " + std::to_string(numel) + " elements but its storage only "
+                + std::to_string(available));
+    const std::string outside = what + " (shape " + shapeText(shape) + ", stride " + shapeText(stride) + ", offset "
+        + std::to_string(offset) + ") reaches outside its storage of " + std::to_string(available) + " " + elem.name
+        + " elements";
+    if (std::any_of(stride.begin(), stride.end(), [](int64_t s) { return s < 0; }))
+        fail(path, what + " has a negative stride " + shapeText(stride) + " (PyTorch tensors have none)");
+    uint64_t extent = 0;
+    try {
+        extent = checked::stridedExtent(shape, stride, offset, what);
+    } catch (const Error&) {
+        fail(path, outside);
+    }
+    if (extent > uint64_t(available))
+        fail(path, outside);
+    return numel;
 }
 
-/// Copies the strided view (offset, shape, stride in elements) of `data` (`available` elements of `elem`)
-/// into a row-major float32 array. Every index is checked against `available` first.
-std::vector<float> gather(const std::string& path, const std::string& name, const uint8_t* data, int64_t available,
-    const ElemInfo& elem, bool big_endian, int64_t offset, const std::vector<int64_t>& shape,
-    const std::vector<int64_t>& stride)
+bool isContiguous(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride)
 {
-    const int64_t numel = checkedNumel(shape);
-    if (numel < 0)
-        fail(path, "tensor '" + name + "' has an invalid shape " + shapeText(shape));
-    if (numel == 0)
-        return {};
-    if (numel > available && numel - available > kMaxExpandedElements)
-        fail(path,
-            "tensor '" + name + "' of shape " + shapeText(shape) + " has " + std::to_string(numel)
-                + " elements but its storage only " + std::to_string(available));
-    // Lowest and highest element the view touches.
-    int64_t lo = offset;
-    int64_t hi = offset;
-    bool overflow = false;
-    for (size_t d = 0; d < shape.size(); ++d) {
-        int64_t reach = 0;
-        overflow |= __builtin_mul_overflow(shape[d] - 1, stride[d], &reach);
-        overflow |= __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
+    int64_t expected = 1;
+    for (size_t d = shape.size(); d-- > 0;) {
+        if (shape[d] != 1 && stride[d] != expected)
+            return false;
+        expected *= shape[d];
     }
-    if (overflow || lo < 0 || hi >= available)
-        fail(path,
-            "tensor '" + name + "' (shape " + shapeText(shape) + ", stride " + shapeText(stride) + ", offset "
-                + std::to_string(offset) + ") reaches outside its storage of " + std::to_string(available) + " "
-                + elem.name + " elements");
+    return true;
+}
 
-    std::vector<float> out(static_cast<size_t>(numel));
+/// Decodes `n` contiguous elements at `p` into `out` (a copy for little-endian float32).
+void decodeRun(const uint8_t* p, uint64_t n, const ElemInfo& elem, bool big_endian, float* out)
+{
+    if (elem.type == ElemType::F32 && !big_endian && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
+        std::memcpy(out, p, size_t(n) * 4);
+        return;
+    }
+    for (uint64_t k = 0; k < n; ++k)
+        out[k] = decodeElement(p + size_t(k) * elem.itemsize, elem.type, big_endian);
+}
+
+/// Copies the strided view (checked by checkView: `numel` elements) of `data` into `out`, row-major.
+void gather(const uint8_t* data, const ElemInfo& elem, bool big_endian, int64_t offset,
+    const std::vector<int64_t>& shape, const std::vector<int64_t>& stride, uint64_t numel, float* out)
+{
+    if (numel == 0)
+        return;
     const size_t item = elem.itemsize;
+    if (isContiguous(shape, stride)) {
+        decodeRun(data + size_t(offset) * item, numel, elem, big_endian, out);
+        return;
+    }
     const size_t ndim = shape.size();
-    bool contiguous = true;
-    for (int64_t expected = 1, d = int64_t(ndim) - 1; d >= 0; --d) {
-        if (shape[size_t(d)] != 1 && stride[size_t(d)] != expected)
-            contiguous = false;
-        expected *= shape[size_t(d)];
-    }
-    if (contiguous) {
-        const uint8_t* p = data + size_t(offset) * item;
-        if (elem.type == ElemType::F32 && !big_endian && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
-            std::memcpy(out.data(), p, size_t(numel) * 4);
-        } else {
-            for (int64_t k = 0; k < numel; ++k)
-                out[size_t(k)] = decodeElement(p + size_t(k) * item, elem.type, big_endian);
-        }
-        return out;
-    }
     std::vector<int64_t> index(ndim, 0);
     int64_t at = offset;
-    for (int64_t k = 0; k < numel; ++k) {
-        out[size_t(k)] = decodeElement(data + size_t(at) * item, elem.type, big_endian);
+    for (uint64_t k = 0; k < numel; ++k) {
+        out[k] = decodeElement(data + size_t(at) * item, elem.type, big_endian);
         for (size_t d = ndim; d-- > 0;) { // odometer over the row-major index
             if (++index[d] < shape[d]) {
                 at += stride[d];
@@ -225,7 +242,43 @@ std::vector<float> gather(const std::string& path, const std::string& name, cons
             index[d] = 0;
         }
     }
-    return out;
+}
+
+/// A source of bytes read in order (a zip entry, a range of a file).
+class ByteReader {
+public:
+    virtual ~ByteReader() = default;
+    /// The next `n` bytes into `dst`; throws icl::Error when they cannot be read.
+    virtual void read(void* dst, uint64_t n) = 0;
+};
+
+// Scratch of the readers that convert while they read: at most this much at a time.
+constexpr uint64_t kChunkBytes = uint64_t(1) << 20;
+
+/// Scratch bytes decodeStream uses for `numel` elements of `elem` (0 when it reads straight into the output).
+uint64_t streamScratch(uint64_t numel, const ElemInfo& elem, bool big_endian)
+{
+    if (elem.type == ElemType::F32 && !big_endian && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+        return 0;
+    return std::min(checked::mul(numel, elem.itemsize, "tensor"), kChunkBytes);
+}
+
+/// Reads `numel` contiguous elements of `elem` from `in` into `out`: little-endian float32 straight into the
+/// output, anything else through a scratch of at most kChunkBytes.
+void decodeStream(ByteReader& in, uint64_t numel, const ElemInfo& elem, bool big_endian, float* out)
+{
+    if (streamScratch(numel, elem, big_endian) == 0) {
+        in.read(out, numel * 4);
+        return;
+    }
+    const uint64_t perChunk = kChunkBytes / elem.itemsize;
+    std::vector<uint8_t> scratch(size_t(std::min(numel, perChunk) * elem.itemsize));
+    for (uint64_t done = 0; done < numel;) {
+        const uint64_t n = std::min(perChunk, numel - done);
+        in.read(scratch.data(), n * elem.itemsize);
+        decodeRun(scratch.data(), n, elem, big_endian, out + done);
+        done += n;
+    }
 }
 
 // ---- files -----------------------------------------------------------------------------------------
@@ -321,6 +374,8 @@ public:
 
     bool ok() const { return m_zip != nullptr; }
     const std::string& openError() const { return m_openError; }
+    const std::string& path() const { return m_path; }
+    zip_t* handle() const { return m_zip; }
 
     std::vector<std::string> names() const
     {
@@ -335,8 +390,9 @@ public:
 
     bool has(const std::string& name) const { return zip_name_locate(m_zip, name.c_str(), ZIP_FL_ENC_RAW) >= 0; }
 
-    /// The whole (decompressed) entry; libzip checks its CRC.
-    std::string read(const std::string& name) const
+    /// Index and decompressed size of entry `name`, the size checked against its stored bytes (deflate expands
+    /// at most ~1032:1, so a larger claim is a lie) before anything is inflated.
+    std::pair<zip_uint64_t, uint64_t> locate(const std::string& name) const
     {
         const zip_int64_t index = zip_name_locate(m_zip, name.c_str(), ZIP_FL_ENC_RAW);
         if (index < 0)
@@ -346,39 +402,125 @@ public:
         if (zip_stat_index(m_zip, zip_uint64_t(index), 0, &st) != 0 || !(st.valid & ZIP_STAT_SIZE)
             || !(st.valid & ZIP_STAT_COMP_SIZE))
             fail(m_path, "entry '" + name + "' cannot be read: " + zip_strerror(m_zip));
-        const uint64_t limit = st.comp_method == ZIP_CM_STORE ? st.comp_size : st.comp_size * kMaxDeflateRatio + 4096;
+        const uint64_t limit = st.comp_method == ZIP_CM_STORE
+            ? st.comp_size
+            : checked::add(checked::mul(st.comp_size, kMaxDeflateRatio, m_path), 4096, m_path);
         if (st.comp_size > m_fileSize || st.size > limit)
             fail(m_path,
-                "entry '" + name + "' claims " + std::to_string(st.size) + " bytes from " + std::to_string(st.comp_size)
-                    + " stored bytes (damaged archive)");
-        std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> file(
-            zip_fopen_index(m_zip, zip_uint64_t(index), 0), zip_fclose);
-        if (!file)
-            fail(m_path, "entry '" + name + "' cannot be opened: " + zip_strerror(m_zip));
-        std::string bytes(size_t(st.size), '\0');
-        uint64_t got = 0;
-        while (got < st.size) {
-            const zip_int64_t n = zip_fread(file.get(), bytes.data() + got, st.size - got);
-            if (n < 0)
-                fail(m_path, "entry '" + name + "' is damaged: " + zip_file_strerror(file.get()));
-            if (n == 0)
-                break;
-            got += uint64_t(n);
-        }
-        char extra;
-        const zip_int64_t tail = zip_fread(file.get(), &extra, 1); // reaching the end checks the CRC
-        if (tail < 0)
-            fail(m_path, "entry '" + name + "' is damaged: " + zip_file_strerror(file.get()));
-        if (got != st.size || tail != 0)
-            fail(m_path, "entry '" + name + "' does not hold the " + std::to_string(st.size) + " bytes it claims");
-        return bytes;
+                "entry '" + name + "' claims " + std::to_string(st.size) + " bytes from "
+                    + std::to_string(st.comp_size) + " stored bytes (damaged archive)");
+        return { zip_uint64_t(index), st.size };
     }
+
+    /// Decompressed size of entry `name` (locate).
+    uint64_t entrySize(const std::string& name) const { return locate(name).second; }
+
+    /// The whole decompressed entry; `budget` (when given) is charged its size before it is inflated. libzip
+    /// checks its CRC.
+    std::string read(const std::string& name, MemoryBudget* budget) const;
 
 private:
     std::string m_path;
     uint64_t m_fileSize;
     zip_t* m_zip = nullptr;
     std::string m_openError;
+};
+
+/// One zip entry read in order, inflated as it is read; finish() checks that it ends where it claims and its CRC.
+class ZipEntry : public ByteReader {
+public:
+    ZipEntry(const ZipReader& zip, const std::string& name)
+        : m_zip(zip)
+        , m_name(name)
+        , m_file(nullptr, zip_fclose)
+    {
+        const auto [index, size] = zip.locate(name);
+        m_size = size;
+        m_file.reset(zip_fopen_index(zip.handle(), index, 0));
+        if (!m_file)
+            fail(zip.path(), "entry '" + name + "' cannot be opened: " + zip_strerror(zip.handle()));
+    }
+
+    uint64_t size() const { return m_size; }
+
+    void read(void* dst, uint64_t n) override
+    {
+        if (n > m_size - m_got)
+            short_();
+        auto* p = static_cast<char*>(dst);
+        for (uint64_t done = 0; done < n;) {
+            const zip_int64_t k = zip_fread(m_file.get(), p + done, n - done);
+            if (k < 0)
+                fail(m_zip.path(), "entry '" + m_name + "' is damaged: " + zip_file_strerror(m_file.get()));
+            if (k == 0)
+                short_();
+            done += uint64_t(k);
+        }
+        m_got += n;
+    }
+
+    /// At the end of the entry: nothing is left, and reaching the end checks the CRC.
+    void finish()
+    {
+        if (m_got != m_size)
+            fail(m_zip.path(),
+                "entry '" + m_name + "' holds " + std::to_string(m_size - m_got) + " bytes after its data");
+        char extra;
+        const zip_int64_t tail = zip_fread(m_file.get(), &extra, 1);
+        if (tail < 0)
+            fail(m_zip.path(), "entry '" + m_name + "' is damaged: " + zip_file_strerror(m_file.get()));
+        if (tail != 0)
+            fail(m_zip.path(),
+                "entry '" + m_name + "' does not hold the " + std::to_string(m_size) + " bytes it claims");
+    }
+
+private:
+    [[noreturn]] void short_() const
+    {
+        fail(m_zip.path(),
+            "entry '" + m_name + "' does not hold the " + std::to_string(m_size) + " bytes it claims");
+    }
+
+    const ZipReader& m_zip;
+    std::string m_name;
+    std::unique_ptr<zip_file_t, int (*)(zip_file_t*)> m_file;
+    uint64_t m_size = 0;
+    uint64_t m_got = 0;
+};
+
+std::string ZipReader::read(const std::string& name, MemoryBudget* budget) const
+{
+    ZipEntry entry(*this, name);
+    if (budget)
+        budget->charge(entry.size(), "decompressed entry '" + name + "'");
+    std::string bytes(checked::toSize(entry.size(), m_path), '\0');
+    entry.read(bytes.data(), bytes.size());
+    entry.finish();
+    return bytes;
+}
+
+/// A range of a file read in order.
+class FileRange : public ByteReader {
+public:
+    FileRange(const std::string& path, uint64_t offset)
+        : m_path(path)
+        , m_in(path, std::ios::binary)
+    {
+        if (!m_in)
+            fail(path, "cannot be opened for reading");
+        m_in.seekg(std::streamoff(offset));
+    }
+    void seek(uint64_t offset) { m_in.seekg(std::streamoff(offset)); }
+    void read(void* dst, uint64_t n) override
+    {
+        m_in.read(static_cast<char*>(dst), std::streamsize(n));
+        if (!m_in || uint64_t(m_in.gcount()) != n)
+            fail(m_path, "cannot be read (it ends early)");
+    }
+
+private:
+    std::string m_path;
+    std::ifstream m_in;
 };
 
 bool endsWith(const std::string& s, const std::string& suffix)
@@ -500,30 +642,38 @@ const Value* dictGet(const Value* dict, const std::string& key)
 std::string keyList(const Value* dict)
 {
     std::string s;
-    size_t shown = 0;
+    size_t shown_ = 0;
     for (const auto& [k, v] : dict->entries) {
-        if (shown == 8) {
+        if (shown_ == 8) {
             s += ", ...";
             break;
         }
-        s += (shown++ ? ", " : "") + (k->kind == Kind::String ? k->s : torch_pickle::describeKind(*k));
+        s += (shown_++ ? ", " : "") + (k->kind == Kind::String ? k->s : torch_pickle::describeKind(*k));
     }
     return s;
 }
 
-WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const std::string& prefix)
+WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const std::string& prefix,
+    MemoryBudget& budget, const WeightsHeaderCheck& check)
 {
     WeightsFile out;
     out.format = WeightsFormat::TorchZip;
     if (zip.has(prefix + "byteorder")) {
-        std::string order = zip.read(prefix + "byteorder");
+        if (zip.entrySize(prefix + "byteorder") > 64)
+            fail(path, "has a byteorder entry of " + std::to_string(zip.entrySize(prefix + "byteorder")) + " bytes");
+        std::string order = zip.read(prefix + "byteorder", &budget);
         while (!order.empty() && std::isspace(uint8_t(order.back())))
             order.pop_back();
         if (order != "little")
             fail(path, "stores its tensors in '" + order + "' byte order; only little-endian files are read");
     }
-    const std::string pickle = zip.read(prefix + "data.pkl");
-    const torch_pickle::Unpickled unpickled = torch_pickle::unpickle(bytesOf(pickle), pickle.size(), path);
+    const std::string pickleName = prefix + "data.pkl";
+    if (const uint64_t n = zip.entrySize(pickleName); n > kMaxPickleBytes)
+        fail(path,
+            "refused: its " + pickleName + " is " + formatBytes(n) + ", more than a state dict's pickle may be ("
+                + formatBytes(kMaxPickleBytes) + ")");
+    const std::string pickle = zip.read(pickleName, &budget);
+    const torch_pickle::Unpickled unpickled = torch_pickle::unpickle(bytesOf(pickle), pickle.size(), path, budget);
     const Value* root = unpickled.root();
 
     const Value* state = nullptr;
@@ -559,7 +709,18 @@ WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const st
         }
     }
 
-    std::unordered_map<std::string, std::string> storages; // key -> bytes (shared storages read once)
+    // Pass 1, from the pickle and the archive's directory only: every tensor's dtype, storage and view checked,
+    // and what reading them will allocate (views counted at their materialised size, stride 0 or not).
+    struct Planned {
+        const std::string* name;
+        const Value::TensorInfo* view;
+        const ElemInfo* elem;
+        std::string record;
+        uint64_t numel;
+        bool direct = false; // the view is its whole float32 storage: read straight into the output
+    };
+    std::vector<Planned> planned;
+    std::unordered_map<std::string, int> uses; // storage key -> tensors that view it
     std::unordered_set<std::string> seen;
     for (const auto& [k, v] : state->entries) {
         if (v->kind != Kind::Tensor)
@@ -574,26 +735,61 @@ WeightsFile readTorchZip(const std::string& path, const ZipReader& zip, const st
         const ElemInfo* elem = elemByName(s.dtype);
         if (!elem)
             fail(path, "tensor '" + name + "' has dtype " + s.dtype + ", which the workbench does not read");
-        auto it = storages.find(s.key);
-        if (it == storages.end()) {
-            const std::string record = prefix + "data/" + s.key;
-            if (!zip.has(record))
-                fail(path, "tensor '" + name + "' needs storage '" + record + "', which the archive lacks");
-            it = storages.emplace(s.key, zip.read(record)).first;
-        }
-        const std::string& bytes = it->second;
-        uint64_t needed = 0;
-        if (__builtin_mul_overflow(uint64_t(s.numel), uint64_t(elem->itemsize), &needed) || bytes.size() < needed)
+        const std::string record = prefix + "data/" + s.key;
+        if (!zip.has(record))
             fail(path,
-                "storage '" + s.key + "' of tensor '" + name + "' holds " + std::to_string(bytes.size())
+                "tensor '" + name + "' needs storage '" + record + "', which the archive lacks");
+        const uint64_t stored = zip.entrySize(record);
+        uint64_t needed = 0;
+        if (__builtin_mul_overflow(uint64_t(s.numel), uint64_t(elem->itemsize), &needed) || stored < needed)
+            fail(path,
+                "storage '" + s.key + "' of tensor '" + name + "' holds " + std::to_string(stored)
                     + " bytes, fewer than its " + std::to_string(s.numel) + " " + elem->name
                     + " elements need (truncated?)");
-        NamedArray array;
-        array.name = name;
-        array.shape = t.size;
-        array.data = gather(path, name, bytesOf(bytes), s.numel, *elem, false, t.offset, t.size, t.stride);
+        const uint64_t numel = checkView(path, name, s.numel, *elem, t.offset, t.size, t.stride);
+        ++uses[s.key];
+        planned.push_back({ &name, &t, elem, record, numel });
+        NamedArray header;
+        header.name = name;
+        header.shape = t.size;
+        out.tensors.push_back(std::move(header));
         out.source_dtypes[name] = elem->name;
-        out.tensors.push_back(std::move(array));
+    }
+    if (check)
+        check(out);
+    uint64_t floats = 0, cached = 0;
+    std::unordered_set<std::string> cachedKeys;
+    for (Planned& p : planned) {
+        const Value::StorageInfo& s = *p.view->storage->storage;
+        const uint64_t stored = zip.entrySize(p.record);
+        p.direct = uses[s.key] == 1 && p.elem->type == ElemType::F32 && p.view->offset == 0
+            && isContiguous(p.view->size, p.view->stride) && p.numel * 4 == stored;
+        floats = checked::add(floats, checked::mul(p.numel, 4, path), path);
+        if (!p.direct && cachedKeys.insert(s.key).second)
+            cached = checked::add(cached, stored, path);
+    }
+    budget.charge(checked::add(floats, cached, path),
+        "its " + std::to_string(planned.size()) + " tensors (" + formatBytes(floats) + " as float32"
+            + (cached ? ", " + formatBytes(cached) + " of storages read whole" : std::string()) + ")");
+
+    // Pass 2: the data.
+    std::unordered_map<std::string, std::string> storages; // key -> bytes (storages viewed in part or shared)
+    for (size_t i = 0; i < planned.size(); ++i) {
+        const Planned& p = planned[i];
+        std::vector<float>& data = out.tensors[i].data;
+        data.resize(checked::toSize(p.numel, path));
+        if (p.direct) {
+            ZipEntry entry(zip, p.record);
+            entry.read(data.data(), p.numel * 4);
+            entry.finish();
+            continue;
+        }
+        const Value::StorageInfo& s = *p.view->storage->storage;
+        auto it = storages.find(s.key);
+        if (it == storages.end())
+            it = storages.emplace(s.key, zip.read(p.record, nullptr)).first; // charged above
+        gather(bytesOf(it->second), *p.elem, false, p.view->offset, p.view->size, p.view->stride, p.numel,
+            data.data());
     }
     return out;
 }
@@ -611,7 +807,8 @@ const ElemInfo* safetensorsDtype(const std::string& dtype)
     return nullptr;
 }
 
-WeightsFile readSafetensors(const std::string& path, uint64_t size)
+WeightsFile readSafetensors(const std::string& path, uint64_t size, MemoryBudget& budget,
+    const WeightsHeaderCheck& check)
 {
     WeightsFile out;
     out.format = WeightsFormat::Safetensors;
@@ -624,10 +821,10 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
         fail(path,
             "safetensors header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(size)
                 + " bytes)");
-    const std::string text = readRange(path, 8, n);
-    const nlohmann::ordered_json header = nlohmann::ordered_json::parse(text, nullptr, false);
-    if (header.is_discarded())
-        fail(path, "safetensors header is not valid JSON");
+    // The text, then nlohmann's tree of it: at most ~8 bytes of tree per byte of text ("[0,0,...]").
+    budget.charge(checked::mul(n, 9, path), "its safetensors header of " + formatBytes(n) + " (text and parsed)");
+    const nlohmann::ordered_json header
+        = parseBoundedJson<nlohmann::ordered_json>(readRange(path, 8, n), path + ": safetensors header");
     if (!header.is_object())
         fail(path, "safetensors header is not a JSON object");
     const uint64_t data_size = size - 8 - n;
@@ -637,7 +834,7 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
         std::string name;
         const ElemInfo* elem;
         std::vector<int64_t> shape;
-        uint64_t begin, end;
+        uint64_t begin, end, numel;
     };
     std::vector<Entry> entries;
     for (const auto& [name, info] : header.items()) {
@@ -672,6 +869,8 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
         const auto nonNegative = [](const nlohmann::ordered_json& v) {
             return v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
         };
+        if (info["shape"].size() > 64)
+            fail(path, what + "has " + std::to_string(info["shape"].size()) + " dimensions (at most 64)");
         for (const auto& d : info["shape"]) {
             if (!nonNegative(d))
                 fail(path, what + "has a shape entry that is not a non-negative integer");
@@ -692,10 +891,13 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
             fail(path,
                 what + "has data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end)
                     + "] past the end of the data (" + std::to_string(data_size) + " bytes)");
-        const int64_t numel = checkedNumel(e.shape);
         uint64_t bytes = 0;
-        if (numel < 0 || __builtin_mul_overflow(uint64_t(numel), uint64_t(e.elem->itemsize), &bytes))
+        try {
+            e.numel = checked::elementCount(e.shape, what);
+            bytes = checked::mul(e.numel, e.elem->itemsize, what);
+        } catch (const Error&) {
             fail(path, what + "has a shape " + shapeText(e.shape) + " that overflows");
+        }
         if (bytes != e.end - e.begin)
             fail(path,
                 what + "has shape " + shapeText(e.shape) + " of " + dtype + " (" + std::to_string(bytes)
@@ -709,27 +911,31 @@ WeightsFile readSafetensors(const std::string& path, uint64_t size)
     std::sort(byOffset.begin(), byOffset.end(), [](const Entry* a, const Entry* b) { return a->begin < b->begin; });
     for (size_t k = 1; k < byOffset.size(); ++k)
         if (byOffset[k]->begin < byOffset[k - 1]->end)
-            fail(path, "safetensors entries '" + byOffset[k - 1]->name + "' and '" + byOffset[k]->name + "' overlap");
+            fail(path,
+                "safetensors entries '" + byOffset[k - 1]->name + "' and '" + byOffset[k]->name
+                    + "' overlap");
 
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        fail(path, "cannot be opened for reading");
+    uint64_t floats = 0, scratch = 0;
     for (const Entry& e : entries) {
-        std::string bytes(size_t(e.end - e.begin), '\0');
-        in.seekg(std::streamoff(data_start + e.begin));
-        in.read(bytes.data(), std::streamsize(bytes.size()));
-        if (uint64_t(in.gcount()) != bytes.size())
-            fail(path, "cannot read the data of '" + e.name + "'");
-        const int64_t numel = checkedNumel(e.shape);
-        std::vector<int64_t> stride(e.shape.size(), 1);
-        for (size_t d = e.shape.size(); d-- > 1;)
-            stride[d - 1] = stride[d] * std::max<int64_t>(e.shape[d], 1);
         NamedArray array;
         array.name = e.name;
         array.shape = e.shape;
-        array.data = gather(path, e.name, bytesOf(bytes), numel, *e.elem, false, 0, e.shape, stride);
-        out.source_dtypes[e.name] = e.elem->name;
         out.tensors.push_back(std::move(array));
+        out.source_dtypes[e.name] = e.elem->name;
+        floats = checked::add(floats, checked::mul(e.numel, 4, path), path);
+        scratch = std::max(scratch, streamScratch(e.numel, *e.elem, false));
+    }
+    if (check)
+        check(out);
+    budget.charge(checked::add(floats, scratch, path),
+        "its " + std::to_string(entries.size()) + " tensors (" + formatBytes(floats) + " as float32)");
+    FileRange in(path, data_start);
+    for (size_t i = 0; i < entries.size(); ++i) {
+        const Entry& e = entries[i];
+        std::vector<float>& data = out.tensors[i].data;
+        data.resize(checked::toSize(e.numel, path));
+        in.seek(data_start + e.begin);
+        decodeStream(in, e.numel, *e.elem, false, data.data());
     }
     return out;
 }
@@ -869,29 +1075,50 @@ private:
     size_t m_pos = 0;
 };
 
-/// One .npy array held in `bytes`. `where` names it in messages ("FILE" or "FILE: entry").
-NamedArray parseNpy(
-    const std::string& where, const std::string& name, const std::string& bytes, std::string* source_dtype)
+/// Where an .npy array's data is and how to read it, from its preamble and header.
+struct NpyLayout {
+    const ElemInfo* elem = nullptr;
+    bool big_endian = false;
+    bool fortran_order = false;
+    std::vector<int64_t> shape;
+    uint64_t numel = 0;
+    uint64_t data_start = 0; ///< bytes before the data (magic, version, header length, header)
+};
+
+/// Reads and checks the preamble and header of an .npy array of `total` bytes from `in` (positioned at its first
+/// byte; left at its data). `where` names it in messages ("FILE" or "FILE: entry"). The data must be exactly what
+/// the shape and dtype need.
+NpyLayout readNpyHeader(const std::string& where, ByteReader& in, uint64_t total)
 {
-    if (!isNpyMagic(bytes) || bytes.size() < 10)
+    if (total < 10)
         throw Error(where + ": not a .npy array (no \\x93NUMPY magic)");
-    const uint8_t major = uint8_t(bytes[6]);
-    size_t header_len = 0, header_start = 0;
+    std::string pre(10, '\0');
+    in.read(pre.data(), 10);
+    if (!isNpyMagic(pre))
+        throw Error(where + ": not a .npy array (no \\x93NUMPY magic)");
+    const uint8_t major = uint8_t(pre[6]);
+    uint64_t header_len = 0, header_start = 0;
     if (major == 1) {
-        header_len = size_t(loadUInt(bytesOf(bytes) + 8, 2, false));
+        header_len = loadUInt(bytesOf(pre) + 8, 2, false);
         header_start = 10;
     } else if (major == 2 || major == 3) {
-        if (bytes.size() < 12)
+        if (total < 12)
             throw Error(where + ": .npy header is truncated");
-        header_len = size_t(loadUInt(bytesOf(bytes) + 8, 4, false));
+        std::string rest(2, '\0');
+        in.read(rest.data(), 2);
+        header_len = loadUInt(bytesOf(pre + rest) + 8, 4, false);
         header_start = 12;
     } else {
-        throw Error(where + ": .npy version " + std::to_string(major) + "." + std::to_string(uint8_t(bytes[7]))
+        throw Error(where + ": .npy version " + std::to_string(major) + "." + std::to_string(uint8_t(pre[7]))
             + " (the workbench reads 1.0, 2.0 and 3.0)");
     }
-    if (header_len > bytes.size() - header_start)
+    if (header_len > total - header_start)
         throw Error(where + ": .npy header length " + std::to_string(header_len) + " runs past the end");
-    const std::string text = bytes.substr(header_start, header_len);
+    if (header_len > kMaxNpyHeader)
+        throw Error(where + ": .npy header of " + std::to_string(header_len) + " bytes (at most "
+            + std::to_string(kMaxNpyHeader) + ")");
+    std::string text(size_t(header_len), '\0');
+    in.read(text.data(), header_len);
     const NpyHeader h = NpyHeaderParser(text, where).parse();
 
     // descr: byte order ('<', '>', '|', '=') and type code.
@@ -902,54 +1129,116 @@ NamedArray parseNpy(
     static const std::pair<const char*, const char*> codes[]
         = { { "f4", "float32" }, { "f2", "float16" }, { "f8", "float64" }, { "b1", "bool" }, { "u1", "uint8" },
               { "i1", "int8" }, { "i2", "int16" }, { "i4", "int32" }, { "i8", "int64" } };
-    const ElemInfo* elem = nullptr;
+    NpyLayout layout;
     for (const auto& [c, ours] : codes)
         if (code == c)
-            elem = elemByName(ours);
-    if (!elem || (order != '<' && order != '>' && order != '|' && order != '='))
+            layout.elem = elemByName(ours);
+    if (!layout.elem || (order != '<' && order != '>' && order != '|' && order != '='))
         throw Error(where + ": .npy dtype '" + h.descr
             + "' is not read by the workbench (float16/32/64, int8/16/32/64, uint8, bool)");
-    const bool big_endian = order == '>' && elem->itemsize > 1;
-
-    const int64_t numel = checkedNumel(h.shape);
+    layout.big_endian = order == '>' && layout.elem->itemsize > 1;
+    layout.fortran_order = h.fortran_order;
+    layout.shape = h.shape;
     uint64_t needed = 0;
-    if (numel < 0 || __builtin_mul_overflow(uint64_t(numel), uint64_t(elem->itemsize), &needed))
+    try {
+        layout.numel = checked::elementCount(h.shape, where);
+        needed = checked::mul(layout.numel, layout.elem->itemsize, where);
+    } catch (const Error&) {
         throw Error(where + ": .npy shape " + shapeText(h.shape) + " overflows");
-    const size_t data_start = header_start + header_len;
-    if (needed > bytes.size() - data_start)
-        throw Error(where + ": .npy data holds " + std::to_string(bytes.size() - data_start) + " bytes, its shape "
-            + shapeText(h.shape) + " of " + h.descr + " needs " + std::to_string(needed) + " (truncated?)");
-    // Strides in elements: row-major (C) or column-major (Fortran).
-    std::vector<int64_t> stride(h.shape.size(), 1);
-    if (h.fortran_order) {
-        for (size_t d = 1; d < h.shape.size(); ++d)
-            stride[d] = stride[d - 1] * std::max<int64_t>(h.shape[d - 1], 1);
-    } else {
-        for (size_t d = h.shape.size(); d-- > 1;)
-            stride[d - 1] = stride[d] * std::max<int64_t>(h.shape[d], 1);
     }
-    NamedArray array;
-    array.name = name;
-    array.shape = h.shape;
-    array.data = gather(where, name, bytesOf(bytes) + data_start, numel, *elem, big_endian, 0, h.shape, stride);
-    *source_dtype = elem->name;
-    return array;
+    layout.data_start = header_start + header_len;
+    const uint64_t held = total - layout.data_start;
+    if (needed != held)
+        throw Error(where + ": .npy data holds " + std::to_string(held) + " bytes, its shape " + shapeText(h.shape)
+            + " of " + h.descr + " needs " + std::to_string(needed) + (needed > held ? " (truncated?)" : ""));
+    return layout;
 }
 
-WeightsFile readNpz(const std::string& path, const ZipReader& zip)
+/// Bytes readNpyData allocates besides the float32 output: a Fortran-order array is read whole and transposed,
+/// anything else converted through decodeStream's scratch.
+uint64_t npyScratch(const NpyLayout& layout)
+{
+    return layout.fortran_order && layout.shape.size() > 1 ? layout.numel * layout.elem->itemsize
+                                                           : streamScratch(layout.numel, *layout.elem, layout.big_endian);
+}
+
+/// Reads the data of an .npy array (`in` positioned at it) into `out` (layout.numel floats), row-major.
+void readNpyData(ByteReader& in, const NpyLayout& layout, float* out)
+{
+    if (!(layout.fortran_order && layout.shape.size() > 1)) {
+        decodeStream(in, layout.numel, *layout.elem, layout.big_endian, out);
+        return;
+    }
+    // Column-major: strides in elements 1, shape[0], shape[0]·shape[1], …
+    std::vector<int64_t> stride(layout.shape.size(), 1);
+    for (size_t d = 1; d < layout.shape.size(); ++d)
+        stride[d] = stride[d - 1] * std::max<int64_t>(layout.shape[d - 1], 1);
+    std::vector<uint8_t> bytes(size_t(layout.numel * layout.elem->itemsize));
+    in.read(bytes.data(), bytes.size());
+    gather(bytes.data(), *layout.elem, layout.big_endian, 0, layout.shape, stride, layout.numel, out);
+}
+
+WeightsFile readNpy(const std::string& path, uint64_t size, MemoryBudget& budget, const WeightsHeaderCheck& check)
+{
+    WeightsFile out;
+    out.format = WeightsFormat::Npy;
+    const std::string name = std::filesystem::path(path).stem().string();
+    FileRange in(path, 0);
+    const NpyLayout layout = readNpyHeader(path, in, size);
+    NamedArray array;
+    array.name = name;
+    array.shape = layout.shape;
+    out.tensors.push_back(std::move(array));
+    out.source_dtypes[name] = layout.elem->name;
+    if (check)
+        check(out);
+    budget.charge(checked::add(checked::mul(layout.numel, 4, path), npyScratch(layout), path),
+        "its tensor '" + name + "' " + shapeText(layout.shape) + " as float32");
+    out.tensors[0].data.resize(checked::toSize(layout.numel, path));
+    readNpyData(in, layout, out.tensors[0].data.data());
+    return out;
+}
+
+WeightsFile readNpz(const std::string& path, const ZipReader& zip, MemoryBudget& budget,
+    const WeightsHeaderCheck& check)
 {
     WeightsFile out;
     out.format = WeightsFormat::Npz;
+    // Pass 1: each array's header (only the first bytes of each entry are inflated).
+    std::vector<std::pair<std::string, NpyLayout>> arrays; // entry, layout
     std::unordered_set<std::string> seen;
+    uint64_t floats = 0, scratch = 0;
     for (const std::string& entry : zip.names()) {
         if (!endsWith(entry, ".npy"))
             continue;
         const std::string name = entry.substr(0, entry.size() - 4);
         if (!seen.insert(name).second)
             fail(path, "holds two arrays named '" + name + "'");
-        std::string dtype;
-        out.tensors.push_back(parseNpy(path + ": " + entry, name, zip.read(entry), &dtype));
-        out.source_dtypes[name] = dtype;
+        ZipEntry stream(zip, entry);
+        const NpyLayout layout = readNpyHeader(path + ": " + entry, stream, stream.size());
+        NamedArray array;
+        array.name = name;
+        array.shape = layout.shape;
+        out.tensors.push_back(std::move(array));
+        out.source_dtypes[name] = layout.elem->name;
+        floats = checked::add(floats, checked::mul(layout.numel, 4, path), path);
+        scratch = std::max(scratch, npyScratch(layout));
+        arrays.emplace_back(entry, layout);
+    }
+    if (check)
+        check(out);
+    budget.charge(checked::add(floats, scratch, path),
+        "its " + std::to_string(arrays.size()) + " arrays (" + formatBytes(floats) + " as float32)");
+    // Pass 2: the data, inflated as it is converted.
+    for (size_t i = 0; i < arrays.size(); ++i) {
+        const auto& [entry, layout] = arrays[i];
+        ZipEntry stream(zip, entry);
+        std::string skipped(size_t(layout.data_start), '\0');
+        stream.read(skipped.data(), skipped.size());
+        std::vector<float>& data = out.tensors[i].data;
+        data.resize(checked::toSize(layout.numel, path));
+        readNpyData(stream, layout, data.data());
+        stream.finish();
     }
     return out;
 }
@@ -960,8 +1249,14 @@ void checkTensors(const std::string& path, const std::vector<NamedArray>& tensor
 {
     std::unordered_set<std::string> seen;
     for (const NamedArray& t : tensors) {
-        const int64_t numel = checkedNumel(t.shape);
-        if (numel < 0 || uint64_t(numel) != t.data.size())
+        uint64_t numel = 0;
+        bool valid = true;
+        try {
+            numel = checked::elementCount(t.shape, t.name);
+        } catch (const Error&) {
+            valid = false;
+        }
+        if (!valid || numel != t.data.size())
             fail(path,
                 "cannot write tensor '" + t.name + "': shape " + shapeText(t.shape) + " does not match its "
                     + std::to_string(t.data.size()) + " values");
@@ -1080,7 +1375,9 @@ WeightsFormat detectWeightsFormat(const std::string& path)
     return formatFromHead(head, size);
 }
 
-WeightsFile readWeightsFile(const std::string& path)
+namespace {
+
+WeightsFile readWeightsFileUnchecked(const std::string& path, MemoryBudget& budget, const WeightsHeaderCheck& check)
 {
     const uint64_t size = fileSize(path);
     if (size == 0)
@@ -1094,9 +1391,9 @@ WeightsFile readWeightsFile(const std::string& path)
         std::string prefix;
         switch (zipFormat(zip.names(), &prefix)) {
         case WeightsFormat::TorchZip:
-            return readTorchZip(path, zip, prefix);
+            return readTorchZip(path, zip, prefix, budget, check);
         case WeightsFormat::Npz:
-            return readNpz(path, zip);
+            return readNpz(path, zip, budget, check);
         case WeightsFormat::TorchScript:
             fail(path,
                 "is a TorchScript archive (torch.jit.save), not a state dict; convert it with: " + convert
@@ -1107,30 +1404,43 @@ WeightsFile readWeightsFile(const std::string& path)
         }
     }
     switch (formatFromHead(head, size)) {
-    case WeightsFormat::Npy: {
-        WeightsFile out;
-        out.format = WeightsFormat::Npy;
-        const std::string name = std::filesystem::path(path).stem().string();
-        std::string dtype;
-        out.tensors.push_back(parseNpy(path, name, readRange(path, 0, size), &dtype));
-        out.source_dtypes[name] = dtype;
-        return out;
-    }
+    case WeightsFormat::Npy:
+        return readNpy(path, size, budget, check);
     case WeightsFormat::TorchLegacy:
         fail(path,
             "is a legacy PyTorch file (torch.save before PyTorch 1.6, not a zip archive), which the "
             "workbench does not read; convert it with: "
                 + convert + "torch.load(" + pythonQuoted(path) + "), " + pythonQuoted(path + ".zip.pt") + ")\"");
     case WeightsFormat::Safetensors:
-        return readSafetensors(path, size);
+        return readSafetensors(path, size, budget, check);
     default:
         break;
     }
     if (size >= 9 && head[8] == '{') // looks like safetensors whose header length lies
-        return readSafetensors(path, size);
+        return readSafetensors(path, size, budget, check);
     if (size < 8)
         fail(path, "is too short (" + std::to_string(size) + " bytes) to be a weights file");
     fail(path, "is not a weights file the workbench reads (PyTorch zip, safetensors, .npz, .npy)");
+}
+
+} // namespace
+
+WeightsFile readWeightsFile(const std::string& path)
+{
+    MemoryBudget budget(path);
+    return readWeightsFile(path, budget);
+}
+
+WeightsFile readWeightsFile(const std::string& path, MemoryBudget& budget, const WeightsHeaderCheck& check)
+{
+    try {
+        return readWeightsFileUnchecked(path, budget, check);
+    } catch (const std::bad_alloc&) {
+        // The budget is checked before each allocation a file's contents size; this is the machine running out
+        // below it (another process, a budget above the free memory).
+        throw Error(path + ": refused: the memory to read it could not be allocated (" + formatBytes(budget.used())
+                    + " in use of a budget of " + formatBytes(budget.limit()) + "; --max-memory or ICL_MAX_MEMORY)");
+    }
 }
 
 void writeSafetensors(

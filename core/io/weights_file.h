@@ -13,12 +13,14 @@
 //   - NumPy: .npy (magic "\x93NUMPY", version, header dict literal, data); .npz is a zip of .npy files.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/io/experiment_file.h"  // NamedArray
+#include "core/io/memory_budget.h"
 
 namespace icl {
 
@@ -60,14 +62,26 @@ struct WeightsFile {
     std::map<std::string, std::string> metadata;
 };
 
-/// Reads every tensor of the weights file at `path` (format from detectWeightsFormat).
+/// Called by readWeightsFile once a file's headers are read and checked, before any tensor data is inflated,
+/// read or allocated: `header` is what readWeightsFile will return, every tensor with its name and shape but
+/// empty data. Throw (icl::Error) to refuse the file; the import checks the model the tensors imply here.
+using WeightsHeaderCheck = std::function<void(const WeightsFile& header)>;
+
+/// Reads every tensor of the weights file at `path` (format from detectWeightsFormat), charging `budget` before
+/// each allocation the file's contents size: decompressed zip entries (before they are inflated), the pickle's
+/// values and containers, a safetensors header, and every tensor at its materialised float32 size (a stride-0
+/// view of one float counts all its elements), all tensors of the file at once before the first is read.
 /// Throws icl::Error with a one-line message naming the file and the problem for: an unknown, truncated or
 /// damaged file; a TorchScript or legacy PyTorch file (the message says what the file is and gives the one
 /// Python line that converts it); a pickle that names a global outside the allow-list (the message names it;
-/// nothing is called); a pickle that is not a state dict; safetensors headers that lie (length past the end
-/// of the file or > 100 MB, offsets past the data, overlapping ranges, a size that does not match the
-/// shape, unknown dtype); NumPy arrays of an unsupported dtype. Never allocates more than the file's size
-/// (plus the float32 copies) whatever a header claims.
+/// nothing is called); a pickle that is not a state dict, or larger than 256 MB; safetensors headers that lie
+/// (length past the end of the file or > 100 MB, nesting deeper than 64, offsets past the data, overlapping
+/// ranges, a size that does not match the shape, unknown dtype); NumPy arrays of an unsupported dtype or a size
+/// other than their shape's; "FILE: refused: … would need 6.71 GB, over the memory budget of …" for a file over
+/// the budget; whatever `check` throws. Names from the file are escaped in messages (escapeForDisplay).
+WeightsFile readWeightsFile(const std::string& path, MemoryBudget& budget, const WeightsHeaderCheck& check = {});
+
+/// readWeightsFile with a budget of its own (the default: ICL_MAX_MEMORY, else a quarter of the RAM).
 WeightsFile readWeightsFile(const std::string& path);
 
 /// Writes `tensors` (float32) as a safetensors file: dtype "F32", keys in the given order, `metadata` as

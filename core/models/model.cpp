@@ -30,6 +30,9 @@ LsaOptions lsaOptions(const ExperimentConfig& config)
 
 ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed)
 {
+    // Callers that read the config from a file check it against that file's budget first (naming the file); this
+    // is the backstop for every other caller (a config from the command line).
+    checkModelMemory(config, MemoryBudget("the config"));
     if (kindOf(config.model) == ModelKind::Lsa) {
         const LsaOptions o = lsaOptions(config);
         if (o.tied && o.softmax_layers > 0 && o.softmax_layers < o.n_layers)

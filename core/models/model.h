@@ -28,7 +28,8 @@ struct LsaOptions;
 LsaOptions lsaOptions(const ExperimentConfig& config);
 
 /// Builds and initialises (seeded by `seed`) the model of `config`, on the CPU in float32.
-/// Throws icl::Error when the model does not fit the task (e.g. lsa with the interleaved layout).
+/// Throws icl::Error when the model does not fit the task (e.g. lsa with the interleaved layout), and "the config:
+/// refused: its model (…) would need …" when its parameters exceed the default memory budget (checkModelMemory).
 ModelHandle makeModel(const ExperimentConfig& config, uint64_t seed);
 
 } // namespace icl

@@ -203,6 +203,7 @@ SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, const 
 {
     if (kindOf(config.task) != TaskKind::FewshotClassification)
         throw Error("model.kind: a sequence classifier needs task.kind \"fewshot_classification\"");
+    checkModelMemory(config, MemoryBudget("the config"), exemplar_shape);  // before a tensor is allocated
     SequenceClassifierOptions o;
     o.backbone = config.model.kind;
     o.exemplar_dim = 1;

@@ -101,7 +101,8 @@ FewShotOptions fewShotOptions(const TaskConfig& task, uint64_t seed);
 /// The classifier of a fewshot_classification config (model.kind gpt2 → transformer, lstm, rnn; sizes from
 /// model.d_model, n_layers, n_heads; encoder model.encoder; label vocabulary from the task) for exemplars of
 /// shape `exemplar_shape` (FewShotClassification::exemplarShape(): [D] vectors or [H, W] images), initialised
-/// from `seed`. Throws icl::Error for a config of another task or a resnet encoder on vector exemplars.
+/// from `seed`. Throws icl::Error for a config of another task or a resnet encoder on vector exemplars, and for a
+/// model over the default memory budget (checkModelMemory).
 SequenceClassifier makeSequenceClassifier(const ExperimentConfig& config, const std::vector<int64_t>& exemplar_shape,
                                           uint64_t seed);
 

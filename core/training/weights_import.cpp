@@ -1,6 +1,7 @@
 #include "core/training/weights_import.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <ctime>
 #include <filesystem>
@@ -19,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
+#include "core/io/checked_size.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/io/kinds.h"
@@ -91,6 +94,32 @@ NamedArray toArray(const std::string& name, const torch::Tensor& t)
 
 bool startsWith(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
+
+/// `text` as a non-negative decimal integer of at most `max`, or nullopt (digits only; no sign, no spaces).
+std::optional<int64_t> decimal(const std::string& text, int64_t max)
+{
+    int64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto [at, ec] = std::from_chars(text.data(), end, v);
+    if (text.empty() || text[0] == '-' || text[0] == '+' || ec != std::errc() || at != end || v > max)
+        return std::nullopt;
+    return v;
+}
+
+/// The largest step a run has (training.steps' limit).
+int64_t maxStep() { return configIntegerRange("training.steps").second; }
+
+/// A budget for reading one file of an import: what `budget` has left, with messages naming `path`; charge its use
+/// to `budget` afterwards with settle().
+struct FileBudget {
+    FileBudget(const std::string& path, const MemoryBudget& budget)
+        : file(path, std::max<uint64_t>(budget.limit() - budget.used(), 1))
+    {
+    }
+    void settle(MemoryBudget& budget, const std::string& what) { budget.charge(file.used(), what); }
+    MemoryBudget file;
+};
+
 // --- sources ---------------------------------------------------------------------------------------------------
 
 struct LoadedSource {
@@ -99,8 +128,11 @@ struct LoadedSource {
 };
 
 /// The checkpoint files of a request, read, in step order. Two files of one step (model_<step>.pt and state.pt):
-/// the model file is kept, with a warning in `warnings` when their tensors differ.
-std::vector<LoadedSource> loadSources(const std::string& source, std::vector<std::string>& warnings)
+/// the model file is kept, with a warning in `warnings` when their tensors differ. Each file is read within what
+/// `budget` has left (and charged to it), `check` run on its names and shapes before its data is read.
+std::vector<LoadedSource> loadSources(
+    const std::string& source, std::vector<std::string>& warnings, MemoryBudget& budget,
+    const std::function<void(const WeightsFile& header, const MemoryBudget& file_budget)>& check)
 {
     std::error_code ec;
     if (!fs::exists(source, ec))
@@ -111,8 +143,13 @@ std::vector<LoadedSource> loadSources(const std::string& source, std::vector<std
         for (const auto& entry : fs::directory_iterator(source, ec)) {
             const std::string name = entry.path().filename().string();
             std::smatch m;
-            if (std::regex_match(name, m, modelStep))
-                files.emplace_back(std::stoll(m[1].str()), entry.path().string());
+            if (std::regex_match(name, m, modelStep)) {
+                const std::optional<int64_t> step = decimal(m[1].str(), maxStep());
+                if (!step)
+                    throw Error(entry.path().string() + ": the step " + m[1].str() + " in its name is out of range (a run "
+                                + "has at most " + std::to_string(maxStep()) + " steps, training.steps)");
+                files.emplace_back(*step, entry.path().string());
+            }
             else if (name == "state.pt")
                 files.emplace_back(-1, entry.path().string());
         }
@@ -126,7 +163,10 @@ std::vector<LoadedSource> loadSources(const std::string& source, std::vector<std
     std::set<int64_t> steps;
     for (const auto& [nameStep, path] : files) {
         LoadedSource s;
-        s.file = readWeightsFile(path);
+        FileBudget fileBudget(path, budget);
+        s.file = readWeightsFile(path, fileBudget.file,
+                                 [&](const WeightsFile& header) { check(header, fileBudget.file); });
+        fileBudget.settle(budget, "reading " + path);
         s.info.path = fs::absolute(path).lexically_normal().string();
         s.info.format = weightsFormatName(s.file.format);
         s.info.sha256 = sha256File(path);
@@ -138,11 +178,11 @@ std::vector<LoadedSource> loadSources(const std::string& source, std::vector<std
             s.info.step = *s.file.train_step;
         }
         else if (auto it = s.file.metadata.find("icl_workbench_step"); it != s.file.metadata.end()) {
-            try {
-                s.info.step = std::stoll(it->second);
-            } catch (const std::exception&) {
-                throw Error(path + ": damaged icl_workbench_step metadata \"" + it->second + "\"");
-            }
+            const std::optional<int64_t> step = decimal(it->second, maxStep());
+            if (!step)
+                throw Error(path + ": damaged icl_workbench_step metadata \"" + it->second
+                            + "\" (expected a step from 0 to " + std::to_string(maxStep()) + ")");
+            s.info.step = *step;
         }
         else
             s.info.step = 0;
@@ -171,7 +211,7 @@ std::vector<LoadedSource> loadSources(const std::string& source, std::vector<std
     return unique;
 }
 
-/// Removes DDP ("module.") and torch.compile ("_orig_mod.") prefixes, nested in any order.
+/// Removes DDP ("module.") and torch.compile ("_orig_mod.") prefixes, nested in any order (moves the tensors).
 std::vector<NamedArray> stripPrefixes(std::vector<NamedArray> tensors, std::vector<std::string>& removed)
 {
     std::set<std::string> seen;
@@ -190,8 +230,8 @@ std::vector<NamedArray> stripPrefixes(std::vector<NamedArray> tensors, std::vect
     std::set<std::string> names;
     for (const NamedArray& a : tensors)
         if (!names.insert(a.name).second)
-            throw Error("two tensors are named " + a.name + " once the prefixes " + (removed.empty() ? "" : removed[0])
-                        + "… are removed");
+            throw Error("two tensors are named " + a.name + " once the prefixes "
+                        + (removed.empty() ? "" : removed[0]) + "… are removed");
     return tensors;
 }
 
@@ -212,17 +252,24 @@ const NamedArray* find(const std::vector<NamedArray>& tensors, const std::string
     return nullptr;
 }
 
+/// The layers the tensors under `prefix` ("_backbone.h.", "blocks.") imply: 1 + the largest layer index. An index
+/// is the digits up to the next dot, parsed with bounds: one past model.n_layers' limit (1000) refuses the file
+/// before anything is built for it; a name without digits there is not a layer's (checkGarg lists it).
 int64_t countLayers(const std::vector<NamedArray>& tensors, const std::string& prefix)
 {
+    const int64_t maxLayers = configIntegerRange("model.n_layers").second;
     int64_t n = 0;
     for (const NamedArray& a : tensors)
         if (startsWith(a.name, prefix)) {
             const std::string rest = a.name.substr(prefix.size());
-            const size_t dot = rest.find('.');
-            try {
-                n = std::max<int64_t>(n, std::stoll(rest.substr(0, dot)) + 1);
-            } catch (const std::exception&) {
-            }
+            const std::string index = rest.substr(0, rest.find('.'));
+            if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos)
+                continue;
+            const std::optional<int64_t> layer = decimal(index, maxLayers - 1);
+            if (!layer)
+                throw Error("tensor " + a.name + " names layer " + index + ", but a model has at most "
+                            + std::to_string(maxLayers) + " layers (model.n_layers)");
+            n = std::max<int64_t>(n, *layer + 1);
         }
     return n;
 }
@@ -335,15 +382,24 @@ void checkGarg(const std::vector<NamedArray>& t, const TensorSizes& s, const std
 {
     const NamedArray* wte = find(t, "_backbone.wte.weight");
     const std::vector<Expected> expected = gargExpected(s, wte && wte->shape.size() == 2 ? wte->shape[0] : 0, t);
+    std::map<std::string, const NamedArray*> byName;
+    for (const NamedArray& a : t)
+        byName.emplace(a.name, &a);
+    const auto elements = [](const std::vector<int64_t>& shape) {
+        int64_t n = 1;
+        for (const int64_t d : shape)
+            n *= d;  // readWeightsFile checked every shape's product for overflow
+        return n;
+    };
     std::vector<std::string> problems;
     std::set<std::string> known;
     for (const Expected& e : expected) {
         known.insert(e.name);
-        const NamedArray* a = find(t, e.name);
-        if (!a)
+        const auto it = byName.find(e.name);
+        if (it == byName.end())
             problems.push_back("missing " + e.name + " (expected " + shapeText(e.shape) + ")");
-        else if (a->shape != e.shape && !(e.shape.empty() && a->data.size() == 1))
-            problems.push_back(e.name + " is " + shapeText(a->shape) + ", expected " + shapeText(e.shape));
+        else if (it->second->shape != e.shape && !(e.shape.empty() && elements(it->second->shape) == 1))
+            problems.push_back(e.name + " is " + shapeText(it->second->shape) + ", expected " + shapeText(e.shape));
     }
     for (const NamedArray& a : t)
         if (!known.count(a.name))
@@ -352,8 +408,11 @@ void checkGarg(const std::vector<NamedArray>& t, const TensorSizes& s, const std
         std::string msg = where + ": the tensors do not fit Garg et al.'s TransformerModel (n_embd "
                           + std::to_string(s.d_model) + ", n_dims " + std::to_string(s.d) + ", "
                           + std::to_string(s.n_layers) + " layers): ";
-        for (size_t i = 0; i < problems.size(); ++i)
+        constexpr size_t kListed = 12;  // one readable line, whatever the file holds
+        for (size_t i = 0; i < problems.size() && i < kListed; ++i)
             msg += (i ? "; " : "") + problems[i];
+        if (problems.size() > kListed)
+            msg += "; … and " + std::to_string(problems.size() - kListed) + " more";
         throw Error(msg);
     }
 }
@@ -514,38 +573,127 @@ struct ConfigFileValues {
     std::string unsupported;  ///< a refusal that only --set can lift (e.g. a Garg task the workbench does not have)
 };
 
-template <class T>
-std::optional<T> yamlValue(const YAML::Node& node, const char* key)
+/// Refuses a YAML tree deeper than kMaxJsonDepth or with more nodes than a config holds, walking it with an explicit
+/// stack (yaml-cpp's aliases can make a node its own descendant, or a small file a tree of billions of nodes).
+void checkYamlShape(const YAML::Node& root, const std::string& path)
 {
-    if (!node || !node.IsMap() || !node[key] || node[key].IsNull())
-        return std::nullopt;
-    return node[key].as<T>();
+    constexpr size_t kMaxNodes = 100000;
+    std::vector<std::pair<YAML::Node, int>> stack{{root, 0}};
+    size_t visited = 0;
+    while (!stack.empty()) {
+        const auto [node, depth] = stack.back();
+        stack.pop_back();
+        if (++visited > kMaxNodes)
+            throw Error(path + ": YAML of more than " + std::to_string(kMaxNodes)
+                        + " nodes (counting each alias at every use), more than a config holds");
+        if (!node.IsMap() && !node.IsSequence())
+            continue;
+        if (depth + 1 > kMaxJsonDepth)
+            throw Error(path + ": YAML nested deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+        for (auto it = node.begin(); it != node.end(); ++it) {
+            if (node.IsMap()) {
+                stack.emplace_back(it->first, depth + 1);
+                stack.emplace_back(it->second, depth + 1);
+            } else {
+                stack.emplace_back(*it, depth + 1);
+            }
+        }
+    }
 }
 
+/// Reads values of Garg et al.'s YAML: numbers parsed from the text as written, with bounds, and quoted as written
+/// in messages ("model.n_layer: expected an integer in [1, 1000], got 99999999999999999999").
+class YamlReader {
+public:
+    explicit YamlReader(std::string path)
+        : m_path(std::move(path))
+    {
+    }
+
+    /// The scalar at node[key] (absent or null: nullopt); `where` is its key path in the file.
+    std::optional<std::string> text(const YAML::Node& node, const char* key, const std::string& where) const
+    {
+        if (!node || !node.IsMap() || !node[key] || node[key].IsNull())
+            return std::nullopt;
+        const YAML::Node v = node[key];
+        if (!v.IsScalar())
+            throw Error(m_path + ": " + where + ": expected a value, got a " + (v.IsMap() ? "map" : "list"));
+        return v.Scalar();
+    }
+
+    /// An integer in [min, max] (decimal, optionally signed).
+    std::optional<int64_t> integer(const YAML::Node& node, const char* key, const std::string& where, int64_t min,
+                                   int64_t max) const
+    {
+        const std::optional<std::string> t = text(node, key, where);
+        if (!t)
+            return std::nullopt;
+        const std::string digits = !t->empty() && t->front() == '+' ? t->substr(1) : *t;
+        int64_t v = 0;
+        const char* end = digits.data() + digits.size();
+        const auto [at, ec] = std::from_chars(digits.data(), end, v);
+        if (digits.empty() || ec != std::errc() || at != end || v < min || v > max)
+            throw Error(m_path + ": " + where + ": expected an integer in [" + std::to_string(min) + ", "
+                        + std::to_string(max) + "], got " + *t);
+        return v;
+    }
+
+    /// An integer within the range of the workbench config key `key_path` it becomes, shifted by `offset`
+    /// (value + offset must lie in the key's range).
+    std::optional<int64_t> integerFor(const YAML::Node& node, const char* key, const std::string& where,
+                                      const std::string& key_path, int64_t offset = 0, int64_t scale = 1) const
+    {
+        const auto [min, max] = configIntegerRange(key_path);
+        return integer(node, key, where, (min - offset + scale - 1) / scale, (max - offset) / scale);
+    }
+
+    /// A finite number.
+    std::optional<double> number(const YAML::Node& node, const char* key, const std::string& where) const
+    {
+        const std::optional<std::string> t = text(node, key, where);
+        if (!t)
+            return std::nullopt;
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(t->c_str(), &end);
+        if (t->empty() || end != t->c_str() + t->size() || errno == ERANGE || !std::isfinite(v))
+            throw Error(m_path + ": " + where + ": expected a finite number, got " + *t);
+        return v;
+    }
+
+private:
+    std::string m_path;
+};
+
 /// Garg et al.'s config.yaml (quinine): model.{family, n_dims, n_embd, n_layer, n_head, n_positions},
-/// training.{task, task_kwargs, data, curriculum.{dims, points}.{start, end, inc, interval}}.
-ConfigFileValues readGargYaml(const std::string& path)
+/// training.{task, task_kwargs, data, curriculum.{dims, points}.{start, end, inc, interval}}. Read with the config
+/// file limits (16 MB, nesting 64, 100000 nodes); each number within the range of the key it becomes.
+ConfigFileValues readGargYaml(const std::string& path, const std::string& text)
 {
     ConfigFileValues c;
     c.kind = "garg";
     c.path = path;
+    const YamlReader y(path);
     try {
-        const YAML::Node root = YAML::LoadFile(path);
+        const YAML::Node root = YAML::Load(text);
+        checkYamlShape(root, path);
         const YAML::Node model = root["model"], training = root["training"];
-        if (auto family = yamlValue<std::string>(model, "family"); family && *family != "gpt2")
-            throw Error(path + ": model.family: " + *family + " (only Garg et al.'s gpt2 family has a workbench model)");
+        if (auto family = y.text(model, "family", "model.family"); family && *family != "gpt2")
+            throw Error(path + ": model.family: " + *family
+                        + " (only Garg et al.'s gpt2 family has a workbench model)");
         c.values["model.kind"] = "gpt2";
-        if (auto v = yamlValue<int64_t>(model, "n_dims"))
+        if (auto v = y.integerFor(model, "n_dims", "model.n_dims", "task.d"))
             c.values["task.d"] = *v;
-        if (auto v = yamlValue<int64_t>(model, "n_embd"))
+        if (auto v = y.integerFor(model, "n_embd", "model.n_embd", "model.d_model"))
             c.values["model.d_model"] = *v;
-        if (auto v = yamlValue<int64_t>(model, "n_layer"))
+        if (auto v = y.integerFor(model, "n_layer", "model.n_layer", "model.n_layers"))
             c.values["model.n_layers"] = *v;
-        if (auto v = yamlValue<int64_t>(model, "n_head"))
+        if (auto v = y.integerFor(model, "n_head", "model.n_head", "model.n_heads"))
             c.values["model.n_heads"] = *v;
-        if (auto v = yamlValue<int64_t>(model, "n_positions"))
-            c.values["model.n_positions"] = 2 * *v;  // GPT2Config(n_positions = 2 · n_positions): x and y tokens
-        if (auto task = yamlValue<std::string>(training, "task")) {
+        // GPT2Config(n_positions = 2 · n_positions): x and y tokens
+        if (auto v = y.integerFor(model, "n_positions", "model.n_positions", "model.n_positions", 0, 2))
+            c.values["model.n_positions"] = 2 * *v;
+        if (auto task = y.text(training, "task", "training.task")) {
             static const std::set<std::string> supported
                 = {"linear_regression", "sparse_linear_regression", "noisy_linear_regression"};
             if (!supported.count(*task))
@@ -555,26 +703,32 @@ ConfigFileValues readGargYaml(const std::string& path)
             else
                 c.values["task.kind"] = *task;
             const YAML::Node kwargs = training["task_kwargs"];
-            if (auto v = yamlValue<int64_t>(kwargs, "sparsity"))
+            if (auto v = y.integerFor(kwargs, "sparsity", "training.task_kwargs.sparsity", "task.sparsity"))
                 c.values["task.sparsity"] = *v;
-            if (auto v = yamlValue<double>(kwargs, "noise_std"))
+            if (auto v = y.number(kwargs, "noise_std", "training.task_kwargs.noise_std"))
                 c.values["task.noise_std"] = *v;
         }
-        if (auto data = yamlValue<std::string>(training, "data")) {
+        if (auto data = y.text(training, "data", "training.data")) {
             if (*data != "gaussian")
-                throw Error(path + ": training.data: " + *data + " (the workbench draws x from a Gaussian or uniform)");
+                throw Error(path + ": training.data: " + *data
+                            + " (the workbench draws x from a Gaussian or uniform)");
             c.values["task.x_distribution"] = "normal";
         }
         const YAML::Node curriculum = training["curriculum"];
         if (curriculum && curriculum.IsMap()) {
             const YAML::Node dims = curriculum["dims"], points = curriculum["points"];
-            if (auto v = yamlValue<int64_t>(points, "end"))
-                c.values["task.n_context"] = *v - 1;  // points = in-context examples + the query
-            if (auto v = yamlValue<int64_t>(dims, "end"); v && !c.values.count("task.d"))
+            const std::string cu = "training.curriculum.";
+            // points = in-context examples + the query
+            if (auto v = y.integerFor(points, "end", cu + "points.end", "task.n_context", -1))
+                c.values["task.n_context"] = *v - 1;
+            if (auto v = y.integerFor(dims, "end", cu + "dims.end", "task.d"); v && !c.values.count("task.d"))
                 c.values["task.d"] = *v;
-            auto s = yamlValue<int64_t>(dims, "start"), si = yamlValue<int64_t>(dims, "inc");
-            auto p = yamlValue<int64_t>(points, "start"), pi = yamlValue<int64_t>(points, "inc");
-            auto interval = yamlValue<int64_t>(dims, "interval");
+            const std::string wb = "training.curriculum.";
+            auto s = y.integerFor(dims, "start", cu + "dims.start", wb + "dims_start");
+            auto si = y.integerFor(dims, "inc", cu + "dims.inc", wb + "dims_inc");
+            auto p = y.integerFor(points, "start", cu + "points.start", wb + "points_start");
+            auto pi = y.integerFor(points, "inc", cu + "points.inc", wb + "points_inc");
+            auto interval = y.integerFor(dims, "interval", cu + "dims.interval", wb + "interval");
             if (s && si && p && pi && interval) {
                 c.values["training.curriculum.enabled"] = true;
                 c.values["training.curriculum.dims_start"] = *s;
@@ -584,9 +738,9 @@ ConfigFileValues readGargYaml(const std::string& path)
                 c.values["training.curriculum.interval"] = *interval;
             }
         }
-        if (auto v = yamlValue<double>(training, "learning_rate"))
+        if (auto v = y.number(training, "learning_rate", "training.learning_rate"))
             c.values["training.lr"] = *v;
-        if (auto v = yamlValue<int64_t>(training, "batch_size"))
+        if (auto v = y.integerFor(training, "batch_size", "training.batch_size", "training.batch_size"))
             c.values["training.batch_size"] = *v;
     } catch (const YAML::Exception& e) {
         throw Error(path + ": not a readable YAML config (" + e.msg + ")");
@@ -596,12 +750,7 @@ ConfigFileValues readGargYaml(const std::string& path)
 
 ConfigFileValues readConfigFile(const std::string& path)
 {
-    std::ifstream in(path);
-    if (!in)
-        throw Error(path + ": cannot open the config file");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    const std::string text = readConfigText(path);  // bounded: 16 MB
     const size_t first = text.find_first_not_of(" \t\r\n");
     if (first != std::string::npos && text[first] == '{') {
         ConfigFileValues c;
@@ -609,10 +758,10 @@ ConfigFileValues readConfigFile(const std::string& path)
         c.path = path;
         ConfigRequest req;
         req.config_file = path;
-        c.base = resolveConfig(req);
+        c.base = resolveConfig(req);  // parsed with the nesting limit
         return c;
     }
-    return readGargYaml(path);
+    return readGargYaml(path, text);
 }
 
 /// The config file of a request: --config, else config.yaml in the source folder or beside the source file.
@@ -638,18 +787,83 @@ json storedConfig(const LoadedSource& s)
     auto it = s.file.metadata.find(kConfigMetadataKey);
     if (it == s.file.metadata.end())
         return nullptr;
-    try {
-        return json::parse(it->second);
-    } catch (const std::exception&) {
-        throw Error(s.info.path + ": damaged " + kConfigMetadataKey + " metadata (not JSON)");
-    }
+    return parseBoundedJson(it->second, s.info.path + ": its " + kConfigMetadataKey + " metadata");
 }
 
-Prepared prepare(const ImportRequest& request)
+/// The sizes the tensors imply checked against the config limits (a file is refused before any model is built
+/// or any tensor read); `evidence` names the tensor each size comes from.
+void checkSizeLimits(const std::string& path, const TensorSizes& s, const std::vector<NamedArray>& t)
+{
+    if (s.kind != "gpt2")
+        return;
+    const auto within = [&](const std::string& key, int64_t value, const std::string& from) {
+        const auto [min, max] = configIntegerRange(key);
+        if (value < min || value > max) {
+            const NamedArray* a = find(t, from);
+            throw Error(path + ": the tensors imply " + key + " = " + std::to_string(value) + " (" + from + " "
+                        + (a ? shapeText(a->shape) : std::string()) + "), outside the config limits [" + std::to_string(min)
+                        + ", " + std::to_string(max) + "]");
+        }
+    };
+    const bool garg = find(t, "_read_in.weight") != nullptr;
+    const std::string readIn = garg ? "_read_in.weight" : "read_in.weight";
+    within("model.d_model", s.d_model, readIn);
+    within("task.d", s.d, readIn);
+    within("model.n_positions", s.n_positions, garg ? "_backbone.wpe.weight" : "pos_embed");
+    if (s.n_heads > 0)
+        within("model.n_heads", s.n_heads, attnWeightPath(ModelKind::Gpt2, 0, AttnWeight::Q));
+}
+
+/// The gpt2 of `s` as a config (for its size: heads do not change it).
+ExperimentConfig gpt2Of(const TensorSizes& s)
+{
+    ExperimentConfig c;
+    c.model.kind = "gpt2";
+    c.task.layout = "interleaved";
+    c.task.d = s.d;
+    c.model.d_model = s.d_model;
+    c.model.n_layers = s.n_layers;
+    c.model.n_heads = std::max<int64_t>(s.n_heads, 1);
+    c.model.n_positions = s.n_positions;
+    return c;
+}
+
+/// What an import checks on each file's names and shapes before its data is read (readWeightsFile's
+/// WeightsHeaderCheck): a known layout, sizes within the config limits, Garg's names and shapes, and the model the
+/// tensors imply within the memory budget.
+void checkImportHeader(const WeightsFile& header, const MemoryBudget& budget)
+{
+    const std::string& path = budget.source();
+    std::vector<NamedArray> named;
+    named.reserve(header.tensors.size());
+    for (const NamedArray& a : header.tensors) {
+        NamedArray n;
+        n.name = a.name;
+        n.shape = a.shape;
+        named.push_back(std::move(n));
+    }
+    std::vector<std::string> removed;
+    TensorSizes sizes;
+    std::string layout;
+    try {
+        named = stripPrefixes(std::move(named), removed);
+        layout = detectLayout(named);
+        sizes = layout == "garg" ? gargSizes(named) : workbenchSizes(named);
+    } catch (const Error& e) {
+        throw Error(path + ": " + e.what());
+    }
+    checkSizeLimits(path, sizes, named);
+    if (layout == "garg")
+        checkGarg(named, sizes, path);
+    if (sizes.kind == "gpt2")
+        checkModelMemory(gpt2Of(sizes), budget);
+}
+
+Prepared prepare(const ImportRequest& request, MemoryBudget& budget)
 {
     Prepared p;
     ImportPlan& plan = p.plan;
-    p.sources = loadSources(request.source, plan.warnings);
+    p.sources = loadSources(request.source, plan.warnings, budget, checkImportHeader);
     std::vector<std::vector<NamedArray>> tensors;
     for (LoadedSource& s : p.sources) {
         for (const NamedArray& a : s.file.tensors)
@@ -657,7 +871,7 @@ Prepared prepare(const ImportRequest& request)
                 if (!std::isfinite(v))
                     throw Error(s.info.path + ": tensor " + a.name + " holds " + (std::isnan(v) ? "NaN" : "infinite")
                                 + " values: a damaged or diverged checkpoint is not imported");
-        tensors.push_back(stripPrefixes(s.file.tensors, plan.prefixes_removed));
+        tensors.push_back(stripPrefixes(std::move(s.file.tensors), plan.prefixes_removed));
         plan.sources.push_back(s.info);
         std::set<std::string> warned;
         for (const auto& [name, dtype] : s.file.source_dtypes)
@@ -777,7 +991,7 @@ Prepared prepare(const ImportRequest& request)
     else {
         for (const NamedArray& a : tensors.front())
             plan.mapping.emplace_back(a.name, a.name);
-        p.params = tensors;
+        p.params = std::move(tensors);
     }
 
     std::ostringstream inferred;
@@ -806,6 +1020,9 @@ Prepared prepare(const ImportRequest& request)
         throw Error("task.kind: importing few-shot classification models is not supported (regression models only)");
     const ExperimentConfig cfg = parseConfig(config);  // throws naming the key path
     plan.config_json = toJson(cfg).dump(2);
+    // The model the config builds, refused before it is built when over the budget (a --set or a config file may
+    // size it past what the tensors did).
+    checkModelMemory(cfg, budget);
     // Strict load into the model the config builds: every missing, unexpected or wrongly shaped parameter is named.
     ModelHandle model = makeModel(cfg, seeds::init(cfg.seed));
     for (size_t i = 0; i < p.params.size(); ++i)
@@ -841,11 +1058,48 @@ json provenanceJson(const ImportPlan& plan)
     return j;
 }
 
+/// Runs `body`, turning what LibTorch and the allocator throw into one line about `source` (icl::Error passes).
+template <class Body>
+auto withSourceErrors(const std::string& source, const MemoryBudget& budget, Body body) -> decltype(body())
+{
+    try {
+        return body();
+    } catch (const Error&) {
+        throw;
+    } catch (const c10::Error& e) {
+        std::string what = e.what_without_backtrace();
+        what = what.substr(0, what.find('\n'));
+        throw Error(source + ": cannot be imported: " + what);
+    } catch (const nlohmann::json::exception& e) {  // e.g. a name that is not UTF-8 where JSON is written
+        throw Error(source + ": cannot be imported: " + e.what());
+    } catch (const std::bad_alloc&) {
+        throw Error(source + ": refused: the memory to import it could not be allocated (" + formatBytes(budget.used())
+                    + " in use of a budget of " + formatBytes(budget.limit()) + "; --max-memory or ICL_MAX_MEMORY)");
+    }
+}
+
+ImportResult importWeightsUnchecked(const ImportRequest& request, const ImportCallback& callback,
+                                    MemoryBudget& budget);
+
 } // namespace
 
-ImportPlan planImport(const ImportRequest& request) { return prepare(request).plan; }
+ImportPlan planImport(const ImportRequest& request)
+{
+    const ScopedMemoryLimit limit(request.max_memory);  // also for the model makeModel builds (its own check)
+    MemoryBudget budget(request.source, request.max_memory);
+    return withSourceErrors(request.source, budget, [&] { return prepare(request, budget).plan; });
+}
 
 ImportResult importWeights(const ImportRequest& request, const ImportCallback& callback)
+{
+    const ScopedMemoryLimit limit(request.max_memory);  // also for the model makeModel builds (its own check)
+    MemoryBudget budget(request.source, request.max_memory);
+    return withSourceErrors(request.source, budget, [&] { return importWeightsUnchecked(request, callback, budget); });
+}
+
+namespace {
+
+ImportResult importWeightsUnchecked(const ImportRequest& request, const ImportCallback& callback, MemoryBudget& budget)
 {
     if (request.out_path.empty())
         throw Error("no output file given (--out RUN.h5)");
@@ -855,7 +1109,7 @@ ImportResult importWeights(const ImportRequest& request, const ImportCallback& c
         throw Error(out + ": file exists (use --force to replace it)");
     const RunFileLock claim(out);  // not while a trainer writes it
     ImportResult result;
-    Prepared p = prepare(request);
+    Prepared p = prepare(request, budget);
     result.plan = p.plan;
     for (const ImportSource& s : p.plan.sources)
         if (fs::exists(out, ec) && fs::equivalent(out, s.path, ec))
@@ -867,7 +1121,7 @@ ImportResult importWeights(const ImportRequest& request, const ImportCallback& c
         throw Error("the checkpoint does not say " + keys + ": give them with --set (e.g. --set " + p.plan.missing.front()
                     + "=…) or a config file with --config");
     }
-    const ExperimentConfig cfg = parseConfig(json::parse(p.plan.config_json));
+    const ExperimentConfig cfg = parseConfig(json::parse(p.plan.config_json));  // written by prepare
     configureThreads(request.threads);
     const int64_t total = int64_t(p.params.size());
     auto report = [&](int64_t done, const std::string& message) { return !callback || callback(done, total, message); };
@@ -886,6 +1140,7 @@ ImportResult importWeights(const ImportRequest& request, const ImportCallback& c
         createExperimentFile(tmp, p.plan.config_json, true);
         storeFixedTaskArrays(cfg, tmp);
         const RegressionEvaluation evaluation(cfg, torch::kCPU);
+        checkModelMemory(cfg, budget);
         ModelHandle model = makeModel(cfg, seeds::init(cfg.seed));
         for (int64_t i = 0; i < total; ++i) {
             const int64_t step = p.sources[size_t(i)].info.step;
@@ -929,6 +1184,8 @@ ImportResult importWeights(const ImportRequest& request, const ImportCallback& c
     return result;
 }
 
+} // namespace
+
 void exportWeights(const std::string& run_path, const std::string& out_path, int64_t step, const std::string& layout)
 {
     const std::string ext = fs::path(out_path).extension().string();
@@ -950,13 +1207,7 @@ void exportWeights(const std::string& run_path, const std::string& out_path, int
             steps += (steps.empty() ? "" : ", ") + std::to_string(c.step);
         throw Error(run_path + ": no checkpoint " + std::to_string(step) + " (saved: " + steps + ")");
     }
-    json stored;
-    try {
-        stored = json::parse(summary.config_json);
-    } catch (const std::exception&) {
-        throw Error(run_path + ": damaged /config (not JSON)");
-    }
-    const ExperimentConfig cfg = parseConfig(stored);
+    const ExperimentConfig cfg = parseConfig(parseBoundedJson(summary.config_json, run_path + ": /config"));
     const CheckpointData checkpoint = readCheckpoint(run_path, step);
     std::vector<NamedArray> tensors;
     std::map<std::string, std::string> metadata;
@@ -971,6 +1222,11 @@ void exportWeights(const std::string& run_path, const std::string& out_path, int
             throw Error("--layout garg: Garg et al.'s TransformerModel is the gpt2 regression model; " + run_path
                         + " holds a " + cfg.model.kind + (cfg.task.kind == "fewshot_classification" ? " classifier" : "")
                         + " (use --layout workbench)");
+        // Garg's layout adds the unused wte [50257, d_model] (zeros): the run file's config sizes it.
+        const MemoryBudget budget(run_path);
+        budget.check(checked::mul(checked::mul(kGpt2Vocabulary, uint64_t(cfg.model.d_model), run_path), 8, run_path),
+                     "the wte [" + std::to_string(kGpt2Vocabulary) + ", " + std::to_string(cfg.model.d_model)
+                         + "] of Garg's layout (as a tensor and as float32 values)");
         tensors = workbenchToGarg(checkpoint.params, cfg, run_path);
         if (safetensors) {  // a .pt stays a bare state dict, as Garg's code loads it
             metadata["format"] = "pt";

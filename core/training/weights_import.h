@@ -30,6 +30,9 @@ struct ImportRequest {
     std::string out_path;           ///< experiment file to write (RUN.h5)
     bool force = false;             ///< replace an existing out_path
     int threads = 0;                ///< LibTorch intra-op threads for the evaluation; 0 = hardware concurrency
+    /// Bytes the import may allocate on the files' say-so (--max-memory): decompressed entries, pickles, tensors,
+    /// the model they imply; 0 = defaultMemoryBudget() (ICL_MAX_MEMORY, else a quarter of the RAM).
+    uint64_t max_memory = 0;
 };
 
 /// One source file of an import.
@@ -58,10 +61,16 @@ struct ImportPlan {
     std::string config_json;                 ///< the resolved experiment config (valid when missing is empty)
 };
 
-/// Reads the sources and the config and builds the plan. Throws icl::Error (one line) for an unreadable or
-/// refused source file (see readWeightsFile), an unknown layout, tensors that do not fit the model (the
-/// message lists every missing, unexpected or wrongly shaped tensor with its shape and the expected shape),
-/// and values on which config file, --set and tensors disagree (the message names all three).
+/// Reads the sources and the config and builds the plan, within one memory budget (ImportRequest::max_memory).
+/// Each file's names and shapes are checked before its data is read: a known layout, layer indices and sizes
+/// within the config limits (model.n_layers ≤ 1000, model.d_model ≤ 65536, …), and the model they imply
+/// within the budget. Throws icl::Error (one line, names from files escaped) for an unreadable or refused source
+/// file (see readWeightsFile), an unknown layout, a step in a file name or metadata out of range, sizes outside
+/// the config limits, a model over the budget ("FILE: refused: its model (gpt2, …) would need …"), tensors that
+/// do not fit the model (the message lists the first 12 missing, unexpected or wrongly shaped tensors with their
+/// shapes and the expected shapes), a config file over 16 MB or nested deeper than 64 levels, a YAML number out
+/// of the range of its key (quoted as written), and values on which config file, --set and tensors disagree (the
+/// message names all three). LibTorch and allocation errors become "SOURCE: …" lines too.
 ImportPlan planImport(const ImportRequest& request);
 
 /// Progress of an import: checkpoint `done` of `total` (then evaluated); return false to cancel.

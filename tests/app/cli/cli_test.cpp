@@ -1140,3 +1140,44 @@ TEST(Cli, HostileFilesGiveOneEscapedLine)
     EXPECT_EQ(a.code, 1);
     EXPECT_EQ(a.err.find("internal error"), std::string::npos) << a.err;
 }
+
+// --max-memory on import, eval and analyze: the budget of what a file's contents size, refused in one line.
+TEST(Cli, MaxMemoryBoundsWhatAFileMayMakeACommandAllocate)
+{
+    const std::string foreign = std::string(ICL_SOURCE_DIR) + "/tests/data/foreign/";
+    const std::string sets = " --set model.n_heads=4 --set task.kind=linear_regression --set task.n_context=10"
+                             " --set eval.n_prompts=200 --set eval.bootstrap=10 --threads 1";
+    const Result tiny = run("import " + foreign + "bare.pt --dry-run" + sets + " --max-memory 1K");
+    EXPECT_EQ(tiny.code, 1) << tiny.err;
+    EXPECT_EQ(tiny.err.rfind("icl-cli: " + foreign + "bare.pt: refused: ", 0), 0u) << tiny.err;
+    EXPECT_NE(tiny.err.find("over the memory budget of 1.02 KB (--max-memory or ICL_MAX_MEMORY)\n"), std::string::npos)
+        << tiny.err;
+    EXPECT_EQ(std::count(tiny.err.begin(), tiny.err.end(), '\n'), 1) << tiny.err;
+    {
+        // the environment's budget, and --max-memory over it
+        const icl::test::ScopedEnv env("ICL_MAX_MEMORY", "1K");
+        EXPECT_EQ(run("import " + foreign + "bare.pt --dry-run" + sets).code, 1);
+        const Result over = run("import " + foreign + "bare.pt --dry-run" + sets + " --max-memory 64M");
+        EXPECT_EQ(over.code, 0) << over.err;
+    }
+    const Result bad = run("import " + foreign + "bare.pt --dry-run" + sets + " --max-memory lots");
+    EXPECT_NE(bad.code, 0);
+    EXPECT_NE(bad.err.find("--max-memory: expected a size such as 512M or 2G, got \"lots\""), std::string::npos)
+        << bad.err;
+
+    // A run imported from the fixture: eval and analyze refuse its model within 1K and run within 64M.
+    const std::string out = temp("cli_max_memory.h5");
+    const Result imported = run("import " + foreign + "bare.pt --out " + out + sets);
+    ASSERT_EQ(imported.code, 0) << imported.err;
+    for (const std::string command : {"eval " + out, "analyze " + out + " ood"}) {
+        SCOPED_TRACE(command);
+        const Result refused = run(command + " --threads 1 --max-memory 1K");
+        EXPECT_EQ(refused.code, 1) << refused.err;
+        EXPECT_EQ(refused.err.rfind("icl-cli: " + out + ": refused: its model (gpt2, 2 layers, d_model 32, 4 heads, ", 0),
+                  0u)
+            << refused.err;
+        EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+    }
+    const Result evaluated = run("eval " + out + " --threads 1 --prompts 50 --max-memory 64M --json");
+    EXPECT_EQ(evaluated.code, 0) << evaluated.err;
+}

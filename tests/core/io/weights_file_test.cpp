@@ -16,6 +16,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/io/display_text.h"
 #include "core/io/weights_file.h"
 #include "image_fixtures.h"
 #include "tests/support/core_checks.h"
@@ -939,4 +940,202 @@ TEST(WeightsFile, WritersRefuseBadInputAndLeaveNoHalfFile)
     }).find(nowhere),
         std::string::npos);
     EXPECT_FALSE(fs::exists(nowhere));
+}
+
+// ---- the memory budget and hostile sizes (issue 46) -------------------------------------------------------
+// Each hostile file is small; what it would make the reader allocate is computed here from its shapes. The
+// budgets are small and explicit, so a reader that allocated first and checked later would be caught by
+// budget.used() (and by the machine's memory) instead of by the message.
+
+namespace {
+
+std::string writePickled(const fixtures::ScratchDir& dir, const std::string& pickle,
+    const std::vector<std::pair<std::string, std::string>>& storages = {})
+{
+    std::vector<std::pair<std::string, std::string>> entries { { "t/data.pkl", pickle }, { "t/version", "3\n" } };
+    for (const auto& [key, bytes] : storages)
+        entries.emplace_back("t/data/" + key, bytes);
+    const std::string path = dir.file("t.pt");
+    writeZip(path, entries);
+    return path;
+}
+
+bool oneLine(const std::string& message)
+{
+    return !message.empty() && message.find('\n') == std::string::npos;
+}
+
+} // namespace
+
+TEST(WeightsFileBudget, StrideZeroViewsCountAtTheirMaterialisedSizeBeforeAnyIsRead)
+{
+    fixtures::ScratchDir dir("weights_budget_views");
+    // 200 stride-0 views of one float, each of 2^23 elements: a 7 KB pickle, 200 · 2^23 · 4 = 6710886400 bytes
+    // of float32.
+    std::vector<std::pair<std::string, std::string>> items;
+    for (int i = 0; i < 200; ++i)
+        items.emplace_back("v" + std::to_string(i), pTensor("0", 1, 0, { int64_t(1) << 23 }, { 0 }));
+    const std::string path = writePickled(dir, pStateDict(items), { { "0", floatBytes({ 2.5f }) } });
+    EXPECT_LT(fs::file_size(path), 16u << 10);
+    icl::MemoryBudget budget(path, uint64_t(64) << 20);
+    const std::string e = errorOf([&] { icl::readWeightsFile(path, budget); });
+    EXPECT_TRUE(oneLine(e)) << e;
+    EXPECT_EQ(e.rfind(path + ": refused: ", 0), 0u) << e;
+    EXPECT_NE(e.find("would need 6.71 GB"), std::string::npos) << e;
+    EXPECT_NE(e.find("over the memory budget of 67.1 MB"), std::string::npos) << e;
+    EXPECT_LT(budget.used(), uint64_t(1) << 20) << "no view was materialised";
+
+    // Within a budget the same kind of view is read: 1000 copies of the one float.
+    const std::string small = writePickled(dir, pStateDict({ { "a", pTensor("0", 1, 0, { 10, 100 }, { 0, 0 }) } }),
+        { { "0", floatBytes({ 2.5f }) } });
+    icl::MemoryBudget enough(small, uint64_t(1) << 20);
+    const WeightsFile f = icl::readWeightsFile(small, enough);
+    ASSERT_EQ(f.tensors.size(), 1u);
+    EXPECT_EQ(f.tensors[0].data, std::vector<float>(1000, 2.5f));
+    EXPECT_GE(enough.used(), 4000u) << "the 1000 float32 values are charged";
+}
+
+TEST(WeightsFileBudget, PicklesThatCopyContainersOrOutgrowTheBudgetAreRefused)
+{
+    fixtures::ScratchDir dir("weights_budget_pickle");
+    // L = [None] * 1000 from the stack, then 2500 times holder.append(set(L)): 16 KB that would copy 2.5 million
+    // pointers. A torch.save pickle holds about one container item per byte.
+    std::string p = kProto2 + std::string("]q\x00(", 4) + std::string(1000, 'N') + "e0"; // L, memo 0
+    p += std::string("h\x00\x85q\x01", 5) + "0";                          // (L,), memo 1
+    p += pGlobal("builtins", "set") + "q\x02" + "0";                      // set, memo 2
+    p += "]";                                                              // holder
+    for (int i = 0; i < 2500; ++i)
+        p += std::string("h\x02h\x01Ra", 6);
+    p += ".";
+    const std::string path = writePickled(dir, p);
+    icl::MemoryBudget budget(path, uint64_t(1) << 30);
+    const std::string e = errorOf([&] { icl::readWeightsFile(path, budget); });
+    EXPECT_TRUE(oneLine(e)) << e;
+    EXPECT_EQ(e.rfind(path + ": refused: the pickle builds more than ", 0), 0u) << e;
+    EXPECT_NE(e.find("container items from its " + std::to_string(p.size()) + " bytes"), std::string::npos) << e;
+    EXPECT_NE(e.find("nothing was run"), std::string::npos) << e;
+
+    // A pickle's values are charged to the budget: one string of 3 MB, within a budget of 4 MB for the 3 MB
+    // data.pkl itself.
+    const std::string big = kProto2 + "X" + le(3'000'000, 4) + std::string(3'000'000, 'a') + ".";
+    const std::string bigPath = writePickled(dir, big);
+    icl::MemoryBudget four(bigPath, 4'000'000);
+    const std::string e2 = errorOf([&] { icl::readWeightsFile(bigPath, four); });
+    EXPECT_TRUE(oneLine(e2)) << e2;
+    EXPECT_EQ(e2.rfind(bigPath + ": refused: the pickle's values and containers would need ", 0), 0u) << e2;
+    // and the decompressed data.pkl before it is inflated
+    icl::MemoryBudget two(bigPath, 2'000'000);
+    const std::string e3 = errorOf([&] { icl::readWeightsFile(bigPath, two); });
+    EXPECT_EQ(e3.rfind(bigPath + ": refused: decompressed entry 't/data.pkl' would need 3.00 MB, over the memory "
+                                 "budget of 2.00 MB",
+                  0),
+        0u)
+        << e3;
+    EXPECT_EQ(two.used(), 0u);
+}
+
+TEST(WeightsFileBudget, ZipEntriesAreChargedBeforeTheyAreInflated)
+{
+    fixtures::ScratchDir dir("weights_budget_zip");
+    // One .npy entry of 2^23 float32 zeros: 32 MiB that deflate to about 32 KB.
+    const uint64_t n = uint64_t(1) << 23;
+    const std::string npy = npyBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (8388608,), }",
+        std::string(size_t(n * 4), '\0'));
+    const std::string path = dir.file("bomb.npz");
+    writeZip(path, { { "w.npy", npy } }); // libzip's default: deflate
+    EXPECT_LT(fs::file_size(path), uint64_t(1) << 20);
+    icl::MemoryBudget budget(path, uint64_t(16) << 20);
+    bool sawHeader = false;
+    const std::string e = errorOf([&] {
+        icl::readWeightsFile(path, budget, [&](const WeightsFile& header) {
+            sawHeader = true;
+            ASSERT_EQ(header.tensors.size(), 1u);
+            EXPECT_EQ(header.tensors[0].name, "w");
+            EXPECT_EQ(header.tensors[0].shape, (std::vector<int64_t> { int64_t(n) }));
+            EXPECT_TRUE(header.tensors[0].data.empty());
+        });
+    });
+    EXPECT_TRUE(sawHeader);
+    EXPECT_TRUE(oneLine(e)) << e;
+    EXPECT_EQ(e.rfind(path + ": refused: its 1 arrays (33.6 MB as float32) would need 33.6 MB, over the memory budget "
+                             "of 16.8 MB",
+                  0),
+        0u)
+        << e;
+    EXPECT_LT(budget.used(), uint64_t(1) << 20) << "only the array's header was inflated";
+
+    // What the header check throws refuses the file before its data is inflated.
+    icl::MemoryBudget large(path, uint64_t(1) << 30);
+    const std::string e2 = errorOf([&] {
+        icl::readWeightsFile(path, large, [](const WeightsFile&) { throw icl::Error("not the model I wanted"); });
+    });
+    EXPECT_EQ(e2, "not the model I wanted");
+    EXPECT_LT(large.used(), uint64_t(1) << 20);
+}
+
+TEST(WeightsFileBudget, SafetensorsHeadersAndTensorsAreCheckedBeforeTheyAreRead)
+{
+    fixtures::ScratchDir dir("weights_budget_st");
+    const std::string path = dir.file("x.safetensors");
+    // __metadata__ nested a million levels deep (2 MB of brackets).
+    const size_t depth = 1'000'000;
+    writeBytes(path, safetensorsBytes("{\"__metadata__\":" + std::string(depth, '[') + std::string(depth, ']') + "}", ""));
+    const std::string e = errorOf([&] { icl::readWeightsFile(path); });
+    EXPECT_EQ(e, path + ": safetensors header: JSON nested deeper than 64 levels");
+
+    // 2^20 float16 values (2 MiB in the file) are 4 MiB of float32, converted through a scratch of 1 MiB: 5 MiB,
+    // refused within 3 MiB before any is read.
+    writeBytes(path,
+        safetensorsBytes(R"({"h":{"dtype":"F16","shape":[1048576],"data_offsets":[0,2097152]}})",
+            std::string(2097152, '\0')));
+    icl::MemoryBudget budget(path, uint64_t(3) << 20);
+    const std::string e2 = errorOf([&] { icl::readWeightsFile(path, budget); });
+    EXPECT_TRUE(oneLine(e2)) << e2;
+    EXPECT_NE(e2.find("refused: its 1 tensors (4.19 MB as float32) would need 5.24 MB"), std::string::npos) << e2;
+    EXPECT_LT(budget.used(), uint64_t(1) << 20);
+}
+
+// Core's messages quote a file's names as they are; the CLI and the GUI print every message through
+// escapeForDisplay (app/cli/display.h, app/gui/shown_text.h), which makes it one line without control characters.
+TEST(WeightsFileBudget, MessagesQuoteTheFilesNamesAndEscapeToOneLine)
+{
+    fixtures::ScratchDir dir("weights_escape");
+    const std::string path = dir.file("x.safetensors");
+    const std::string name = "\x1b[2J\nall good\x9b";
+    writeBytes(path,
+        safetensorsBytes("{\"\\u001b[2J\\nall good\\u009b\":{\"dtype\":\"C64\",\"shape\":[1],\"data_offsets\":[0,8]}}",
+            floatBytes({ 1, 2 })));
+    const std::string e = errorOf([&] { icl::readWeightsFile(path); });
+    EXPECT_NE(e.find("safetensors entry '\x1b[2J\nall good\xc2\x9b' has dtype C64"), std::string::npos) << e;
+    const std::string shownE = icl::escapeForDisplay(e);
+    EXPECT_NE(shownE.find("safetensors entry '\\x1b[2J\\x0aall good\\xc2\\x9b' has dtype C64"), std::string::npos)
+        << shownE;
+    EXPECT_TRUE(oneLine(shownE)) << shownE;
+
+    // A pickled global's name, and a tensor name in a pickle.
+    const std::string g = errorOf([&] {
+        readPickled(dir, pStateDict({ { "w", pGlobal("posix\x1b[31m", "system") } }));
+    });
+    EXPECT_NE(g.find("the global posix\x1b[31m.system"), std::string::npos) << g;
+    EXPECT_NE(icl::escapeForDisplay(g).find("the global posix\\x1b[31m.system"), std::string::npos) << g;
+    const std::string t = errorOf([&] {
+        readPickled(dir, pStateDict({ { name, pTensor("0", 4, 2, { 3 }, { 1 }) } }), { { "0", floatBytes({ 1, 2, 3, 4 }) } });
+    });
+    // (raw bytes in a pickle: the lone 0x9b is not UTF-8)
+    EXPECT_NE(icl::escapeForDisplay(t).find("tensor '\\x1b[2J\\x0aall good\\x9b' (shape [3]"), std::string::npos) << t;
+    EXPECT_TRUE(oneLine(icl::escapeForDisplay(t))) << t;
+}
+
+TEST(WeightsFileBudget, TheFixturesReadWithinASmallBudgetAsBefore)
+{
+    // Every fixture of one model (36 tensors, ~80 KB of float32) reads within 1 MB, with the values of bare.pt.
+    for (const char* file : { "bare.pt", "noncontiguous.pt", "model.safetensors", "model.npz", "model_compressed.npz" }) {
+        icl::MemoryBudget budget(kForeign + file, uint64_t(1) << 20);
+        const WeightsFile f = icl::readWeightsFile(kForeign + file, budget);
+        expectBareTensors(f, "", false);
+        uint64_t floats = 0;
+        for (const NamedArray& t : f.tensors)
+            floats += 4 * t.data.size();
+        EXPECT_GE(budget.used(), floats) << file << ": every float32 value is charged";
+    }
 }

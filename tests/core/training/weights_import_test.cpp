@@ -13,13 +13,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/analysis/icl_curve.h"
 #include "core/analysis/run_loader.h"
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/io/weights_file.h"
 #include "core/training/trainer.h"
+#include "core/io/display_text.h"
 #include "core/training/weights_import.h"
+#include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 
 namespace fs = std::filesystem;
@@ -421,3 +424,238 @@ TEST(WeightsImport, ATrainedLsaRunExportsAndImportsWithItsConfig)
 }
 
 } // namespace
+
+// ---- hostile sizes, nesting and numbers (issue 46) ---------------------------------------------------------
+// Each input is small and crafted here; each is refused in one line before anything it sizes is allocated.
+
+namespace {
+
+bool oneLine(const std::string& m) { return !m.empty() && m.find('\n') == std::string::npos; }
+
+std::string planError(const icl::ImportRequest& r)
+{
+    try {
+        icl::planImport(r);
+    } catch (const icl::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+icl::ImportRequest fileRequest(const std::string& path, std::vector<std::string> sets = bareSets())
+{
+    icl::ImportRequest r = request("", "", std::move(sets));
+    r.source = path;
+    return r;
+}
+
+void writeText(const std::string& path, const std::string& text)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+}
+
+/// A run file whose /config is `config` (one checkpoint holding a 1-element stand-in parameter).
+std::string runFileWithConfig(const std::string& name, const json& config)
+{
+    const std::string path = importScratchPath(name);
+    icl::createExperimentFile(path, config.dump(), true);
+    icl::CheckpointData checkpoint;
+    checkpoint.step = 0;
+    checkpoint.params = {{"read_in.weight", {1}, {0.0f}}};
+    icl::MetricsRow row;
+    row["step"] = 0;
+    row["eval_loss"] = 1.0;
+    icl::commitToExperimentFile(path, {row}, &checkpoint);
+    return path;
+}
+
+} // namespace
+
+TEST(WeightsImportLimits, ALayerIndexPastTheConfigLimitIsRefusedBeforeAnythingIsBuilt)
+{
+    icl::WeightsFile bare = icl::readWeightsFile(kForeign + "bare.pt");
+    for (const std::string index : {"100000000000", "1000", "99999999999999999999999"}) {
+        SCOPED_TRACE(index);
+        std::vector<icl::NamedArray> tensors = bare.tensors;
+        tensors.push_back({"_backbone.h." + index + ".ln_1.weight", {32}, std::vector<float>(32, 1.0f)});
+        const std::string path = importScratchPath("layer_" + index + ".safetensors");
+        icl::writeSafetensors(path, tensors);
+        const std::string e = planError(fileRequest(path));
+        EXPECT_TRUE(oneLine(e)) << e;
+        EXPECT_EQ(e, path + ": tensor _backbone.h." + index + ".ln_1.weight names layer " + index
+                         + ", but a model has at most 1000 layers (model.n_layers)");
+    }
+    // Layer 999 is within the limit: the missing layers 2 … 999 are listed (the first 12 of them).
+    std::vector<icl::NamedArray> tensors = bare.tensors;
+    tensors.push_back({"_backbone.h.999.ln_1.weight", {32}, std::vector<float>(32, 1.0f)});
+    const std::string path = importScratchPath("layer_999.safetensors");
+    icl::writeSafetensors(path, tensors);
+    const std::string e = planError(fileRequest(path));
+    EXPECT_TRUE(oneLine(e)) << e;
+    EXPECT_NE(e.find("n_dims 5, 1000 layers): missing _backbone.h.2.ln_1.weight (expected [32])"), std::string::npos) << e;
+    EXPECT_NE(e.find("more"), std::string::npos) << e;
+    EXPECT_LT(e.size(), 2000u) << "one readable line, not 16000 problems";
+}
+
+TEST(WeightsImportLimits, AnImpliedModelOverTheLimitsOrTheBudgetIsRefusedBeforeItIsBuilt)
+{
+    // 1.3 MB of workbench tensors implying a gpt2 of d_model 65536 (206 GB of parameters).
+    const int64_t D = 65536;
+    const std::vector<icl::NamedArray> wide = {
+        {"read_in.weight", {D, 5}, std::vector<float>(size_t(D) * 5, 0.0f)},
+        {"pos_embed", {1, D}, std::vector<float>(size_t(D), 0.0f)},
+        {"blocks.0.attn.W_Q", {1, D, 1}, std::vector<float>(size_t(D), 0.0f)},
+    };
+    const std::string path = importScratchPath("wide.safetensors");
+    icl::writeSafetensors(path, wide);
+    icl::ImportRequest r = fileRequest(path, {"task.kind=linear_regression"});
+    r.max_memory = uint64_t(64) << 20;
+    const std::string e = planError(r);
+    EXPECT_TRUE(oneLine(e)) << e;
+    EXPECT_EQ(e.rfind(path + ": refused: its model (gpt2, 1 layer, d_model 65536, 1 head, 1 positions, d 5, MLP "
+                             "262144; ",
+                      0),
+              0u)
+        << e;
+    EXPECT_NE(e.find("over the memory budget of 67.1 MB"), std::string::npos) << e;
+
+    // Sizes outside the config limits: d_model 65537.
+    const std::vector<icl::NamedArray> wider = {
+        {"read_in.weight", {D + 1, 1}, std::vector<float>(size_t(D + 1), 0.0f)},
+        {"pos_embed", {1, D + 1}, std::vector<float>(size_t(D + 1), 0.0f)},
+        {"blocks.0.attn.W_Q", {1, D + 1, 1}, std::vector<float>(size_t(D + 1), 0.0f)},
+    };
+    icl::writeSafetensors(path, wider);
+    EXPECT_EQ(planError(fileRequest(path, {"task.kind=linear_regression"})),
+              path + ": the tensors imply model.d_model = 65537 (read_in.weight [65537, 1]), outside the config limits "
+                     "[1, 65536]");
+
+    // The same refusal for a run file whose config describes that model (analyze, eval), before it is built.
+    json config = icl::resolveConfig([] {
+        icl::ConfigRequest c;
+        c.preset = "garg-linear-regression";
+        return c;
+    }());
+    config["model"]["d_model"] = D;
+    config["model"]["n_heads"] = 1;
+    config["model"]["n_layers"] = 1;
+    const std::string run = runFileWithConfig("wide_run.h5", config);
+    const icl::ScopedMemoryLimit limit(uint64_t(64) << 20);
+    const std::string loaded = icl::test::errorOf([&] { icl::loadRun(run, -1); });
+    EXPECT_TRUE(oneLine(loaded)) << loaded;
+    EXPECT_EQ(loaded.rfind(run + ": refused: its model (gpt2, 1 layer, d_model 65536, 1 head, ", 0), 0u) << loaded;
+    EXPECT_NE(loaded.find("over the memory budget of 67.1 MB"), std::string::npos) << loaded;
+    const std::string curve = icl::test::errorOf([&] { icl::computeIclCurve(run, icl::IclCurveOptions{}); });
+    EXPECT_EQ(curve.rfind(run + ": refused: its model (gpt2", 0), 0u) << curve;
+}
+
+TEST(WeightsImportLimits, DeeplyNestedConfigsAreRefused)
+{
+    const size_t depth = 1'000'000;
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    // import --config with JSON nested a million levels deep
+    const std::string jsonConfig = importScratchPath("deep.json");
+    writeText(jsonConfig, "{\"description\": " + deep + "}");
+    icl::ImportRequest r = request("bare.pt", "", bareSets());
+    r.config_file = jsonConfig;
+    EXPECT_EQ(planError(r), jsonConfig + ": JSON nested deeper than 64 levels");
+
+    // a .pt whose pickled workbench config holds it
+    icl::WeightsFile bare = icl::readWeightsFile(kForeign + "bare.pt");
+    const std::string pt = importScratchPath("deep_config.pt");
+    icl::writeTorchZip(pt, bare.tensors, {{"icl_workbench_config", deep}});
+    const std::string e = planError(fileRequest(pt));
+    EXPECT_EQ(e, fs::absolute(pt).lexically_normal().string()
+                     + ": its icl_workbench_config metadata: JSON nested deeper than 64 levels");
+
+    // Garg's config.yaml: beyond yaml-cpp's own guard, and between it and ours
+    for (const size_t levels : {size_t(100000), size_t(100)}) {
+        SCOPED_TRACE(levels);
+        const std::string yaml = importScratchPath("deep.yaml");
+        writeText(yaml, "model:\n  family: " + std::string(levels, '[') + std::string(levels, ']') + "\n");
+        r.config_file = yaml;
+        const std::string y = planError(r);
+        EXPECT_TRUE(oneLine(y)) << y;
+        EXPECT_EQ(y.rfind(yaml + ": ", 0), 0u) << y;
+        EXPECT_TRUE(y.find("nested deeper than 64 levels") != std::string::npos
+                    || y.find("not a readable YAML config") != std::string::npos)
+            << y;
+    }
+    // aliases that make a small file a large tree
+    const std::string laughs = importScratchPath("laughs.yaml");
+    std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+    for (int i = 1; i < 9; ++i)
+        text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + std::string("*a") + std::to_string(i - 1)
+                + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1)
+                + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1)
+                + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1) + ", *a" + std::to_string(i - 1)
+                + "]\n";
+    writeText(laughs, text);
+    r.config_file = laughs;
+    EXPECT_EQ(planError(r), laughs + ": YAML of more than 100000 nodes (counting each alias at every use), more than "
+                                     "a config holds");
+}
+
+TEST(WeightsImportLimits, NumbersFromFilesAreParsedWithRangesAndQuotedAsWritten)
+{
+    // A folder with a step past int64 in a file name.
+    const std::string folder = importScratchPath("big_step");
+    fs::create_directories(folder);
+    fs::copy_file(kForeign + "bare.pt", folder + "/model_99999999999999999999.pt");
+    EXPECT_EQ(planError(fileRequest(folder)),
+              folder + "/model_99999999999999999999.pt: the step 99999999999999999999 in its name is out of range (a run "
+                       "has at most 1099511627776 steps, training.steps)");
+
+    // YAML integers that overflow, or whose double would: quoted as written.
+    const std::string yaml = importScratchPath("big.yaml");
+    icl::ImportRequest r = request("bare.pt", "", {"model.n_heads=4", "task.kind=linear_regression"});
+    r.config_file = yaml;
+    writeText(yaml, "model:\n  n_positions: 9223372036854775807\n");
+    EXPECT_EQ(planError(r), yaml + ": model.n_positions: expected an integer in [0, 524288], got 9223372036854775807");
+    writeText(yaml, "model:\n  n_layer: 99999999999999999999\n");
+    EXPECT_EQ(planError(r), yaml + ": model.n_layer: expected an integer in [1, 1000], got 99999999999999999999");
+    writeText(yaml, "training:\n  learning_rate: 1e999\n");
+    EXPECT_EQ(planError(r), yaml + ": training.learning_rate: expected a finite number, got 1e999");
+    writeText(yaml, "model:\n  n_embd: \"\\e[2J32\"\n");
+    EXPECT_EQ(planError(r), yaml + ": model.n_embd: expected an integer in [1, 65536], got \x1b[2J32");
+    // Garg's own config.yaml still reads (the run folder imports: GargRunFolderBecomesACheckpointTimeline…).
+    r.config_file = kForeign + "garg_run/config.yaml";
+    EXPECT_EQ(planError(r), "");
+}
+
+// Messages quote names raw; the CLI and the GUI print them through escapeForDisplay, as one line.
+TEST(WeightsImportLimits, MessagesQuoteTheFilesNamesAndEscapeToOneLine)
+{
+    icl::WeightsFile bare = icl::readWeightsFile(kForeign + "bare.pt");
+    std::vector<icl::NamedArray> tensors = bare.tensors;
+    tensors.push_back({"evil\x1b[31m\nicl-cli: all good", {1}, {1.0f}});
+    const std::string path = importScratchPath("evil_name.safetensors");
+    icl::writeSafetensors(path, tensors);
+    const std::string e = icl::escapeForDisplay(planError(fileRequest(path)));
+    EXPECT_TRUE(oneLine(e)) << e;
+    EXPECT_NE(e.find("unexpected evil\\x1b[31m\\x0aicl-cli: all good [1]"), std::string::npos) << e;
+    EXPECT_EQ(e.find('\x1b'), std::string::npos) << e;
+}
+
+TEST(WeightsImportLimits, TheFixturesImportWithinASmallBudget)
+{
+    // Garg's run folder (3 checkpoints), safetensors and npz under 64 MB: the budget counts what they need.
+    const std::string out = importScratchPath("small_budget.h5");
+    icl::ImportRequest folder = request("garg_run", out, {"eval.n_prompts=200", "eval.bootstrap=10"});
+    folder.max_memory = uint64_t(64) << 20;
+    const icl::ImportResult result = icl::importWeights(folder);
+    EXPECT_EQ(result.steps, (std::vector<int64_t>{100, 200, 300}));
+    for (const char* file : {"model.safetensors", "model.npz"}) {
+        icl::ImportRequest r = request(file, "", bareSets());
+        r.max_memory = uint64_t(64) << 20;
+        EXPECT_EQ(planError(r), "") << file;
+    }
+    // and a budget too small for them is one line naming the file
+    icl::ImportRequest tiny = request("bare.pt", "", bareSets());
+    tiny.max_memory = 1000;
+    const std::string e = planError(tiny);
+    EXPECT_TRUE(oneLine(e)) << e;
+    EXPECT_EQ(e.rfind(kForeign + "bare.pt: refused: ", 0), 0u) << e;
+    EXPECT_NE(e.find("over the memory budget of 1.00 KB"), std::string::npos) << e;
+}
