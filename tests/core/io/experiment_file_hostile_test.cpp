@@ -265,12 +265,19 @@ TEST(HostileExperimentFile, AShapeWhoseByteSizeOverflowsIsRefused)
 
 TEST(HostileExperimentFile, AMetricSeriesOfTheWrongRankOrTypeIsRefused)
 {
+    // With a digest attribute, as a forger writes one, so that the reader reaches the values.
+    auto withDigest = [](hid_t g, hid_t type, const std::vector<hsize_t>& dims) {
+        replaceDataset(g, "eval_loss", type, dims);
+        const hid_t d = H5Dopen2(g, "eval_loss", H5P_DEFAULT);
+        fixedStringAttr(d, "sha256", std::string(64, 'a'));
+        H5Dclose(d);
+    };
     const std::string path = validRun("hostile_series_rank.h5");
-    editObject(path, "/metrics", [](hid_t g) { replaceDataset(g, "eval_loss", H5T_IEEE_F64LE, {2, 3}); }, false);
+    editObject(path, "/metrics", [&](hid_t g) { withDigest(g, H5T_IEEE_F64LE, {2, 3}); }, false);
     expectRefusedAtOpen(path, path + ": damaged: /metrics/eval_loss (is 2-dimensional, expected 1-dimensional)");
 
     const std::string ints = validRun("hostile_series_type.h5");
-    editObject(ints, "/metrics", [](hid_t g) { replaceDataset(g, "eval_loss", H5T_STD_I64LE, {2}); }, false);
+    editObject(ints, "/metrics", [&](hid_t g) { withDigest(g, H5T_STD_I64LE, {2}); }, false);
     expectRefusedAtOpen(ints,
                         ints + ": damaged: /metrics/eval_loss (holds integers, expected floating-point numbers)");
 }
