@@ -1259,6 +1259,7 @@ std::string recoverExperimentFile(const std::string& path, bool accept_damaged)
         if (!fs::exists(path, ec))
             throw Error(path + ": no such file");
         journal::WriterLock writer(path, [&] { checkRollBack(path, accept_damaged); });
+        (void)readRunSummaryLocked(path);  // an experiment file (another program's HDF5 file is not trimmed)
         const uint64_t cut = writer.trimPastEndOfAllocation();
         std::string done = writer.recovery();
         if (cut > 0)

@@ -71,7 +71,8 @@ CheckpointData readCheckpoint(const std::string& path, int64_t step);
 /// only open) and then rolls it back, removes an incomplete journal, and cuts bytes a killed commit wrote past
 /// the end of the file's data. Returns one line saying what was done ("RUN.h5: nothing to recover (no
 /// interrupted commit)"). Throws icl::Error (one line) for a journal that is not this file's or would restore a
-/// damaged file; the file and journal are then untouched. Used by `icl-cli recover`.
+/// damaged file, and for a file that is not an experiment file; the file and journal are then untouched. Used by
+/// `icl-cli recover`.
 std::string recoverExperimentFile(const std::string& path, bool accept_damaged = false);
 
 /// Result of verifyExperimentFile.

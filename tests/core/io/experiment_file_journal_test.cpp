@@ -414,6 +414,18 @@ TEST(ExperimentFileJournal, ACommitKilledBeforeItsJournalLeavesBytesTheWriterCut
     EXPECT_EQ(bytesOf(path), before);
 }
 
+TEST(ExperimentFileJournal, RecoverLeavesAFileThatIsNotAnExperimentFileAlone)
+{
+    // Another program's HDF5 file with bytes past its end of allocation, which recover would cut from a run.
+    const std::string path = icl::test::freshScratchFile("journal_foreign.h5");
+    H5Fclose(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    { std::ofstream(path, std::ios::binary | std::ios::app) << std::string(5000, 'x'); }
+    const Snapshot before = snapshot(path);
+    EXPECT_EQ(icl::test::errorOf([&] { icl::recoverExperimentFile(path); }),
+              path + ": not an ICL Workbench experiment file (no 'format' attribute)");
+    EXPECT_TRUE(snapshot(path) == before);
+}
+
 TEST(ExperimentFileJournal, ForgedJournalsAreRefusedAndLeaveTheFileByteIdentical)
 {
     const std::string path = validRun("journal_forged.h5");
