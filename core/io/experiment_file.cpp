@@ -553,11 +553,6 @@ bool syncFile(const std::string& path)
     return ok;
 }
 
-// In-place commit (core/io/hdf5_journal.h): HDF5 edits the file through the journaled driver, which writes
-// new data past the file's old end and holds back every change to existing bytes until the edit is closed;
-// then the changed pages are journaled, overwritten and the journal deleted. Cost: what the commit writes
-// (plus the pages it changes, twice), never a copy of the file. Whatever fails, what the commit created is
-// removed and the file is its previous commit.
 // Writes the root's commit generation in place (the attribute keeps its place in the root's object header, so
 // the page holding it is among those every commit journals).
 void writeGeneration(hid_t root, uint64_t generation)
@@ -592,6 +587,11 @@ void advanceGeneration(hid_t root, const std::string& path, journal::Commit& com
 // `acceptDamaged`, verify clean, so a journal crafted to restore garbage is never applied.
 void checkRollBack(const std::string& path, bool acceptDamaged);
 
+// In-place commit (core/io/hdf5_journal.h): HDF5 edits the file through the journaled driver, which writes
+// new data past the file's old end and holds back every change to existing bytes until the edit is closed;
+// then the changed pages are journaled, overwritten and the journal deleted. Cost: what the commit writes
+// (plus the pages it changes, twice), never a copy of the file. Whatever fails, what the commit created is
+// removed and the file is its previous commit.
 template <typename Edit>
 void commitInPlace(const std::string& path, Edit&& edit)
 {

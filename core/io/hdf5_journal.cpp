@@ -218,7 +218,8 @@ Leftover inspect(const std::string& path, int fd, Policy policy)
     if (size > bound)
         throw Error(refusal(path, "is larger than a journal of this file can be (" + formatBytes(size) + ", at most "
                                       + formatBytes(bound) + " for a file of " + formatBytes(fileSize) + ")"));
-    MemoryBudget(path).charge(size, j);  // the file's own size bounds it; the budget bounds that
+    // The file's own size bounds it; the budget bounds that (its bytes, and the saved pages kept from them).
+    MemoryBudget(path).charge(checked::mul(size, 2, j), j);
     std::string content(static_cast<size_t>(size), '\0');
     size_t got = 0;
     while (got < content.size()) {
@@ -244,9 +245,8 @@ Leftover inspect(const std::string& path, int fd, Policy policy)
     out.kind = Leftover::Kind::incomplete;
     if (content.size() < header + kDigestBytes || (content.size() - header - kDigestBytes) % record != 0)
         return out;
-    const std::string body = content.substr(0, content.size() - kDigestBytes);
     out.digest = content.substr(content.size() - kDigestBytes);
-    if (checksums::Sha256().bytes(body.data(), body.size()).hex() != out.digest)
+    if (checksums::Sha256().bytes(content.data(), content.size() - kDigestBytes).hex() != out.digest)
         return out;
     const uint64_t count = getU64(content, v2 ? 32 : 24);
     if (count != (content.size() - header - kDigestBytes) / record)
