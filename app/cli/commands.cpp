@@ -379,6 +379,12 @@ int runVerify(const std::string& path, bool asJson)
     return 0;
 }
 
+int runRecover(const std::string& path, bool accept_damaged)
+{
+    std::cout << recoverExperimentFile(path, accept_damaged) << "\n";
+    return 0;
+}
+
 namespace {
 
 IclCurve iclCurveWithProgress(const std::string& path, int64_t checkpoint, int64_t prompts, uint64_t seed,

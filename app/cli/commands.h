@@ -45,6 +45,10 @@ int runInfo(const std::string& path, bool json);
 /// icl-cli verify RUN.h5: reads every object and checks its checksum; lists each damaged object, exits 1 if any.
 int runVerify(const std::string& path, bool json);
 
+/// icl-cli recover RUN.h5 [--accept-damaged]: rolls back what an interrupted commit left (recoverExperimentFile)
+/// and prints what was done in one line.
+int runRecover(const std::string& path, bool accept_damaged);
+
 /// icl-cli import SRC --out RUN.h5: a foreign checkpoint (file or Garg et al.'s run folder) → an experiment file.
 struct ImportArgs {
     ImportRequest request;  ///< source, --out, --config, --set, --force, --threads and --max-memory, bound straight from the options

@@ -166,6 +166,13 @@ int main(int argc, char** argv)
     auto* verify = app.add_subcommand("verify", "check every object of an experiment file against its checksum");
     addExperimentFile(verify, verifyPath);
     addJsonFlag(verify, json);
+    std::string recoverPath;
+    bool acceptDamaged = false;
+    auto* recover = app.add_subcommand("recover", "roll back a commit that was interrupted (RUN.h5.journal), as "
+                                                  "the next train --resume would");
+    addExperimentFile(recover, recoverPath);
+    recover->add_flag("--accept-damaged", acceptDamaged,
+                      "roll back even if the file it restores has damaged objects");
 
     EvalArgs eval;
     auto* e = app.add_subcommand("eval", "ICL error vs number of in-context examples, model and baselines");
@@ -423,6 +430,8 @@ int main(int argc, char** argv)
             return runInfo(infoPath, json);
         if (*verify)
             return runVerify(verifyPath, json);
+        if (*recover)
+            return runRecover(recoverPath, acceptDamaged);
         if (*e)
             return runEval(eval);
         if (*x)

@@ -15,6 +15,7 @@
 #include "core/analysis/run_loader.h"
 #include "core/error.h"
 #include "core/io/checksums.h"
+#include "core/io/experiment_file.h"
 #include "core/io/hdf5_journal.h"
 #include "core/models/capture.h"
 #include "core/models/gpt2.h"
@@ -276,8 +277,14 @@ CaptureResult captureActivations(const std::string& path, const CaptureOptions& 
     const std::string tmp = result.file + ".capture.tmp";
     fs::remove(tmp, ec);
     if (!separate) {
-        // Commits write in place: copy under the readers' lock, so the copy is never of a commit half done.
-        journal::ReadLock lock(path);
+        // This writes the run file: first what an interrupted commit left is rolled back, as a commit would
+        // (only a writer applies a journal). Commits write in place: copy under the readers' lock, so the copy
+        // is never of a commit half done, nor of a file with a journal beside it.
+        (void)recoverExperimentFile(path);
+        journal::ReadView view(path);
+        if (view.overlaid())
+            throw Error(path + ": an interrupted commit left " + journal::journalPath(path) + "; run `icl-cli recover "
+                        + path + "` and capture again");
         fs::copy_file(path, tmp, fs::copy_options::overwrite_existing, ec);
         if (ec)
             throw Error(path + ": cannot copy to " + tmp + " (" + ec.message() + ")");

@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 
 #include "core/error.h"
+#include "core/io/hdf5_read.h"
 
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the checksum encoding hashes float arrays in memory order, which must be little-endian"
@@ -14,6 +15,9 @@
 namespace icl::checksums {
 
 namespace {
+
+// Most elements of one numeric attribute hashed by attributeDigest (512 KiB as doubles).
+constexpr hssize_t kMaxHashedElements = 1 << 16;
 
 EVP_MD_CTX* ctx(void* p)
 {
@@ -133,36 +137,7 @@ void writeStringAttribute(hid_t obj, const std::string& name, const std::string&
 
 std::string readStringAttribute(hid_t obj, const std::string& name)
 {
-    Closer attr{H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose};
-    if (attr.id < 0)
-        throw Error("unreadable attribute " + name);
-    Closer fileType{H5Aget_type(attr.id), H5Tclose};
-    if (fileType.id < 0 || H5Tget_class(fileType.id) != H5T_STRING)
-        throw Error("attribute " + name + " is not a string");
-    if (H5Tis_variable_str(fileType.id) > 0) {
-        Closer memType{H5Tcopy(H5T_C_S1), H5Tclose};
-        H5Tset_size(memType.id, H5T_VARIABLE);
-        H5Tset_cset(memType.id, H5Tget_cset(fileType.id));
-        Closer space{H5Aget_space(attr.id), H5Sclose};
-        if (H5Sget_simple_extent_npoints(space.id) != 1)
-            throw Error("attribute " + name + " is not a single string");
-        char* data = nullptr;
-        if (H5Aread(attr.id, memType.id, &data) < 0)
-            throw Error("unreadable attribute " + name);
-        std::string out = data ? data : "";
-        H5Dvlen_reclaim(memType.id, space.id, H5P_DEFAULT, &data);
-        return out;
-    }
-    const size_t size = H5Tget_size(fileType.id);
-    Closer space{H5Aget_space(attr.id), H5Sclose};
-    if (size == 0 || size > (size_t(1) << 30) || H5Sget_simple_extent_npoints(space.id) != 1)
-        throw Error("unreadable attribute " + name);
-    std::string buf(size, '\0');
-    Closer memType{H5Tcopy(fileType.id), H5Tclose};
-    if (H5Aread(attr.id, memType.id, buf.data()) < 0)
-        throw Error("unreadable attribute " + name);
-    buf.erase(std::find(buf.begin(), buf.end(), '\0'), buf.end());
-    return buf;
+    return h5read::stringAttribute(obj, name, h5read::kMaxStringBytes);
 }
 
 std::string attributeDigest(hid_t obj)
@@ -189,8 +164,10 @@ std::string attributeDigest(hid_t obj)
             throw Error("unreadable attribute " + name);
         Closer type{H5Aget_type(attr.id), H5Tclose};
         Closer space{H5Aget_space(attr.id), H5Sclose};
+        // The workbench's own numeric attributes are scalars; an array is hashed only when small (the element
+        // count is HDF5's product of the declared dims, checked before anything is allocated).
         const hssize_t n = space.id < 0 ? -1 : H5Sget_simple_extent_npoints(space.id);
-        if (type.id < 0 || n < 0 || n > (1 << 24))
+        if (type.id < 0 || n < 0 || n > kMaxHashedElements)
             throw Error("unreadable attribute " + name);
         switch (H5Tget_class(type.id)) {
         case H5T_STRING:
@@ -239,6 +216,18 @@ void seal(hid_t obj)
 
 void writeDigest(hid_t obj, const std::string& digest)
 {
+    if (H5Aexists(obj, kDigestAttr) > 0) {
+        // In place when the stored one has the same type (every commit seals the root again).
+        Closer attr{H5Aopen(obj, kDigestAttr, H5P_DEFAULT), H5Aclose};
+        Closer type{attr.id < 0 ? -1 : H5Aget_type(attr.id), H5Tclose};
+        Closer space{attr.id < 0 ? -1 : H5Aget_space(attr.id), H5Sclose};
+        if (type.id >= 0 && space.id >= 0 && H5Tget_class(type.id) == H5T_STRING && H5Tis_variable_str(type.id) == 0
+            && H5Tget_size(type.id) == digest.size() && H5Sget_simple_extent_type(space.id) == H5S_SCALAR) {
+            if (H5Awrite(attr.id, type.id, digest.data()) < 0)
+                throw Error("cannot write attribute sha256");
+            return;
+        }
+    }
     if (H5Aexists(obj, kDigestAttr) > 0)
         H5Adelete(obj, kDigestAttr);
     // Fixed-length, so the digest lives in the object header (itself checksummed by HDF5).

@@ -68,7 +68,8 @@ void writeDigest(hid_t obj, const std::string& digest);
 /// has no checksum and whose damage can crash HDF5 itself, so format version 2 writes none.
 void writeStringAttribute(hid_t obj, const std::string& name, const std::string& value);
 
-/// Reads a string attribute (fixed-length or variable-length). Throws icl::Error when unreadable.
+/// Reads a string attribute (fixed-length or variable-length): one string of at most 256 MiB, checked before it
+/// is read (h5read::stringAttribute). Throws icl::Error when unreadable, an array, not a string or too long.
 std::string readStringAttribute(hid_t obj, const std::string& name);
 
 } // namespace icl::checksums

@@ -20,9 +20,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/io/bounded_json.h"
 #include "core/io/checksums.h"
 #include "core/io/config.h"
 #include "core/io/hdf5_journal.h"
+#include "core/io/hdf5_read.h"
+#include "core/io/memory_budget.h"
 #include "core/version.h"
 
 namespace fs = std::filesystem;
@@ -141,46 +144,6 @@ bool hasAttr(hid_t obj, const std::string& name)
     return H5Aexists(obj, name.c_str()) > 0;
 }
 
-std::string readStringAttr(hid_t obj, const std::string& name, const std::string& where)
-{
-    if (!hasAttr(obj, name))
-        throw Error(where + ": attribute '" + name + "' is missing");
-    Hid attr = check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, where + ": cannot open attribute " + name);
-    Hid fileType = check(H5Aget_type(attr.get()), H5Tclose, "H5Aget_type");
-    if (H5Tget_class(fileType.get()) != H5T_STRING)
-        throw Error(where + ": attribute '" + name + "' is not a string");
-    if (H5Tis_variable_str(fileType.get()) > 0) {
-        Hid memType = check(H5Tcopy(H5T_C_S1), H5Tclose, "H5Tcopy");
-        H5Tset_size(memType.get(), H5T_VARIABLE);
-        H5Tset_cset(memType.get(), H5Tget_cset(fileType.get()));
-        char* data = nullptr;
-        checkStatus(H5Aread(attr.get(), memType.get(), &data), where + ": cannot read attribute " + name);
-        std::string out = data ? data : "";
-        Hid space = check(H5Aget_space(attr.get()), H5Sclose, "H5Aget_space");
-        H5Dvlen_reclaim(memType.get(), space.get(), H5P_DEFAULT, &data);
-        return out;
-    }
-    const size_t size = H5Tget_size(fileType.get());
-    if (size == 0 || size > (size_t(1) << 30))
-        throw Error(where + ": attribute '" + name + "' has an implausible size");
-    std::string buf(size, '\0');
-    Hid memType = check(H5Tcopy(fileType.get()), H5Tclose, "H5Tcopy");
-    checkStatus(H5Aread(attr.get(), memType.get(), buf.data()), where + ": cannot read attribute " + name);
-    buf.erase(std::find(buf.begin(), buf.end(), '\0'), buf.end());
-    return buf;
-}
-
-double readNumberAttr(hid_t obj, const std::string& name, const std::string& where)
-{
-    if (!hasAttr(obj, name))
-        throw Error(where + ": attribute '" + name + "' is missing");
-    Hid attr = check(H5Aopen(obj, name.c_str(), H5P_DEFAULT), H5Aclose, where + ": cannot open attribute " + name);
-    double v = 0;
-    checkStatus(H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v), where + ": attribute '" + name + "' is not a number");
-    return v;
-}
-
-
 // The one-line message of every damaged object: "RUN.h5: damaged: /checkpoints/000000100 (checksum mismatch)".
 std::string damaged(const std::string& path, const std::string& object, const std::string& why)
 {
@@ -191,6 +154,45 @@ std::string damaged(const std::string& path, const std::string& object, const st
 struct DamagedError : Error {
     using Error::Error;
 };
+
+// A string attribute of the object at `object`, read after its checks (core/io/hdf5_read.h): anything wrong with it
+// is damage of that object ("RUN.h5: damaged: / (attribute 'format' holds 4000 values, expected one string)"); a
+// memory-budget refusal passes on as it is.
+std::string stringAttr(hid_t obj, const std::string& name, const std::string& path, const std::string& object,
+                       MemoryBudget* budget = nullptr, uint64_t max_bytes = h5read::kMaxStringBytes)
+{
+    try {
+        return h5read::stringAttribute(obj, name, max_bytes, budget);
+    } catch (const h5read::OverBudget&) {
+        throw;
+    } catch (const Error& e) {
+        throw DamagedError(damaged(path, object, e.what()));
+    }
+}
+
+// One number (integer or float class, one element) of the object at `object`; anything wrong is its damage.
+double numberAttr(hid_t obj, const std::string& name, const std::string& path, const std::string& object)
+{
+    try {
+        return h5read::numberAttribute(obj, name);
+    } catch (const Error& e) {
+        throw DamagedError(damaged(path, object, e.what()));
+    }
+}
+
+// JSON held in an attribute of the object at `object`, parsed with the nesting limit (core/io/bounded_json.h).
+nlohmann::json jsonAttr(const std::string& text, const std::string& path, const std::string& object)
+{
+    static const std::string source = "JSON";
+    try {
+        return parseBoundedJson(text, source);
+    } catch (const Error& e) {
+        std::string why = e.what();
+        if (why.rfind(source + ": ", 0) == 0)
+            why = why.substr(source.size() + 2);
+        throw DamagedError(damaged(path, object, why));
+    }
+}
 
 // Names of the links in `group` (the object at `object`); unreadable link storage is damage.
 std::vector<std::string> childNames(hid_t group, const std::string& path, const std::string& object)
@@ -310,42 +312,50 @@ struct Manifest {
     std::set<std::string> seen;
 };
 
-// Reads every float dataset below `group` (recursively) as NamedArrays with '/'-joined names, checking
-// each against the manifest entry keyPrefix + name. `object` is the group's path in the file.
-void readArrays(hid_t group, const std::string& prefix, std::vector<NamedArray>& out, const std::string& path,
-                const std::string& object, const std::string& keyPrefix, Manifest& manifest)
+// Deepest nesting of groups a reader follows below a group it reads (checkpoint names hold a few '/' at most):
+// a hostile file cannot make the recursive walks below overflow the stack.
+constexpr int kMaxGroupDepth = 32;
+
+// Reads a dataset through the checked helper; a wrong type, rank or shape is damage of `where`, the budget's
+// refusal passes on as it is.
+template <typename Read>
+auto checkedRead(const std::string& path, const std::string& where, Read&& read)
 {
-    for (const auto& name : childNames(group, path, object + (prefix.empty() ? "" : "/" + prefix))) {
+    try {
+        return read();
+    } catch (const h5read::OverBudget&) {
+        throw;
+    } catch (const Error& e) {
+        throw DamagedError(damaged(path, where, e.what()));
+    }
+}
+
+// Reads every float dataset below `group` (recursively) as NamedArrays with '/'-joined names, checking
+// each against the manifest entry keyPrefix + name. `object` is the group's path in the file. Each array's
+// bytes are charged to `budget` before they are read.
+void readArrays(hid_t group, const std::string& prefix, std::vector<NamedArray>& out, const std::string& path,
+                const std::string& object, const std::string& keyPrefix, Manifest& manifest, MemoryBudget& budget,
+                int depth = 0)
+{
+    const std::string here = object + (prefix.empty() ? "" : "/" + prefix);
+    if (depth > kMaxGroupDepth)
+        throw DamagedError(damaged(path, here, "groups nested deeper than " + std::to_string(kMaxGroupDepth)));
+    for (const auto& name : childNames(group, path, here)) {
         const std::string full = prefix.empty() ? name : prefix + "/" + name;
         const std::string where = object + "/" + full;
         if (groupAt(group, name, path, where)) {
             Hid g(H5Gopen2(group, name.c_str(), H5P_DEFAULT), H5Gclose);
             if (!g.valid())
                 throw DamagedError(damaged(path, where, "unreadable"));
-            readArrays(g.get(), full, out, path, object, keyPrefix, manifest);
+            readArrays(g.get(), full, out, path, object, keyPrefix, manifest, budget, depth + 1);
             continue;
         }
         Hid ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose);
         if (!ds.valid())
             throw DamagedError(damaged(path, where, "unreadable"));
-        Hid space = check(H5Dget_space(ds.get()), H5Sclose, damaged(path, where, "unreadable"));
-        const int rank = H5Sget_simple_extent_ndims(space.get());
-        if (rank < 0 || rank > 32)
-            throw DamagedError(damaged(path, where, "unreadable shape"));
-        std::vector<hsize_t> dims(static_cast<size_t>(rank));
-        H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
         NamedArray a;
         a.name = full;
-        size_t count = 1;
-        for (auto v : dims) {
-            a.shape.push_back(static_cast<int64_t>(v));
-            count *= v;
-        }
-        if (count > (size_t(1) << 34))
-            throw DamagedError(damaged(path, where, "implausible shape"));
-        a.data.resize(count);
-        if (count && H5Dread(ds.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, a.data.data()) < 0)
-            throw DamagedError(damaged(path, where, "unreadable"));
+        a.data = checkedRead(path, where, [&] { return h5read::floatArray(ds.get(), a.shape, budget, where); });
         if (manifest.digests) {
             const std::string key = keyPrefix + full;
             auto it = manifest.digests->find(key);
@@ -371,29 +381,25 @@ void checkComplete(const Manifest& manifest, const std::string& keyPrefix, const
 }
 
 // Reads every 1-D dataset below `group` (recursively) as double series, checking each series' own
-// digest (`required`: a series without one is damaged).
+// digest (`required`: a series without one is damaged). A series of another rank or type is damage.
 void readSeries(hid_t group, const std::string& prefix, std::map<std::string, std::vector<double>>& out,
-                const std::string& path, bool required)
+                const std::string& path, bool required, MemoryBudget& budget, int depth = 0)
 {
-    for (const auto& name : childNames(group, path, "/metrics" + (prefix.empty() ? "" : "/" + prefix))) {
+    const std::string here = "/metrics" + (prefix.empty() ? "" : "/" + prefix);
+    if (depth > kMaxGroupDepth)
+        throw DamagedError(damaged(path, here, "groups nested deeper than " + std::to_string(kMaxGroupDepth)));
+    for (const auto& name : childNames(group, path, here)) {
         const std::string full = prefix.empty() ? name : prefix + "/" + name;
         const std::string where = "/metrics/" + full;
         if (groupAt(group, name, path, where)) {
             Hid g(H5Gopen2(group, name.c_str(), H5P_DEFAULT), H5Gclose);
             if (!g.valid())
                 throw DamagedError(damaged(path, where, "unreadable"));
-            readSeries(g.get(), full, out, path, required);
+            readSeries(g.get(), full, out, path, required, budget, depth + 1);
             continue;
         }
         Hid ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose);
         if (!ds.valid())
-            throw DamagedError(damaged(path, where, "unreadable"));
-        Hid space = check(H5Dget_space(ds.get()), H5Sclose, damaged(path, where, "unreadable"));
-        const hssize_t n = H5Sget_simple_extent_npoints(space.get());
-        if (n < 0 || n > (hssize_t(1) << 32))
-            throw DamagedError(damaged(path, where, "unreadable shape"));
-        std::vector<double> v(static_cast<size_t>(n));
-        if (n > 0 && H5Dread(ds.get(), H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
             throw DamagedError(damaged(path, where, "unreadable"));
         std::string stored;
         try {
@@ -401,8 +407,11 @@ void readSeries(hid_t group, const std::string& prefix, std::map<std::string, st
         } catch (const Error& e) {
             throw DamagedError(damaged(path, where, e.what()));
         }
-        if (stored.empty() ? required : stored != cks::seriesDigest(full, v))
-            throw DamagedError(damaged(path, where, stored.empty() ? "no checksum" : "checksum mismatch"));
+        if (stored.empty() && required)  // before its values are read: a series nobody wrote is not read
+            throw DamagedError(damaged(path, where, "no checksum"));
+        std::vector<double> v = checkedRead(path, where, [&] { return h5read::doubleSeries(ds.get(), budget, where); });
+        if (!stored.empty() && stored != cks::seriesDigest(full, v))
+            throw DamagedError(damaged(path, where, "checksum mismatch"));
         out[full] = std::move(v);
     }
 }
@@ -416,16 +425,50 @@ Hid writeAccess()
     return fapl;
 }
 
-// An opened experiment file with its format version.
+// Which journals the opens of this thread accept: readers refuse an earlier build's journal with the repair
+// command; the writer's own checks before it rolls one back accept it (WriterJournals).
+thread_local journal::Policy t_journalPolicy = journal::Policy::reader;
+
+// While alive, opens on this thread are the writer's (a commit or `recover` checking a leftover journal).
+struct WriterJournals {
+    journal::Policy saved = t_journalPolicy;
+    WriterJournals() { t_journalPolicy = journal::Policy::writer; }
+    ~WriterJournals() { t_journalPolicy = saved; }
+    WriterJournals(const WriterJournals&) = delete;
+    WriterJournals& operator=(const WriterJournals&) = delete;
+};
+
+// An opened experiment file with its format version. Read-only: the file is never opened for writing here.
 struct OpenFile {
-    std::unique_ptr<journal::ReadLock> lock;  // released after the file is closed (declared first)
+    std::unique_ptr<journal::ReadView> view;  // released after the file is closed (declared first)
     Hid file;
     int version = 0;
+    std::unique_ptr<MemoryBudget> budget;     // what this open may allocate on the file's say-so
     bool checksums() const { return version >= 2; }
 };
 
-// Format check, version check and the root's seal.
-OpenFile openFile(const std::string& path, unsigned flags)
+// The root's file id and commit generation (docs/file-format.md); absent in files of earlier builds.
+journal::Binding readBinding(hid_t root, const std::string& path)
+{
+    journal::Binding b;
+    if (attrPresent(root, "file_id", path, "/")) {
+        b.file_id = stringAttr(root, "file_id", path, "/", nullptr, h5read::kShortStringBytes);
+        if (b.file_id.size() != 32 || b.file_id.find_first_not_of("0123456789abcdef") != std::string::npos)
+            throw DamagedError(damaged(path, "/", "attribute 'file_id' is not 32 hex digits"));
+    }
+    if (attrPresent(root, "generation", path, "/")) {
+        try {
+            b.generation = h5read::unsignedAttribute(root, "generation");
+        } catch (const Error& e) {
+            throw DamagedError(damaged(path, "/", e.what()));
+        }
+    }
+    return b;
+}
+
+// Format check, version check and the root's seal; with a journal left beside the file, the file as it was
+// before that commit, which must carry the journal's file id and generation.
+OpenFile openFile(const std::string& path)
 {
     quietHdf5();
     std::error_code ec;
@@ -434,42 +477,55 @@ OpenFile openFile(const std::string& path, unsigned flags)
     if (fs::is_directory(path, ec))
         throw Error(path + ": is a directory, not an experiment file");
     OpenFile out;
-    // Waits while a commit overwrites pages in place; rolls back one that a killed process left half done.
-    out.lock = std::make_unique<journal::ReadLock>(path);
-    if (H5Fis_hdf5(path.c_str()) <= 0)
+    out.budget = std::make_unique<MemoryBudget>(path);
+    // Waits while a commit overwrites pages in place; overlays what a killed commit left (never writes).
+    out.view = std::make_unique<journal::ReadView>(path, t_journalPolicy);
+    const bool overlaid = out.view->overlaid();
+    if (!overlaid && H5Fis_hdf5(path.c_str()) <= 0)
         throw Error(path + ": not an ICL Workbench experiment file (not HDF5, or damaged/truncated)");
-    Hid fapl = writeAccess();
-    out.file = Hid(H5Fopen(path.c_str(), flags, flags == H5F_ACC_RDONLY ? H5P_DEFAULT : fapl.get()), H5Fclose);
-    if (!out.file.valid())
-        throw Error(path + ": cannot open (damaged or truncated HDF5 file)");
-    hid_t f = out.file.get();
-    std::string format;
     try {
-        format = readStringAttr(f, "format", path);
-    } catch (const Error&) {
-        if (hasAttr(f, "format"))
-            throw Error(damaged(path, "/", "unreadable 'format' attribute"));
-        throw Error(path + ": not an ICL Workbench experiment file (no 'format' attribute)");
+        Hid fapl = check(out.view->fileAccess(), H5Pclose, "H5Pcreate");
+        out.file = Hid(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+        if (!out.file.valid())
+            throw Error(path + ": cannot open (damaged or truncated HDF5 file)");
+        hid_t f = out.file.get();
+        if (!attrPresent(f, "format", path, "/"))
+            throw Error(path + ": not an ICL Workbench experiment file (no 'format' attribute)");
+        const std::string format = stringAttr(f, "format", path, "/", nullptr, h5read::kShortStringBytes);
+        if (format != kFileFormat) {
+            std::string shown;
+            for (unsigned char ch : format.substr(0, 40))
+                shown.push_back(ch >= 0x20 && ch < 0x7f ? char(ch) : '?');
+            throw Error(path + ": not an ICL Workbench experiment file (format is \"" + shown + "\", expected \""
+                        + kFileFormat + "\")");
+        }
+        const double version = numberAttr(f, "format_version", path, "/");
+        if (!(version >= kOldestFileFormatVersion && version <= kFileFormatVersion) || version != std::floor(version)) {
+            char shown[32];
+            std::snprintf(shown, sizeof shown, "%.17g", version);
+            throw Error(path + ": unsupported format_version " + shown + " (this build reads versions "
+                        + std::to_string(kOldestFileFormatVersion) + " to " + std::to_string(kFileFormatVersion) + ")");
+        }
+        out.version = static_cast<int>(version);
+        verifySeal(f, path, "/", out.checksums());
+        if (overlaid && out.view->bound()) {
+            // The journal is this file's only if the file before its commit is the one it records.
+            const journal::Binding want = out.view->binding();
+            const journal::Binding got = readBinding(f, path);
+            const auto shown = [](const journal::Binding& b) {
+                return "file id " + (b.file_id.empty() ? std::string("none") : b.file_id) + ", generation "
+                       + std::to_string(b.generation);
+            };
+            if (got.file_id != want.file_id || got.generation != want.generation)
+                throw Error(journal::refusal(path, "belongs to another file or commit (it records " + shown(want)
+                                                       + "; the file before that commit has " + shown(got) + ")"));
+        }
+    } catch (const Error& e) {
+        if (!overlaid || std::string(e.what()).find(journal::journalPath(path)) != std::string::npos)
+            throw;
+        throw Error(std::string(e.what()) + " (the file as it was before the commit interrupted in "
+                    + journal::journalPath(path) + "; nothing was changed)");
     }
-    if (format != kFileFormat) {
-        std::string shown;
-        for (unsigned char ch : format.substr(0, 40))
-            shown.push_back(ch >= 0x20 && ch < 0x7f ? char(ch) : '?');
-        throw Error(path + ": not an ICL Workbench experiment file (format is \"" + shown + "\", expected \""
-                    + kFileFormat + "\")");
-    }
-    double version = 0;
-    try {
-        version = readNumberAttr(f, "format_version", path);
-    } catch (const Error&) {
-        throw Error(damaged(path, "/", "unreadable 'format_version' attribute"));
-    }
-    if (!(version >= kOldestFileFormatVersion && version <= kFileFormatVersion) || version != std::floor(version))
-        throw Error(path + ": unsupported format_version " + std::to_string(static_cast<long long>(version))
-                    + " (this build reads versions " + std::to_string(kOldestFileFormatVersion) + " to "
-                    + std::to_string(kFileFormatVersion) + ")");
-    out.version = static_cast<int>(version);
-    verifySeal(f, path, "/", out.checksums());
     return out;
 }
 
@@ -497,6 +553,40 @@ bool syncFile(const std::string& path)
     return ok;
 }
 
+// Writes the root's commit generation in place (the attribute keeps its place in the root's object header, so
+// the page holding it is among those every commit journals).
+void writeGeneration(hid_t root, uint64_t generation)
+{
+    if (H5Aexists(root, "generation") > 0) {
+        Hid attr(H5Aopen(root, "generation", H5P_DEFAULT), H5Aclose);
+        Hid type(attr.valid() ? H5Aget_type(attr.get()) : -1, H5Tclose);
+        Hid space(attr.valid() ? H5Aget_space(attr.get()) : -1, H5Sclose);
+        if (type.valid() && space.valid() && H5Tget_class(type.get()) == H5T_INTEGER && H5Tget_size(type.get()) == 8
+            && H5Tget_sign(type.get()) == H5T_SGN_NONE && H5Sget_simple_extent_type(space.get()) == H5S_SCALAR) {
+            checkStatus(H5Awrite(attr.get(), H5T_NATIVE_UINT64, &generation), "cannot write attribute generation");
+            return;
+        }
+    }
+    writeScalarAttr<uint64_t>(root, "generation", generation, H5T_STD_U64LE);
+}
+
+// Every commit advances the root's generation and records the binding before it in its journal
+// (core/io/hdf5_journal.h); a file of an earlier build gets its random file id here.
+void advanceGeneration(hid_t root, const std::string& path, journal::Commit& commit)
+{
+    const journal::Binding before = readBinding(root, path);
+    if (before.file_id.empty())
+        writeStringAttr(root, "file_id", journal::newFileId());
+    writeGeneration(root, before.generation + 1);
+    cks::seal(root);
+    commit.setBinding(before);
+}
+
+// Refuses the roll-back of a journal beside `path` (called by the writer with the journal in place, so the opens
+// below read the file as the roll-back will leave it): it must open, be bound to the journal and, unless
+// `acceptDamaged`, verify clean, so a journal crafted to restore garbage is never applied.
+void checkRollBack(const std::string& path, bool acceptDamaged);
+
 // In-place commit (core/io/hdf5_journal.h): HDF5 edits the file through the journaled driver, which writes
 // new data past the file's old end and holds back every change to existing bytes until the edit is closed;
 // then the changed pages are journaled, overwritten and the journal deleted. Cost: what the commit writes
@@ -508,7 +598,8 @@ void commitInPlace(const std::string& path, Edit&& edit)
     std::error_code ec;
     std::string systemReason;
     try {
-        journal::Commit commit(path, [](const std::string& point) { faultPoint(point); });
+        journal::Commit commit(
+            path, [](const std::string& point) { faultPoint(point); }, [&path] { checkRollBack(path, false); });
         // A whole-file copy left by an interrupted commit of an older build holds space the user needs.
         fs::remove(path + ".tmp", ec);
         faultPoint("locked");
@@ -520,6 +611,7 @@ void commitInPlace(const std::string& path, Edit&& edit)
                 throw Error(path + ": cannot open for writing");
             faultPoint("opened");
             edit(f.get());
+            advanceGeneration(f.get(), path, commit);
             faultPoint("edited");
             checkWrite([&] { return f.close(); }, "cannot write " + path);
         } catch (const Error&) {
@@ -586,11 +678,12 @@ Hid openGroup(hid_t loc, const std::string& name, const std::string& path, const
 }
 
 // A group's manifest attribute (JSON object key -> digest), verified by the group's seal beforehand.
-nlohmann::json readManifest(hid_t g, const std::string& path, const std::string& object)
+nlohmann::json readManifest(hid_t g, const std::string& path, const std::string& object,
+                            MemoryBudget* budget = nullptr)
 {
     if (!attrPresent(g, "manifest", path, object))
         throw DamagedError(damaged(path, object, "no checksum manifest"));
-    nlohmann::json m = nlohmann::json::parse(readStringAttr(g, "manifest", path), nullptr, false);
+    nlohmann::json m = jsonAttr(stringAttr(g, "manifest", path, object, budget), path, object + " manifest");
     if (!m.is_object())
         throw DamagedError(damaged(path, object, "unreadable checksum manifest"));
     return m;
@@ -603,14 +696,13 @@ CheckpointInfo readCheckpointInfo(hid_t cps, const std::string& name, const std:
     Hid g = openGroup(cps, name, path, object);
     verifySeal(g.get(), path, object, required);
     CheckpointInfo c;
-    try {
-        c.step = static_cast<int64_t>(readNumberAttr(g.get(), "step", path));
-        c.train_loss = readNumberAttr(g.get(), "train_loss", path);
-        c.wall_time_s = readNumberAttr(g.get(), "wall_time_s", path);
-    } catch (const Error&) {
-        throw DamagedError(damaged(path, object, "unreadable attributes"));
-    }
-    if (c.step < 0 || checkpointName(c.step) != name)
+    const double step = numberAttr(g.get(), "step", path, object);
+    c.train_loss = numberAttr(g.get(), "train_loss", path, object);
+    c.wall_time_s = numberAttr(g.get(), "wall_time_s", path, object);
+    if (!(step >= 0 && step < 1e18) || step != std::floor(step))  // before the cast, which is undefined outside
+        throw DamagedError(damaged(path, object, "step attribute does not match the name"));
+    c.step = static_cast<int64_t>(step);
+    if (checkpointName(c.step) != name)
         throw DamagedError(damaged(path, object, "step attribute does not match the name"));
     return c;
 }
@@ -627,7 +719,7 @@ int64_t stepFromName(const std::string& name)
 // file is absent or locks are unsupported.
 bool trainerHoldsLock(const std::string& lockPath)
 {
-    const int fd = ::open(lockPath.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(lockPath.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // a FIFO never blocks
     if (fd < 0)
         return false;
     struct flock probe {};
@@ -658,34 +750,29 @@ void noteLeftovers(const std::string& path, std::vector<std::string>& notes)
 
 RunSummary readRunSummaryLocked(const std::string& path)
 {
-    OpenFile of = openFile(path, H5F_ACC_RDONLY);
+    OpenFile of = openFile(path);
     hid_t f = of.file.get();
+    MemoryBudget& budget = *of.budget;
     const bool required = of.checksums();
     RunSummary s;
     s.path = path;
     s.format = kFileFormat;
     s.format_version = of.version;
     s.checksums = required;
-    try {
-        s.app_version = attrPresent(f, "app_version", path, "/") ? readStringAttr(f, "app_version", path) : "";
-        s.created = attrPresent(f, "created", path, "/") ? readStringAttr(f, "created", path) : "";
-    } catch (const Error&) {
-        throw Error(damaged(path, "/", "unreadable attributes"));
-    }
+    const uint64_t shortText = h5read::kShortStringBytes;
+    s.app_version
+        = attrPresent(f, "app_version", path, "/") ? stringAttr(f, "app_version", path, "/", &budget, shortText) : "";
+    s.created = attrPresent(f, "created", path, "/") ? stringAttr(f, "created", path, "/", &budget, shortText) : "";
     if (!present(f, "config", path, "/config"))
         throw Error(damaged(path, "/config", "missing"));
     {
         Hid config = openGroup(f, "config", path, "/config");
         verifySeal(config.get(), path, "/config", required);
-        try {
-            s.config_json = readStringAttr(config.get(), "json", path);
-        } catch (const Error&) {
-            throw Error(damaged(path, "/config", "unreadable"));
-        }
+        s.config_json = stringAttr(config.get(), "json", path, "/config", &budget);
     }
-    // Config parse and validation: every later json::parse of config_json succeeds.
-    const nlohmann::json config = nlohmann::json::parse(s.config_json, nullptr, false);
-    if (config.is_discarded() || !config.is_object())
+    // Config parse (nesting bounded) and validation: every later json::parse of config_json succeeds.
+    const nlohmann::json config = jsonAttr(s.config_json, path, "/config");
+    if (!config.is_object())
         throw Error(damaged(path, "/config", "not a JSON object"));
     try {
         s.config = std::make_shared<const ExperimentConfig>(parseConfig(config));
@@ -717,16 +804,13 @@ RunSummary readRunSummaryLocked(const std::string& path)
     }
     if (present(f, "metrics", path, "/metrics")) {
         Hid m = openGroup(f, "metrics", path, "/metrics");
-        readSeries(m.get(), "", s.metrics, path, required);
+        readSeries(m.get(), "", s.metrics, path, required, budget);
     }
     if (present(f, "import", path, "/import")) {
         Hid g = openGroup(f, "import", path, "/import");
         verifySeal(g.get(), path, "/import", required);
-        try {
-            s.import_json = readStringAttr(g.get(), "json", path);
-        } catch (const Error&) {
-            throw Error(damaged(path, "/import", "unreadable"));
-        }
+        s.import_json = stringAttr(g.get(), "json", path, "/import", &budget);
+        jsonAttr(s.import_json, path, "/import");  // nesting bounded, so the pages and commands may parse it
     }
     if (present(f, "analysis", path, "/analysis")) {
         Hid a = openGroup(f, "analysis", path, "/analysis");
@@ -747,8 +831,8 @@ RunSummary readRunSummaryLocked(const std::string& path)
             }
         }
     }
-    if (!of.lock->recovery().empty())
-        s.notes.push_back(of.lock->recovery());
+    if (!of.view->note().empty())
+        s.notes.push_back(of.view->note());
     if (!required)
         s.notes.push_back("format version " + std::to_string(of.version)
                           + " has no checksums: damage to this file cannot be detected");
@@ -758,7 +842,8 @@ RunSummary readRunSummaryLocked(const std::string& path)
 
 CheckpointData readCheckpointLocked(const std::string& path, int64_t step)
 {
-    OpenFile of = openFile(path, H5F_ACC_RDONLY);
+    OpenFile of = openFile(path);
+    MemoryBudget& budget = *of.budget;
     hid_t f = of.file.get();
     const std::string name = "checkpoints/" + checkpointName(step);
     if (!present(f, "checkpoints", path, "/checkpoints")
@@ -775,20 +860,20 @@ CheckpointData readCheckpointLocked(const std::string& path, int64_t step)
     nlohmann::json digests;
     Manifest manifest;
     if (of.checksums() || attrPresent(g.get(), "manifest", path, object)) {
-        digests = readManifest(g.get(), path, object);
+        digests = readManifest(g.get(), path, object, &budget);
         manifest.digests = &digests;
     }
     if (!present(g.get(), "params", path, object + "/params"))
         throw DamagedError(damaged(path, object + "/params", "missing"));
     {
         Hid p = openGroup(g.get(), "params", path, object + "/params");
-        readArrays(p.get(), "", c.params, path, object + "/params", "params/", manifest);
+        readArrays(p.get(), "", c.params, path, object + "/params", "params/", manifest, budget);
         // Names were written with '.' (e.g. "blocks.0.attn.w_q"); groups only appear for '/'.
     }
     checkComplete(manifest, "params/", path, object + "/params");
     if (present(g.get(), "optimizer", path, object + "/optimizer")) {
         Hid o = openGroup(g.get(), "optimizer", path, object + "/optimizer");
-        readArrays(o.get(), "", c.optimizer, path, object + "/optimizer", "optimizer/", manifest);
+        readArrays(o.get(), "", c.optimizer, path, object + "/optimizer", "optimizer/", manifest, budget);
         for (const auto& group : childNames(o.get(), path, object + "/optimizer")) {
             const std::string where = object + "/optimizer/" + group;
             if (!groupAt(o.get(), group, path, where))
@@ -798,16 +883,20 @@ CheckpointData readCheckpointLocked(const std::string& path, int64_t step)
             if (n < 0)
                 throw DamagedError(damaged(path, where, "unreadable"));
             for (int i = 0; i < n; ++i) {
-                char attrName[256] = {0};
-                Hid attr(H5Aopen_by_idx(pg.get(), ".", H5_INDEX_NAME, H5_ITER_INC, static_cast<hsize_t>(i),
-                                        H5P_DEFAULT, H5P_DEFAULT),
-                         H5Aclose);
-                if (!attr.valid())
-                    throw DamagedError(damaged(path, where, "unreadable"));
-                H5Aget_name(attr.get(), sizeof attrName, attrName);
-                double v = 0;
-                if (H5Aread(attr.get(), H5T_NATIVE_DOUBLE, &v) < 0)
-                    throw DamagedError(damaged(path, where + "@" + attrName, "unreadable"));
+                std::string attrName;
+                {
+                    Hid attr(H5Aopen_by_idx(pg.get(), ".", H5_INDEX_NAME, H5_ITER_INC, static_cast<hsize_t>(i),
+                                            H5P_DEFAULT, H5P_DEFAULT),
+                             H5Aclose);
+                    const ssize_t len = attr.valid() ? H5Aget_name(attr.get(), 0, nullptr) : -1;
+                    if (len <= 0 || len > 4096)
+                        throw DamagedError(damaged(path, where, "unreadable"));
+                    attrName.resize(static_cast<size_t>(len) + 1);
+                    if (H5Aget_name(attr.get(), attrName.size(), attrName.data()) != len)
+                        throw DamagedError(damaged(path, where, "unreadable"));
+                    attrName.resize(static_cast<size_t>(len));
+                }
+                const double v = numberAttr(pg.get(), attrName, path, where);
                 const std::string key = group + "/" + attrName;
                 if (manifest.digests) {
                     const std::string mkey = "optimizer_scalar/" + key;
@@ -829,7 +918,7 @@ CheckpointData readCheckpointLocked(const std::string& path, int64_t step)
 
 std::vector<NamedArray> readTaskArraysLocked(const std::string& path)
 {
-    OpenFile of = openFile(path, H5F_ACC_RDONLY);
+    OpenFile of = openFile(path);
     hid_t f = of.file.get();
     std::vector<NamedArray> out;
     if (!present(f, "task", path, "/task"))
@@ -839,56 +928,24 @@ std::vector<NamedArray> readTaskArraysLocked(const std::string& path)
     nlohmann::json digests;
     Manifest manifest;
     if (of.checksums() || attrPresent(g.get(), "manifest", path, "/task")) {
-        digests = readManifest(g.get(), path, "/task");
+        digests = readManifest(g.get(), path, "/task", of.budget.get());
         manifest.digests = &digests;
     }
-    readArrays(g.get(), "", out, path, "/task", "task/", manifest);
+    readArrays(g.get(), "", out, path, "/task", "task/", manifest, *of.budget);
     checkComplete(manifest, "task/", path, "/task");
     return out;
 }
 
-// Reads a dataset of any numeric type in blocks of rows (so a large capture need not fit in memory);
-// HDF5 checks its Fletcher-32 checksums on the way.
-bool readWholeDataset(hid_t ds)
-{
-    Hid space(H5Dget_space(ds), H5Sclose);
-    Hid type(H5Dget_type(ds), H5Tclose);
-    if (!space.valid() || !type.valid())
-        return false;
-    Hid native(H5Tget_native_type(type.get(), H5T_DIR_ASCEND), H5Tclose);
-    if (!native.valid())
-        return false;
-    const int rank = H5Sget_simple_extent_ndims(space.get());
-    if (rank < 0 || rank > 32)
-        return false;
-    if (rank == 0) {
-        std::vector<char> buf(H5Tget_size(native.get()));
-        return H5Dread(ds, native.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) >= 0;
-    }
-    std::vector<hsize_t> dims(static_cast<size_t>(rank));
-    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-    size_t rowBytes = H5Tget_size(native.get());
-    for (int i = 1; i < rank; ++i)
-        rowBytes *= dims[static_cast<size_t>(i)];
-    const hsize_t rowsPerBlock = std::max<hsize_t>(1, (64u << 20) / std::max<size_t>(rowBytes, 1));
-    for (hsize_t r = 0; r < dims[0]; r += rowsPerBlock) {
-        std::vector<hsize_t> start(static_cast<size_t>(rank), 0), count = dims;
-        start[0] = r;
-        count[0] = std::min(rowsPerBlock, dims[0] - r);
-        Hid fileSpace(H5Dget_space(ds), H5Sclose);
-        H5Sselect_hyperslab(fileSpace.get(), H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr);
-        Hid memSpace(H5Screate_simple(rank, count.data(), nullptr), H5Sclose);
-        std::vector<char> buf(static_cast<size_t>(count[0]) * rowBytes);
-        if (H5Dread(ds, native.get(), memSpace.get(), fileSpace.get(), H5P_DEFAULT, buf.data()) < 0)
-            return false;
-    }
-    return true;
-}
-
-// Reads every dataset below an analysis group (captured activations); returns how many were read.
+// Reads every dataset below an analysis group (captured activations) in blocks of rows, so a large capture need
+// not fit in memory (each block checked against `budget`); HDF5 checks their Fletcher-32 checksums on the way.
+// Returns how many were read.
 int64_t readAnalysisDatasets(hid_t group, const std::string& object, const std::string& path,
-                             std::vector<std::string>& damagedOut)
+                             std::vector<std::string>& damagedOut, const MemoryBudget& budget, int depth = 0)
 {
+    if (depth > kMaxGroupDepth) {
+        damagedOut.push_back(damaged(path, object, "groups nested deeper than " + std::to_string(kMaxGroupDepth)));
+        return 0;
+    }
     int64_t n = 0;
     std::vector<std::string> names;
     try {
@@ -909,13 +966,22 @@ int64_t readAnalysisDatasets(hid_t group, const std::string& object, const std::
             if (!g.valid())
                 damagedOut.push_back(damaged(path, where, "unreadable"));
             else
-                n += readAnalysisDatasets(g.get(), where, path, damagedOut);
+                n += readAnalysisDatasets(g.get(), where, path, damagedOut, budget, depth + 1);
             continue;
         }
-        Hid ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose);
-        if (!ds.valid() || !readWholeDataset(ds.get()))
-            damagedOut.push_back(damaged(path, where, "unreadable or checksum mismatch"));
         ++n;
+        Hid ds(H5Dopen2(group, name.c_str(), H5P_DEFAULT), H5Dclose);
+        if (!ds.valid()) {
+            damagedOut.push_back(damaged(path, where, "unreadable"));
+            continue;
+        }
+        try {
+            h5read::readThrough(ds.get(), budget, where);
+        } catch (const h5read::OverBudget& e) {
+            damagedOut.push_back(e.what());
+        } catch (const Error& e) {
+            damagedOut.push_back(damaged(path, where, e.what()));
+        }
     }
     return n;
 }
@@ -954,115 +1020,24 @@ void dropOptimizerState(hid_t cps, int64_t step, int64_t keepEvery, const std::s
     }
 }
 
-} // namespace
-
-void createExperimentFile(const std::string& path, const std::string& config_json, bool overwrite)
+// Errors from reading a file are one line about the file: std::bad_alloc (an allocation the file's content asked
+// for), std::out_of_range and std::length_error, nlohmann's exceptions, never "internal error".
+template <typename F>
+auto guarded(const std::string& path, F&& f) -> decltype(f())
 {
-    std::lock_guard<std::mutex> lock(hdf5Mutex());
-    quietHdf5();
-    std::error_code ec;
-    if (fs::exists(path, ec) && !overwrite)
-        throw Error(path + ": file exists (use --resume to continue it or --force to overwrite)");
-    const fs::path parent = fs::path(path).parent_path();
-    if (!parent.empty() && !fs::exists(parent, ec))
-        throw Error(path + ": directory " + parent.string() + " does not exist");
-    const std::string tmp = path + ".tmp";
     try {
-        {
-            Hid fapl = writeAccess();
-            Hid f(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
-            if (!f.valid())
-                throw Error(path + ": cannot create file");
-            writeStringAttr(f.get(), "format", kFileFormat);
-            writeScalarAttr<int32_t>(f.get(), "format_version", kFileFormatVersion, H5T_NATIVE_INT32);
-            writeStringAttr(f.get(), "app_version", ICL_APP_VERSION);
-            writeStringAttr(f.get(), "created", isoNow());
-            cks::seal(f.get());
-            Hid config = openOrCreateGroup(f.get(), "config");
-            writeStringAttr(config.get(), "json", config_json);
-            cks::seal(config.get());
-            openOrCreateGroup(f.get(), "checkpoints");
-            openOrCreateGroup(f.get(), "metrics");
-            checkWrite([&] { return H5Fflush(f.get(), H5F_SCOPE_GLOBAL); }, path + ": cannot write");
-            checkWrite([&] { return f.close(); }, path + ": cannot write");
-        }
-        if (!syncFile(tmp))
-            throw Error(path + ": cannot create (" + std::strerror(errno) + ")");
-        // A journal of the file being replaced (--force) must never be rolled back into the new one.
-        fs::remove(journal::journalPath(path), ec);
-        fs::rename(tmp, path, ec);
-        if (ec)
-            throw Error(path + ": cannot create (" + ec.message() + ")");
-    } catch (...) {
-        fs::remove(tmp, ec);
+        return f();
+    } catch (const Error&) {
         throw;
+    } catch (const std::bad_alloc&) {
+        throw Error(path + ": refused: reading it needs more memory than this machine has");
+    } catch (const std::exception& e) {
+        throw Error(path + ": unreadable (" + std::string(e.what()) + ")");
     }
 }
 
-RunSummary readRunSummary(const std::string& path)
+FileVerification verifyLocked(const std::string& path)
 {
-    std::lock_guard<std::mutex> lock(hdf5Mutex());
-    quietHdf5();
-    return readRunSummaryLocked(path);
-}
-
-std::vector<StoredAnalysis> readStoredAnalyses(const std::string& path, const std::string& kind)
-{
-    std::lock_guard<std::mutex> lock(hdf5Mutex());
-    quietHdf5();
-    OpenFile of = openFile(path, H5F_ACC_RDONLY);
-    hid_t f = of.file.get();
-    std::vector<StoredAnalysis> out;
-    const std::string kindObject = "/analysis/" + kind;
-    if (!present(f, "analysis", path, "/analysis"))
-        return out;
-    Hid a = openGroup(f, "analysis", path, "/analysis");
-    if (!present(a.get(), kind, path, kindObject) || !groupAt(a.get(), kind, path, kindObject))
-        return out;
-    Hid g = openGroup(a.get(), kind, path, kindObject);
-    auto readInteger = [&](hid_t obj, const char* name, hid_t type, void* value, const std::string& object) {
-        if (!hasAttr(obj, name))
-            throw DamagedError(damaged(path, object, std::string("attribute '") + name + "' is missing"));
-        Hid attr = check(H5Aopen(obj, name, H5P_DEFAULT), H5Aclose, object + ": cannot open attribute " + name);
-        checkStatus(H5Aread(attr.get(), type, value), object + ": attribute '" + name + "' is not a number");
-    };
-    for (const auto& id : childNames(g.get(), path, kindObject)) {
-        const std::string object = kindObject + "/" + id;
-        try {
-            Hid r = openGroup(g.get(), id, path, object);
-            verifySeal(r.get(), path, object, of.checksums());
-            StoredAnalysis sa;
-            sa.id = id;
-            readInteger(r.get(), "checkpoint_step", H5T_NATIVE_INT64, &sa.checkpoint_step, object);
-            readInteger(r.get(), "seed", H5T_NATIVE_UINT64, &sa.seed, object);
-            sa.created = hasAttr(r.get(), "created") ? readStringAttr(r.get(), "created", object) : "";
-            sa.options_json = readStringAttr(r.get(), "options", object);
-            sa.result_json = readStringAttr(r.get(), "json", object);
-            out.push_back(std::move(sa));
-        } catch (const Error&) {
-            // A damaged or incomplete result (readRunSummary lists it); the others stay readable.
-        }
-    }
-    return out;
-}
-
-CheckpointData readCheckpoint(const std::string& path, int64_t step)
-{
-    std::lock_guard<std::mutex> lock(hdf5Mutex());
-    quietHdf5();
-    return readCheckpointLocked(path, step);
-}
-
-void setCommitFaultHookForTesting(std::function<void(const std::string& point)> hook)
-{
-    std::lock_guard<std::mutex> lock(hdf5Mutex());
-    faultHook() = std::move(hook);
-}
-
-FileVerification verifyExperimentFile(const std::string& path)
-{
-    std::lock_guard<std::mutex> lock(hdf5Mutex());
-    quietHdf5();
     FileVerification v;
     RunSummary s;
     try {
@@ -1091,7 +1066,7 @@ FileVerification verifyExperimentFile(const std::string& path)
         v.damaged.push_back(e.what());
     }
     try {
-        OpenFile of = openFile(path, H5F_ACC_RDONLY);
+        OpenFile of = openFile(path);
         if (present(of.file.get(), "analysis", path, "/analysis")) {
             Hid a = openGroup(of.file.get(), "analysis", path, "/analysis");
             for (const auto& kind : childNames(a.get(), path, "/analysis")) {
@@ -1099,11 +1074,22 @@ FileVerification verifyExperimentFile(const std::string& path)
                     continue;
                 Hid g = openGroup(a.get(), kind, path, "/analysis/" + kind);
                 for (const auto& id : childNames(g.get(), path, "/analysis/" + kind)) {
+                    const std::string object = "/analysis/" + kind + "/" + id;
                     Hid r(H5Gopen2(g.get(), id.c_str(), H5P_DEFAULT), H5Gclose);
                     if (!r.valid())
                         continue;  // listed by the summary
-                    v.objects_checked += 1 + readAnalysisDatasets(r.get(), "/analysis/" + kind + "/" + id, path,
-                                                                  v.damaged);
+                    // The JSON a stored result holds (options, json) parses within the nesting limit.
+                    try {
+                        for (const char* name : {"options", "json"})
+                            if (attrPresent(r.get(), name, path, object)) {
+                                MemoryBudget budget(path);
+                                jsonAttr(stringAttr(r.get(), name, path, object, &budget), path,
+                                         object + " " + name);
+                            }
+                    } catch (const Error& e) {
+                        v.damaged.push_back(e.what());
+                    }
+                    v.objects_checked += 1 + readAnalysisDatasets(r.get(), object, path, v.damaged, *of.budget);
                 }
             }
         }
@@ -1113,94 +1099,270 @@ FileVerification verifyExperimentFile(const std::string& path)
     return v;
 }
 
+void checkRollBack(const std::string& path, bool acceptDamaged)
+{
+    WriterJournals writer;  // an earlier build's journal is checked the same way, then rolled back
+    const std::string j = journal::journalPath(path);
+    if (acceptDamaged) {
+        try {
+            (void)readRunSummaryLocked(path);
+        } catch (const Error& e) {
+            throw Error(journal::refusal(path, "does not restore a readable file (" + std::string(e.what()) + ")"));
+        }
+        return;
+    }
+    const FileVerification v = verifyLocked(path);
+    if (v.damaged.empty())
+        return;
+    const std::string first = v.damaged.front();
+    if (first.find(j) != std::string::npos)
+        throw Error(first);  // the journal itself was refused
+    throw Error(path + ": " + j + " would restore a file with " + std::to_string(v.damaged.size()) + " damaged object"
+                + (v.damaged.size() == 1 ? "" : "s") + " (" + first + "); it was left as it is and the file was not "
+                "changed (`icl-cli recover " + path + " --accept-damaged` rolls back anyway)");
+}
+
+} // namespace
+
+void createExperimentFile(const std::string& path, const std::string& config_json, bool overwrite)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    std::error_code ec;
+    if (fs::exists(path, ec) && !overwrite)
+        throw Error(path + ": file exists (use --resume to continue it or --force to overwrite)");
+    const fs::path parent = fs::path(path).parent_path();
+    if (!parent.empty() && !fs::exists(parent, ec))
+        throw Error(path + ": directory " + parent.string() + " does not exist");
+    const std::string tmp = path + ".tmp";
+    try {
+        {
+            Hid fapl = writeAccess();
+            Hid f(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), H5Fclose);
+            if (!f.valid())
+                throw Error(path + ": cannot create file");
+            writeStringAttr(f.get(), "format", kFileFormat);
+            writeScalarAttr<int32_t>(f.get(), "format_version", kFileFormatVersion, H5T_NATIVE_INT32);
+            writeStringAttr(f.get(), "app_version", ICL_APP_VERSION);
+            writeStringAttr(f.get(), "created", isoNow());
+            writeStringAttr(f.get(), "file_id", journal::newFileId());
+            writeGeneration(f.get(), 0);
+            cks::seal(f.get());
+            Hid config = openOrCreateGroup(f.get(), "config");
+            writeStringAttr(config.get(), "json", config_json);
+            cks::seal(config.get());
+            openOrCreateGroup(f.get(), "checkpoints");
+            openOrCreateGroup(f.get(), "metrics");
+            checkWrite([&] { return H5Fflush(f.get(), H5F_SCOPE_GLOBAL); }, path + ": cannot write");
+            checkWrite([&] { return f.close(); }, path + ": cannot write");
+        }
+        if (!syncFile(tmp))
+            throw Error(path + ": cannot create (" + std::strerror(errno) + ")");
+        // A journal of the file being replaced (--force) must never be rolled back into the new one.
+        fs::remove(journal::journalPath(path), ec);
+        fs::rename(tmp, path, ec);
+        if (ec)
+            throw Error(path + ": cannot create (" + ec.message() + ")");
+    } catch (...) {
+        fs::remove(tmp, ec);
+        throw;
+    }
+}
+
+RunSummary readRunSummary(const std::string& path)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    return guarded(path, [&] { return readRunSummaryLocked(path); });
+}
+
+std::vector<StoredAnalysis> readStoredAnalyses(const std::string& path, const std::string& kind)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    return guarded(path, [&] {
+        OpenFile of = openFile(path);
+        hid_t f = of.file.get();
+        std::vector<StoredAnalysis> out;
+        const std::string kindObject = "/analysis/" + kind;
+        if (!present(f, "analysis", path, "/analysis"))
+            return out;
+        Hid a = openGroup(f, "analysis", path, "/analysis");
+        if (!present(a.get(), kind, path, kindObject) || !groupAt(a.get(), kind, path, kindObject))
+            return out;
+        Hid g = openGroup(a.get(), kind, path, kindObject);
+        MemoryBudget& budget = *of.budget;  // the results read are kept: their sizes add up
+        for (const auto& id : childNames(g.get(), path, kindObject)) {
+            const std::string object = kindObject + "/" + id;
+            try {
+                Hid r = openGroup(g.get(), id, path, object);
+                verifySeal(r.get(), path, object, of.checksums());
+                StoredAnalysis sa;
+                sa.id = id;
+                try {
+                    sa.checkpoint_step = h5read::integerAttribute(r.get(), "checkpoint_step");
+                    sa.seed = h5read::unsignedAttribute(r.get(), "seed");
+                } catch (const Error& e) {
+                    throw DamagedError(damaged(path, object, e.what()));
+                }
+                sa.created = hasAttr(r.get(), "created")
+                    ? stringAttr(r.get(), "created", path, object, &budget, h5read::kShortStringBytes)
+                    : "";
+                sa.options_json = stringAttr(r.get(), "options", path, object, &budget);
+                sa.result_json = stringAttr(r.get(), "json", path, object, &budget);
+                // Nesting bounded, so the callers' own parses never recurse on a file's depth.
+                jsonAttr(sa.options_json, path, object + " options");
+                jsonAttr(sa.result_json, path, object + " json");
+                out.push_back(std::move(sa));
+            } catch (const h5read::OverBudget&) {
+                throw;
+            } catch (const Error&) {
+                // A damaged or incomplete result (readRunSummary or verify lists it); the others stay readable.
+            }
+        }
+        return out;
+    });
+}
+
+CheckpointData readCheckpoint(const std::string& path, int64_t step)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    return guarded(path, [&] { return readCheckpointLocked(path, step); });
+}
+
+void setCommitFaultHookForTesting(std::function<void(const std::string& point)> hook)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    faultHook() = std::move(hook);
+}
+
+FileVerification verifyExperimentFile(const std::string& path)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    try {
+        return guarded(path, [&] { return verifyLocked(path); });
+    } catch (const Error& e) {
+        FileVerification v;
+        v.damaged.push_back(e.what());
+        return v;
+    }
+}
+
+std::string recoverExperimentFile(const std::string& path, bool accept_damaged)
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    quietHdf5();
+    return guarded(path, [&] {
+        std::error_code ec;
+        if (!fs::exists(path, ec))
+            throw Error(path + ": no such file");
+        journal::WriterLock writer(path, [&] { checkRollBack(path, accept_damaged); });
+        (void)readRunSummaryLocked(path);  // an experiment file (another program's HDF5 file is not trimmed)
+        const uint64_t cut = writer.trimPastEndOfAllocation();
+        std::string done = writer.recovery();
+        if (cut > 0)
+            done += std::string(done.empty() ? "" : "; ") + "cut " + std::to_string(cut)
+                    + " bytes an interrupted commit had written past the end of the file's data";
+        return path + ": " + (done.empty() ? "nothing to recover (no interrupted commit)" : done);
+    });
+}
+
 void commitToExperimentFile(const std::string& path, const std::vector<MetricsRow>& rows,
                             const CheckpointData* checkpoint, int64_t truncate_after_step,
                             int64_t keep_optimizer_every)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
-    const bool required = openFile(path, H5F_ACC_RDONLY).checksums();
-    commitInPlace(path, [&](hid_t f) {
-        Hid metrics = openOrCreateGroup(f, "metrics");
-        // Current length and, for truncation, how many leading rows to keep. Existing series are verified
-        // first, so a damaged series is never extended under a fresh checksum.
-        std::map<std::string, std::vector<double>> existing;
-        readSeries(metrics.get(), "", existing, path, required);
-        hsize_t keep = existing.count("step") ? existing["step"].size() : 0;
-        if (truncate_after_step >= 0 && existing.count("step")) {
-            const auto& steps = existing["step"];
-            keep = static_cast<hsize_t>(std::upper_bound(steps.begin(), steps.end(), double(truncate_after_step))
-                                        - steps.begin());
-        }
-        std::set<std::string> names;
-        for (const auto& [n, v] : existing)
-            names.insert(n);
-        for (const auto& row : rows)
-            for (const auto& [n, v] : row)
+    guarded(path, [&] {
+        const bool required = [&] {
+            WriterJournals writer;  // the writer itself rolls back whatever journal the open overlays
+            return openFile(path).checksums();
+        }();
+        commitInPlace(path, [&](hid_t f) {
+            Hid metrics = openOrCreateGroup(f, "metrics");
+            // Current length and, for truncation, how many leading rows to keep. Existing series are verified
+            // first, so a damaged series is never extended under a fresh checksum.
+            std::map<std::string, std::vector<double>> existing;
+            MemoryBudget budget(path);
+            readSeries(metrics.get(), "", existing, path, required, budget);
+            hsize_t keep = existing.count("step") ? existing["step"].size() : 0;
+            if (truncate_after_step >= 0 && existing.count("step")) {
+                const auto& steps = existing["step"];
+                keep = static_cast<hsize_t>(std::upper_bound(steps.begin(), steps.end(), double(truncate_after_step))
+                                            - steps.begin());
+            }
+            std::set<std::string> names;
+            for (const auto& [n, v] : existing)
                 names.insert(n);
-        for (const auto& name : names) {
-            std::vector<double> values;
-            for (const auto& row : rows) {
-                auto it = row.find(name);
-                values.push_back(it == row.end() ? std::nan("") : it->second);
-            }
-            // A series new to this file gets NaN for the rows it missed, so all series stay aligned.
-            const hsize_t have = existing.count(name) ? std::min<hsize_t>(existing[name].size(), keep) : 0;
-            if (have < keep)
-                values.insert(values.begin(), keep - have, std::nan(""));
-            appendSeries(metrics.get(), name, values, have,
-                         existing.count(name) ? existing[name] : std::vector<double>{});
-            faultPoint("appended metrics/" + name);
-        }
-        if (checkpoint) {
-            Hid cps = openOrCreateGroup(f, "checkpoints");
-            const std::string final = checkpointName(checkpoint->step);
-            // First, so the new checkpoint reuses the space freed in this copy of the file.
-            if (!checkpoint->optimizer.empty() || !checkpoint->optimizer_scalars.empty())
-                dropOptimizerState(cps.get(), checkpoint->step, keep_optimizer_every, path, required);
-            const std::string tmpName = ".tmp_" + final;
-            if (linkExists(cps.get(), tmpName))
-                H5Ldelete(cps.get(), tmpName.c_str(), H5P_DEFAULT);
-            {
-                Hid g = openOrCreateGroup(cps.get(), tmpName);
-                nlohmann::json manifest = nlohmann::json::object();
-                Hid params = openOrCreateGroup(g.get(), "params");
-                for (const auto& a : checkpoint->params) {
-                    manifest["params/" + a.name] = writeArray(params.get(), a, "params/" + a.name);
-                    faultPoint("wrote params/" + a.name);
+            for (const auto& row : rows)
+                for (const auto& [n, v] : row)
+                    names.insert(n);
+            for (const auto& name : names) {
+                std::vector<double> values;
+                for (const auto& row : rows) {
+                    auto it = row.find(name);
+                    values.push_back(it == row.end() ? std::nan("") : it->second);
                 }
-                Hid opt = openOrCreateGroup(g.get(), "optimizer");
-                for (const auto& a : checkpoint->optimizer) {
-                    manifest["optimizer/" + a.name] = writeArray(opt.get(), a, "optimizer/" + a.name);
-                    faultPoint("wrote optimizer/" + a.name);
-                }
-                for (const auto& [key, value] : checkpoint->optimizer_scalars) {
-                    const auto slash = key.rfind('/');
-                    Hid pg = openOrCreateGroup(opt.get(), key.substr(0, slash));
-                    writeScalarAttr<double>(pg.get(), key.substr(slash + 1), value, H5T_NATIVE_DOUBLE);
-                    manifest["optimizer_scalar/" + key] = cks::scalarDigest(key, value);
-                }
-                writeScalarAttr<int64_t>(g.get(), "step", checkpoint->step, H5T_NATIVE_INT64);
-                writeScalarAttr<double>(g.get(), "train_loss", checkpoint->train_loss, H5T_NATIVE_DOUBLE);
-                writeScalarAttr<double>(g.get(), "wall_time_s", checkpoint->wall_time_s, H5T_NATIVE_DOUBLE);
-                writeStringAttr(g.get(), "manifest", manifest.dump());
-                cks::seal(g.get());
+                // A series new to this file gets NaN for the rows it missed, so all series stay aligned.
+                const hsize_t have = existing.count(name) ? std::min<hsize_t>(existing[name].size(), keep) : 0;
+                if (have < keep)
+                    values.insert(values.begin(), keep - have, std::nan(""));
+                appendSeries(metrics.get(), name, values, have,
+                             existing.count(name) ? existing[name] : std::vector<double>{});
+                faultPoint("appended metrics/" + name);
             }
-            if (linkExists(cps.get(), final))
-                H5Ldelete(cps.get(), final.c_str(), H5P_DEFAULT);
-            faultPoint("sealed checkpoint");
-            checkStatus(H5Lmove(cps.get(), tmpName.c_str(), cps.get(), final.c_str(), H5P_DEFAULT, H5P_DEFAULT),
-                        path + ": cannot rename checkpoint " + final);
-            faultPoint("linked checkpoint");
-        }
-        if (truncate_after_step >= 0 && linkExists(f, "checkpoints")) {
-            Hid cps = check(H5Gopen2(f, "checkpoints", H5P_DEFAULT), H5Gclose, "cannot open /checkpoints");
-            for (const auto& name : childNames(cps.get(), path, "/checkpoints")) {
-                const int64_t step = stepFromName(name);
-                if (step > truncate_after_step && (!checkpoint || step != checkpoint->step))
-                    H5Ldelete(cps.get(), name.c_str(), H5P_DEFAULT);
+            if (checkpoint) {
+                Hid cps = openOrCreateGroup(f, "checkpoints");
+                const std::string final = checkpointName(checkpoint->step);
+                // First, so the new checkpoint reuses the space freed in this copy of the file.
+                if (!checkpoint->optimizer.empty() || !checkpoint->optimizer_scalars.empty())
+                    dropOptimizerState(cps.get(), checkpoint->step, keep_optimizer_every, path, required);
+                const std::string tmpName = ".tmp_" + final;
+                if (linkExists(cps.get(), tmpName))
+                    H5Ldelete(cps.get(), tmpName.c_str(), H5P_DEFAULT);
+                {
+                    Hid g = openOrCreateGroup(cps.get(), tmpName);
+                    nlohmann::json manifest = nlohmann::json::object();
+                    Hid params = openOrCreateGroup(g.get(), "params");
+                    for (const auto& a : checkpoint->params) {
+                        manifest["params/" + a.name] = writeArray(params.get(), a, "params/" + a.name);
+                        faultPoint("wrote params/" + a.name);
+                    }
+                    Hid opt = openOrCreateGroup(g.get(), "optimizer");
+                    for (const auto& a : checkpoint->optimizer) {
+                        manifest["optimizer/" + a.name] = writeArray(opt.get(), a, "optimizer/" + a.name);
+                        faultPoint("wrote optimizer/" + a.name);
+                    }
+                    for (const auto& [key, value] : checkpoint->optimizer_scalars) {
+                        const auto slash = key.rfind('/');
+                        Hid pg = openOrCreateGroup(opt.get(), key.substr(0, slash));
+                        writeScalarAttr<double>(pg.get(), key.substr(slash + 1), value, H5T_NATIVE_DOUBLE);
+                        manifest["optimizer_scalar/" + key] = cks::scalarDigest(key, value);
+                    }
+                    writeScalarAttr<int64_t>(g.get(), "step", checkpoint->step, H5T_NATIVE_INT64);
+                    writeScalarAttr<double>(g.get(), "train_loss", checkpoint->train_loss, H5T_NATIVE_DOUBLE);
+                    writeScalarAttr<double>(g.get(), "wall_time_s", checkpoint->wall_time_s, H5T_NATIVE_DOUBLE);
+                    writeStringAttr(g.get(), "manifest", manifest.dump());
+                    cks::seal(g.get());
+                }
+                if (linkExists(cps.get(), final))
+                    H5Ldelete(cps.get(), final.c_str(), H5P_DEFAULT);
+                faultPoint("sealed checkpoint");
+                checkStatus(H5Lmove(cps.get(), tmpName.c_str(), cps.get(), final.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                            path + ": cannot rename checkpoint " + final);
+                faultPoint("linked checkpoint");
             }
-        }
+            if (truncate_after_step >= 0 && linkExists(f, "checkpoints")) {
+                Hid cps = check(H5Gopen2(f, "checkpoints", H5P_DEFAULT), H5Gclose, "cannot open /checkpoints");
+                for (const auto& name : childNames(cps.get(), path, "/checkpoints")) {
+                    const int64_t step = stepFromName(name);
+                    if (step > truncate_after_step && (!checkpoint || step != checkpoint->step))
+                        H5Ldelete(cps.get(), name.c_str(), H5P_DEFAULT);
+                }
+            }
+        });
     });
 }
 
@@ -1208,23 +1370,28 @@ void storeTaskArrays(const std::string& path, const std::vector<NamedArray>& arr
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
-    const bool required = openFile(path, H5F_ACC_RDONLY).checksums();
-    commitInPlace(path, [&](hid_t f) {
-        const bool existed = linkExists(f, "task");
-        Hid task = openOrCreateGroup(f, "task");
-        nlohmann::json manifest = nlohmann::json::object();
-        if (existed) {
-            verifySeal(task.get(), path, "/task", required);
-            if (hasAttr(task.get(), "manifest"))
-                manifest = readManifest(task.get(), path, "/task");
-        }
-        for (const NamedArray& a : arrays) {
-            if (linkExists(task.get(), a.name))
-                checkStatus(H5Ldelete(task.get(), a.name.c_str(), H5P_DEFAULT), "cannot replace task/" + a.name);
-            manifest["task/" + a.name] = writeArray(task.get(), a, "task/" + a.name);
-        }
-        writeStringAttr(task.get(), "manifest", manifest.dump());
-        cks::seal(task.get());
+    guarded(path, [&] {
+        const bool required = [&] {
+            WriterJournals writer;
+            return openFile(path).checksums();
+        }();
+        commitInPlace(path, [&](hid_t f) {
+            const bool existed = linkExists(f, "task");
+            Hid task = openOrCreateGroup(f, "task");
+            nlohmann::json manifest = nlohmann::json::object();
+            if (existed) {
+                verifySeal(task.get(), path, "/task", required);
+                if (hasAttr(task.get(), "manifest"))
+                    manifest = readManifest(task.get(), path, "/task");
+            }
+            for (const NamedArray& a : arrays) {
+                if (linkExists(task.get(), a.name))
+                    checkStatus(H5Ldelete(task.get(), a.name.c_str(), H5P_DEFAULT), "cannot replace task/" + a.name);
+                manifest["task/" + a.name] = writeArray(task.get(), a, "task/" + a.name);
+            }
+            writeStringAttr(task.get(), "manifest", manifest.dump());
+            cks::seal(task.get());
+        });
     });
 }
 
@@ -1232,7 +1399,7 @@ std::vector<NamedArray> readTaskArrays(const std::string& path)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
-    return readTaskArraysLocked(path);
+    return guarded(path, [&] { return readTaskArraysLocked(path); });
 }
 
 std::string storeAnalysis(const std::string& path, const std::string& kind, int64_t checkpoint_step, uint64_t seed,
@@ -1240,7 +1407,10 @@ std::string storeAnalysis(const std::string& path, const std::string& kind, int6
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
-    (void)openFile(path, H5F_ACC_RDONLY);
+    {
+        WriterJournals writer;
+        guarded(path, [&] { (void)openFile(path); });
+    }
     std::string id;
     commitInPlace(path, [&](hid_t f) {
         Hid group = openOrCreateGroup(f, "analysis/" + kind);
@@ -1263,7 +1433,10 @@ void storeImportProvenance(const std::string& path, const std::string& provenanc
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
-    (void)openFile(path, H5F_ACC_RDONLY);
+    {
+        WriterJournals writer;
+        guarded(path, [&] { (void)openFile(path); });
+    }
     commitInPlace(path, [&](hid_t f) {
         Hid g = openOrCreateGroup(f, "import");
         writeStringAttr(g.get(), "json", provenance_json);

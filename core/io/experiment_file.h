@@ -7,8 +7,10 @@
 // mismatch)". Version 1 files (no checksums) still open; RunSummary::checksums tells them apart.
 // Every write is a commit, made in place in time proportional to what it writes (core/io/hdf5_journal.h):
 // new data goes past the file's old end, the few pages HDF5 rewrites in place are journaled to
-// RUN.h5.journal first, so a crash at any instant leaves the previous commit readable (the next open rolls a
-// half-done commit back). Readers wait while a commit overwrites pages.
+// RUN.h5.journal first, so a crash at any instant leaves the previous commit readable: readers read the file as
+// it was before a half-done commit (the journal overlaid in memory, never written back) and the next writer or
+// `icl-cli recover` rolls it back on disk. Readers wait while a commit overwrites pages and never open the file
+// for writing. Every reader checks type, shape and size of what it reads before reading it (core/io/hdf5_read.h).
 // Thread affinity: any thread, but one writer per file; HDF5 calls are serialised by a global mutex.
 //
 // Intended usage: readRunSummary() is *the* way to open a file (format, version, checksums, config
@@ -62,6 +64,16 @@ RunSummary readRunSummary(const std::string& path);
 /// checksums. Throws icl::Error if absent or damaged ("RUN.h5: damaged: /checkpoints/000000100/params/
 /// blocks.0.attn.w_q (checksum mismatch)"); damaged data is never returned.
 CheckpointData readCheckpoint(const std::string& path, int64_t step);
+
+/// Repairs what an interrupted commit left beside `path`, as the next commit (`train --resume`) would: takes the
+/// writer lock, checks that RUN.h5.journal is this file's (docs/file-integrity.md, "The journal belongs to its
+/// writer"), reads the file as the roll-back will leave it (every object verified; with `accept_damaged` it need
+/// only open) and then rolls it back, removes an incomplete journal, and cuts bytes a killed commit wrote past
+/// the end of the file's data. Returns one line saying what was done ("RUN.h5: nothing to recover (no
+/// interrupted commit)"). Throws icl::Error (one line) for a journal that is not this file's or would restore a
+/// damaged file, and for a file that is not an experiment file; the file and journal are then untouched. Used by
+/// `icl-cli recover`.
+std::string recoverExperimentFile(const std::string& path, bool accept_damaged = false);
 
 /// Result of verifyExperimentFile.
 struct FileVerification {

@@ -14,8 +14,12 @@ Layout (docs/file-format.md in the repository)::
 Every read opens the file, reads and closes it again, so a run being trained can be re-opened to see new
 checkpoints. The trainer commits in place (docs/file-integrity.md, "Commit cost"); while a commit overwrites
 pages it holds a lock on byte 0 of the file, and every read here takes a shared lock on it (``fcntl.lockf``)
-so it never sees a commit half done. A ``RUN.h5.journal`` left by a killed commit is refused with a message:
-``icl-cli info RUN.h5`` rolls it back.
+so it never sees a commit half done. A ``RUN.h5.journal`` left by a killed commit is refused with one line:
+``icl-cli recover RUN.h5`` (or the next ``train --resume``) rolls it back; this reader never writes.
+
+Files may come from anyone: every value is checked before it is used (one number where one number belongs, a
+dataset no larger than the memory budget, JSON nested at most 64 deep), and anything else is refused with
+:class:`ExperimentFileError`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ import hashlib
 import json
 import math
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
@@ -38,6 +44,9 @@ FILE_FORMAT = "icl-workbench"
 
 #: Format versions this reader understands (docs/file-format.md, "Format versions").
 SUPPORTED_FORMAT_VERSIONS: Tuple[int, ...] = (1, 2)
+
+#: Deepest nesting of JSON read from a file (as core/io/bounded_json.h).
+MAX_JSON_DEPTH = 64
 
 
 class ExperimentFileError(Exception):
@@ -151,7 +160,7 @@ class Run:
         self.path: str = os.fspath(path)
         with _open_experiment(self.path) as f:
             try:
-                self.format_version: int = int(f.attrs["format_version"])
+                self.format_version: int = int(_number(f.attrs["format_version"], self.path, "/", "format_version"))
                 self.app_version: str = _text(f.attrs.get("app_version", ""))
                 self.created: str = _text(f.attrs.get("created", ""))
                 if "config" not in f or "json" not in f["config"].attrs:
@@ -231,7 +240,7 @@ class Run:
             def visit(name: str, obj: Any) -> None:
                 if isinstance(obj, h5py.Group):
                     for key, value in obj.attrs.items():
-                        scalars[f"{name}/{key}"] = float(value)
+                        scalars[f"{name}/{key}"] = float(_number(value, self.path, obj.name, key))
 
             g["optimizer"].visititems(visit)
             return arrays, scalars
@@ -284,9 +293,11 @@ class Run:
             if name.startswith("."):
                 continue  # an unfinished temporary group of an interrupted commit
             where = f"/checkpoints/{name}"
-            out.append(CheckpointInfo(step=int(_attr(g, "step", self.path, where)),
-                                      train_loss=float(_attr(g, "train_loss", self.path, where)),
-                                      wall_time_s=float(_attr(g, "wall_time_s", self.path, where))))
+            out.append(CheckpointInfo(step=int(_number(_attr(g, "step", self.path, where), self.path, where, "step")),
+                                      train_loss=float(_number(_attr(g, "train_loss", self.path, where), self.path,
+                                                               where, "train_loss")),
+                                      wall_time_s=float(_number(_attr(g, "wall_time_s", self.path, where),
+                                                                self.path, where, "wall_time_s"))))
         return sorted(out, key=lambda c: c.step)
 
     def _read_analyses(self, f: h5py.File) -> List[Analysis]:
@@ -301,8 +312,9 @@ class Run:
                 raw = _json(g.attrs["json"], self.path, where) if "json" in g.attrs else None
                 out.append(Analysis(
                     kind=kind, id=ident, group=where,
-                    checkpoint_step=int(g.attrs.get("checkpoint_step", -1)),
-                    seed=int(g.attrs.get("seed", 0)),
+                    checkpoint_step=int(_number(g.attrs.get("checkpoint_step", -1), self.path, where,
+                                                "checkpoint_step")),
+                    seed=int(_number(g.attrs.get("seed", 0), self.path, where, "seed")),
                     created=_text(g.attrs.get("created", "")),
                     options=_json(g.attrs.get("options"), self.path, where + ": attribute 'options'") or {},
                     result=_with_arrays(raw) if isinstance(raw, dict) else None,
@@ -365,15 +377,19 @@ def _open_h5(path: str) -> h5py.File:
         raise ExperimentFileError(f"{path}: is a directory, not an experiment file")
     fd = -1
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        # Never blocks on a FIFO; read-only: this reader never writes a run file or its journal.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ExperimentFileError(f"{path}: not a regular file, not an experiment file")
         try:
             fcntl.lockf(fd, fcntl.LOCK_SH, 1, 0)  # waits while a commit overwrites pages
         except OSError:
             pass  # a file system without locks: read unlocked
         journal = path + ".journal"
-        if os.path.exists(journal):
+        if os.path.lexists(journal):
             raise ExperimentFileError(
-                f"{path}: an interrupted commit left {journal}; run icl-cli info {path} once to roll it back")
+                f"{path}: an interrupted commit left {journal}; run `icl-cli recover {path}` (or the next "
+                "`train --resume`) to roll it back")
         if not h5py.is_hdf5(path):
             raise ExperimentFileError(f"{path}: not an ICL Workbench experiment file (not HDF5, or truncated)")
         f = _LockedFile(path, fd)
@@ -400,7 +416,7 @@ def _open_experiment(path: str) -> h5py.File:
                 f"{path}: not an ICL Workbench experiment file (format is {fmt!r}, expected {FILE_FORMAT!r})")
         if "format_version" not in f.attrs:
             raise ExperimentFileError(f"{path}: damaged experiment file (no 'format_version' attribute)")
-        version = int(f.attrs["format_version"])
+        version = _number(f.attrs["format_version"], path, "/", "format_version")
         if version not in SUPPORTED_FORMAT_VERSIONS:
             newest = max(SUPPORTED_FORMAT_VERSIONS)
             what = "newer than this reader" if version > newest else "unknown"
@@ -423,18 +439,79 @@ def _checkpoint_group(step: int) -> str:
 def _text(value: Any) -> str:
     if isinstance(value, bytes):
         return value.decode("utf-8")
-    if isinstance(value, np.ndarray) and value.shape == ():
-        return _text(value[()])
+    if isinstance(value, np.ndarray):
+        if value.shape == ():
+            return _text(value[()])
+        raise TypeError(f"an array of {value.size} values where one string belongs")
     return str(value)
+
+
+def _number(value: Any, path: str, where: str, name: str) -> float:
+    """One number (an attribute must hold exactly one); anything else is refused naming the attribute."""
+    if isinstance(value, np.ndarray):
+        if value.shape != ():
+            raise ExperimentFileError(
+                f"{path}: damaged: {where} (attribute '{name}' holds {value.size} values, expected one number)")
+        value = value[()]
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ExperimentFileError(f"{path}: damaged: {where} (attribute '{name}' is not a number)")
+    return float(value) if isinstance(value, (float, np.floating)) else int(value)
+
+
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _json_depth(text: str) -> int:
+    """Deepest nesting of arrays and objects in JSON text, strings skipped (no recursion)."""
+    depth = deepest = 0
+    for m in _JSON_TOKENS.finditer(text):
+        t = m.group()
+        if t in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif t in "]}":
+            depth -= 1
+    return deepest
 
 
 def _json(value: Any, path: str, where: str) -> Any:
     if value is None:
         return None
     try:
-        return json.loads(_text(value))
-    except ValueError as e:
+        text = _text(value)
+        if _json_depth(text) > MAX_JSON_DEPTH:
+            raise ExperimentFileError(f"{path}:{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        return json.loads(text)
+    except (ValueError, TypeError, RecursionError) as e:
         raise ExperimentFileError(f"{path}:{where}: not valid JSON ({_one_line(e)})") from None
+
+
+def _memory_budget() -> int:
+    """Bytes one read may allocate on a file's say-so: ICL_MAX_MEMORY ("512M", "2G") or a quarter of RAM, as
+    core/io/memory_budget.h."""
+    text = os.environ.get("ICL_MAX_MEMORY", "")
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([kKmMgGtT]?)(?:i?B)?\s*", text)
+    if m:
+        try:
+            return int(float(m.group(1)) * 1024 ** " kmgt".index(m.group(2).lower() or " "))
+        except ValueError:
+            pass
+    try:
+        return max(1 << 30, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 4)
+    except (ValueError, OSError, AttributeError):
+        return 4 << 30
+
+
+def _checked_read(obj: "h5py.Dataset", path: str) -> np.ndarray:
+    """A dataset's values, after checking that they are numbers and that their size fits the memory budget."""
+    if obj.dtype.kind not in "fiu":
+        raise ExperimentFileError(f"{path}: damaged: {obj.name} (holds {obj.dtype}, expected numbers)")
+    size = int(np.prod(obj.shape, dtype=object)) * obj.dtype.itemsize
+    budget = _memory_budget()
+    if size > budget:
+        raise ExperimentFileError(f"{path}: refused: {obj.name} would need {size} bytes, over the memory budget of "
+                                  f"{budget} bytes (ICL_MAX_MEMORY)")
+    return np.asarray(obj[()])
 
 
 def _attr(obj: Any, name: str, path: str, where: str) -> Any:
@@ -455,8 +532,11 @@ def _group(f: h5py.File, name: str, path: str) -> h5py.Group:
 
 def _read_dataset(f: h5py.File, name: str, path: str) -> np.ndarray:
     try:
-        return np.asarray(f[name][()])
-    except (OSError, KeyError, ValueError, RuntimeError) as e:
+        obj = f[name]
+        if not isinstance(obj, h5py.Dataset):
+            raise ExperimentFileError(f"{path}:{name}: is not a dataset (damaged file?)")
+        return _checked_read(obj, path)
+    except (OSError, KeyError, ValueError, RuntimeError, MemoryError) as e:
         raise ExperimentFileError(f"{path}:{name}: cannot read ({_one_line(e)}; damaged file?)") from None
 
 
@@ -467,8 +547,8 @@ def _read_tree(group: h5py.Group, path: str) -> Dict[str, np.ndarray]:
     def visit(name: str, obj: Any) -> None:
         if isinstance(obj, h5py.Dataset):
             try:
-                out[name] = np.asarray(obj[()])
-            except (OSError, ValueError, RuntimeError) as e:
+                out[name] = _checked_read(obj, path)
+            except (OSError, ValueError, RuntimeError, MemoryError) as e:
                 raise ExperimentFileError(
                     f"{path}:{obj.name}: cannot read ({_one_line(e)}; damaged file?)") from None
 

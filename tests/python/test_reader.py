@@ -3,6 +3,7 @@
 export-weights files, never from the reader itself."""
 
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -329,49 +330,139 @@ class BadInput(unittest.TestCase):
                 self.assertIn(str(ctx.exception), verify.stdout.splitlines())
                 self.assertIn("(checksum mismatch)", str(ctx.exception))
 
-    def test_interrupted_commit_is_refused_then_rolled_back_by_the_cli(self):
-        """A journal left by a killed commit (docs/file-format.md, "Commits and the journal"): the reader refuses
-        the file with one line naming the journal; icl-cli info rolls the file back. The journal here is written
-        from the documented layout, independently of the C++ code: it holds the original first page, which the
-        killed commit had already overwritten."""
+    def test_interrupted_commit_is_refused_here_read_by_info_and_rolled_back_by_recover(self):
+        """A journal left by a killed commit (docs/file-format.md, "Commits and the journal"), written here from the
+        documented layout, independently of the C++ code: it holds the original first page, which the killed commit
+        had already overwritten. This reader refuses the file with one line naming `icl-cli recover`; `icl-cli info`
+        reads the file as it was before the commit without writing it; `icl-cli recover` rolls it back."""
         path = os.path.join(self.tmp, "interrupted.h5")
         shutil.copy(self.good, path)
         with open(self.good, "rb") as f:
             original = f.read()
         self.assertGreater(len(original), 4096)
-        body = b"ICLJRNL1" + struct.pack("<QQQ", 4096, len(original), 1) + struct.pack("<Q", 0) + original[:4096]
-        with open(path + ".journal", "wb") as f:
+        with h5py.File(self.good, "r") as f:
+            file_id = f.attrs["file_id"]
+            generation = int(f.attrs["generation"])
+        file_id = file_id if isinstance(file_id, bytes) else file_id.encode()
+        self.assertEqual(len(file_id), 32)
+        added = 10000
+        overwritten = b"\xff" * 4096  # the superblock and root group, half overwritten
+        body = (b"ICLJRNL2" + struct.pack("<QQQQ", 4096, len(original), len(original) + added, 1) + file_id
+                + struct.pack("<QQ", generation, generation + 1)
+                + struct.pack("<Q", 0) + original[:4096] + hashlib.sha256(overwritten).digest())
+        journal = path + ".journal"
+        with open(journal, "wb") as f:
             f.write(body + hashlib.sha256(body).hexdigest().encode())
         with open(path, "r+b") as f:
-            f.write(b"\xff" * 4096)  # the superblock and root group, half overwritten
+            f.write(overwritten)
             f.seek(0, os.SEEK_END)
-            f.write(b"\0" * 10000)  # and bytes the commit had added
+            f.write(b"\0" * added)  # and bytes the commit had added
+        with open(path, "rb") as f:
+            killed = f.read()
+        mtime = os.stat(path).st_mtime_ns
         with self.assertRaises(icl_workbench.ExperimentFileError) as ctx:
             icl_workbench.open(path)
         message = str(ctx.exception)
         self.assertNotIn("\n", message)
-        self.assertIn(path + ".journal", message)
-        self.assertIn("icl-cli info", message)
-        cli = subprocess.run([icl_cli(), "info", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(message, f"{path}: an interrupted commit left {journal}; run `icl-cli recover {path}` (or "
+                                  "the next `train --resume`) to roll it back")
+        info = cli_json_of(path)
+        self.assertIn(f"a commit was interrupted and left {journal}", " ".join(info["notes"]))
+        self.assertEqual([c["step"] for c in info["checkpoints"]], icl_workbench.open(self.good).checkpoints)
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), killed, "icl-cli info wrote the run file")
+        self.assertEqual(os.stat(path).st_mtime_ns, mtime)
+        self.assertTrue(os.path.exists(journal))
+        cli = subprocess.run([icl_cli(), "recover", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(cli.returncode, 0, cli.stderr)
-        self.assertIn("rolled back", cli.stdout + cli.stderr)
-        self.assertFalse(os.path.exists(path + ".journal"))
+        self.assertEqual(cli.stdout, f"{path}: an interrupted commit was rolled back from {journal} (the file holds "
+                                     "the commit before it)\n")
+        self.assertFalse(os.path.exists(journal))
         with open(path, "rb") as f:
             self.assertEqual(f.read(), original, "the file is its previous commit, byte for byte")
         self.assertEqual(icl_workbench.open(path).checkpoints, icl_workbench.open(self.good).checkpoints)
 
-        # An incomplete journal (the commit was killed while writing it, before it changed the file): refused
-        # the same way, and removed by the next open of icl-cli.
-        with open(path + ".journal", "wb") as f:
+        # An incomplete journal (the commit was killed while writing it, before it changed the file): refused here,
+        # read around by icl-cli info (which leaves it), removed by icl-cli recover.
+        with open(journal, "wb") as f:
             f.write(body[:100])
         with self.assertRaises(icl_workbench.ExperimentFileError):
             icl_workbench.open(path)
-        cli = subprocess.run([icl_cli(), "info", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertIn("incomplete", " ".join(cli_json_of(path)["notes"]))
+        self.assertTrue(os.path.exists(journal))
+        cli = subprocess.run([icl_cli(), "recover", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.assertEqual(cli.returncode, 0, cli.stderr)
-        self.assertIn("incomplete", cli.stdout + cli.stderr)
-        self.assertFalse(os.path.exists(path + ".journal"))
+        self.assertIn("incomplete", cli.stdout)
+        self.assertFalse(os.path.exists(journal))
         with open(path, "rb") as f:
             self.assertEqual(f.read(), original)
+
+    def test_a_forged_journal_is_refused_and_changes_nothing(self):
+        """Old size 0 made earlier builds truncate the run to 0 bytes on `icl-cli info`."""
+        path = os.path.join(self.tmp, "forged.h5")
+        shutil.copy(self.good, path)
+        with open(self.good, "rb") as f:
+            original = f.read()
+        body = b"ICLJRNL2" + struct.pack("<QQQQ", 4096, 0, len(original), 0) + b"\0" * 32 + struct.pack("<QQ", 0, 1)
+        with open(path + ".journal", "wb") as f:
+            f.write(body + hashlib.sha256(body).hexdigest().encode())
+        for command in (["info"], ["verify"], ["recover"]):
+            with self.subTest(command=command[0]):
+                cli = subprocess.run([icl_cli(), *command, path], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+                self.assertEqual(cli.returncode, 1, cli.stderr)
+                self.assertIn("records an old size of 0 bytes", cli.stdout + cli.stderr)
+                with open(path, "rb") as f:
+                    self.assertEqual(f.read(), original)
+        self.check(path, "an interrupted commit left")
+
+    def test_hostile_attributes_are_refused_without_a_crash(self):
+        """Attributes that are arrays where one value belongs (earlier builds of icl-cli overwrote the stack)."""
+        cases = {
+            "format_version": (lambda f: f.attrs.create("format_version", np.full(64, 65.0))),
+            "format": (lambda f: f.attrs.create("format", np.array([b"A" * 16] * 4000))),
+            "format_vlen": (lambda f: f.attrs.create("format", ["A" * 64] * 2000,
+                                                      dtype=h5py.string_dtype())),
+        }
+        for name, edit in cases.items():
+            with self.subTest(attribute=name):
+                path = os.path.join(self.tmp, f"hostile_{name}.h5")
+                shutil.copy(self.good, path)
+                with h5py.File(path, "a") as f:
+                    edit(f)
+                self.check(path, "damaged")
+
+    def test_json_nested_without_end_is_refused(self):
+        """Python's json module recurses once per level (RecursionError); the depth is checked before."""
+        path = os.path.join(self.tmp, "deep.h5")
+        shutil.copy(self.good, path)
+        with h5py.File(path, "a") as f:
+            f["config"].attrs["json"] = np.bytes_('{"a":' * 100000 + "1" + "}" * 100000)
+        self.check(path, "JSON nested deeper than 64 levels")
+
+    def test_a_dataset_declaring_more_than_the_budget_is_refused_before_it_is_read(self):
+        """2^28 doubles (2 GiB) declared, nothing stored, under a budget of 64 MiB (ICL_MAX_MEMORY)."""
+        path = os.path.join(self.tmp, "huge.h5")
+        shutil.copy(self.good, path)
+        with h5py.File(path, "a") as f:
+            f["metrics"].create_dataset("huge", shape=(1 << 28,), dtype="<f8")
+        self.assertLess(os.path.getsize(path), 10 << 20)
+        saved = os.environ.get("ICL_MAX_MEMORY")
+        os.environ["ICL_MAX_MEMORY"] = "64M"
+        try:
+            self.check(path, r"refused: /metrics/huge would need 2147483648 bytes, over the memory budget of "
+                             r"67108864 bytes")
+        finally:
+            if saved is None:
+                del os.environ["ICL_MAX_MEMORY"]
+            else:
+                os.environ["ICL_MAX_MEMORY"] = saved
+
+
+def cli_json_of(path):
+    cli = subprocess.run([icl_cli(), "info", "--json", path], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert cli.returncode == 0, cli.stderr
+    return json.loads(cli.stdout)
 
 
 if __name__ == "__main__":

@@ -475,13 +475,17 @@ TEST(ExperimentFileIntegrity, ALeftoverTmpIsReportedAndAFailedCommitLeavesNone)
     EXPECT_EQ(icl::readRunSummary(path).checkpoints.size(), 3u);
     EXPECT_TRUE(sameMetrics(icl::readRunSummary(path).metrics, summaryBefore.metrics));
 
-    // A journal that a killed commit left incomplete (killed before it overwrote anything) is removed on the
-    // next open, which says so; the file reads as before.
-    std::ofstream(path + ".journal") << "ICLJRNL1 cut short";
+    // A journal that a killed commit left incomplete (killed before it overwrote anything): the open says so and
+    // reads the file as it is, leaving both alone (only a writer removes a journal); the next commit removes it.
+    std::ofstream(path + ".journal") << "ICLJRNL2 cut short";
     const std::vector<std::string> cleaned = icl::readRunSummary(path).notes;
     ASSERT_EQ(cleaned.size(), 1u);
-    EXPECT_NE(cleaned[0].find(path + ".journal of an interrupted commit was incomplete"), std::string::npos)
+    EXPECT_NE(cleaned[0].find(path + ".journal of an interrupted commit is incomplete"), std::string::npos)
         << cleaned[0];
+    EXPECT_TRUE(fs::exists(path + ".journal"));
+    EXPECT_EQ(fs::file_size(path), sizeBefore);
+    EXPECT_TRUE(sameMetrics(icl::readRunSummary(path).metrics, summaryBefore.metrics));
+    icl::commitToExperimentFile(path, {}, nullptr);
     EXPECT_FALSE(fs::exists(path + ".journal"));
     EXPECT_TRUE(sameMetrics(icl::readRunSummary(path).metrics, summaryBefore.metrics));
 
@@ -739,6 +743,13 @@ void commitStep300(const std::string& path)
                                 &cp, 200);
 }
 
+// The bytes of a file ("" when there is none).
+std::string fileBytes(const std::string& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
 // Runs commitStep300 in a child process that is killed with SIGKILL at the `killAt`-th fault point
 // (or, with killAt < 0, after `delayUs` microseconds). Returns true when the child was killed.
 bool killedCommit(const std::string& path, int killAt, int delayUs)
@@ -805,6 +816,9 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
     int keptOld = 0, gotNew = 0;
     auto checkAfterKill = [&](const std::string& what) {
         SCOPED_TRACE(what);
+        // Readers see the previous or the new commit (a journal left half applied is overlaid in memory) and never
+        // write: the file and its journal are byte for byte as the killed writer left them.
+        const std::string leftFile = fileBytes(path), leftJournal = fileBytes(path + ".journal");
         const ReadBack got = readEverything(path, steps);
         const ReadBack gotOld = readEverything(path, {0, 100, 200});
         const bool isOld = difference(gotOld, before).empty() && got.checkpointRefused.count(300)
@@ -812,7 +826,8 @@ TEST(ExperimentFileCrash, AKillAtEveryPointOfACommitLosesAtMostThatCommit)
         const bool isNew = difference(got, after).empty();
         EXPECT_TRUE(isOld || isNew) << "neither the previous nor the new commit: " << difference(gotOld, before)
                                     << " / " << difference(got, after);
-        EXPECT_FALSE(fs::exists(path + ".journal")) << "the open rolls back what the killed commit left";
+        EXPECT_EQ(fileBytes(path), leftFile) << "a reader wrote the run file";
+        EXPECT_EQ(fileBytes(path + ".journal"), leftJournal) << "a reader changed the journal";
         ++(isNew ? gotNew : keptOld);
         // Resume repeats the commit: the result is exactly the uninterrupted file, with no leftovers (from the
         // previous commit, byte for byte the same file size as the uninterrupted one).
