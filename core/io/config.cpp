@@ -169,7 +169,7 @@ constexpr int64_t kBig = int64_t(1) << 40;
 
 const std::vector<std::string> kBaselineNames = {"zero",        "least_squares", "ridge",           "gd",
                                                  "gd_plus_plus", "features_gd",  "knn",             "averaging",
-                                                 "oracle_ridge_phi", "mixture_posterior"};
+                                                 "oracle_ridge_phi", "mixture_posterior", "newton"};
 
 // Constraints between keys of different sections, checked after every key is read.
 void checkAcrossSections(const Cfg& c);
@@ -491,7 +491,8 @@ std::vector<KeyRecord> buildSchema()
                                c.eval.baselines.push_back(b.get<std::string>());
                            }
                        },
-                       "baselines measured on the evaluation prompts (\"gd\": one GD-k per eval.gd_steps entry)"));
+                       "baselines measured on the evaluation prompts (\"gd\": one GD-k per eval.gd_steps entry; "
+                       "\"newton\": one Newton-k per eval.newton_steps entry)"));
     k.push_back(record("eval.gd_steps", "integer list", "a non-empty array of integers in [1, 10000]", {},
                        ICL_FIELD(eval.gd_steps),
                        [](Cfg& c, const Json& v) {
@@ -508,6 +509,25 @@ std::vector<KeyRecord> buildSchema()
                            }
                        },
                        "k of each GD-k / GD++-k baseline (\"gd_1\", \"gdpp_2\", ...)"));
+    k.push_back(record("eval.newton_steps", "integer list", "a non-empty array of integers in [0, 60]", {},
+                       ICL_FIELD(eval.newton_steps),
+                       [](Cfg& c, const Json& v) {
+                           if (!v.is_array() || v.empty())
+                               throw Error("eval.newton_steps: expected a non-empty array of integers in [0, 60], got "
+                                           + shortJson(v));
+                           c.eval.newton_steps.clear();
+                           for (size_t i = 0; i < v.size(); ++i) {
+                               const auto& s = v[i];
+                               if (!s.is_number_integer() || s.get<int64_t>() < 0 || s.get<int64_t>() > 60)
+                                   throw Error("eval.newton_steps[" + std::to_string(i)
+                                               + "]: expected an integer in [0, 60], got " + shortJson(s));
+                               c.eval.newton_steps.push_back(s.get<int64_t>());
+                           }
+                       },
+                       "k of each Iterative Newton baseline (\"newton_3\": M_3), Fu et al. 2023"));
+    k.push_back(choiceKey("eval.newton_alpha", ICL_FIELD(eval.newton_alpha), {"frobenius", "spectral"},
+                          "Iterative Newton's start M_0 = alpha S: alpha = 1/||SS^T||_F (the authors' code) or "
+                          "2/||SS^T||_2 (the paper's text, which never fits the top eigendirection of S)"));
     k.push_back(numberKey("eval.ridge_lambda", ICL_FIELD(eval.ridge_lambda), anyNumber,
                           "a number (negative = Bayes choice)",
                           "ridge penalty lambda; negative = the Bayes choice sigma^2 / w_scale^2"));

@@ -172,9 +172,14 @@ struct EvalConfig {
     int64_t n_prompts = 10000;
     /// "zero", "least_squares", "ridge", "gd" (one GD-k per gd_steps entry), "gd_plus_plus" (GD++-k, k > 1),
     /// "features_gd" (von Oswald et al. §5: GD-k on the read-out over meta-learned MLP features of the
-    /// model's feature architecture; needs model.feature_dim > 0)
+    /// model's feature architecture; needs model.feature_dim > 0), "newton" (one newton_k per newton_steps entry)
     std::vector<std::string> baselines = {"zero", "least_squares", "ridge", "gd"};
     std::vector<int64_t> gd_steps = {1};   ///< k for each GD-k / GD++-k baseline ("gd_1", "gdpp_2", …)
+    /// "newton" (Iterative Newton, Fu et al. 2023): one newton_k per entry, k ≥ 0 iterations
+    std::vector<int64_t> newton_steps = {1, 2, 3, 5, 10};
+    /// starting scale of Iterative Newton, M₀ = αS: "frobenius" (α = 1/‖SSᵀ‖_F, the authors' code) or
+    /// "spectral" (α = 2/‖SSᵀ‖₂, the paper's text; it never fits S's top eigendirection, docs/science.md §5)
+    std::string newton_alpha = "frobenius";
     /// ridge penalty λ on the sum-of-squares objective; negative = Bayes choice σ²/w_scale²
     double ridge_lambda = -1.0;
     int64_t bootstrap = 1000;              ///< bootstrap resamples for confidence intervals
