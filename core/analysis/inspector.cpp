@@ -290,9 +290,11 @@ struct Inspector::Impl {
     {
         const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
         const int64_t d = task().d;
-        const torch::Tensor x = task().x_distribution == "uniform"
+        torch::Tensor x = task().x_distribution == "uniform"
             ? (torch::rand({d}, gen, opts) * 2.0 - 1.0) * task().x_range
             : torch::randn({d}, gen, opts);
+        if (task().x_condition_number != 1.0)  // ill-conditioned inputs: N(0, Σ) as the task draws them
+            x.narrow(0, 0, activeDims(task())).mul_(inputCovarianceEigenvalues(task(), activeDims(task())).sqrt());
         return std::vector<double>(x.data_ptr<double>(), x.data_ptr<double>() + d);
     }
 

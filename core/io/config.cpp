@@ -215,6 +215,21 @@ std::vector<KeyRecord> buildSchema()
                           "distribution of x: U(-x_range, x_range)^d or N(0, I_d)"));
     k.push_back(numberKey("task.x_range", ICL_FIELD(task.x_range), positive, "a number > 0",
                           "half-width of the uniform x distribution"));
+    k.push_back(numberKey("task.x_condition_number", ICL_FIELD(task.x_condition_number),
+                          [](double v) { return v >= 1.0 && v <= 1e12; }, "a number in [1, 1e12]",
+                          "condition number kappa of the input covariance: x ~ N(0, Sigma), Sigma diagonal with "
+                          "eigenvalues log-spaced over a factor kappa and mean 1 (1 = N(0, I)); needs "
+                          "x_distribution \"normal\" and a linear-regression task")
+                    .then([](const Cfg& c) {
+                        if (c.task.x_condition_number == 1.0)
+                            return;
+                        if (c.task.x_distribution != "normal")
+                            throw Error("task.x_condition_number: an input covariance needs task.x_distribution "
+                                        "\"normal\", got \"" + c.task.x_distribution + "\"");
+                        if (!isLinearRegression(kindOf(c.task)))
+                            throw Error("task.x_condition_number: ill-conditioned inputs exist for the linear-regression "
+                                        "tasks, got task.kind \"" + c.task.kind + "\"");
+                    }));
     k.push_back(numberKey("task.w_scale", ICL_FIELD(task.w_scale), positive, "a number > 0",
                           "w ~ N(0, w_scale^2 I) (representation tasks: I of width rep_dim)"));
     k.push_back(numberKey("task.noise_std", ICL_FIELD(task.noise_std), nonNegative, "a number >= 0",

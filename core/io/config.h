@@ -32,6 +32,10 @@ struct TaskConfig {
     int64_t n_context = 10;                 ///< N, number of in-context examples
     std::string x_distribution = "uniform"; ///< "uniform" (U(−x_range, x_range)^d) or "normal" (N(0, I_d))
     double x_range = 1.0;
+    /// Ill-conditioned inputs (Fu et al. 2023): x ~ N(0, Σ) with Σ = diag(λ_1 … λ_d') over the d' active
+    /// coordinates, eigenvalues log-spaced λ_j ∝ κ^(−(j−1)/(d'−1)) from the largest to the largest/κ and scaled to
+    /// mean 1 (E‖x‖² = d', as for N(0, I)). 1 = isotropic. Needs x_distribution "normal" and a linear task.
+    double x_condition_number = 1.0;
     double w_scale = 1.0;                   ///< w ~ N(0, w_scale²·I_d)
     double noise_std = 0.0;                 ///< σ of Gaussian label noise on y_i (and y_q)
     /// sparse_linear_regression (Garg et al. 2022): k, the number of non-zero coordinates of w. The
