@@ -1,6 +1,8 @@
 #include "core/report.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -181,6 +183,13 @@ std::vector<std::string> availablePlots(const RunSummary& summary)
     if (pastings != summary.analyses.end() && pastings->second > 0) {
         plots.push_back("pasting_icl_curve");
         plots.push_back("pasting_loss");
+    }
+    const auto maps = summary.analyses.find("algorithm_map");
+    if (maps != summary.analyses.end() && maps->second > 0) {
+        plots.push_back("algorithm_map");
+        plots.push_back("algorithm_map_best_step");
+        if (maps->second > 1)
+            plots.push_back("algorithm_map_training");
     }
     return plots;
 }
@@ -544,6 +553,114 @@ Figure iclIwlFigure(const RunSummary& summary)
         f.series.push_back(std::move(chance));
     }
     return f;
+}
+
+Figure algorithmMapBestStepFigure(const AlgorithmMap& map, const RunSummary& summary)
+{
+    Figure f;
+    f.name = "algorithm_map_best_step";
+    f.title = "Best-matching step per layer (similarity of errors)";
+    f.x_label = "layer ℓ";
+    f.y_label = "best step k*(ℓ) (ridge: λ*)";
+    f.log_y = true;
+    for (int64_t l : map.layers) {
+        f.x_ticks.push_back(double(l));
+        f.x_tick_labels.push_back(std::to_string(l));
+    }
+    for (const AlgorithmFamilyMap& fam : map.families) {
+        if (!fam.available())
+            continue;
+        Series s;
+        s.name = algorithmFamilyTitle(fam.family) + (fam.step_name == "lambda" ? " λ*" : " k*");
+        s.style = Series::Style::Markers;
+        for (size_t l = 0; l < map.layers.size() && l < fam.best_step.size(); ++l)
+            if (std::isfinite(fam.best_step[l]) && fam.best_step[l] > 0) {
+                s.x.push_back(double(map.layers[l]));
+                s.y.push_back(fam.best_step[l]);
+            }
+        f.series.push_back(s);
+        // The family's own fit over the middle layers, drawn over them.
+        const AlgorithmMapFit& fit = fam.fit;
+        if (std::isfinite(fit.slope)) {
+            Series line;
+            char name[160], r2[32] = "—";
+            if (std::isfinite(fit.r2))
+                std::snprintf(r2, sizeof r2, "%.3f", fit.r2);
+            std::snprintf(name, sizeof name, "%s fit (%s, slope %.3g, R² %s)", algorithmFamilyTitle(fam.family).c_str(),
+                          fit.kind.c_str(), fit.slope, r2);
+            line.name = name;
+            line.style = Series::Style::Dashed;
+            for (int64_t l = fit.first_layer; l <= fit.last_layer; ++l) {
+                const double y = fit.intercept + fit.slope * double(l);
+                const double v = fit.kind == "linear" ? y : std::pow(10.0, y);
+                if (v > 0) {
+                    line.x.push_back(double(l));
+                    line.y.push_back(v);
+                }
+            }
+            f.series.push_back(line);
+        }
+    }
+    f.metadata = runMetadata(summary);
+    f.metadata["checkpoint_step"] = std::to_string(map.checkpoint_step);
+    f.metadata["readout"] = map.readout;
+    f.metadata["prompts"] = std::to_string(map.n_prompts);
+    f.metadata["newton_alpha"] = map.newton_alpha;
+    return f;
+}
+
+Figure algorithmMapTrainingFigure(const std::vector<AlgorithmMap>& maps, const std::string& family,
+                                  const RunSummary& summary)
+{
+    Figure f;
+    f.name = "algorithm_map_training";
+    f.title = "Best-matching " + algorithmFamilyTitle(family) + " step of every layer across training";
+    f.x_label = "training step";
+    f.y_label = family == "ridge" ? "best λ*(ℓ)" : "best step k*(ℓ)";
+    f.log_y = family != "newton" && family != "gdpp";
+    std::vector<const AlgorithmMap*> ordered;
+    for (const AlgorithmMap& m : maps)
+        ordered.push_back(&m);
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const AlgorithmMap* a, const AlgorithmMap* b) { return a->checkpoint_step < b->checkpoint_step; });
+    size_t layers = 0;
+    for (const AlgorithmMap* m : ordered)
+        layers = std::max(layers, m->layers.size());
+    for (size_t l = 0; l < layers; ++l) {
+        Series s;
+        s.name = "layer " + std::to_string(l + 1);
+        for (const AlgorithmMap* m : ordered) {
+            const AlgorithmFamilyMap* fam = m->family(family);
+            if (!fam || !fam->available() || l >= fam->best_step.size() || !std::isfinite(fam->best_step[l]))
+                continue;
+            s.x.push_back(double(m->checkpoint_step));
+            s.y.push_back(fam->best_step[l]);
+        }
+        if (!s.x.empty())
+            f.series.push_back(s);
+    }
+    if (f.series.empty())
+        throw Error("algorithm map: no stored map has the family \"" + family + "\"");
+    f.metadata = runMetadata(summary);
+    f.metadata["family"] = family;
+    f.metadata["checkpoints"] = std::to_string(ordered.size());
+    return f;
+}
+
+std::map<std::string, std::string> algorithmMapMetadata(const AlgorithmMap& map, const std::string& family, bool weights,
+                                                        const RunSummary& summary)
+{
+    std::map<std::string, std::string> m = runMetadata(summary);
+    m["checkpoint_step"] = std::to_string(map.checkpoint_step);
+    m["family"] = family;
+    m["similarity"] = weights ? "induced weights" : "errors";
+    m["readout"] = map.readout;
+    m["prompts"] = std::to_string(map.n_prompts);
+    if (family == "newton")
+        m["newton_alpha"] = map.newton_alpha;
+    if (family == "gd")
+        m["gd_step"] = map.gd_step == "fixed" ? "eta " + std::to_string(map.gd_eta) : std::string("1/||X^T X||_2");
+    return m;
 }
 
 } // namespace icl

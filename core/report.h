@@ -7,6 +7,8 @@
 #include "core/analysis/gd_alignment.h"
 #include "core/analysis/pasting.h"
 #include "core/types/alignment.h"
+#include "core/types/algorithm_map.h"
+#include "core/types/algorithm_map_matrix.h"
 #include "core/types/figure.h"
 #include "core/types/figure_csv.h"
 #include "core/types/icl_curve.h"
@@ -18,7 +20,8 @@ namespace icl {
 
 /// Names of the plots that fit this experiment ("loss", "icl_curve", "alignment", "eta_scan"; for a few-shot
 /// classification run "loss" and "icl_iwl"; "pasting_icl_curve" and "pasting_loss" for a parent with a stored
-/// pasting result, drawn from the latest).
+/// pasting result, drawn from the latest; "algorithm_map", "algorithm_map_best_step" for a run with a stored
+/// algorithm map, and "algorithm_map_training" when more than one is stored).
 std::vector<std::string> availablePlots(const RunSummary& summary);
 
 /// Training curves: train and eval loss against step with each baseline's eval loss on the same
@@ -72,5 +75,20 @@ Figure pastingIclCurvesFigure(const PastingResult& r, const PastingOptions& o, c
 /// previous evaluation) and evaluation loss, with ridge and zero as dashed horizontal lines; the same metadata.
 /// Name "pasting_loss".
 Figure pastingLossCurvesFigure(const PastingResult& r, const PastingOptions& o, const RunSummary& parent);
+
+/// The algorithm map (docs/science.md §5): the best-matching step k*(ℓ) of every available family against the
+/// layer (markers; log y), with each family's fit over the middle layers as a dashed line (legend: kind, slope, R²).
+/// Name "algorithm_map_best_step".
+Figure algorithmMapBestStepFigure(const AlgorithmMap& map, const RunSummary& summary);
+
+/// k*(ℓ) of `family` against the training step, one line per layer, from maps of several checkpoints (any
+/// order). Throws icl::Error when no map has the family available. Name "algorithm_map_training".
+Figure algorithmMapTrainingFigure(const std::vector<AlgorithmMap>& maps, const std::string& family,
+                                  const RunSummary& summary);
+
+/// Metadata of an exported algorithm-map heatmap: the run's (experiment, seed, preset), checkpoint_step, family,
+/// similarity ("errors" or "induced weights"), readout, prompts, and Newton's α or GD's step rule.
+std::map<std::string, std::string> algorithmMapMetadata(const AlgorithmMap& map, const std::string& family, bool weights,
+                                                        const RunSummary& summary);
 
 } // namespace icl

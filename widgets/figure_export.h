@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "core/types/algorithm_map.h"
 #include "core/types/figure.h"
 #include "core/types/matrix.h"
 
@@ -38,5 +39,13 @@ bool exportFigure(
 /// sets `*error` on failure. Thread affinity: as exportFigure.
 bool exportMatrix(const icl::Matrix& matrix, const std::map<std::string, std::string>& metadata,
     const std::string& path, const std::string& format, int dpi, double color_limit, std::string* error);
+
+/// Writes one family of an algorithm map (AlgorithmMapView: heatmap layer × step on a fixed [−1, 1] colour bar with
+/// the best-match curve over it; the similarity of induced weights when `weights`) to `path` as "png" (at `dpi`),
+/// "svg", "pdf" or "csv" (icl::algorithmMapCsv). False and `*error` for an absent or unavailable family or a
+/// failed write. Thread affinity: as exportFigure.
+bool exportAlgorithmMap(const icl::AlgorithmMap& map, const std::string& family, bool weights,
+    const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& format, int dpi,
+    std::string* error);
 
 } // namespace icl::widgets

@@ -478,7 +478,7 @@ Figure figureByName(const std::string& path, const std::string& plot, int64_t ch
     std::string names;
     for (const auto& n : availablePlots(s))
         names += (names.empty() ? "" : ", ") + n;
-    names += ", attention, lens, patching";
+    names += ", attention, lens, patching, algorithm_map, algorithm_map_best_step, algorithm_map_training";
     throw Error("--plot " + plot + ": unknown plot for this experiment (available: " + names + ")");
 }
 
@@ -492,6 +492,8 @@ int runExport(const ExportArgs& args)
                     + args.format);
     if (isInspectorPlot(args.plot)) {
         exportInspectorPlot(args);
+    } else if (isAlgorithmMapPlot(args.plot)) {
+        exportAlgorithmMapFigure(args);
     } else {
         const Figure f = figureByName(args.path, args.plot, args.checkpoint);
         exportPlot(f, args.out, args.format, args.dpi);
@@ -518,6 +520,12 @@ int runReport(const ReportArgs& args)
         formats = {"png", "svg", "pdf", "csv"};
     for (const auto& plot : availablePlots(s)) {
         Figure f;
+        if (plot.rfind("algorithm_map", 0) == 0) {
+            // The stored algorithm maps (their heatmaps need the map view): written once, for the three names.
+            if (plot == "algorithm_map")
+                summary["algorithm_map"] = reportAlgorithmMaps(args.path, s, args.out_dir, formats, args.dpi, &files);
+            continue;
+        }
         if (plot == "icl_curve") {
             const IclCurve c = iclCurveWithProgress(args.path, -1, 0, 0, 0);
             summary["icl_curve"] = curveJson(c);
@@ -993,6 +1001,7 @@ const std::pair<const char*, AnalysisCommand> kAnalyses[] = {
     { "lens", runLens },
     { "patching", runPatching },
     { "icl-iwl", [](const AnalyzeArgs& a) { return a.show_sequence.empty() ? runIclIwl(a) : runShowSequence(a); } },
+    { "algorithm-map", runAlgorithmMap },
 };
 
 } // namespace

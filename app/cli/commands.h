@@ -12,6 +12,7 @@
 #include "core/analysis/pasting.h"
 #include "core/analysis/probe_analysis.h"
 #include "core/io/config.h"
+#include "core/types/run_summary.h"
 #include "core/training/weights_import.h"
 
 namespace icl::cli {
@@ -93,6 +94,8 @@ struct ExportArgs {
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
     int64_t example = 1;                 ///< patching: change_label's example i of y_i (1-based)
     uint64_t seed = 0;                   ///< patching: seed of the corruption's random draws
+    std::string family;                  ///< algorithm_map: family of the heatmap ("" = newton, else the first available)
+    std::string similarity = "errors";   ///< algorithm_map: "errors" or "weights" (similarity of induced weights)
 };
 int runExport(const ExportArgs& args);
 
@@ -140,6 +143,8 @@ struct AnalyzeArgs {
     std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
     bool store_capture = false;        ///< attention --prompts N --store: the capture into RUN.h5 (/analysis/activations)
     std::string show_sequence;         ///< icl-iwl: print one sequence of this kind (FewShotSequenceKind names) instead
+    std::vector<std::string> families; ///< algorithm-map: families to compute (empty: gd, gdpp, newton, ridge)
+    bool all_checkpoints = false;      ///< algorithm-map: one map per checkpoint of the run
 };
 int runAnalyze(const AnalyzeArgs& args);
 /// `o` with the fields every analysis' options share set from the command line: checkpoint_step, seed, threads.
@@ -168,6 +173,21 @@ int runPatching(const AnalyzeArgs& args);
 bool isInspectorPlot(const std::string& plot);
 /// Exports one of those plots (ExportArgs: prompt seed, layer/head, corruption).
 void exportInspectorPlot(const ExportArgs& args);
+
+/// `icl-cli analyze RUN.h5 algorithm-map [--json] [--checkpoint S] [--prompts N] [--store] [--families …]
+/// [--all-checkpoints]` (algorithm_map_commands.cpp): computeAlgorithmMap (or one map per checkpoint), stored under
+/// /analysis/algorithm_map with --store.
+int runAlgorithmMap(const AnalyzeArgs& args);
+/// True for the algorithm map's plots: "algorithm_map" (alias "algorithm-map"; --family, --similarity),
+/// "algorithm_map_best_step", "algorithm_map_training".
+bool isAlgorithmMapPlot(const std::string& plot);
+/// Exports one of them from the latest stored map at --checkpoint (computed, not stored, when there is none).
+void exportAlgorithmMapFigure(const ExportArgs& args);
+/// The report's algorithm-map plots (from the latest stored map: a heatmap per available family, the best steps,
+/// and across training when several checkpoints have maps) into `out_dir` in `formats`; the written paths are
+/// appended to `files`. Returns the map's JSON for summary.json, or null when none is stored.
+nlohmann::json reportAlgorithmMaps(const std::string& path, const RunSummary& s, const std::string& out_dir,
+                                   const std::vector<std::string>& formats, int dpi, nlohmann::json* files);
 
 /// `icl-cli sweep SWEEP.json --out DIR [--jobs N] [--emit-slurm FILE]` (sweep_commands.cpp): the grid of
 /// SWEEP.json ({"preset" | "config", "scale", "set": [...], "grid": {"key.path": [values]}, "seeds": [...],

@@ -193,7 +193,8 @@ int main(int argc, char** argv)
                   "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), pasting_icl_curve and "
                   "pasting_loss (the latest pasting stored in a parent), attention (one head: "
                   "--layer, --head), lens, patching (--corruption, --example); the last three on the prompt of "
-                  "--prompt-seed")
+                  "--prompt-seed; algorithm_map (--family, --similarity), algorithm_map_best_step and "
+                  "algorithm_map_training (the latest stored maps, else computed)")
         ->required();
     x->add_option("--format", exp.format, "png, svg, pdf or csv")
         ->required()
@@ -215,6 +216,10 @@ int main(int argc, char** argv)
     x->add_option("--example", exp.example, "patching: the label y_i that change_label changes, i = 1 … N (default 1)")
         ->check(atLeast(1));
     x->add_option("--seed", exp.seed, "patching: seed of the corruption's random draws (default 0)")->check(unsignedInteger());
+    x->add_option("--family", exp.family, "algorithm_map: gd, gdpp, newton or ridge (default newton)")
+        ->check(CLI::IsMember({"gd", "gdpp", "newton", "ridge"}));
+    x->add_option("--similarity", exp.similarity, "algorithm_map: errors or weights (default errors)")
+        ->check(CLI::IsMember({"errors", "weights"}));
 
     ReportArgs report;
     auto* r = app.add_subcommand("report", "every plot that fits the experiment, plus summary.json");
@@ -227,8 +232,8 @@ int main(int argc, char** argv)
     auto* a = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     addExperimentFile(a, analyze.path);
     a->add_option("analysis", analyze.kind,
-                  "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe, paste, attention, lens, patching or "
-                  "icl-iwl")
+                  "gd-alignment, eta-scan, layers, ood, interpolate, copy, kernel, probe, paste, attention, lens, patching, "
+                  "icl-iwl or algorithm-map")
         ->required()
         ->check(CLI::IsMember(analysisKinds()));
     auto* promptSeedOpt = a->add_option("--prompt-seed", analyze.prompt_seed,
@@ -343,7 +348,14 @@ int main(int argc, char** argv)
     a->add_flag("--force", analyze.force, "paste, attention --out FILE.h5: replace an existing --out file");
     a->add_flag("--store", analyze.store_capture,
                 "attention: capture the activations of --prompts prompts (--capture names) into the experiment file "
-                "itself, under /analysis/activations/<id>, instead of a FILE.h5");
+                "itself, under /analysis/activations/<id>, instead of a FILE.h5; algorithm-map: store the map under "
+                "/analysis/algorithm_map/<id>");
+    a->add_option("--families", analyze.families, "algorithm-map: families to compute, e.g. gd,newton (default gd, "
+                                                  "gdpp, newton, ridge)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"gd", "gdpp", "newton", "ridge"}));
+    a->add_flag("--all-checkpoints", analyze.all_checkpoints,
+                "algorithm-map: one map per checkpoint of the run (the map across training)");
 
     ImportArgs importArgs;
     auto* im = app.add_subcommand("import", "write an experiment file from a foreign checkpoint: a PyTorch .pt, .safetensors "

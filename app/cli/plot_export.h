@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 
+#include "core/types/algorithm_map.h"
 #include "core/types/figure.h"
 #include "core/types/matrix.h"
 
@@ -22,5 +23,12 @@ void exportPlot(const Figure& figure, const std::string& path, const std::string
 /// failure or when images are requested from a build without the GUI.
 void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string>& metadata, const std::string& path,
                    const std::string& format, int dpi, double color_limit = 0.0);
+
+/// Writes one family of an algorithm map (heatmap layer × step with the best-match curve; induced weights when
+/// `weights`) as `format` to `path` (csv: icl::algorithmMapCsv). Throws icl::Error for an absent or unavailable
+/// family, a failed write, or images from a build without the GUI.
+void exportAlgorithmMapPlot(const AlgorithmMap& map, const std::string& family, bool weights,
+                            const std::map<std::string, std::string>& metadata, const std::string& path,
+                            const std::string& format, int dpi);
 
 } // namespace icl::cli

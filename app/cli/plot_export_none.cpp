@@ -1,6 +1,9 @@
 #include "plot_export.h"
 
 #include "core/error.h"
+#include <fstream>
+
+#include "core/types/algorithm_map_matrix.h"
 #include "core/types/figure_csv.h"
 #include "core/types/matrix_csv.h"
 
@@ -26,6 +29,21 @@ void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string
         return writeMatrixCsv(matrix, metadata, path);
     throw Error("--format " + format + ": this icl-cli was built without the GUI (ICL_BUILD_GUI=OFF); only csv "
                 "export is available");
+}
+
+void exportAlgorithmMapPlot(const AlgorithmMap& map, const std::string& family, bool weights,
+                            const std::map<std::string, std::string>& metadata, const std::string& path,
+                            const std::string& format, int)
+{
+    if (format != "csv")
+        throw Error("--format " + format + ": this icl-cli was built without the GUI (ICL_BUILD_GUI=OFF); only csv "
+                    "export is available");
+    const AlgorithmFamilyMap& f = algorithmMapFamily(map, family);
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    if (out)
+        out << algorithmMapCsv(map, f, weights, metadata);
+    if (!out)
+        throw Error("cannot write " + path);
 }
 
 } // namespace icl::cli

@@ -60,4 +60,15 @@ void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string
         throw Error(path + ": " + error);
 }
 
+void exportAlgorithmMapPlot(const AlgorithmMap& map, const std::string& family, bool weights,
+                            const std::map<std::string, std::string>& metadata, const std::string& path,
+                            const std::string& format, int dpi)
+{
+    if (format != "csv")
+        ensureApplication();
+    std::string error;
+    if (!icl::widgets::exportAlgorithmMap(map, family, weights, metadata, path, format, dpi, &error))
+        throw Error(path + ": " + error);
+}
+
 } // namespace icl::cli

@@ -26,6 +26,8 @@ enum JobKey : int {
     PatchingJob = 600, ///< Patching
     IclIwlJob = 900, ///< ICL vs IWL: the evaluation of the selected checkpoint
     SequenceJob = 901, ///< ICL vs IWL: the sequence viewer
+    AlgorithmMapJob = 1000, ///< Algorithm map: the map of the selected checkpoint
+    AlgorithmMapTrainingJob = 1001, ///< Algorithm map: the map of every checkpoint
 };
 
 /// A queue of analysis jobs executed in order on one worker std::thread (the core's analyses use all

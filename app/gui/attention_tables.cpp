@@ -89,6 +89,8 @@ QString predictorLabel(const std::string& name)
         return QStringLiteral("GD-%1").arg(shownText(name.substr(3)));
     if (name.rfind("gdpp_", 0) == 0)
         return QStringLiteral("GD++ (%1 layers)").arg(shownText(name.substr(5)));
+    if (name.rfind("newton_", 0) == 0)
+        return QStringLiteral("Newton-%1").arg(shownText(name.substr(7)));
     if (name == "oracle_ridge_phi")
         return PredictionTable::tr("oracle (ridge on Φ*(x))");
     if (name == "mixture_posterior")

@@ -89,7 +89,7 @@ int main(int argc, char** argv)
         QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
     const QCommandLineOption pageOpt(QStringLiteral("page"),
         QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve, probes, pasting, "
-                       "attention, patching or icl-iwl."),
+                       "attention, patching, icl-iwl or algorithm-map."),
         QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
         QStringLiteral("Tab of the gd-alignment page (%1), of the attention page (%2) or of the icl-iwl page (%3).")
@@ -144,7 +144,7 @@ int main(int argc, char** argv)
         page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
             return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve, probes, "
-                                       "pasting, attention, patching or icl-iwl, got \"%1\"")
+                                       "pasting, attention, patching, icl-iwl or algorithm-map, got \"%1\"")
                             .arg(parser.value(pageOpt)));
     }
     const bool attentionTab = page == icl::gui::MainWindow::Page::Attention;

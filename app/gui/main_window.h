@@ -17,6 +17,7 @@
 
 namespace icl::gui {
 
+class AlgorithmMapPage;
 class AnalysisPage;
 class AttentionPage;
 class ExperimentsPage;
@@ -48,13 +49,14 @@ public:
         Attention = 7,
         Patching = 8,
         IclIwl = 9,
+        AlgorithmMap = 10,
     };
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
     /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel",
-    /// "icl-curve", "probes", "pasting", "attention", "patching", "icl-iwl"), if there is one.
+    /// "icl-curve", "probes", "pasting", "attention", "patching", "icl-iwl", "algorithm-map"), if there is one.
     static std::optional<Page> pageFromName(const QString& name);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
@@ -114,6 +116,7 @@ public:
     AttentionPage* attentionPage() const { return m_attentionPage; }
     PatchingPage* patchingPage() const { return m_patchingPage; }
     IclIwlPage* iclIwlPage() const { return m_iclIwlPage; }
+    AlgorithmMapPage* algorithmMapPage() const { return m_algorithmMapPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
     /// Puts `path` first in File ▸ Open recent and on the Experiments page (at most 10; saved unless scripted).
@@ -186,6 +189,7 @@ private:
     AttentionPage* m_attentionPage = nullptr;
     PatchingPage* m_patchingPage = nullptr;
     IclIwlPage* m_iclIwlPage = nullptr;
+    AlgorithmMapPage* m_algorithmMapPage = nullptr;
     std::vector<AnalysisPage*> m_analysisPages; ///< pages of the table that follow the AnalysisPage protocol
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;

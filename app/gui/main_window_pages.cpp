@@ -7,6 +7,7 @@
 #include <QMenu>
 #include <QMenuBar>
 
+#include "app/gui/algorithm_map_page.h"
 #include "app/gui/attention_page.h"
 #include "app/gui/experiments_page.h"
 #include "app/gui/gd_alignment_page.h"
@@ -68,6 +69,11 @@ const std::vector<MainWindow::PageEntry>& MainWindow::pageTable()
                        "and at the selected checkpoint (Chan et al.)"),
             QStyle::SP_MessageBoxInformation,
             [](MainWindow* w) -> QWidget* { return w->m_iclIwlPage = new IclIwlPage(w); } },
+        { Page::AlgorithmMap, { "algorithm-map", "algorithm_map" }, QT_TR_NOOP("Algorithm map"),
+            QT_TR_NOOP("Which algorithm does each layer run? Every layer against GD, GD++, Iterative Newton and ridge "
+                       "steps, with the best-matching step per layer, across training (Fu et al., von Oswald et al.)"),
+            QStyle::SP_FileDialogNewFolder,
+            [](MainWindow* w) -> QWidget* { return w->m_algorithmMapPage = new AlgorithmMapPage(w); } },
     };
     return table;
 }

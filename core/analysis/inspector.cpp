@@ -290,9 +290,11 @@ struct Inspector::Impl {
     {
         const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
         const int64_t d = task().d;
-        const torch::Tensor x = task().x_distribution == "uniform"
+        torch::Tensor x = task().x_distribution == "uniform"
             ? (torch::rand({d}, gen, opts) * 2.0 - 1.0) * task().x_range
             : torch::randn({d}, gen, opts);
+        if (task().x_condition_number != 1.0)  // ill-conditioned inputs: N(0, Σ) as the task draws them
+            x.narrow(0, 0, activeDims(task())).mul_(inputCovarianceEigenvalues(task(), activeDims(task())).sqrt());
         return std::vector<double>(x.data_ptr<double>(), x.data_ptr<double>() + d);
     }
 
@@ -528,8 +530,8 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
         r.predictions.push_back({name, pred, 0.5 * (pred - r.target) * (pred - r.target)});
     };
     add("model", yModel);
-    // The run's baselines, then whatever of zero, least squares, ridge and GD-1…k (k up to the number of
-    // layers, as in the lens) the run does not list, and one oracle.
+    // The run's baselines, then whatever of zero, least squares, ridge, GD-1…k (k up to the number of
+    // layers, as in the lens) and Newton-k (k of eval.newton_steps) the run does not list, and one oracle.
     std::set<std::string> listed;
     for (const std::string& name : baselineNames(m.config().eval)) {
         add(name, predictBaseline(name, b64, m.config(), m.run.fitted).item<double>());
@@ -545,6 +547,11 @@ Inspection Inspector::inspect(const Prompt& prompt, const std::vector<Ablation>&
     for (int64_t k = 1; k <= kMax; ++k)
         if (!listed.count("gd_" + std::to_string(k)))
             add("gd_" + std::to_string(k), predictGd(b64, k, m.gdEta(k)).item<double>());
+    // Iterative Newton (Fu et al. 2023) at the steps of eval.newton_steps, with the run's α.
+    for (int64_t k : m.config().eval.newton_steps)
+        if (!listed.count("newton_" + std::to_string(k)))
+            add("newton_" + std::to_string(k),
+                predictNewton(b64, k, newtonAlphaFromName(m.config().eval.newton_alpha)).item<double>());
     bool hasOracle = false;
     const double yOracle = m.oracle(prompt, b64, &hasOracle);
     if (hasOracle && !listed.count("oracle_ridge_phi") && !listed.count("mixture_posterior"))

@@ -85,7 +85,8 @@ public:
     /// (the same holds for lens() and the patching functions). Throws icl::Error for a prompt of the wrong
     /// shape or an ablation that matches nothing (e.g. a layer the model does not have).
     /// Predictions: "model", the run's baselines (baselineNames order, predictBaseline in float64),
-    /// then "oracle" when the task has one: the noise-free label f_w(x_q) for linear and sine tasks
+    /// then zero, least squares, ridge, GD-1 … GD-L and newton_k for k of eval.newton_steps (Iterative
+    /// Newton with eval.newton_alpha) where the run does not list them, then "oracle" when the task has one: the noise-free label f_w(x_q) for linear and sine tasks
     /// with a known w; for representation tasks ridge on Φ*_k(x) with the Bayes penalty σ²/τ² (k = the
     /// prompt's component), or the mixture posterior when the component is unknown.
     /// Models under a million parameters run on one intra-op thread here (one prompt is too little

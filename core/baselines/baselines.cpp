@@ -323,6 +323,89 @@ double lineSearchEta(const PromptBatch& batch, int64_t k, double lo, double hi)
     return lineSearchEtas(batch, {k}, lo, hi).at(k);
 }
 
+NewtonAlpha newtonAlphaFromName(const std::string& name)
+{
+    if (name == "frobenius")
+        return NewtonAlpha::Frobenius;
+    if (name == "spectral")
+        return NewtonAlpha::Spectral;
+    throw Error("Newton's α: expected \"frobenius\" (1/‖SSᵀ‖_F) or \"spectral\" (2/‖SSᵀ‖₂), got \"" + name + "\"");
+}
+
+std::string newtonAlphaName(NewtonAlpha alpha)
+{
+    return alpha == NewtonAlpha::Spectral ? "spectral" : "frobenius";
+}
+
+double newtonAlpha(const double* lambda, int64_t d, NewtonAlpha alpha)
+{
+    // S is symmetric positive semi-definite, so SSᵀ = S² has eigenvalues λ_j²: ‖SSᵀ‖_F = √Σλ⁴, ‖SSᵀ‖₂ = max λ².
+    double sum4 = 0.0, max2 = 0.0;
+    for (int64_t j = 0; j < d; ++j) {
+        const double l2 = lambda[j] * lambda[j];
+        sum4 += l2 * l2;
+        max2 = std::max(max2, l2);
+    }
+    if (!(max2 > 0.0))
+        return 0.0;
+    return alpha == NewtonAlpha::Spectral ? 2.0 / max2 : 1.0 / std::sqrt(sum4);
+}
+
+torch::Tensor newtonWeights(const PromptBatch& batch, int64_t k, NewtonAlpha alpha)
+{
+    if (k < 0)
+        throw Error("Iterative Newton: the number of iterations k must be ≥ 0, got " + std::to_string(k));
+    if (batch.nContext() == 0)
+        return torch::zeros({batch.batchSize(), batch.dim()}, torch::kFloat64);
+    Float64View v = float64(batch);
+    const torch::Tensor Xt = v.X.transpose(1, 2);                             // [B, d, n]
+    const torch::Tensor S = torch::matmul(Xt, v.X);                           // [B, d, d]
+    const torch::Tensor SSt = torch::matmul(S, S.transpose(1, 2));            // [B, d, d]
+    const torch::Tensor norm = alpha == NewtonAlpha::Spectral
+        ? torch::linalg::matrix_norm(SSt, 2, {-2, -1}, false, c10::nullopt)   // largest singular value
+        : torch::linalg::matrix_norm(SSt, "fro", {-2, -1}, false, c10::nullopt);
+    const double c = alpha == NewtonAlpha::Spectral ? 2.0 : 1.0;
+    const torch::Tensor a = torch::where(norm > 0, c / norm.clamp_min(std::numeric_limits<double>::min()),
+                                         torch::zeros_like(norm));            // S = 0: M stays 0
+    torch::Tensor M = a.view({-1, 1, 1}) * S;
+    for (int64_t t = 0; t < k; ++t)
+        M = 2.0 * M - torch::matmul(torch::matmul(M, S), M);
+    return torch::matmul(M, torch::matmul(Xt, v.y.unsqueeze(-1))).squeeze(-1);  // [B, d]
+}
+
+torch::Tensor predictNewton(const PromptBatch& batch, int64_t k, NewtonAlpha alpha)
+{
+    const torch::Tensor w = newtonWeights(batch, k, alpha);
+    return asBatch(predictWith(w, batch.queryX().to(torch::kFloat64)), batch);
+}
+
+double newtonFilter(double lambda, double alpha, int64_t k)
+{
+    if (lambda == 0.0)
+        return 0.0;
+    double e = 1.0 - alpha * lambda * lambda;  // eigenvalue of I − S·M₀
+    for (int64_t t = 0; t < k; ++t)
+        e *= e;                                 // I − S·M_{t+1} = (I − S·M_t)²
+    return (1.0 - e) / lambda;
+}
+
+double gdFilter(double lambda, double step, int64_t k)
+{
+    const double r = step * lambda;
+    if (r == 0.0)
+        return double(k) * step;
+    // (1 − (1 − r)^k)/λ; for 0 < r < 1 through log1p/expm1, which keeps its digits when r is tiny.
+    if (r > 0.0 && r < 1.0)
+        return -std::expm1(double(k) * std::log1p(-r)) / lambda;
+    return (1.0 - std::pow(1.0 - r, double(k))) / lambda;
+}
+
+double ridgeFilter(double lambda, double penalty)
+{
+    const double s = lambda + penalty;
+    return s > 0.0 ? 1.0 / s : 0.0;
+}
+
 double ridgeLambda(const ExperimentConfig& config)
 {
     if (config.eval.ridge_lambda >= 0.0)
@@ -410,6 +493,9 @@ std::vector<std::string> baselineNames(const EvalConfig& eval)
             for (int64_t k : eval.gd_steps)
                 if (k > 1)
                     names.push_back("gdpp_" + std::to_string(k));
+        } else if (b == "newton") {
+            for (int64_t k : eval.newton_steps)
+                names.push_back("newton_" + std::to_string(k));
         } else {
             names.push_back(b);
         }
@@ -660,6 +746,12 @@ torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch,
         if (it == fitted.features_gd.end() || !it->second.phi)
             throw Error("baseline " + name + ": no meta-learned features and step size η");
         return predictGd(withFeatures(batch, it->second.phi), std::stoll(name.substr(12)), it->second.eta);
+    }
+    if (name.rfind("newton_", 0) == 0) {
+        const std::string k = name.substr(7);
+        if (k.empty() || k.size() > 3 || k.find_first_not_of("0123456789") != std::string::npos)
+            throw Error("baseline " + name + ": expected newton_k with k an integer ≥ 0");
+        return predictNewton(batch, std::stoll(k), newtonAlphaFromName(config.eval.newton_alpha));
     }
     if (name.rfind("gdpp_", 0) == 0) {
         auto it = fitted.gdpp.find(name);

@@ -103,6 +103,44 @@ private:
     std::vector<double> m_yq;      ///< [B] query labels
 };
 
+/// Starting scale α of Iterative Newton, M₀ = αS (Fu et al. 2023, docs/science.md §5).
+enum class NewtonAlpha {
+    /// α = 1/‖SSᵀ‖_F, as the authors' released code starts (the default): α·λ_max(S)² ≤ 1, so every
+    /// eigendirection of S with λ > 0 converges.
+    Frobenius,
+    /// α = 2/‖SSᵀ‖₂ = 2/λ_max(S)², as the paper writes it. This α lies on the boundary of the convergence
+    /// region 0 < α < 2/‖SSᵀ‖₂: along the top eigenvector 1 − αλ_max² = −1, so S·M_k there stays 0 for
+    /// every k ≥ 1 and ŵ_k never fits that direction (see newtonFilter).
+    Spectral,
+};
+
+/// "frobenius" / "spectral" (eval.newton_alpha). Throws icl::Error for another name.
+NewtonAlpha newtonAlphaFromName(const std::string& name);
+std::string newtonAlphaName(NewtonAlpha alpha);
+
+/// α of NewtonAlpha for one S with eigenvalues `lambda` (any order): 1/√(Σλ⁴) or 2/max λ²; 0 when S = 0.
+double newtonAlpha(const double* lambda, int64_t d, NewtonAlpha alpha);
+
+/// Iterative Newton for least squares (Fu et al. 2023), literally: with X the context inputs [n, d] and
+/// S = XᵀX, M₀ = αS, M_{k+1} = 2M_k − M_k S M_k, ŵ_k = M_k Xᵀy, ŷ = ⟨ŵ_k, x_q⟩, in float64 (batched
+/// matrix products, α from the norms of SSᵀ as written). k ≥ 0. S = 0 or n = 0 predicts 0. As k → ∞,
+/// S·M_k → the projector onto range(S) and ŵ_k → X⁺y, the minimum-norm least-squares solution (with
+/// NewtonAlpha::Frobenius). Returns [B] in the batch's dtype.
+torch::Tensor predictNewton(const PromptBatch& batch, int64_t k, NewtonAlpha alpha = NewtonAlpha::Frobenius);
+/// The weights ŵ_k of predictNewton: [B, d] float64.
+torch::Tensor newtonWeights(const PromptBatch& batch, int64_t k, NewtonAlpha alpha = NewtonAlpha::Frobenius);
+
+/// Spectral filters: for S = XᵀX = Σ_j λ_j q_j q_jᵀ each algorithm below returns ŵ = Σ_j f(λ_j)(q_jᵀXᵀy) q_j,
+/// so one eigendecomposition per prompt gives every step (the algorithm map, core/analysis/algorithm_map.h).
+/// Newton: M_k commutes with S and I − S·M_{k+1} = (I − S·M_k)², so f_k(λ) = (1 − (1 − αλ²)^(2^k))/λ, and 0 at
+/// λ = 0 (M₀'s eigenvalue αλ vanishes there and the iteration keeps it 0). The power is taken by k squarings.
+double newtonFilter(double lambda, double alpha, int64_t k);
+/// GD from w = 0 on ½‖Xw − y‖² with step s: w_{t+1} = w_t − s·Xᵀ(Xw_t − y), f_k(λ) = s·Σ_{t<k}(1 − sλ)^t =
+/// (1 − (1 − sλ)^k)/λ, and k·s at λ = 0. (predictGd's mean objective with step η is s = η/n.)
+double gdFilter(double lambda, double step, int64_t k);
+/// Ridge with penalty μ ≥ 0 on the sum of squares: f(λ) = 1/(λ + μ), 0 where λ + μ = 0 (the pseudo-inverse).
+double ridgeFilter(double lambda, double penalty);
+
 /// Ridge penalty of the config: eval.ridge_lambda when ≥ 0, else the Bayes choice σ²/w_scale².
 double ridgeLambda(const ExperimentConfig& config);
 
@@ -170,7 +208,7 @@ FeaturesGd fitFeaturesGd(const ExperimentConfig& config, int64_t k, uint64_t see
 double fitRidgeLambda(const PromptBatch& tuning);
 
 /// Baseline names of a config in display order: "zero", "least_squares", "ridge", "gd_1", …, "gdpp_2", …
-/// (GD++ is defined for k > 1 only).
+/// (GD++ is defined for k > 1 only), "newton_k" for each k of eval.newton_steps when "newton" is listed.
 std::vector<std::string> baselineNames(const EvalConfig& eval);
 
 /// Fits every parametrised baseline: η of GD-k on `tuning` prompts (closed form for k = 1, line search
@@ -190,7 +228,8 @@ FittedBaselines fittedOrRefit(const ExperimentConfig& config, const std::map<std
 
 /// Query predictions [B] of baseline `name` ("zero", "least_squares", "ridge", "knn", "averaging",
 /// "oracle_ridge_phi" (representation tasks), "mixture_posterior" (mixtures), "gd_k", "gdpp_k",
-/// "features_gd_k" — the last runs GD-k on withFeatures(batch, φ) with its meta-learned φ and η).
+/// "features_gd_k" — the last runs GD-k on withFeatures(batch, φ) with its meta-learned φ and η — and
+/// "newton_k": predictNewton with eval.newton_alpha).
 /// Throws icl::Error for an unknown name or a baseline missing from `fitted`.
 torch::Tensor predictBaseline(const std::string& name, const PromptBatch& batch, const ExperimentConfig& config,
                               const FittedBaselines& fitted);

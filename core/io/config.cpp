@@ -193,7 +193,7 @@ constexpr int64_t kBig = int64_t(1) << 40;
 
 const std::vector<std::string> kBaselineNames = {"zero",        "least_squares", "ridge",           "gd",
                                                  "gd_plus_plus", "features_gd",  "knn",             "averaging",
-                                                 "oracle_ridge_phi", "mixture_posterior"};
+                                                 "oracle_ridge_phi", "mixture_posterior", "newton"};
 
 // Constraints between keys of different sections, checked after every key is read.
 void checkAcrossSections(const Cfg& c);
@@ -239,6 +239,21 @@ std::vector<KeyRecord> buildSchema()
                           "distribution of x: U(-x_range, x_range)^d or N(0, I_d)"));
     k.push_back(numberKey("task.x_range", ICL_FIELD(task.x_range), positive, "a number > 0",
                           "half-width of the uniform x distribution"));
+    k.push_back(numberKey("task.x_condition_number", ICL_FIELD(task.x_condition_number),
+                          [](double v) { return v >= 1.0 && v <= 1e12; }, "a number in [1, 1e12]",
+                          "condition number kappa of the input covariance: x ~ N(0, Sigma), Sigma diagonal with "
+                          "eigenvalues log-spaced over a factor kappa and mean 1 (1 = N(0, I)); needs "
+                          "x_distribution \"normal\" and a linear-regression task")
+                    .then([](const Cfg& c) {
+                        if (c.task.x_condition_number == 1.0)
+                            return;
+                        if (c.task.x_distribution != "normal")
+                            throw Error("task.x_condition_number: an input covariance needs task.x_distribution "
+                                        "\"normal\", got \"" + c.task.x_distribution + "\"");
+                        if (!isLinearRegression(kindOf(c.task)))
+                            throw Error("task.x_condition_number: ill-conditioned inputs exist for the linear-regression "
+                                        "tasks, got task.kind \"" + c.task.kind + "\"");
+                    }));
     k.push_back(numberKey("task.w_scale", ICL_FIELD(task.w_scale), positive, "a number > 0",
                           "w ~ N(0, w_scale^2 I) (representation tasks: I of width rep_dim)"));
     k.push_back(numberKey("task.noise_std", ICL_FIELD(task.noise_std), nonNegative, "a number >= 0",
@@ -515,7 +530,8 @@ std::vector<KeyRecord> buildSchema()
                                c.eval.baselines.push_back(b.get<std::string>());
                            }
                        },
-                       "baselines measured on the evaluation prompts (\"gd\": one GD-k per eval.gd_steps entry)"));
+                       "baselines measured on the evaluation prompts (\"gd\": one GD-k per eval.gd_steps entry; "
+                       "\"newton\": one Newton-k per eval.newton_steps entry)"));
     k.push_back(record("eval.gd_steps", "integer list", "a non-empty array of integers in [1, 10000]", {},
                        ICL_FIELD(eval.gd_steps),
                        [](Cfg& c, const Json& v) {
@@ -532,6 +548,25 @@ std::vector<KeyRecord> buildSchema()
                            }
                        },
                        "k of each GD-k / GD++-k baseline (\"gd_1\", \"gdpp_2\", ...)"));
+    k.push_back(record("eval.newton_steps", "integer list", "a non-empty array of integers in [0, 60]", {},
+                       ICL_FIELD(eval.newton_steps),
+                       [](Cfg& c, const Json& v) {
+                           if (!v.is_array() || v.empty())
+                               throw Error("eval.newton_steps: expected a non-empty array of integers in [0, 60], got "
+                                           + shortJson(v));
+                           c.eval.newton_steps.clear();
+                           for (size_t i = 0; i < v.size(); ++i) {
+                               const auto& s = v[i];
+                               if (!s.is_number_integer() || s.get<int64_t>() < 0 || s.get<int64_t>() > 60)
+                                   throw Error("eval.newton_steps[" + std::to_string(i)
+                                               + "]: expected an integer in [0, 60], got " + shortJson(s));
+                               c.eval.newton_steps.push_back(s.get<int64_t>());
+                           }
+                       },
+                       "k of each Iterative Newton baseline (\"newton_3\": M_3), Fu et al. 2023"));
+    k.push_back(choiceKey("eval.newton_alpha", ICL_FIELD(eval.newton_alpha), {"frobenius", "spectral"},
+                          "Iterative Newton's start M_0 = alpha S: alpha = 1/||SS^T||_F (the authors' code) or "
+                          "2/||SS^T||_2 (the paper's text, which never fits the top eigendirection of S)"));
     k.push_back(numberKey("eval.ridge_lambda", ICL_FIELD(eval.ridge_lambda), anyNumber,
                           "a number (negative = Bayes choice)",
                           "ridge penalty lambda; negative = the Bayes choice sigma^2 / w_scale^2"));

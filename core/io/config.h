@@ -35,6 +35,10 @@ struct TaskConfig {
     int64_t n_context = 10;                 ///< N, number of in-context examples
     std::string x_distribution = "uniform"; ///< "uniform" (U(−x_range, x_range)^d) or "normal" (N(0, I_d))
     double x_range = 1.0;
+    /// Ill-conditioned inputs (Fu et al. 2023): x ~ N(0, Σ) with Σ = diag(λ_1 … λ_d') over the d' active
+    /// coordinates, eigenvalues log-spaced λ_j ∝ κ^(−(j−1)/(d'−1)) from the largest to the largest/κ and scaled to
+    /// mean 1 (E‖x‖² = d', as for N(0, I)). 1 = isotropic. Needs x_distribution "normal" and a linear task.
+    double x_condition_number = 1.0;
     double w_scale = 1.0;                   ///< w ~ N(0, w_scale²·I_d)
     double noise_std = 0.0;                 ///< σ of Gaussian label noise on y_i (and y_q)
     /// sparse_linear_regression (Garg et al. 2022): k, the number of non-zero coordinates of w. The
@@ -175,9 +179,14 @@ struct EvalConfig {
     int64_t n_prompts = 10000;
     /// "zero", "least_squares", "ridge", "gd" (one GD-k per gd_steps entry), "gd_plus_plus" (GD++-k, k > 1),
     /// "features_gd" (von Oswald et al. §5: GD-k on the read-out over meta-learned MLP features of the
-    /// model's feature architecture; needs model.feature_dim > 0)
+    /// model's feature architecture; needs model.feature_dim > 0), "newton" (one newton_k per newton_steps entry)
     std::vector<std::string> baselines = {"zero", "least_squares", "ridge", "gd"};
     std::vector<int64_t> gd_steps = {1};   ///< k for each GD-k / GD++-k baseline ("gd_1", "gdpp_2", …)
+    /// "newton" (Iterative Newton, Fu et al. 2023): one newton_k per entry, k ≥ 0 iterations
+    std::vector<int64_t> newton_steps = {1, 2, 3, 5, 10};
+    /// starting scale of Iterative Newton, M₀ = αS: "frobenius" (α = 1/‖SSᵀ‖_F, the authors' code) or
+    /// "spectral" (α = 2/‖SSᵀ‖₂, the paper's text; it never fits S's top eigendirection, docs/science.md §5)
+    std::string newton_alpha = "frobenius";
     /// ridge penalty λ on the sum-of-squares objective; negative = Bayes choice σ²/w_scale²
     double ridge_lambda = -1.0;
     int64_t bootstrap = 1000;              ///< bootstrap resamples for confidence intervals

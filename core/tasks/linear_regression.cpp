@@ -48,6 +48,16 @@ int64_t activeDims(const TaskConfig& task)
     return task.active_dims > 0 && task.active_dims < task.d ? task.active_dims : task.d;
 }
 
+torch::Tensor inputCovarianceEigenvalues(const TaskConfig& task, int64_t active)
+{
+    const auto opts = torch::TensorOptions().dtype(torch::kFloat64);
+    if (task.x_condition_number == 1.0 || active <= 1)
+        return torch::ones({active}, opts);
+    // log λ_j evenly spaced over a factor κ, then scaled to mean 1.
+    const torch::Tensor e = torch::pow(task.x_condition_number, -torch::arange(active, opts) / double(active - 1));
+    return e * (double(active) / e.sum().item<double>());
+}
+
 torch::Tensor sparseSupportMask(int64_t batch, int64_t d, int64_t active, int64_t k, at::Generator& gen)
 {
     TORCH_CHECK(k >= 1 && k <= active && active <= d, "sparse support: need 1 <= k <= active <= d");
@@ -72,6 +82,8 @@ PromptBatch sampleLinearRegression(const TaskConfig& task, int64_t batch, uint64
         x = torch::randn({batch, n, task.d}, gen, opts);
     if (active < task.d)
         x.narrow(2, active, task.d - active).zero_();  // curriculum: inactive coordinates are exactly 0
+    if (task.x_condition_number != 1.0)
+        x.narrow(2, 0, active).mul_(inputCovarianceEigenvalues(task, active).sqrt().view({1, 1, active}));
     torch::Tensor w = torch::randn({batch, task.d}, gen, opts) * task.w_scale;
     if (kindOf(task) == TaskKind::SparseLinearRegression) {
         if (task.sparsity < 1 || task.sparsity > active)

@@ -36,7 +36,8 @@ struct PromptBatch {
 /// Deterministic 64-bit seed for stream `stream` (e.g. a training step) of experiment seed `seed`.
 uint64_t mixSeed(uint64_t seed, uint64_t stream);
 
-/// Draws linear-regression prompts (Garg et al. 2022, docs/science.md §0): x ~ U(−r, r)^d or N(0, I_d),
+/// Draws linear-regression prompts (Garg et al. 2022, docs/science.md §0): x ~ U(−r, r)^d or N(0, I_d) (N(0, Σ)
+/// with task.x_condition_number > 1, inputCovarianceEigenvalues; the same draws z scaled, so κ = 1 is bitwise N(0, I)),
 /// w ~ N(0, w_scale²·I_d), y = ⟨w, x⟩ + noise_std·z with z ~ N(0, 1) on every point (query included).
 /// task.kind "sparse_linear_regression": w is multiplied by the indicator of a support of exactly
 /// task.sparsity coordinates, a uniformly random subset drawn per prompt, so its non-zeros are
@@ -52,6 +53,11 @@ PromptBatch sampleLinearRegression(const TaskConfig& task, int64_t batch, uint64
 
 /// Active input coordinates of a task: task.active_dims when it is in (0, d), else d.
 int64_t activeDims(const TaskConfig& task);
+
+/// Eigenvalues of the input covariance Σ over the first `active` coordinates (task.x_condition_number κ):
+/// λ_j = c·κ^(−(j−1)/(active−1)), j = 1 … active, with c such that their mean is 1; all 1 when κ = 1 or active = 1.
+/// [active] float64. x ~ N(0, Σ) is drawn as z ~ N(0, I) scaled by √λ_j per coordinate.
+torch::Tensor inputCovarianceEigenvalues(const TaskConfig& task, int64_t active);
 
 /// Support indicator of sparse task vectors: [B, d] float64 with exactly k ones per row, at a
 /// uniformly random k-subset of the first `active` coordinates (argsort of B×active uniforms from `gen`).

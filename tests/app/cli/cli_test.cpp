@@ -1181,3 +1181,64 @@ TEST(Cli, MaxMemoryBoundsWhatAFileMayMakeACommandAllocate)
     const Result evaluated = run("eval " + out + " --threads 1 --prompts 50 --max-memory 64M --json");
     EXPECT_EQ(evaluated.code, 0) << evaluated.err;
 }
+
+// The algorithm map from the command line (docs/science.md §5): an LSA holding the GD construction (trained for 0
+// steps from model.init gd_construction, without GD++ baselines) matches GD step ℓ at layer ℓ; --store puts it into the file, report draws
+// it and export writes its heatmap; a family that does not apply and a run without a map are one line each.
+TEST(Cli, AnalyzeAlgorithmMapStoreReportAndExport)
+{
+    const std::string out = temp("cli_algorithm_map.h5");
+    const Result tr = run("train --preset vonoswald-lsa-multilayer --set model.init=gd_construction --set task.d=5"
+                          " --set task.n_context=8 --set eval.n_prompts=500 --set 'eval.baselines=[\"zero\",\"gd\"]'"
+                          " --set 'eval.alignment=[\"gd_3\"]' --steps 0 --device cpu --threads 1 --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    const Result m = run("analyze " + out + " algorithm-map --prompts 300 --store --json --threads 1");
+    ASSERT_EQ(m.code, 0) << m.err;
+    const auto j = nlohmann::json::parse(m.out);
+    EXPECT_EQ(j["analysis"], "algorithm_map");
+    EXPECT_EQ(j["layers"], (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(j["positions"], "query");
+    const auto& gd = j["families"]["gd"];
+    const std::vector<double> steps = gd["steps"].get<std::vector<double>>();
+    for (int l = 1; l <= 3; ++l) {
+        EXPECT_EQ(gd["best_step"][l - 1].get<double>(), double(l));
+        const size_t s = size_t(std::find(steps.begin(), steps.end(), double(l)) - steps.begin());
+        ASSERT_LT(s, steps.size());
+        EXPECT_NEAR(gd["sim_errors"][l - 1][s].get<double>(), 1.0, 1e-6);
+    }
+    for (const char* family : {"newton", "ridge"}) {
+        ASSERT_TRUE(j["families"].contains(family)) << family;
+        EXPECT_EQ(j["families"][family]["sim_errors"].size(), 3u);
+        EXPECT_TRUE(j["families"][family]["fit"].contains("r2"));
+    }
+    EXPECT_TRUE(j["families"]["gdpp"].contains("unavailable"));
+    const Result info = run("info " + out + " --json");
+    EXPECT_NE(info.out.find("\"algorithm_map\""), std::string::npos) << "the map is stored in the file";
+
+    const std::string reportDir = temp("cli_algorithm_map_report");
+    ASSERT_EQ(run("report " + out + " --out " + reportDir).code, 0);
+    for (const char* file : {"algorithm_map_gd.csv", "algorithm_map_newton.csv", "algorithm_map_best_step.csv"})
+        EXPECT_TRUE(fs::exists(reportDir + "/" + file)) << file;
+    const auto summary = nlohmann::json::parse(std::ifstream(reportDir + "/summary.json"));
+    EXPECT_EQ(summary["algorithm_map"]["families"]["gd"]["best_step"], gd["best_step"]);
+
+    const std::string csv = temp("cli_algorithm_map.csv");
+    ASSERT_EQ(run("export " + out + " --plot algorithm-map --family gd --format csv --out " + csv).code, 0);
+    std::ifstream f(csv);
+    std::string line, header;
+    while (std::getline(f, line) && line.rfind("#", 0) == 0) {
+    }
+    header = line;
+    EXPECT_EQ(header.rfind("row,k=1,", 0), 0u) << header;
+    EXPECT_NE(header.find("best_step,best_similarity"), std::string::npos) << header;
+    std::getline(f, line);
+    EXPECT_EQ(line.rfind("layer 1,", 0), 0u) << line;
+
+    expectOneLineError(run("analyze " + out + " algorithm-map --families gdpp"), "does not apply");
+    expectOneLineError(run("export " + out + " --plot algorithm-map --family gdpp --format csv --out " + temp("x.csv")),
+                       "not on the map");
+    const std::string fewshot = temp("cli_algorithm_map_fewshot.h5");
+    ASSERT_EQ(run("train --preset chan-bursty --steps 2 --threads 1 --set task.n_classes=100 --set eval.n_prompts=16"
+                  " --set training.eval_every=2 --set training.checkpoint_every=2 --out " + fewshot).code, 0);
+    expectOneLineError(run("analyze " + fewshot + " algorithm-map"), "not a regression task");
+}
