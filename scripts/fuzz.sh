@@ -69,7 +69,8 @@ case "${1:-}" in
         build "fuzz_$name"
         for f in build-sanitize/fuzz/"$name"/findings/*; do
             [ -f "$f" ] || continue
-            log=$(timeout 60 "build-sanitize/tests/fuzz/fuzz_$name" -rss_limit_mb=2048 -timeout=10 "$f" 2>&1 || true)
+            log=$(timeout 60 "build-sanitize/tests/fuzz/fuzz_$name" -rss_limit_mb=2048 -timeout=10 \
+                  -artifact_prefix="build-sanitize/fuzz/$name/replay-" "$f" 2>&1 || true)
             what=$(grep -m1 -E 'FINDING|runtime error|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)' <<<"$log" |
                    sed -E 's/^==[0-9]+==//; s/0x[0-9a-f]+/0x…/g; s/[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?/N/g' | cut -c1-150)
             where=$(grep -m1 -E '#[0-9]+ .* in icl::' <<<"$log" |

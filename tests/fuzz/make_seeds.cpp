@@ -1,8 +1,8 @@
 // fuzz_make_seeds OUT_DIR: writes the seeds that need the workbench's own writers into OUT_DIR/<harness>/:
 // experiment_file (small runs with valid checksums), journal (journals in the format of core/io/hdf5_journal.cpp,
 // with the harness's mode byte first), torch_zip, safetensors, prompt and config_json; and into
-// OUT_DIR/journal_forged/ the forged journals of issue 46 (old size 0, garbage over the superblock, a page index
-// that wraps), which make_seeds.sh puts among the journal harness's regression inputs. tests/fuzz/make_seeds.sh
+// OUT_DIR/_regressions/journal/ the forged journals of issue 46 (old size 0, garbage over the superblock, a page
+// index that wraps), which make_seeds.sh puts among the journal harness's regression inputs. tests/fuzz/make_seeds.sh
 // runs it together with make_seeds.py (NumPy, IDX, PNG and pickle seeds); the seeds are committed under
 // tests/fuzz/corpus.
 #include <algorithm>
@@ -62,7 +62,7 @@ int main(int argc, char** argv)
     }
     const fs::path out = argv[1];
     for (const char* d :
-         {"experiment_file", "journal", "journal_forged", "torch_zip", "safetensors", "prompt", "config_json"})
+         {"experiment_file", "journal", "_regressions/journal", "torch_zip", "safetensors", "prompt", "config_json"})
         fs::create_directories(out / d);
     try {
         icl::fuzz::writeSmallRun((out / "experiment_file" / "run_small.h5").string(), false);
@@ -78,9 +78,9 @@ int main(int argc, char** argv)
         writeBytes(out / "journal" / "complete_noop", journal(3, size, {{0, first_page}}));
         writeBytes(out / "journal" / "complete_empty", journal(1, size, {}));
         writeBytes(out / "journal" / "incomplete", journal(0, size, {{0, first_page}}));
-        writeBytes(out / "journal_forged" / "old_size_zero", journal(3, 0, {}));
-        writeBytes(out / "journal_forged" / "garbage_superblock", journal(3, size, {{0, std::string(4096, 'A')}}));
-        writeBytes(out / "journal_forged" / "index_wraps", journal(3, uint64_t(1) << 62, {{(uint64_t(1) << 52) + 16, "B"}}));
+        writeBytes(out / "_regressions" / "journal" / "old_size_zero", journal(3, 0, {}));
+        writeBytes(out / "_regressions" / "journal" / "garbage_superblock", journal(3, size, {{0, std::string(4096, 'A')}}));
+        writeBytes(out / "_regressions" / "journal" / "index_wraps", journal(3, uint64_t(1) << 62, {{(uint64_t(1) << 52) + 16, "B"}}));
 
         const std::vector<icl::NamedArray> tensors = {{"blocks.0.attn.w_q", {2, 3}, {1, 2, 3, 4, 5, 6}},
                                                       {"head.bias", {2}, {0.5f, -0.5f}},

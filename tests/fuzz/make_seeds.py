@@ -7,10 +7,15 @@ npy and npz (NumPy: float32/float16/float64/int64/bool, Fortran order, 0-d, big-
 (images and labels, plain and gzip), png (written chunk by chunk with zlib: grey 1/2/4/8/16 bits, RGB, grey+alpha,
 RGBA, a palette with tRNS, Adam7 interlacing), pickle (the data.pkl of the small torch_zip seeds and of the fixtures
 tests/data/foreign/one_key.pt and hostile.pt, plus hand-written protocol 2 streams). Needs python3-numpy.
+Also the hostile inputs of issue 46 that byte mutations would take long to find, as regression inputs
+(OUT_DIR/_regressions/<harness>/hostile_*; make_seeds.sh moves them to tests/fuzz/regressions): HDF5 attributes of the
+wrong shape (from the experiment_file seed run, python3-h5py), JSON nested 100,000 deep (prompt, config, safetensors
+metadata, a .pt's pickled config), 200 stride-0 views and 2,500 set() copies. security/hostile has the full classes.
 """
 
 import gzip
 import io
+import json
 import os
 import struct
 import sys
@@ -18,6 +23,8 @@ import zipfile
 import zlib
 
 import numpy as np
+
+DEPTH = 100_000  # nesting of the deep-JSON regression inputs (200 KB; the hostile corpus uses 10^6)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FOREIGN = os.path.join(ROOT, "tests", "data", "foreign")
@@ -170,6 +177,84 @@ def main():
             seed(harness, "foreign_" + name, f.read())
     seed("prompt", "d1_plain_numbers.json", b'{"x": [0.5, 1.5, 2.5], "y": [1, 3]}')
     seed("prompt", "gui_export.csv", b"# seed: 3\n# w: 1 -1\ntoken,x[1],x[2],y\n0,0.5,1,2\n1,1.5,-1,\n")
+    hostile_regressions(out)
+
+
+def pickle_string(s):
+    e = s.encode()
+    return b"X" + struct.pack("<I", len(e)) + e
+
+
+def torch_zip_bytes(pkl, storages):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        for name, data in [("archive/data.pkl", pkl), ("archive/byteorder", b"little")] + \
+                [(f"archive/data/{k}", v) for k, v in storages.items()] + [("archive/version", b"3\n")]:
+            z.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data)
+    return buf.getvalue()
+
+
+def hostile_regressions(out):
+    """The inputs of issue 46's classes that reach a reader directly, small enough to replay in CI."""
+    import h5py
+
+    def reg(harness, name, data):
+        write(os.path.join(out, "_regressions", harness, "hostile_" + name), data)
+
+    deep = "[" * DEPTH + "]" * DEPTH
+    reg("prompt", "deep_x.json", ('{"x": ' + deep + ', "y": [0]}').encode())
+    reg("config_json", "deep_model.json", ('{"model": ' + deep + "}").encode())
+    h = json.dumps({"__metadata__": {"icl_workbench_config": deep}, "w": {"dtype": "F32", "shape": [1],
+                                                                          "data_offsets": [0, 4]}}).encode()
+    reg("safetensors", "deep_metadata.safetensors", struct.pack("<Q", len(h)) + h + b"\0\0\x80\x3f")
+
+    # Pickles (opcode by opcode): a config string nested deep, 200 stride-0 views of one float, 2,500 set() copies.
+    rebuild = b"ctorch._utils\n_rebuild_tensor_v2\nq\x00"
+    od = b"ccollections\nOrderedDict\nq\x01)R"
+    views = bytearray(b"\x80\x02" + od + b"(")
+    for i in range(200):
+        views += pickle_string(f"v{i}") + (rebuild if i == 0 else b"h\x00") + b"((" + pickle_string("storage")
+        views += (b"ctorch\nFloatStorage\nq\x02" if i == 0 else b"h\x02") + pickle_string("0")
+        views += pickle_string("cpu") + b"K\x01tQK\x00(M\x78\x0bM\x78\x0bt(K\x00K\x00t\x89h\x01)RtR"
+    views += b"u."
+    reg("pickle", "200_stride0_views.pkl", bytes(views))
+    reg("torch_zip", "200_stride0_views.pt", torch_zip_bytes(bytes(views), {"0": b"\0\0\x80\x3f"}))
+    sets = bytearray(b"\x80\x02}]q\x00(" + b"N" * 2000 + b"e0cbuiltins\nset\nq\x010(")
+    for i in range(2500):
+        sets += pickle_string(f"s{i}") + b"h\x01h\x00\x85R"
+    sets += b"u."
+    reg("pickle", "2500_set_copies.pkl", bytes(sets))
+    deep_config = b"\x80\x02}(" + pickle_string("state_dict") + od + pickle_string("icl_workbench_config")
+    deep_config += pickle_string(deep) + b"u."
+    reg("torch_zip", "deep_pickled_config.pt", torch_zip_bytes(deep_config, {}))
+
+    # HDF5 attributes of the wrong shape, on the experiment_file seed run written by fuzz_make_seeds.
+    run = os.path.join(out, "experiment_file", "run_task_analysis.h5")
+    if not os.path.exists(run):
+        return
+    aaaa = struct.unpack("<d", b"A" * 8)[0]
+    for name, where, attr, value in [
+        ("format_version_64_doubles.h5", "/", "format_version", np.full(64, aaaa)),
+        ("format_version_8000_doubles.h5", "/", "format_version", np.full(8000, aaaa)),
+        ("format_4000_fixed_strings.h5", "/", "format", np.array([b"A" * 13] * 4000, dtype="S13")),
+        ("format_2000_vlen_strings.h5", "/", "format", np.array(["A" * 64] * 2000, dtype=h5py.string_dtype())),
+        ("train_loss_8000_doubles.h5", "checkpoint", "train_loss", np.full(8000, aaaa)),
+        ("analysis_step_8000_ints.h5", "analysis", "checkpoint_step", np.full(8000, 0x4141414141414141, np.int64)),
+    ]:
+        path = os.path.join(out, "_regressions", "experiment_file", "hostile_" + name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(run, "rb") as f:
+            write(path, f.read())
+        with h5py.File(path, "r+") as f:
+            if where == "/":
+                obj = f
+            elif where == "checkpoint":
+                obj = f["checkpoints"][sorted(f["checkpoints"])[-1]]
+            else:
+                kind = sorted(f["analysis"])[0]
+                obj = f["analysis"][kind][sorted(f["analysis"][kind])[0]]
+            del obj.attrs[attr]
+            obj.attrs[attr] = value
 
 
 if __name__ == "__main__":
