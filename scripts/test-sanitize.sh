@@ -7,4 +7,10 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh >/dev/null
 cmake --preset sanitize >/dev/null
 cmake --build --preset sanitize
-ctest --preset sanitize -j 2 "$@"
+status=0
+ctest --preset sanitize -j 2 "$@" || status=$?
+# A harness stopped by a sanitizer leaves its scratch folder (/dev/shm/icl-fuzz-PID): remove those of dead processes.
+for d in /dev/shm/icl-fuzz-*; do
+    [ -d "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null && rm -rf "$d"
+done
+exit $status

@@ -10,7 +10,7 @@ tests/data/foreign/one_key.pt and hostile.pt, plus hand-written protocol 2 strea
 Also the hostile inputs of issue 46 that byte mutations would take long to find, as regression inputs
 (OUT_DIR/_regressions/<harness>/hostile_*; make_seeds.sh moves them to tests/fuzz/regressions): HDF5 attributes of the
 wrong shape (from the experiment_file seed run, python3-h5py), JSON nested 100,000 deep (prompt, config, safetensors
-metadata, a .pt's pickled config), 200 stride-0 views and 2,500 set() copies. security/hostile has the full classes.
+metadata, a .pt's pickled config), 200 stride-0 views, 2,500 set() copies, a PNG claiming 65,535 x 65,535. security/hostile has the full classes.
 """
 
 import gzip
@@ -227,6 +227,12 @@ def hostile_regressions(out):
     deep_config = b"\x80\x02}(" + pickle_string("state_dict") + od + pickle_string("icl_workbench_config")
     deep_config += pickle_string(deep) + b"u."
     reg("torch_zip", "deep_pickled_config.pt", torch_zip_bytes(deep_config, {}))
+
+    # A 206-byte PNG whose header claims 65,535 x 65,535 grey pixels (4.3 GB before the first row is read).
+    rows = b"".join(b"\x00" + bytes(65535) for _ in range(2))
+    reg("png", "65535x65535_in_206_bytes.png", b"\x89PNG\r\n\x1a\n" +
+        png_chunk(b"IHDR", struct.pack(">IIBBBBB", 65535, 65535, 8, 0, 0, 0, 0)) +
+        png_chunk(b"IDAT", zlib.compress(rows, 9)) + png_chunk(b"IEND", b""))
 
     # HDF5 attributes of the wrong shape, on the experiment_file seed run written by fuzz_make_seeds.
     run = os.path.join(out, "experiment_file", "run_task_analysis.h5")
