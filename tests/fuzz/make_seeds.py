@@ -245,6 +245,7 @@ def hostile_regressions(out):
         ("format_4000_fixed_strings.h5", "/", "format", np.array([b"A" * 13] * 4000, dtype="S13")),
         ("format_2000_vlen_strings.h5", "/", "format", np.array(["A" * 64] * 2000, dtype=h5py.string_dtype())),
         ("train_loss_8000_doubles.h5", "checkpoint", "train_loss", np.full(8000, aaaa)),
+        ("optimizer_scalar_8000_doubles.h5", "optimizer", "step", np.full(8000, aaaa)),
         ("analysis_step_8000_ints.h5", "analysis", "checkpoint_step", np.full(8000, 0x4141414141414141, np.int64)),
     ]:
         path = os.path.join(out, "_regressions", "experiment_file", "hostile_" + name)
@@ -256,6 +257,9 @@ def hostile_regressions(out):
                 obj = f
             elif where == "checkpoint":
                 obj = f["checkpoints"][sorted(f["checkpoints"])[-1]]
+            elif where == "optimizer":
+                opt = f["checkpoints"][sorted(f["checkpoints"])[-1]]["optimizer"]
+                obj = opt[sorted(opt)[0]]
             else:
                 kind = sorted(f["analysis"])[0]
                 obj = f["analysis"][kind][sorted(f["analysis"][kind])[0]]
