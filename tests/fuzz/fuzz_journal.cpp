@@ -6,14 +6,15 @@
 // Checked beyond "no crash": a read-only open (readRunSummary, verifyExperimentFile) leaves RUN.h5 and the journal
 // byte-identical (issue 46: only the writer applies or removes a journal; ICL_FUZZ_JOURNAL_READONLY=0 turns this
 // check off, to explore the roll-back code of a build that still applies journals on open), and a writer never
-// leaves the file much larger than the run plus what one commit adds. Seeds: corpus/journal.
+// leaves the file much larger than the run plus what one commit adds. The run is tests/fuzz/journal_base.h5
+// (ICL_FUZZ_JOURNAL_BASE), fixed so that the seeds, journals of killed commits into it (make_seeds.cpp), are its
+// own. Seeds: corpus/journal.
 #include <algorithm>
 #include <cstring>
 
 #include "core/io/checksums.h"
 #include "core/io/experiment_file.h"
 #include "tests/fuzz/fuzz_common.h"
-#include "tests/fuzz/fuzz_run_factory.h"
 
 namespace {
 
@@ -36,9 +37,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***)
     icl::fuzz::initialize();
     const char* check = std::getenv("ICL_FUZZ_JOURNAL_READONLY");
     g_check_readonly = !(check && std::strcmp(check, "0") == 0);
+    g_base = icl::fuzz::fileBytes(ICL_FUZZ_JOURNAL_BASE);
+    if (g_base.empty()) {
+        std::fprintf(stderr, "fuzz_journal: cannot read %s\n", ICL_FUZZ_JOURNAL_BASE);
+        std::abort();
+    }
     const std::string base = icl::fuzz::scratchDir() + "/base.h5";
-    icl::fuzz::writeSmallRun(base, false);
-    g_base = icl::fuzz::fileBytes(base);
+    writeBase(base);
     icl::commitToExperimentFile(base, kRow, nullptr);
     g_growth = std::filesystem::file_size(base) - g_base.size();
     std::filesystem::remove(base);

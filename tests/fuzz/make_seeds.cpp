@@ -12,6 +12,9 @@
 #include <fstream>
 #include <string>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/prompt_file.h"
@@ -52,6 +55,37 @@ std::string journal(uint8_t mode, uint64_t old_size, const std::vector<std::pair
     return j;
 }
 
+// The journal a commit of one metric row into a copy of `base` leaves when it is killed at `point` (a fork stops
+// there), in whatever format this build writes; "" when the commit did not get there.
+std::string killedCommitJournal(const std::string& base, const std::string& scratch, const std::string& point)
+{
+    fs::copy_file(base, scratch, fs::copy_options::overwrite_existing);
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+        icl::setCommitFaultHookForTesting([point](const std::string& p) {
+            if (p == point)
+                ::_exit(0);
+        });
+        try {
+            icl::commitToExperimentFile(scratch, {{{"step", 30.0}, {"eval_loss", 0.5}}}, nullptr);
+        } catch (...) {
+        }
+        ::_exit(1);
+    }
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    const std::string journal = scratch + ".journal";
+    std::string bytes;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && fs::exists(journal)) {
+        const std::vector<char> b = icl::fuzz::fileBytes(journal);
+        bytes.assign(b.begin(), b.end());
+    }
+    std::error_code ec;
+    for (const std::string& f : {scratch, journal, scratch + ".lock", scratch + ".tmp"})
+        fs::remove(f, ec);
+    return bytes;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -68,13 +102,21 @@ int main(int argc, char** argv)
         icl::fuzz::writeSmallRun((out / "experiment_file" / "run_small.h5").string(), false);
         icl::fuzz::writeSmallRun((out / "experiment_file" / "run_task_analysis.h5").string(), true);
 
-        // Journals against the harness's base run (its size as the run this program writes has it).
-        const std::string base = (out / "journal" / "base.h5.tmp").string();
+        // The journal harness's run (committed as tests/fuzz/journal_base.h5, so that journals written against it
+        // are its own: same size, same file id where the format has one) and journals against it: written by hand
+        // in format 1, and left by commits killed after the journal was synced and while pages were overwritten.
+        const std::string base = (out / "_journal_base.h5").string();
         icl::fuzz::writeSmallRun(base, false);
         const std::vector<char> bytes = icl::fuzz::fileBytes(base);
         const uint64_t size = bytes.size();
         const std::string first_page(bytes.begin(), bytes.begin() + std::min<size_t>(4096, bytes.size()));
-        fs::remove(base);
+        for (const char* point : {"journal synced", "overwrote a page"}) {
+            const std::string j = killedCommitJournal(base, (out / "journal" / "killed.h5").string(), point);
+            if (!j.empty())
+                writeBytes(out / "journal" / ("killed_at_" + std::string(point == std::string("journal synced")
+                                                                           ? "journal_synced" : "overwrite")),
+                           std::string(1, '\2') + j);  // mode 2: then a commit (the journal is complete)
+        }
         writeBytes(out / "journal" / "complete_noop", journal(3, size, {{0, first_page}}));
         writeBytes(out / "journal" / "complete_empty", journal(1, size, {}));
         writeBytes(out / "journal" / "incomplete", journal(0, size, {{0, first_page}}));

@@ -15,7 +15,8 @@ ASAN_OPTIONS=detect_leaks=0 "$build/tests/fuzz/fuzz_make_seeds" "$tmp"
 # wrong shape, deep nesting, memory bombs) go with the findings in tests/fuzz/regressions.
 mkdir -p tests/fuzz/regressions
 cp -r "$tmp"/_regressions/. tests/fuzz/regressions/
-rm -rf "$tmp"/_regressions "$out"
+cp "$tmp"/_journal_base.h5 tests/fuzz/journal_base.h5
+rm -rf "$tmp"/_regressions "$tmp"/_journal_base.h5 "$out"
 mkdir -p "$out"
 cp -r "$tmp"/. "$out"/
 find "$out" -type f | sort | sed 's/^/  /'
