@@ -10,6 +10,8 @@ PACKAGES=(
     libhdf5-dev hdf5-tools libpng-dev zlib1g-dev
     nlohmann-json3-dev libcli11-dev libfmt-dev libzip-dev zipcmp zipmerge ziptool libyaml-cpp-dev libssl-dev
     googletest libgtest-dev libgmock-dev libbenchmark-dev
+    # the sanitize preset and its fuzz harnesses (clang, libFuzzer), hardening-check of the release binaries
+    clang libclang-rt-dev devscripts
     xvfb xauth
     python3-h5py python3-numpy python3-venv python3-pip
     help2man desktop-file-utils appstream shared-mime-info libglib2.0-bin bash-completion man-db file
