@@ -1070,8 +1070,8 @@ std::string readConfigText(const std::string& path)
     if (size < 0)
         throw Error("cannot read config file " + path);
     if (uint64_t(size) > kMaxConfigFileBytes)
-        throw Error(path + ": " + formatBytes(uint64_t(size)) + " is larger than a config file's limit of "
-                    + formatBytes(kMaxConfigFileBytes));
+        throw Error(path + ": " + std::to_string(size) + " bytes is larger than a config file's limit of "
+                    + std::to_string(kMaxConfigFileBytes) + " bytes (" + formatBytes(kMaxConfigFileBytes) + ")");
     std::string text(size_t(size), '\0');
     f.seekg(0);
     f.read(text.data(), size);

@@ -322,7 +322,8 @@ private:
         case Kind::BigInt:
             return "I" + k->s;
         case Kind::Float:
-            if (k->f == double(int64_t(k->f)) && k->f > -9.2e18 && k->f < 9.2e18)
+            // range first: casting a double outside int64 is undefined
+            if (k->f > -9.2e18 && k->f < 9.2e18 && k->f == double(int64_t(k->f)))
                 return "i" + std::to_string(int64_t(k->f));
             return "f" + std::to_string(k->f);
         case Kind::String:

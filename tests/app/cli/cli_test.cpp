@@ -1171,7 +1171,8 @@ TEST(Cli, MaxMemoryBoundsWhatAFileMayMakeACommandAllocate)
     ASSERT_EQ(imported.code, 0) << imported.err;
     for (const std::string command : {"eval " + out, "analyze " + out + " ood"}) {
         SCOPED_TRACE(command);
-        const Result refused = run(command + " --threads 1 --max-memory 1K");
+        // 16K holds the run's config (2.4 KB) but not its model (about 100 KB)
+        const Result refused = run(command + " --threads 1 --max-memory 16K");
         EXPECT_EQ(refused.code, 1) << refused.err;
         EXPECT_EQ(refused.err.rfind("icl-cli: " + out + ": refused: its model (gpt2, 2 layers, d_model 32, 4 heads, ", 0),
                   0u)
