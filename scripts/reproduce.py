@@ -113,6 +113,30 @@ def paste_metrics(r, cfg):
             "paste_minutes": p["wall_time_s"] / 60.0}
 
 
+def fu_metrics(r, cfg):
+    """Fu et al.: k*_Newton(ℓ) over the middle layers (its linear fit) against a linear fit of GD's best steps."""
+    f = r["algorithm_map"]["families"]
+    newton, gd = f["newton"], f["gd"]
+    nan = float("nan")
+    num = lambda v: nan if v is None else v
+    return {"newton_spearman": num(newton["fit"]["spearman"]), "newton_r2": num(newton["fit"]["r2"]),
+            "newton_slope": num(newton["fit"]["slope"]), "gd_linear_r2": num(gd["fit_linear"]["r2"]),
+            "gd_log_linear_r2": num(gd["fit"]["r2"]),
+            "newton_r2_minus_gd_linear_r2": num(newton["fit"]["r2"]) - num(gd["fit_linear"]["r2"]),
+            "middle_layers": f"{newton['fit']['first_layer']}-{newton['fit']['last_layer']}",
+            "newton_best_steps": newton["best_step"], "gd_best_steps": gd["best_step"]}
+
+
+def construction_map_metrics(r, cfg):
+    """An LSA holding the GD construction: layer ℓ against GD step ℓ on the algorithm map."""
+    gd = r["algorithm_map"]["families"]["gd"]
+    layers = r["algorithm_map"]["layers"]
+    diag = [gd["sim_errors"][l - 1][gd["steps"].index(float(l))] for l in layers]
+    diag_w = [gd["sim_weights"][l - 1][gd["steps"].index(float(l))] for l in layers]
+    return {"min_diagonal_similarity_of_errors": min(diag), "min_diagonal_similarity_of_weights": min(diag_w),
+            "best_step_is_layer": sum(1 for l in layers if gd["best_step"][l - 1] == l) / len(layers)}
+
+
 # --- experiments ---------------------------------------------------------------------------------------------
 # Each experiment: a preset (and --set overrides), the analyses whose JSON carries its headline number, the
 # metrics computed from them, the targets (metric, "<=" or ">=", value) and what the paper reports.
@@ -184,6 +208,23 @@ EXPERIMENTS = [
         "targets": [("err_over_d_at_0", ">=", 0.7), ("err_over_d_at_2d", "<=", 0.1),
                     ("max_gap_to_least_squares_below_d", "<=", 0.15)],
         "paper": "error/d falls with N like least squares' (d − N)/d and is ≈ 0 from N = 2d (Fig. 2)",
+    },
+    {
+        "id": "fu-newton", "preset": "fu-newton",
+        "analyses": {"algorithm_map": ["analyze", "{run}", "algorithm-map", "--store", "--json"]},
+        "metrics": fu_metrics,
+        "targets": [("newton_spearman", ">=", 0.9), ("newton_r2_minus_gd_linear_r2", ">=", 1e-9)],
+        "paper": "the best-matching Newton step grows linearly with the layer (≈ 3 iterations per middle layer); "
+                 "matching a layer takes exponentially more GD steps (Fig. 3)",
+    },
+    {
+        "id": "fu-lsa-gd-construction", "preset": "vonoswald-lsa-multilayer",
+        "set": ["model.init=gd_construction", "training.steps=0", 'eval.baselines=["zero","least_squares","gd"]',
+                'eval.alignment=["gd_3"]'],
+        "analyses": {"algorithm_map": ["analyze", "{run}", "algorithm-map", "--families", "gd,newton", "--json"]},
+        "metrics": construction_map_metrics,
+        "targets": [("min_diagonal_similarity_of_errors", ">=", 1 - 1e-6), ("best_step_is_layer", ">=", 1.0)],
+        "paper": "von Oswald et al.'s Proposition 1 on the algorithm map: layer ℓ of the GD construction is GD step ℓ",
     },
     {
         "id": "chan-bursty", "preset": "chan-bursty",

@@ -266,7 +266,8 @@ int main(int argc, char** argv)
                   "gdpp (K steps / layers for K linear layers), gd_k, gdpp_k, or features_gd_k (GD on meta-learned "
                   "features)");
     a->add_option("--prompts", analyze.prompts,
-                  "number of prompts (default: the run's evaluation prompts; kernel: the first 128 of them)")
+                  "number of prompts (default: the run's evaluation prompts; kernel: the first 128 of them; "
+                  "algorithm-map: 1,000)")
         ->check(atLeast(1));
     a->add_option("--seed", analyze.seed,
                   "prompt seed (default 0: the run's own evaluation prompts); kernel: seed of the random features; "
