@@ -38,11 +38,11 @@ ESCAPE_NAME = "blocks.0.attn.w_q\x1b[2J\x1b[H\x1b[1;32mverify: all 17 objects OK
 # The commands run on each kind of case.
 
 def run_read_commands(run):
-    """Every read-only command on a run file (none of them is asked to write the run)."""
+    """Every command that reads a run file; only eval stores in it (its ICL curve), the others are read-only."""
     return [
         {"name": "info", "argv": ["{cli}", "info", run]},
         {"name": "verify", "argv": ["{cli}", "verify", run]},
-        {"name": "eval", "argv": ["{cli}", "eval", run, "--prompts", "64"]},
+        {"name": "eval", "argv": ["{cli}", "eval", run, "--prompts", "64"], "stores": [run]},
         {"name": "analyze", "argv": ["{cli}", "analyze", run, "attention"]},
         {"name": "export", "argv": ["{cli}", "export", run, "--plot", "loss", "--format", "csv", "--out", "out/loss.csv"],
          "outputs": ["out/loss.csv"]},

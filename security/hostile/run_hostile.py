@@ -12,7 +12,8 @@ Set-up (in --work, reused while the executable is unchanged): a valid run (train
 FIFOs stay what they are) under a 60 s limit (the process group is killed: "hang") and an address-space limit
 (--as-limit, default 8 GiB, as the issue's reproduction had), with the default memory budget (ICL_MAX_MEMORY unset).
 Peak RSS is the kernel's account of the reaped child (wait4). Every file in the folder that the command was not asked
-to write is compared (type, size, SHA-256, link target) before and after. Prints a table and a summary; exit status 0
+to write is compared (type, size, SHA-256, link target) before and after; a file the command stores its results in
+("stores": eval's run) may change only when the command succeeds, and must then still pass icl-cli verify. Prints a table and a summary; exit status 0
 only when every run passes.
 """
 
@@ -202,6 +203,9 @@ def main():
             os.makedirs(os.path.join(folder, "out"), exist_ok=True)
             outputs = cmd.get("outputs", [])
             before = snapshot(folder, outputs)
+            stores = cmd.get("stores", [])
+            verified_before = {rel: subprocess.run([cli, "verify", rel], cwd=folder, env=env,
+                                                   capture_output=True).returncode == 0 for rel in stores}
             argv = [cli if a == "{cli}" else a for a in cmd["argv"]]
             r = run_one(argv, folder, args.timeout, as_limit, env)
             after = snapshot_sizes_first(folder, outputs, before)
@@ -222,6 +226,19 @@ def main():
                 problems.append("raw control bytes")
             if r["rss_mb"] > RSS_LIMIT_MB:
                 problems.append(f"RSS {r['rss_mb'] / 1024:.1f} GB")
+            succeeded = not r["hung"] and not os.WIFSIGNALED(status) and os.WEXITSTATUS(status) == 0
+            if succeeded and stores:
+                # A store is a commit: the file may grow, and a file that verified before must verify after.
+                for rel in stores:
+                    size_before = before.get(rel, ("file", 0, ""))[1]
+                    if os.path.getsize(os.path.join(folder, rel)) < size_before:
+                        problems.append(f"{rel} shrank after the store")
+                    v = subprocess.run([cli, "verify", rel], cwd=folder, env=env, capture_output=True)
+                    if verified_before[rel] and v.returncode != 0:
+                        problems.append(f"{rel} fails verify after the store: "
+                                        + escaped_line(v.stderr.strip().split(b"\n")[-1], 60))
+                before = {k: v for k, v in before.items() if k not in stores}
+                after = {k: v for k, v in after.items() if k not in stores}
             changes = describe_changes(before, after)
             if changes:
                 problems.append("victim changed: " + "; ".join(changes))
