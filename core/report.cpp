@@ -88,6 +88,7 @@ Series constant(const std::string& name, double value, double x0, double x1)
 {
     Series s;
     s.name = name;
+    s.predictor = name == "ridge" || name == "zero" ? name : "";
     s.x = { x0, x1 };
     s.y = { value, value };
     s.style = Series::Style::Dashed;
@@ -126,6 +127,7 @@ Figure pastingIclCurvesFigure(
     if (!r.scratch_curve.empty())
         f.series.push_back(line("scratch", n, r.scratch_curve));
     Series ridge = line("ridge", n, r.ridge_curve);
+    ridge.predictor = "ridge";
     ridge.style = Series::Style::Dashed;
     f.series.push_back(std::move(ridge));
     if (!n.empty())
@@ -207,12 +209,14 @@ Figure lossFigure(const RunSummary& summary)
     f.metadata = runMetadata(summary);
     if (!summary.checkpoints.empty())
         f.metadata["checkpoint_step"] = std::to_string(summary.checkpoints.back().step);
-    auto add = [&](const std::string& key, const std::string& label, Series::Style style) {
+    auto add = [&](const std::string& key, const std::string& label, Series::Style style,
+                   const std::string& predictor) {
         auto it = summary.metrics.find(key);
         if (it == summary.metrics.end())
             return;
         Series s;
         s.name = label;
+        s.predictor = predictor;
         s.style = style;
         for (size_t i = 0; i < it->second.size() && i < steps->second.size(); ++i) {
             if (std::isnan(it->second[i]))
@@ -223,11 +227,11 @@ Figure lossFigure(const RunSummary& summary)
         if (!s.x.empty())  // an imported run has no train loss: no empty legend entry
             f.series.push_back(std::move(s));
     };
-    add("train_loss", "train loss", Series::Style::Line);
-    add("eval_loss", "model (eval)", Series::Style::Line);
+    add("train_loss", "train loss", Series::Style::Line, "");
+    add("eval_loss", "model (eval)", Series::Style::Line, "model");
     for (const auto& [key, values] : summary.metrics)
         if (key.rfind("baseline/", 0) == 0)
-            add(key, prettyBaseline(key.substr(9)), Series::Style::Dashed);
+            add(key, prettyBaseline(key.substr(9)), Series::Style::Dashed, key.substr(9));
     return f;
 }
 
@@ -253,6 +257,7 @@ Figure iclCurveFigure(const IclCurve& curve, const RunSummary& summary)
     for (const auto& s : curve.series) {
         Series out;
         out.name = s.name == "model" ? "model" : prettyBaseline(s.name);
+        out.predictor = s.name;
         out.style = s.name == "model" ? Series::Style::Line : Series::Style::Dashed;
         for (size_t i = 0; i < s.error.size(); ++i) {
             if (zero && s.name != "model" && s.error[i] > 10.0 * zero->error[i]) {
@@ -347,10 +352,12 @@ Figure etaScanFigure(const EtaScan& scan, const RunSummary& summary)
     f.metadata["best_eta"] = std::to_string(scan.best_eta);
     Series gd;
     gd.name = "GD, " + std::to_string(scan.k) + " step" + (scan.k == 1 ? "" : "s");
+    gd.predictor = "gd_" + std::to_string(scan.k);
     gd.x = scan.eta;
     gd.y = scan.loss;
     Series model;
     model.name = "trained model";
+    model.predictor = "model";
     model.style = Series::Style::Dashed;
     model.x = {scan.eta.front(), scan.eta.back()};
     model.y = {scan.model_loss, scan.model_loss};
@@ -377,9 +384,11 @@ Figure oodFigure(const OodCurve& c, const RunSummary& summary)
     f.log_y = c.kind == "x_scale" || c.kind == "w_scale";
     f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(c.checkpoint_step);
-    auto add = [&](const std::string& name, const std::vector<double>& y, Series::Style style) {
+    auto add = [&](const std::string& name, const std::vector<double>& y, Series::Style style,
+                   const std::string& predictor) {
         Series s;
         s.name = name;
+        s.predictor = predictor;
         s.style = style;
         double top = 0;
         for (double v : y)
@@ -391,14 +400,18 @@ Figure oodFigure(const OodCurve& c, const RunSummary& summary)
                 s.x.push_back(c.alpha[i]);
                 s.y.push_back(y[i]);
             }
+        if (s.x.empty() && !y.empty())
+            s.name += " (≈ 0, below the log axis)";  // in the legend, so the missing line is explained
+        else if (s.x.size() < y.size())
+            s.name += " (points ≈ 0 not drawn)";
         f.series.push_back(s);
     };
-    add("model", c.model_loss, Series::Style::Line);
+    add("model", c.model_loss, Series::Style::Line, "model");
     add(c.kind == "depth" ? "GD, same number of steps" : "GD (trained depth, fitted η)", c.gd_loss,
-        Series::Style::Dashed);
+        Series::Style::Dashed, "gd");
     if (c.kind != "label_noise")
-        add("least squares", c.least_squares_loss, Series::Style::Dashed);
-    add("zero", c.zero_loss, Series::Style::Dashed);
+        add("least squares", c.least_squares_loss, Series::Style::Dashed, "least_squares");
+    add("zero", c.zero_loss, Series::Style::Dashed, "zero");
     return f;
 }
 
@@ -455,6 +468,7 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const s
     const size_t n = lens.prediction.size();
     Series model;
     model.name = "model (regression lens)";
+    model.predictor = "model";
     for (size_t i = 0; i < n; ++i) {
         model.x.push_back(double(i));
         model.y.push_back(lens.prediction[i]);
@@ -472,6 +486,7 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const s
         refs[r.name] = r.prediction;
     Series gd;
     gd.name = "GD-k (k = layers)";
+    gd.predictor = "gd";
     gd.style = Series::Style::Markers;
     if (n > 0 && refs.count("zero")) {
         gd.x.push_back(0.0);
@@ -485,9 +500,10 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const s
     if (!gd.x.empty())
         f.series.push_back(std::move(gd));
     const double x1 = n > 1 ? double(n - 1) : 1.0;
-    auto flat = [&](const std::string& name, double value) {
+    auto flat = [&](const std::string& name, double value, const std::string& predictor) {
         Series s;
         s.name = name;
+        s.predictor = predictor;
         s.style = Series::Style::Dashed;
         s.x = {0.0, x1};
         s.y = {value, value};
@@ -504,9 +520,9 @@ Figure lensFigure(const RegressionLens& lens, const RunSummary& summary, const s
             name = "least squares";
         else if (name == "oracle_ridge_phi")
             name = "oracle (ridge on Φ*(x))";
-        flat(name, r.prediction);
+        flat(name, r.prediction, r.name);
     }
-    flat("true label y_q", lens.target);
+    flat("true label y_q", lens.target, "");
     return f;
 }
 

@@ -1,7 +1,9 @@
 #include "widgets/plot_view.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include <QAction>
 #include <QFileDialog>
@@ -81,6 +83,54 @@ QColor PlotView::seriesColor(int index)
     };
     const int n = int(sizeof palette / sizeof palette[0]);
     return palette[((index % n) + n) % n];
+}
+
+QColor PlotView::predictorColor(const std::string& predictor)
+{
+    std::string family = predictor;
+    const size_t underscore = family.find_last_of('_');
+    if (underscore != std::string::npos && underscore + 1 < family.size()
+        && family.find_first_not_of("0123456789", underscore + 1) == std::string::npos)
+        family.resize(underscore);  // gd_3 → gd
+    static const std::map<std::string, QColor> colors = {
+        {"model", QColor(0x00, 0x72, 0xB2)},            // blue
+        {"gd", QColor(0xD5, 0x5E, 0x00)},               // vermillion
+        {"gdpp", QColor(0x00, 0x9E, 0x73)},             // bluish green
+        {"ridge", QColor(0xCC, 0x79, 0xA7)},            // reddish purple
+        {"newton", QColor(0xE6, 0x9F, 0x00)},           // orange
+        {"oracle_ridge_phi", QColor(0x56, 0xB4, 0xE9)}, // sky blue
+        {"least_squares", QColor(0x00, 0x00, 0x00)},    // black
+        {"zero", QColor(0x88, 0x88, 0x88)},             // grey: the reference every other predictor beats
+    };
+    const auto it = colors.find(family);
+    return it == colors.end() ? QColor() : it->second;
+}
+
+std::vector<QColor> PlotView::seriesColors(const icl::Figure& figure)
+{
+    const size_t n = figure.series.size();
+    std::vector<QColor> out(n);
+    std::vector<QColor> used;
+    for (size_t i = 0; i < n; ++i) {
+        const QColor c = predictorColor(figure.series[i].predictor);
+        if (c.isValid() && std::find(used.begin(), used.end(), c) == used.end()) {
+            out[i] = c;
+            used.push_back(c);
+        }
+    }
+    int next = 0;
+    for (size_t i = 0; i < n; ++i) {
+        if (out[i].isValid())
+            continue;
+        // The first palette colour not taken yet; past 8 series the palette repeats.
+        QColor c = seriesColor(next);
+        for (int tries = 0; tries < 8 && std::find(used.begin(), used.end(), c) != used.end(); ++tries)
+            c = seriesColor(++next);
+        ++next;
+        out[i] = c;
+        used.push_back(c);
+    }
+    return out;
 }
 
 PlotView::PlotView(QWidget* parent)
@@ -263,9 +313,10 @@ void PlotView::rebuild()
     configureAxis(yAxis, m_figure.log_y);
 
     bool anyData = false;
+    const std::vector<QColor> colors = seriesColors(m_figure);
     for (size_t i = 0; i < m_figure.series.size(); ++i) {
         const icl::Series& series = m_figure.series[i];
-        const QColor color = seriesColor(int(i));
+        const QColor color = colors[i];
         const size_t n = std::min(series.x.size(), series.y.size());
         const bool hasBand = series.y_lower.size() >= n && series.y_upper.size() >= n && !series.y_lower.empty();
 
@@ -311,7 +362,10 @@ void PlotView::rebuild()
         anyData = anyData || !x.isEmpty();
 
         QCPGraph* graph = m_plot->addGraph(xAxis, yAxis);
-        graph->setName(QString::fromStdString(series.name));
+        QString name = QString::fromStdString(series.name);
+        if (x.isEmpty() && n > 0 && (m_figure.log_x || m_figure.log_y))
+            name += tr(" (≤ 0: not on the log axis)");  // listed, so a missing line is not a mystery
+        graph->setName(name);
         graph->setData(x, y);
         QPen pen(color, 2.0);
         pen.setCapStyle(Qt::FlatCap);

@@ -42,6 +42,14 @@ public:
     /// The palette used for series, in order (Okabe & Ito 2008, colour-blind safe).
     static QColor seriesColor(int index);
 
+    /// The fixed colour of a predictor family ("model", "zero", "least_squares", "ridge", "gd", "gdpp", "newton",
+    /// …; "gd_3" is family "gd"), or an invalid QColor for one without a colour of its own.
+    static QColor predictorColor(const std::string& predictor);
+
+    /// The colour of each series of `figure`: a predictor's family colour (the first series of a family gets it),
+    /// then the palette's unused colours in order for the rest, so "zero" looks the same on every page and export.
+    static std::vector<QColor> seriesColors(const icl::Figure& figure);
+
 public Q_SLOTS:
     /// Asks for a file name and format (and the DPI for PNG) and exports the figure.
     void exportWithDialog();

@@ -13,6 +13,9 @@ namespace icl {
 struct Series {
     enum class Style { Line, Dashed, Markers };
     std::string name;
+    /// The predictor drawn, as results name it ("model", "zero", "least_squares", "ridge", "gd_1", "gdpp_3",
+    /// "newton_5", …); empty for other series. A predictor keeps its colour on every figure (widgets/plot_view.h).
+    std::string predictor;
     std::vector<double> x;
     std::vector<double> y;
     std::vector<double> y_lower;

@@ -50,6 +50,11 @@ TEST(Report, LossFigureHoldsEveryMetricSeriesAgainstStep)
     EXPECT_EQ(f.series[2].name, "GD, 1 step");
     EXPECT_EQ(f.series[2].x, s.metrics["step"]);
     EXPECT_EQ(f.series[3].name, "least squares");
+    // the predictor each line shows, which gives it its colour on every figure
+    EXPECT_EQ(f.series[0].predictor, "");
+    EXPECT_EQ(f.series[1].predictor, "model");
+    EXPECT_EQ(f.series[2].predictor, "gd_1");
+    EXPECT_EQ(f.series[3].predictor, "least_squares");
     EXPECT_THROW(icl::alignmentFigure(s), std::runtime_error);  // no alignment metrics recorded
 }
 
@@ -88,3 +93,28 @@ TEST(Report, IclIwlFigureDrawsCommonAndRareCurvesWhenRecorded)
 }
 
 } // namespace
+
+// On the log axis of x_scale, least squares of a noiseless square system (float noise, 1e-11) is left out; the
+// legend says why its line is missing. Every line names its predictor.
+TEST(Report, OodFigureSaysWhichLineIsBelowTheLogAxis)
+{
+    icl::OodCurve c;
+    c.kind = "x_scale";
+    c.alpha = {0.5, 1.0, 2.0};
+    c.model_loss = {0.1, 0.2, 3.0};
+    c.gd_loss = {0.2, 0.3, 5.0};
+    c.least_squares_loss = {1e-11, 2e-11, 4e-11};
+    icl::RunSummary s;
+    s.path = "run.h5";
+    s.config_json = "{}";
+    const icl::Figure f = icl::oodFigure(c, s);
+    ASSERT_EQ(f.series.size(), 4u);  // model, GD, least squares, zero (none recorded here: an empty line)
+    EXPECT_TRUE(f.log_y);
+    EXPECT_EQ(f.series[2].name, "least squares (≈ 0, below the log axis)");
+    EXPECT_TRUE(f.series[2].x.empty());
+    EXPECT_EQ(f.series[0].predictor, "model");
+    EXPECT_EQ(f.series[1].predictor, "gd");
+    EXPECT_EQ(f.series[2].predictor, "least_squares");
+    c.least_squares_loss = {1e-11, 0.05, 0.5};
+    EXPECT_EQ(icl::oodFigure(c, s).series[2].name, "least squares (points ≈ 0 not drawn)");
+}

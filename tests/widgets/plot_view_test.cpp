@@ -140,6 +140,66 @@ TEST(PlotView, BaselinesDashedAndSeriesColoursDistinct)
             EXPECT_NE(PlotView::seriesColor(i), PlotView::seriesColor(j)) << i << " " << j;
 }
 
+// A predictor keeps its colour whatever else a figure holds and in whatever order (issue 49: "zero" was light blue,
+// yellow or orange depending on the page).
+TEST(PlotView, APredictorHasTheSameColourOnEveryFigure)
+{
+    auto series = [](const std::string& name, const std::string& predictor) {
+        Series s;
+        s.name = name;
+        s.predictor = predictor;
+        s.x = {1, 2};
+        s.y = {1, 2};
+        return s;
+    };
+    Figure a;
+    a.series = {series("train loss", ""), series("model (eval)", "model"), series("zero", "zero"),
+                series("GD, 1 step", "gd_1")};
+    Figure b;
+    b.series = {series("zero", "zero"), series("GD, 2 steps", "gd_2"), series("model", "model"),
+                series("GD, 1 step", "gd_1"), series("scratch", "")};
+    const std::vector<QColor> ca = PlotView::seriesColors(a), cb = PlotView::seriesColors(b);
+    ASSERT_EQ(ca.size(), 4u);
+    ASSERT_EQ(cb.size(), 5u);
+    EXPECT_EQ(ca[2], cb[0]);  // zero
+    EXPECT_EQ(ca[1], cb[2]);  // model
+    EXPECT_EQ(ca[3], cb[1]);  // the first GD series of each figure has GD's colour
+    EXPECT_EQ(ca[2], QColor(0x88, 0x88, 0x88));
+    EXPECT_EQ(ca[1], PlotView::seriesColor(0));  // the model is the palette's first colour, blue
+    EXPECT_EQ(PlotView::predictorColor("gd_12"), PlotView::predictorColor("gd"));
+    EXPECT_FALSE(PlotView::predictorColor("some_new_baseline").isValid());
+    // Within one figure every series differs, also a second member of a family and series without a predictor.
+    for (const auto* colors : {&ca, &cb})
+        for (size_t i = 0; i < colors->size(); ++i)
+            for (size_t j = i + 1; j < colors->size(); ++j)
+                EXPECT_NE((*colors)[i], (*colors)[j]) << i << " " << j;
+    // The view draws with them.
+    PlotView view;
+    view.setFigure(b);
+    for (int i = 0; i < 5; ++i)
+        EXPECT_EQ(view.seriesGraph(i)->pen().color(), cb[size_t(i)]) << i;
+}
+
+// A series with values but none a log axis can draw is still listed, with the reason.
+TEST(PlotView, ASeriesWithNothingOnTheLogAxisSaysSoInTheLegend)
+{
+    Figure f;
+    f.log_y = true;
+    Series s;
+    s.name = "least squares";
+    s.x = {1, 2};
+    s.y = {0.0, -1e-12};
+    Series m;
+    m.name = "model";
+    m.x = {1, 2};
+    m.y = {1.0, 0.5};
+    f.series = {m, s};
+    PlotView view;
+    view.setFigure(f);
+    EXPECT_EQ(view.seriesGraph(0)->name(), "model");
+    EXPECT_EQ(view.seriesGraph(1)->name(), QString::fromUtf8("least squares (≤ 0: not on the log axis)"));
+}
+
 TEST(PlotView, ConfidenceBandIsATranslucentFillOutsideTheLegend)
 {
     Figure f;
