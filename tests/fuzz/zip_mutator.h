@@ -63,9 +63,13 @@ inline std::string zipEntries(const std::vector<std::pair<std::string, std::stri
     if (archive != nullptr) {
         bool ok = true;
         for (const auto& [name, bytes] : entries) {
-            void* copy = std::malloc(bytes.size() + 1);
-            std::memcpy(copy, bytes.data(), bytes.size());
-            zip_source_t* entry = zip_source_buffer(archive, copy, bytes.size(), 1);
+            // libzip does not take (or free) the buffer of an empty entry: give it none.
+            void* copy = bytes.empty() ? nullptr : std::malloc(bytes.size());
+            if (copy)
+                std::memcpy(copy, bytes.data(), bytes.size());
+            zip_source_t* entry = zip_source_buffer(archive, copy, bytes.size(), copy ? 1 : 0);
+            if (!entry)
+                std::free(copy);
             const zip_int64_t index = entry ? zip_file_add(archive, name.c_str(), entry, ZIP_FL_OVERWRITE) : -1;
             if (index < 0) {
                 if (entry)
@@ -75,7 +79,10 @@ inline std::string zipEntries(const std::vector<std::pair<std::string, std::stri
             }
             zip_set_file_compression(archive, zip_uint64_t(index), ZIP_CM_STORE, 0);
         }
-        if (ok && zip_close(archive) == 0) {
+        const bool closed = ok && zip_close(archive) == 0;
+        if (ok && !closed)
+            zip_discard(archive);  // zip_close failed and left the archive open
+        if (closed) {
             zip_stat_t st;
             if (zip_source_stat(source, &st) == 0 && zip_source_open(source) == 0) {
                 out.resize(size_t(st.size));
