@@ -6,23 +6,33 @@
 # checkpoint under Slurm), and aggregates the runs. The daemons are stopped on every exit (trap).
 # Exits 77 (ctest SKIP_RETURN_CODE) with the reason when the daemons cannot start here (not root, munged or
 # slurmctld/slurmd refusing to start); missing programs are a failure (scripts/install-deps.sh installs them).
-# Usage: slurm_sweep_test.sh ICL_CLI
+# Usage: slurm_sweep_test.sh ICL_CLI   (about 40 s)
 set -euo pipefail
 cli=$(realpath "$1")
 fail() { echo "slurm_sweep_test: FAIL: $*" >&2; exit 1; }
 skip() { echo "slurm_sweep_test: SKIP: $*" >&2; exit 77; }
 ok() { echo "slurm_sweep_test: ok: $*"; }
 
-for p in munged mungekey slurmctld slurmd sbatch squeue scontrol sinfo scancel python3; do
+for p in munged mungekey slurmctld slurmd sbatch squeue scontrol sinfo scancel setpriv python3; do
     command -v "$p" >/dev/null || PATH=$PATH:/usr/sbin:/sbin command -v "$p" >/dev/null ||
         fail "$p not found: run scripts/install-deps.sh (munge, slurmctld, slurmd, slurm-client)"
 done
 export PATH=$PATH:/usr/sbin:/sbin
 [[ $(id -u) == 0 ]] || skip "not root: slurmd must run as root to start jobs (uid $(id -u))"
+# In a PID namespace of its own where the kernel allows one: when this script ends, however it ends (ctest's timeout
+# kill included), every process it started (daemons, slurmstepd, the job's icl-cli) ends with it; the script gets
+# SIGTERM when unshare dies (--kill-child=TERM) and cleans up.
+if [[ -z ${ICL_SLURM_TEST_NS:-} ]] && unshare --mount --pid --fork --kill-child --mount-proc true 2>/dev/null; then
+    ICL_SLURM_TEST_NS=1 exec unshare --mount --pid --fork --kill-child=TERM --mount-proc bash "$0" "$@"
+fi
+deadline=$((SECONDS + 180))  # every wait below ends by then, before ctest's TIMEOUT (240 s)
 
 work=$(mktemp -d /tmp/icl-slurm.XXXXXX)
 chmod 755 "$work"  # munged requires its socket's directories to be searchable by all
 pids=()
+# Each daemon runs in the foreground (-D/-F) as a child of this script and gets SIGTERM when the script dies
+# (setpriv --pdeathsig), also where no PID namespace could be made.
+daemon=(setpriv --pdeathsig TERM)
 cleanup() {
     local rc=$?
     if [[ -n ${SLURM_CONF:-} ]] && ((${#pids[@]} > 1)); then
@@ -33,7 +43,7 @@ cleanup() {
     for ((i = ${#pids[@]} - 1; i >= 0; i--)); do kill "${pids[i]}" 2>/dev/null || true; done
     for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
     if ((rc != 0 && rc != 77)); then
-        for log in "$work"/*.log "$work"/*.out "$work"/runs/slurm_*.log; do
+        for log in "$work"/munged.out "$work"/slurmctld.log "$work"/slurmd.log "$work"/runs/slurm_*.log; do
             [[ -f $log ]] && { echo "--- $log"; tail -n 20 "$log"; }
         done
     fi
@@ -47,7 +57,7 @@ trap 'exit 130' INT TERM
 mkdir -m 700 "$work/key"
 mkdir -m 755 "$work/munge" "$work/state" "$work/spool"
 mungekey --create --keyfile="$work/key/munge.key" --bits=1024 || skip "mungekey cannot create a key"
-munged -F --key-file="$work/key/munge.key" --socket="$work/munge/socket" --pid-file="$work/munge/munged.pid" \
+"${daemon[@]}" munged -F --key-file="$work/key/munge.key" --socket="$work/munge/socket" --pid-file="$work/munge/munged.pid" \
     --seed-file="$work/key/munged.seed" --log-file="$work/munged.log" >"$work/munged.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do [[ -S $work/munge/socket ]] && break; sleep 0.1; done
@@ -93,11 +103,11 @@ ReturnToService=2
 NodeName=localnode NodeAddr=127.0.0.1 NodeHostname=localhost CPUs=$cpus State=UNKNOWN
 PartitionName=debug Nodes=localnode Default=YES MaxTime=INFINITE State=UP
 EOF
-slurmctld -D -c -f "$SLURM_CONF" >"$work/slurmctld.out" 2>&1 &
+"${daemon[@]}" slurmctld -D -c -f "$SLURM_CONF" >"$work/slurmctld.out" 2>&1 &
 pids+=($!)
 for _ in $(seq 50); do scontrol ping 2>/dev/null | grep -q UP && break; sleep 0.2; done
 scontrol ping 2>/dev/null | grep -q UP || skip "slurmctld does not start here: $(tail -n 1 "$work/slurmctld.log" 2>/dev/null)"
-slurmd -D -N localnode -f "$SLURM_CONF" >"$work/slurmd.out" 2>&1 &
+"${daemon[@]}" slurmd -D -N localnode -f "$SLURM_CONF" >"$work/slurmd.out" 2>&1 &
 pids+=($!)
 state=
 for _ in $(seq 60); do
@@ -109,13 +119,10 @@ done
 [[ $state == idle ]] || skip "slurmd does not start here (node state '$state'): $(tail -n 1 "$work/slurmd.log" 2>/dev/null)"
 ok "one-node cluster: slurmctld on port $ctld_port, slurmd on $slurmd_port, node localnode idle with $cpus CPUs"
 
-# wait_job JOB: until no task of JOB is pending or running (at most 90 s), then every task COMPLETED.
+# wait_job JOB: until no task of JOB is pending or running (at most until the deadline), then every task COMPLETED.
 wait_job() {
-    for _ in $(seq 180); do
-        [[ -z $(squeue -h -j "$1" 2>/dev/null) ]] && break
-        sleep 0.5
-    done
-    [[ -z $(squeue -h -j "$1") ]] || fail "job $1 still queued after 90 s: $(squeue -j "$1")"
+    while ((SECONDS < deadline)) && [[ -n $(squeue -h -j "$1" 2>/dev/null) ]]; do sleep 0.5; done
+    [[ -z $(squeue -h -j "$1") ]] || fail "job $1 still queued after ${SECONDS} s: $(squeue -j "$1")"
     local states
     states=$(scontrol -o show job "$1" | grep -o 'JobState=[A-Z_]*' | sort | uniq -c)
     [[ $(grep -vc 'JobState=COMPLETED' <<<"$states") == 0 ]] || fail "job $1: $states"
