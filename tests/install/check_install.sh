@@ -42,6 +42,19 @@ run=$work/run.h5
 "${bare[@]}" "$usr/bin/icl-cli" info "$run" >/dev/null || fail "the installed icl-cli cannot read its run"
 ok "installed icl-cli trains and reads an experiment file"
 
+# The Python reader, in lib/python3/dist-packages (where Debian's python3 looks with the prefix /usr), imported by
+# Debian's python3 from there (not from the source tree) and reading the run the installed icl-cli wrote.
+pydir=$usr/lib/python3/dist-packages
+[[ -f $pydir/icl_workbench/__init__.py ]] || fail "the Python reader is not installed in $pydir/icl_workbench"
+[[ -z $(find "$pydir" -name '*.pyc') ]] || fail "byte-code installed: $(find "$pydir" -name '*.pyc')"
+py=$("${bare[@]}" "PYTHONPATH=$pydir" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c '
+import sys, icl_workbench
+run = icl_workbench.open(sys.argv[1])
+print(icl_workbench.__file__, icl_workbench.__version__, run.checkpoints)' "$run") ||
+    fail "python3 cannot import the installed icl_workbench or read the run with it"
+[[ $py == "$pydir/icl_workbench/__init__.py $version [0]" ]] || fail "installed icl_workbench: '$py'"
+ok "python3: import icl_workbench from $pydir (version $version) reads the run (checkpoints [0])"
+
 # Desktop entry, AppStream metainfo, icons.
 app=org.iclworkbench.icl_workbench
 desktop-file-validate "$usr/share/applications/$app.desktop" || fail "desktop-file-validate"
@@ -80,14 +93,16 @@ grep -q "MimeType=application/x-icl-workbench-experiment;" "$usr/share/applicati
 }
 
 # Man pages (help2man) and bash completion.
+# cmake --install leaves them uncompressed, the .deb has them gzip-compressed (Debian policy).
+manpage() { if [[ -f $usr/share/man/man1/$1.1.gz ]]; then echo "$usr/share/man/man1/$1.1.gz"; else echo "$usr/share/man/man1/$1.1"; fi; }
 for page in icl-cli icl-workbench; do
-    f=$usr/share/man/man1/$page.1
+    f=$(manpage "$page")
     [[ -f $f ]] || fail "no man page $page.1"
     text=$(MANWIDTH=120 man -l "$f" 2>&1) || fail "man -l $page.1 failed"
     grep -q "$version" <<<"$text" || fail "man page $page.1 has no version"
 done
 for sub in train info eval analyze export import export-weights sweep aggregate presets; do
-    grep -q "icl-cli $sub" <<<"$(MANWIDTH=120 man -l "$usr/share/man/man1/icl-cli.1")" ||
+    grep -q "icl-cli $sub" <<<"$(MANWIDTH=120 man -l "$(manpage icl-cli)")" ||
         fail "icl-cli.1 has no section for icl-cli $sub"
 done
 ok "man pages icl-cli.1 (every subcommand) and icl-workbench.1"
