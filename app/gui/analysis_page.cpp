@@ -36,7 +36,7 @@ AnalysisPage::~AnalysisPage()
 
 void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
-    AnalysisPage::cancel(); // the page's own cancel() may report more than is useful for a new file
+    AnalysisPage::cancelJobs(); // the page's own cancelJobs() may report more than is useful for a new file
     ++m_generation;
     m_summary = summary;
     m_path = summary.path;
@@ -98,6 +98,12 @@ void AnalysisPage::stopWorker()
 }
 
 void AnalysisPage::cancel()
+{
+    Q_EMIT cancelRequested();
+    cancelJobs();
+}
+
+void AnalysisPage::cancelJobs()
 {
     if (m_stop)
         *m_stop = true;

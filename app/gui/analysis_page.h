@@ -47,8 +47,8 @@ public:
     virtual void selectCheckpoint(qint64 step);
     /// The page is on screen (computes a stale result) or not.
     virtual void setActive(bool active);
-    /// Drops queued work and stops the running request at its next progress report.
-    virtual void cancel();
+    /// Stops the page's jobs (cancelJobs) and emits cancelRequested. The main window's Cancel and closing call it.
+    void cancel();
     /// True while a job is queued or running.
     bool isBusy() const;
     /// The plot that File ▸ Export current plot writes (default: the page's first plot; nullptr: none).
@@ -58,6 +58,9 @@ public:
     /// Status-bar lines after cancel() and when the page's jobs are done (empty: none).
     virtual QString cancelledMessage() const { return {}; }
     virtual QString doneMessage() const { return {}; }
+    /// A running training job committed new rows to `summary`'s file (at most twice a second). Default: nothing; a
+    /// page that draws the run's training curves redraws them (see followTraining).
+    virtual void updateTrainingCurves(const icl::RunSummary& summary) { (void)summary; }
     /// True when the page's progress goes to the main window's progress bar (false for instant work).
     virtual bool reportsProgress() const { return true; }
 
@@ -73,6 +76,8 @@ Q_SIGNALS:
     void busyFinished();
     /// A first look (a result on fewer prompts, or the first rows) is on screen; the full result follows.
     void firstLookShown();
+    /// cancel() was called (before the page's jobs are told to stop).
+    void cancelRequested();
 
 protected:
     /// One request: its generation and its cancel flag.
@@ -83,6 +88,9 @@ protected:
     /// A core progress callback (done, total) → keep going.
     using Progress = std::function<bool(int64_t done, int64_t total)>;
 
+    /// What cancel() does. Default: drops queued work and stops the running request at its next progress report;
+    /// a result that was running goes stale.
+    virtual void cancelJobs();
     /// Called by the default showExperiment after the binding changed: reset results and controls for
     /// `summary`. Return false, with the message for the user in `why`, when the page does not apply.
     virtual bool bind(const icl::RunSummary& summary, QString* why);

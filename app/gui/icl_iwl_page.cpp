@@ -240,9 +240,9 @@ void IclIwlPage::setActive(bool active)
         runSequence();
 }
 
-void IclIwlPage::cancel()
+void IclIwlPage::cancelJobs()
 {
-    AnalysisPage::cancel();
+    AnalysisPage::cancelJobs();
     if (m_sequencePending) { // its result is dropped with the runner's queue
         m_sequencePending = false;
         m_sequenceStale = true;

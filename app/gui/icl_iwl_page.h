@@ -48,13 +48,13 @@ public:
     /// Shows a file at checkpoint `step` (the evaluation and the sequence viewer run when the page is active).
     void showExperiment(const icl::RunSummary& summary, qint64 step) override;
     /// Redraws the curves from a newer summary of the same file (live training); another file is shown anew.
-    void updateTrainingCurves(const icl::RunSummary& summary);
+    void updateTrainingCurves(const icl::RunSummary& summary) override;
     /// Follows the timeline (evaluation and sequence viewer).
     void selectCheckpoint(qint64 step) override;
     /// The page is on screen (runs a pending evaluation or sequence) or not.
     void setActive(bool active) override;
     /// Drops queued work and stops the running evaluation at its next progress report.
-    void cancel() override;
+    void cancelJobs() override;
     QString cancelledMessage() const override { return tr("ICL vs IWL evaluation cancelled"); }
     QString doneMessage() const override { return tr("ICL vs IWL: evaluation done"); }
 

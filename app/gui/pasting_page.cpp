@@ -211,7 +211,7 @@ void PastingPage::selectCheckpoint(qint64 step)
     updateControls();
 }
 
-void PastingPage::cancel() { m_run->cancel(); }
+void PastingPage::cancelJobs() { m_run->cancel(); }
 
 icl::PastingOptions PastingPage::options() const { return m_form->options(m_step, m_threads); }
 

@@ -45,7 +45,7 @@ public:
     /// Follows the timeline (the parent checkpoint of the next run).
     void selectCheckpoint(qint64 step) override;
     /// Asks the running pasting to stop at its next training step (no-op when idle).
-    void cancel() override;
+    void cancelJobs() override;
     QString cancelledMessage() const override { return tr("Pasting cancelled (stops at its next training step)"); }
     QString doneMessage() const override { return tr("Pasting: done"); }
 

@@ -185,7 +185,7 @@ std::optional<icl::Prompt> PatchingPage::sharedPrompt() const
     return std::nullopt;
 }
 
-void PatchingPage::cancel() { m_run->cancel(); }
+void PatchingPage::cancelJobs() { m_run->cancel(); }
 
 icl::PatchingOptions PatchingPage::options() const
 {

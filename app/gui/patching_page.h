@@ -47,7 +47,7 @@ public:
     /// The Attention page's prompt, used when "Use the Attention page's prompt" is checked.
     void setSharedPrompt(const icl::Prompt& prompt);
     /// Stops the running patching at its next forward pass; nothing is shown.
-    void cancel() override;
+    void cancelJobs() override;
     QString cancelledMessage() const override { return tr("Patching cancelled (stops after the running forward pass)"); }
     QString doneMessage() const override { return tr("Patching: done"); }
 

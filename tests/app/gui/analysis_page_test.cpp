@@ -15,8 +15,10 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tests/support/gui_helpers.h"
 
 namespace {
+using icl::test::waitIdle;
 
 constexpr int kTimeoutMs = 20000;
 
@@ -68,11 +70,6 @@ icl::RunSummary run()
     icl::RunSummary s;
     s.path = "run.h5"; // never opened: the page's computation is its own
     return s;
-}
-
-bool waitIdle(const StepPage& page)
-{
-    return QTest::qWaitFor([&] { return !page.isBusy(); }, kTimeoutMs);
 }
 
 TEST(AnalysisPage, ComputesOnlyWhenShownAndStale)
