@@ -7,13 +7,15 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include "app/gui/request_run.h"
 #include "widgets/plot_view.h"
 
 namespace icl::gui {
 
-AnalysisPage::AnalysisPage(const QString& name, QWidget* parent)
+AnalysisPage::AnalysisPage(const QString& name, QWidget* parent, Protocol protocol)
     : QWidget(parent)
     , m_name(name)
+    , m_protocol(protocol)
     , m_runner(new AnalysisRunner(this))
 {
     setObjectName(name + QStringLiteral("Page"));
@@ -36,6 +38,8 @@ AnalysisPage::~AnalysisPage()
 
 void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
+    if (m_requestRun)
+        m_requestRun->stop(); // a running request of the previous file stops; its result is dropped
     AnalysisPage::cancelJobs(); // the page's own cancelJobs() may report more than is useful for a new file
     ++m_generation;
     m_summary = summary;
@@ -45,6 +49,10 @@ void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_status->clear();
     QString why;
     m_supported = bind(summary, &why);
+    if (m_protocol == Protocol::RunOnRequest) {
+        checkpointChanged(false);
+        return;
+    }
     m_stale = m_supported;
     if (ready())
         compute();
@@ -57,6 +65,12 @@ bool AnalysisPage::bind(const icl::RunSummary&, QString*)
 
 void AnalysisPage::selectCheckpoint(qint64 step)
 {
+    if (m_protocol == Protocol::RunOnRequest) {
+        const bool changed = step != m_step;
+        m_step = step;
+        checkpointChanged(changed);
+        return;
+    }
     if (step == m_step && !m_stale)
         return;
     m_step = step;
@@ -66,7 +80,7 @@ void AnalysisPage::selectCheckpoint(qint64 step)
 void AnalysisPage::setActive(bool active)
 {
     m_active = active;
-    if (active && m_stale && ready())
+    if (m_protocol == Protocol::ComputeWhenShown && active && m_stale && ready())
         compute();
 }
 

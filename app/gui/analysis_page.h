@@ -19,16 +19,20 @@
 
 namespace icl::gui {
 
+class RequestRun;
+
 /// Base of the analysis pages. It owns the run and checkpoint binding (`m_summary`, `m_path`, `m_step`),
 /// staleness (`m_stale`: the shown result does not belong to the current run/checkpoint/settings),
 /// compute-when-shown (`setActive`), the worker (an AnalysisRunner), the request generation that drops
 /// superseded results, the cancel flag of the running request, and the page's status line (`statusLabel()`,
 /// created here, placed by the page).
 ///
-/// The default protocol, for pages that compute as soon as they are shown: `showExperiment` cancels, rebinds
-/// and asks `bind()` whether the page applies to the run; `selectCheckpoint` and `requestCompute()` mark the
-/// result stale; whenever it is stale and `ready()`, `compute()` runs. A page that computes only on request
-/// (pasting, patching) or edits a prompt (attention) overrides the entry points it needs.
+/// A page follows one of two protocols (its Protocol). Both start alike: `showExperiment` stops the page's jobs,
+/// rebinds and asks `bind()` whether the page applies to the run.
+/// - ComputeWhenShown: `selectCheckpoint` and `requestCompute()` mark the result stale; whenever it is stale and
+///   `ready()`, `compute()` runs.
+/// - RunOnRequest (pasting, patching): nothing runs until the user presses the page's Run (its RequestRun, which
+///   a new file stops); `selectCheckpoint` only tells the page (`checkpointChanged`).
 ///
 /// Inside `compute()` a page starts a request with `newTicket()` (which supersedes the previous one) and
 /// hands the core's work to `submit()`: the work runs on the worker thread with `progressReporter()` as its
@@ -37,14 +41,23 @@ namespace icl::gui {
 class AnalysisPage : public QWidget {
     Q_OBJECT
 public:
+    /// When the page computes (see the class comment).
+    enum class Protocol {
+        ComputeWhenShown, ///< computes whenever it is shown and its result is stale
+        RunOnRequest,     ///< computes only when the user presses Run
+    };
     /// `name` is the page's object-name stem: the page is "<name>Page", its status line "<name>Status".
-    explicit AnalysisPage(const QString& name, QWidget* parent = nullptr);
+    explicit AnalysisPage(
+        const QString& name, QWidget* parent = nullptr, Protocol protocol = Protocol::ComputeWhenShown);
     ~AnalysisPage() override;
 
-    /// Shows a file at checkpoint `step` (−1: none). Default: cancel, rebind, `bind()`, compute when shown.
+    /// Shows a file at checkpoint `step` (−1: none). Default: stop the jobs, rebind, `bind()`; then compute when
+    /// shown (ComputeWhenShown) or `checkpointChanged(false)` (RunOnRequest).
     virtual void showExperiment(const icl::RunSummary& summary, qint64 step);
-    /// Follows the timeline. Default: a new step makes the result stale (computed when shown).
+    /// Follows the timeline. Default: a new step makes the result stale, computed when shown (ComputeWhenShown), or
+    /// `checkpointChanged(step changed)` (RunOnRequest).
     virtual void selectCheckpoint(qint64 step);
+    Protocol protocol() const { return m_protocol; }
     /// The page is on screen (computes a stale result) or not.
     virtual void setActive(bool active);
     /// Stops the page's jobs (cancelJobs) and emits cancelRequested. The main window's Cancel and closing call it.
@@ -94,6 +107,8 @@ protected:
     /// Called by the default showExperiment after the binding changed: reset results and controls for
     /// `summary`. Return false, with the message for the user in `why`, when the page does not apply.
     virtual bool bind(const icl::RunSummary& summary, QString* why);
+    /// RunOnRequest: the bound checkpoint (`m_step`) was set, by a new file (`changed` false) or the timeline.
+    virtual void checkpointChanged(bool changed) { (void)changed; }
     /// Starts computing the result for the bound run and checkpoint (the default protocol calls it when the
     /// result is stale and ready()).
     virtual void compute() {}
@@ -177,8 +192,12 @@ protected:
     QStackedWidget* m_stack = nullptr; ///< createContent's stack: message, content
 
 private:
+    friend class RequestRun; // registers itself as the page's Run (RunOnRequest)
+
     QString m_name;
+    Protocol m_protocol;
     AnalysisRunner* m_runner = nullptr;
+    RequestRun* m_requestRun = nullptr; ///< the page's Run / Cancel row (RunOnRequest), stopped by a new file
 };
 
 } // namespace icl::gui

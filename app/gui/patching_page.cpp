@@ -51,7 +51,7 @@ QString corruptionText(icl::Corruption c)
 
 /// What one run computed on the worker.
 PatchingPage::PatchingPage(QWidget* parent)
-    : AnalysisPage(QStringLiteral("patching"), parent)
+    : AnalysisPage(QStringLiteral("patching"), parent, Protocol::RunOnRequest)
     , m_worker(std::make_shared<InspectorSession>())
 {
     QWidget* content = createContent(
@@ -139,32 +139,26 @@ QPushButton* PatchingPage::runButton() const { return m_run->row().run; }
 QPushButton* PatchingPage::cancelButton() const { return m_run->row().cancel; }
 QProgressBar* PatchingPage::progressBar() const { return m_run->row().progress; }
 
-void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool PatchingPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    m_run->stop();
-    runner()->cancel();
-    ++m_generation;
     ++m_experimentGeneration;
-    m_summary = summary;
-    m_step = step;
     m_shared.reset();
     m_contextLength = summary.config ? summary.config->task.n_context : 0;
     clearResult();
-    m_status->clear();
-    if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
-        showMessage(tr("This experiment has no saved checkpoint to patch."));
-    } else {
-        showContent();
+    if (summary.path.empty() || summary.checkpoints.empty() || m_step < 0) {
+        *why = tr("This experiment has no saved checkpoint to patch.");
+        showMessage(*why);
+        return false;
     }
-    selectCheckpoint(step);
-    updateControls();
+    showContent();
+    return true;
 }
 
-void PatchingPage::selectCheckpoint(qint64 step)
+void PatchingPage::checkpointChanged(bool changed)
 {
-    if (step != m_step && m_result)
+    if (changed && m_result)
         clearResult();
-    m_step = step;
+    const qint64 step = m_step;
     m_heading->setText(tr("%1 · checkpoint %2 · effect = (ŷ_patched − ŷ_corrupted) / (ŷ_clean − ŷ_corrupted) at the "
                           "query: 0 = corrupted, 1 = clean")
                            .arg(shownText(QFileInfo(QString::fromStdString(m_summary.path)).fileName()))

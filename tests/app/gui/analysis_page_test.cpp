@@ -1,7 +1,9 @@
-// The page protocol every analysis page follows (app/gui/analysis_page.h): compute only when shown and stale,
-// never for a run the page does not apply to, drop superseded results, cancel to a stale page.
+// The page protocols of app/gui/analysis_page.h: compute only when shown and stale, never for a run the page does
+// not apply to, drop superseded results, cancel to a stale page; run on request: never on its own, a new file stops
+// the running request.
 
 #include "app/gui/analysis_page.h"
+#include "app/gui/request_run.h"
 
 #include <atomic>
 #include <chrono>
@@ -63,6 +65,31 @@ protected:
             },
             [this](const qint64& s) { shown.push_back(s); });
     }
+};
+
+/// A page that runs only on request: records what the protocol tells it; its Run is a RequestRun.
+class OnRequestPage : public icl::gui::AnalysisPage {
+public:
+    OnRequestPage()
+        : AnalysisPage(QStringLiteral("onRequest"), nullptr, Protocol::RunOnRequest)
+        , run(new icl::gui::RequestRun(this, QStringLiteral("onRequest"), this, QStringLiteral("Run"), QString(),
+              QStringLiteral("Work"), QStringLiteral("steps"), [] {}))
+    {
+    }
+
+    icl::gui::RequestRun* run;
+    int binds = 0;
+    int computes = 0;
+    std::vector<std::pair<qint64, bool>> checkpoints; ///< (m_step, changed) at each checkpointChanged
+
+protected:
+    bool bind(const icl::RunSummary&, QString*) override
+    {
+        ++binds;
+        return true;
+    }
+    void checkpointChanged(bool changed) override { checkpoints.emplace_back(m_step, changed); }
+    void compute() override { ++computes; }
 };
 
 icl::RunSummary run()
@@ -198,3 +225,28 @@ TEST(AnalysisPage, ARunItDoesNotApplyToShowsTheMessageInsteadOfTheContent)
 }
 
 } // namespace
+
+TEST(AnalysisPage, ARunOnRequestPageNeverComputesOnItsOwnAndANewFileStopsItsRequest)
+{
+    OnRequestPage page;
+    EXPECT_EQ(page.protocol(), icl::gui::AnalysisPage::Protocol::RunOnRequest);
+    page.setActive(true);
+    page.showExperiment(run(), 10);
+    EXPECT_EQ(page.binds, 1);
+    EXPECT_EQ(page.checkpointStep(), 10);
+    page.selectCheckpoint(20);
+    page.selectCheckpoint(20);
+    page.setActive(false);
+    page.setActive(true);
+    EXPECT_EQ(page.computes, 0) << "nothing runs until Run is pressed";
+    EXPECT_EQ(page.checkpoints,
+        (std::vector<std::pair<qint64, bool>> { { 10, false }, { 20, true }, { 20, false } }));
+
+    const std::shared_ptr<icl::gui::RunState> state = page.run->start(5); // a request is running
+    ASSERT_FALSE(state->stop);
+    page.showExperiment(run(), 30);
+    EXPECT_TRUE(state->stop) << "a new file stops the running request";
+    EXPECT_EQ(page.binds, 2);
+    EXPECT_EQ(page.checkpoints.back(), (std::pair<qint64, bool> { 30, false }));
+    EXPECT_EQ(page.computes, 0);
+}
