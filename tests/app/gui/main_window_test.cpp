@@ -89,6 +89,16 @@ protected:
 
 QTemporaryDir* MainWindowTest::s_dir = nullptr;
 
+/// The Train page of a scripted `window`, set to train the config file `config` into `out`.
+TrainPage* trainPageFor(MainWindow& window, const QString& config, const QString& out)
+{
+    window.setScripted(true);
+    TrainPage* page = window.page<TrainPage>();
+    page->setConfigFile(config);
+    page->setOutputPath(out);
+    return page;
+}
+
 void writeConfig(const QString& path, const nlohmann::json& config)
 {
     std::ofstream f(path.toStdString());
@@ -271,10 +281,7 @@ TEST_F(MainWindowTest, TrainsFromAConfigFileOnAWorkerThreadAndOpensTheResult)
     }
     const QString out = dir.filePath("gui-run.h5");
     MainWindow window;
-    window.setScripted(true);
-    icl::gui::TrainPage* page = window.page<TrainPage>();
-    page->setConfigFile(configPath);
-    page->setOutputPath(out);
+    TrainPage* page = trainPageFor(window, configPath, out);
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
     EXPECT_TRUE(window.isBusy());
@@ -307,10 +314,7 @@ TEST_F(MainWindowTest, StopEndsTrainingEarlyAndKeepsAResumableFile)
     }
     const QString out = dir.filePath("stopped.h5");
     MainWindow window;
-    window.setScripted(true);
-    icl::gui::TrainPage* page = window.page<TrainPage>();
-    page->setConfigFile(configPath);
-    page->setOutputPath(out);
+    TrainPage* page = trainPageFor(window, configPath, out);
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
     QSignalSpy progress(page, &icl::gui::TrainPage::progressChanged);
     ASSERT_TRUE(page->startTraining(false));
@@ -360,10 +364,7 @@ TEST_F(MainWindowTest, DivergenceIsReportedAndTheLastCheckpointOpened)
     writeConfig(configPath, tinyConfig(40, { "training.lr=1e30", "training.grad_clip=0", "training.optimizer=sgd" }));
     const QString out = dir.filePath("diverged.h5");
     MainWindow window;
-    window.setScripted(true);
-    icl::gui::TrainPage* page = window.page<TrainPage>();
-    page->setConfigFile(configPath);
-    page->setOutputPath(out);
+    TrainPage* page = trainPageFor(window, configPath, out);
     QSignalSpy errors(page, &icl::gui::TrainPage::errorOccurred);
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
