@@ -17,6 +17,7 @@ AnalysisPage::AnalysisPage(const QString& name, QWidget* parent, Protocol protoc
     , m_name(name)
     , m_protocol(protocol)
     , m_runner(new AnalysisRunner(this))
+    , m_jobs(this, m_runner)
 {
     setObjectName(name + QStringLiteral("Page"));
     m_status = new QLabel(this);
@@ -32,8 +33,7 @@ AnalysisPage::AnalysisPage(const QString& name, QWidget* parent, Protocol protoc
 
 AnalysisPage::~AnalysisPage()
 {
-    if (m_stop)
-        *m_stop = true; // the runner (a child) joins the worker after the running job's next progress report
+    m_jobs.stopLatest(); // the runner (a child) joins the worker after the running job's next progress report
 }
 
 void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
@@ -41,7 +41,7 @@ void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     if (m_requestRun)
         m_requestRun->stop(); // a running request of the previous file stops; its result is dropped
     AnalysisPage::cancelJobs(); // the page's own cancelJobs() may report more than is useful for a new file
-    ++m_generation;
+    m_jobs.dropAll();
     m_summary = summary;
     m_path = summary.path;
     m_runner->setSource(summary.path);
@@ -105,10 +105,10 @@ bool AnalysisPage::isBusy() const
 
 void AnalysisPage::stopWorker()
 {
-    if (m_stop)
-        *m_stop = true;
+    m_jobs.stopLatest();
     delete m_runner;
     m_runner = nullptr;
+    m_jobs.setRunner(nullptr);
 }
 
 void AnalysisPage::cancel()
@@ -119,8 +119,7 @@ void AnalysisPage::cancel()
 
 void AnalysisPage::cancelJobs()
 {
-    if (m_stop)
-        *m_stop = true;
+    m_jobs.stopLatest();
     const bool wasBusy = m_runner->isBusy();
     m_runner->cancel();
     if (wasBusy) {
@@ -144,13 +143,7 @@ void AnalysisPage::requestCompute()
 AnalysisPage::Ticket AnalysisPage::newTicket()
 {
     m_stale = false;
-    if (m_stop)
-        *m_stop = true; // the previous request is superseded
-    Ticket t;
-    t.generation = ++m_generation;
-    t.stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = t.stop;
-    return t;
+    return m_jobs.newTicket();
 }
 
 AnalysisPage::Progress AnalysisPage::progressReporter(const Ticket& t, const QString& label)

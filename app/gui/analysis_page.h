@@ -15,6 +15,7 @@
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/job_tracker.h"
 #include "core/types/run_summary.h"
 
 namespace icl::gui {
@@ -23,8 +24,8 @@ class RequestRun;
 
 /// Base of the analysis pages. It owns the run and checkpoint binding (`m_summary`, `m_path`, `m_step`),
 /// staleness (`m_stale`: the shown result does not belong to the current run/checkpoint/settings),
-/// compute-when-shown (`setActive`), the worker (an AnalysisRunner), the request generation that drops
-/// superseded results, the cancel flag of the running request, and the page's status line (`statusLabel()`,
+/// compute-when-shown (`setActive`), the worker (an AnalysisRunner) and its JobTracker (superseded results dropped,
+/// results shown on the GUI thread, the stop flag of the running request), and the page's status line (`statusLabel()`,
 /// created here, placed by the page).
 ///
 /// A page follows one of two protocols (its Protocol). Both start alike: `showExperiment` stops the page's jobs,
@@ -93,11 +94,8 @@ Q_SIGNALS:
     void cancelRequested();
 
 protected:
-    /// One request: its generation and its cancel flag.
-    struct Ticket {
-        quint64 generation = 0;
-        std::shared_ptr<std::atomic<bool>> stop;
-    };
+    /// One request: its generation and its cancel flag (see JobTracker).
+    using Ticket = JobTracker::Ticket;
     /// A core progress callback (done, total) → keep going.
     using Progress = std::function<bool(int64_t done, int64_t total)>;
 
@@ -119,9 +117,12 @@ protected:
     /// The result is stale (settings changed); computes now when ready().
     void requestCompute();
 
-    /// Starts a new request; the previous one is superseded (its stop flag set, its result dropped).
+    /// Starts a new request; the previous one is superseded (its stop flag set, its result dropped). The result is
+    /// no longer stale.
     Ticket newTicket();
-    bool isCurrent(const Ticket& t) const { return t.generation == m_generation; }
+    bool isCurrent(const Ticket& t) const { return m_jobs.isCurrent(t); }
+    /// The page's requests (newTicket, submit and firstLookCallback go through it).
+    JobTracker& jobs() { return m_jobs; }
     /// Progress callback for core work of request `t` (any thread): emits progressChanged with
     /// "<label>: <percent>%" and returns false once the request is stopped.
     Progress progressReporter(const Ticket& t, const QString& label);
@@ -136,32 +137,14 @@ protected:
     void submit(int key, const QString& label, const Ticket& t, std::function<Result()> work,
         std::function<void(const Result&)> show, std::function<void()> also = {})
     {
-        m_runner->enqueue(
-            key, label,
-            [this, t, work = std::move(work), show = std::move(show)]() -> AnalysisRunner::Continuation {
-                auto result = std::make_shared<Result>(work());
-                return [this, t, result, show] {
-                    if (isCurrent(t))
-                        show(*result);
-                };
-            },
-            statusErrorHandler(t, std::move(also)));
+        m_jobs.submit<Result>(key, label, t, std::move(work), std::move(show), statusErrorHandler(t, std::move(also)));
     }
 
-    /// The first-look callback of request `t` (called on the worker with a partial result): queues
-    /// `show(first)` to the GUI thread, where it runs unless a newer request started.
+    /// The first-look callback of request `t` (JobTracker::firstLookCallback).
     template <class Result>
     std::function<void(const Result&)> firstLookCallback(const Ticket& t, std::function<void(const Result&)> show)
     {
-        return [this, t, show = std::move(show)](const Result& first) {
-            QMetaObject::invokeMethod(
-                this,
-                [this, t, show, first] {
-                    if (isCurrent(t))
-                        show(first);
-                },
-                Qt::QueuedConnection);
-        };
+        return m_jobs.firstLookCallback<Result>(t, std::move(show));
     }
 
     /// For a page that draws the run's training curves while it trains: adopts `summary` (returns true) when it
@@ -185,8 +168,6 @@ protected:
     bool m_supported = false;  ///< bind() accepted the run
     bool m_active = false;
     bool m_stale = false;
-    quint64 m_generation = 0;
-    std::shared_ptr<std::atomic<bool>> m_stop;  ///< cancel flag of the running request
     QLabel* m_status = nullptr;
     QLabel* m_message = nullptr;       ///< createContent's message
     QStackedWidget* m_stack = nullptr; ///< createContent's stack: message, content
@@ -198,6 +179,7 @@ private:
     Protocol m_protocol;
     AnalysisRunner* m_runner = nullptr;
     RequestRun* m_requestRun = nullptr; ///< the page's Run / Cancel row (RunOnRequest), stopped by a new file
+    JobTracker m_jobs;                  ///< the page's requests on m_runner
 };
 
 } // namespace icl::gui

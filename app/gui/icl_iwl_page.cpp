@@ -161,7 +161,7 @@ QString IclIwlPage::fractionText(double value, int64_t n)
 void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
     cancel();
-    ++m_generation;
+    jobs().dropAll();
     m_summary = summary;
     m_path = summary.path;
     runner()->setSource(summary.path);

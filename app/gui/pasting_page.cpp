@@ -244,7 +244,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
     }
 
     clearResult();
-    const quint64 generation = ++m_generation;
+    const Ticket request = newTicket();
     const std::shared_ptr<RunState> state = m_run->start(o.steps * (o.train_scratch ? 2 : 1));
     m_status->setText(tr("Pasting at ℓ = %1 (%2 embedding) from checkpoint %3: training…")
                           .arg(o.cut_layer)
@@ -253,7 +253,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
     const std::string parentPath = m_summary.path;
     runner()->enqueue(
         PastingJob, tr("pasting"),
-        [this, generation, parentPath, o, state]() -> AnalysisRunner::Continuation {
+        [this, request, parentPath, o, state]() -> AnalysisRunner::Continuation {
             icl::PastingResult result;
             try {
                 result = icl::computePasting(
@@ -268,13 +268,13 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
                 throw;
             }
             auto shown = std::make_shared<icl::PastingResult>(std::move(result));
-            return [this, generation, shown, o] {
-                if (generation != m_generation)
+            return [this, request, shown, o] {
+                if (!isCurrent(request))
                     return;
                 showResult(*shown, o);
             };
         },
-        m_run->errorHandler([this, generation] { return generation == m_generation; },
+        m_run->errorHandler([this, request] { return isCurrent(request); },
             tr("; the partial file %1 was removed").arg(shownText(o.out_path))));
     updateControls();
     return true;

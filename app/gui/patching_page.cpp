@@ -195,7 +195,7 @@ bool PatchingPage::startPatching()
     if (m_summary.path.empty() || m_step < 0 || isBusy())
         return false;
     clearResult();
-    const quint64 generation = ++m_generation;
+    const Ticket request = newTicket();
     const std::shared_ptr<RunState> state = m_run->start(0);
     const icl::PatchingOptions o = options();
     const std::optional<icl::Prompt> shared = sharedPrompt();
@@ -207,7 +207,7 @@ bool PatchingPage::startPatching()
     m_status->setText(tr("Patching (%1) at checkpoint %2…").arg(m_corruption->currentText()).arg(step));
     runner()->enqueue(
         PatchingJob, tr("patching"),
-        [this, generation, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
+        [this, request, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
             -> AnalysisRunner::Continuation {
             icl::Inspector& insp = worker->open(path, fileGeneration, step); // only this job touches it
             auto out = std::make_shared<Output>();
@@ -219,7 +219,7 @@ bool PatchingPage::startPatching()
             out->result = insp.patching(
                 out->clean, o,
                 [state](int64_t done, int64_t total) { return state->report(done, total); },
-                [this, generation, out, rowsDone](const icl::PatchingResult& partial) {
+                [this, request, out, rowsDone](const icl::PatchingResult& partial) {
                     // Each row as soon as it is done; the last one is the full result, shown below.
                     const int64_t done = ++*rowsDone;
                     if (done >= partial.effect.rows)
@@ -228,19 +228,19 @@ bool PatchingPage::startPatching()
                     shown.result = partial;
                     QMetaObject::invokeMethod(
                         this,
-                        [this, generation, shown, done] {
-                            if (generation == m_generation)
+                        [this, request, shown, done] {
+                            if (isCurrent(request))
                                 showRows(shown, done);
                         },
                         Qt::QueuedConnection);
                 });
-            return [this, generation, out] {
-                if (generation != m_generation)
+            return [this, request, out] {
+                if (!isCurrent(request))
                     return;
                 showOutput(*out);
             };
         },
-        m_run->errorHandler([this, generation] { return generation == m_generation; }));
+        m_run->errorHandler([this, request] { return isCurrent(request); }));
     updateControls();
     return true;
 }

@@ -250,3 +250,31 @@ TEST(AnalysisPage, ARunOnRequestPageNeverComputesOnItsOwnAndANewFileStopsItsRequ
     EXPECT_EQ(page.checkpoints.back(), (std::pair<qint64, bool> { 30, false }));
     EXPECT_EQ(page.computes, 0);
 }
+
+TEST(JobTracker, ANewRequestStopsAndSupersedesThePreviousOneAndANewFileDropsAll)
+{
+    QObject context;
+    icl::gui::AnalysisRunner runner;
+    icl::gui::JobTracker jobs(&context, &runner);
+    const icl::gui::JobTracker::Ticket first = jobs.newTicket();
+    EXPECT_TRUE(jobs.isCurrent(first));
+    EXPECT_FALSE(*first.stop);
+    const icl::gui::JobTracker::Ticket second = jobs.newTicket();
+    EXPECT_TRUE(*first.stop) << "the superseded request is told to stop";
+    EXPECT_FALSE(jobs.isCurrent(first));
+    EXPECT_TRUE(jobs.isCurrent(second));
+    EXPECT_FALSE(*second.stop);
+    jobs.dropAll();
+    EXPECT_FALSE(jobs.isCurrent(second)) << "a new file drops every result so far";
+    jobs.stopLatest();
+    EXPECT_TRUE(*second.stop);
+
+    // A result reaches the GUI thread only while its request is current.
+    std::vector<int> shown;
+    const icl::gui::JobTracker::Ticket third = jobs.newTicket();
+    jobs.submit<int>(1, QStringLiteral("a"), third, [] { return 3; }, [&](const int& v) { shown.push_back(v); }, {});
+    const icl::gui::JobTracker::Ticket fourth = jobs.newTicket();
+    jobs.submit<int>(2, QStringLiteral("b"), fourth, [] { return 4; }, [&](const int& v) { shown.push_back(v); }, {});
+    ASSERT_TRUE(waitIdle(runner));
+    EXPECT_EQ(shown, std::vector<int>({ 4 }));
+}
