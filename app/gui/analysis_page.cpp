@@ -54,8 +54,7 @@ void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
         return;
     }
     m_stale = m_supported;
-    if (ready())
-        compute();
+    refresh();
 }
 
 bool AnalysisPage::bind(const icl::RunSummary&, QString*)
@@ -71,17 +70,20 @@ void AnalysisPage::selectCheckpoint(qint64 step)
         checkpointChanged(changed);
         return;
     }
-    if (step == m_step && !m_stale)
+    const bool changed = step != m_step;
+    if (!changed && !isStale())
         return;
     m_step = step;
-    requestCompute();
+    if (changed)
+        markStale();
+    refresh();
 }
 
 void AnalysisPage::setActive(bool active)
 {
     m_active = active;
-    if (m_protocol == Protocol::ComputeWhenShown && active && m_stale && ready())
-        compute();
+    if (m_protocol == Protocol::ComputeWhenShown && active)
+        refresh();
 }
 
 widgets::PlotView* AnalysisPage::currentPlot() const

@@ -1,7 +1,7 @@
 #pragma once
-// The protocol every analysis page follows (the page half of AnalysisRunner): bound to one run and the
-// checkpoint the timeline selects, a result that goes stale when either changes, computed while the page is
-// shown, in the background with progress and cancel, a status line, and busy signals for the main window.
+// The two protocols of the analysis pages (compute when shown; run on request): bound to one run and the
+// checkpoint the timeline selects, results that go stale when either changes, computed in the background (a
+// JobTracker on an AnalysisRunner) with progress and cancel, a status line, and busy signals for the main window.
 
 #include <atomic>
 #include <cstdint>
@@ -110,6 +110,15 @@ protected:
     /// Starts computing the result for the bound run and checkpoint (the default protocol calls it when the
     /// result is stale and ready()).
     virtual void compute() {}
+    /// ComputeWhenShown, for a page with more than one result (each with its own staleness): whether any is stale,
+    /// marking all stale (a new checkpoint), and computing the stale ones that can be (default: the one result).
+    virtual bool isStale() const { return m_stale; }
+    virtual void markStale() { m_stale = true; }
+    virtual void refresh()
+    {
+        if (m_stale && ready())
+            compute();
+    }
     /// The default protocol computes only when this holds: the page applies, is shown, has a file and a step.
     virtual bool ready() const;
     /// Runs when the worker's queue has emptied, before busyFinished (e.g. to re-enable controls).
