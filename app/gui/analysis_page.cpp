@@ -7,14 +7,17 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include "app/gui/request_run.h"
 #include "widgets/plot_view.h"
 
 namespace icl::gui {
 
-AnalysisPage::AnalysisPage(const QString& name, QWidget* parent)
+AnalysisPage::AnalysisPage(const QString& name, QWidget* parent, Protocol protocol)
     : QWidget(parent)
     , m_name(name)
+    , m_protocol(protocol)
     , m_runner(new AnalysisRunner(this))
+    , m_jobs(this, m_runner)
 {
     setObjectName(name + QStringLiteral("Page"));
     m_status = new QLabel(this);
@@ -30,14 +33,15 @@ AnalysisPage::AnalysisPage(const QString& name, QWidget* parent)
 
 AnalysisPage::~AnalysisPage()
 {
-    if (m_stop)
-        *m_stop = true; // the runner (a child) joins the worker after the running job's next progress report
+    m_jobs.stopLatest(); // the runner (a child) joins the worker after the running job's next progress report
 }
 
 void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
 {
-    AnalysisPage::cancel(); // the page's own cancel() may report more than is useful for a new file
-    ++m_generation;
+    if (m_requestRun)
+        m_requestRun->stop(); // a running request of the previous file stops; its result is dropped
+    AnalysisPage::cancelJobs(); // the page's own cancelJobs() may report more than is useful for a new file
+    m_jobs.dropAll();
     m_summary = summary;
     m_path = summary.path;
     m_runner->setSource(summary.path);
@@ -45,9 +49,12 @@ void AnalysisPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_status->clear();
     QString why;
     m_supported = bind(summary, &why);
+    if (m_protocol == Protocol::RunOnRequest) {
+        checkpointChanged(false);
+        return;
+    }
     m_stale = m_supported;
-    if (ready())
-        compute();
+    refresh();
 }
 
 bool AnalysisPage::bind(const icl::RunSummary&, QString*)
@@ -57,17 +64,26 @@ bool AnalysisPage::bind(const icl::RunSummary&, QString*)
 
 void AnalysisPage::selectCheckpoint(qint64 step)
 {
-    if (step == m_step && !m_stale)
+    if (m_protocol == Protocol::RunOnRequest) {
+        const bool changed = step != m_step;
+        m_step = step;
+        checkpointChanged(changed);
+        return;
+    }
+    const bool changed = step != m_step;
+    if (!changed && !isStale())
         return;
     m_step = step;
-    requestCompute();
+    if (changed)
+        markStale();
+    refresh();
 }
 
 void AnalysisPage::setActive(bool active)
 {
     m_active = active;
-    if (active && m_stale && ready())
-        compute();
+    if (m_protocol == Protocol::ComputeWhenShown && active)
+        refresh();
 }
 
 widgets::PlotView* AnalysisPage::currentPlot() const
@@ -91,16 +107,21 @@ bool AnalysisPage::isBusy() const
 
 void AnalysisPage::stopWorker()
 {
-    if (m_stop)
-        *m_stop = true;
+    m_jobs.stopLatest();
     delete m_runner;
     m_runner = nullptr;
+    m_jobs.setRunner(nullptr);
 }
 
 void AnalysisPage::cancel()
 {
-    if (m_stop)
-        *m_stop = true;
+    Q_EMIT cancelRequested();
+    cancelJobs();
+}
+
+void AnalysisPage::cancelJobs()
+{
+    m_jobs.stopLatest();
     const bool wasBusy = m_runner->isBusy();
     m_runner->cancel();
     if (wasBusy) {
@@ -124,13 +145,7 @@ void AnalysisPage::requestCompute()
 AnalysisPage::Ticket AnalysisPage::newTicket()
 {
     m_stale = false;
-    if (m_stop)
-        *m_stop = true; // the previous request is superseded
-    Ticket t;
-    t.generation = ++m_generation;
-    t.stop = std::make_shared<std::atomic<bool>>(false);
-    m_stop = t.stop;
-    return t;
+    return m_jobs.newTicket();
 }
 
 AnalysisPage::Progress AnalysisPage::progressReporter(const Ticket& t, const QString& label)

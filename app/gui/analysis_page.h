@@ -1,7 +1,7 @@
 #pragma once
-// The protocol every analysis page follows (the page half of AnalysisRunner): bound to one run and the
-// checkpoint the timeline selects, a result that goes stale when either changes, computed while the page is
-// shown, in the background with progress and cancel, a status line, and busy signals for the main window.
+// The two protocols of the analysis pages (compute when shown; run on request): bound to one run and the
+// checkpoint the timeline selects, results that go stale when either changes, computed in the background (a
+// JobTracker on an AnalysisRunner) with progress and cancel, a status line, and busy signals for the main window.
 
 #include <atomic>
 #include <cstdint>
@@ -15,20 +15,25 @@
 
 #include "app/gui/analysis_runner.h"
 #include "app/gui/gui_forward.h"
+#include "app/gui/job_tracker.h"
 #include "core/types/run_summary.h"
 
 namespace icl::gui {
 
+class RequestRun;
+
 /// Base of the analysis pages. It owns the run and checkpoint binding (`m_summary`, `m_path`, `m_step`),
 /// staleness (`m_stale`: the shown result does not belong to the current run/checkpoint/settings),
-/// compute-when-shown (`setActive`), the worker (an AnalysisRunner), the request generation that drops
-/// superseded results, the cancel flag of the running request, and the page's status line (`statusLabel()`,
+/// compute-when-shown (`setActive`), the worker (an AnalysisRunner) and its JobTracker (superseded results dropped,
+/// results shown on the GUI thread, the stop flag of the running request), and the page's status line (`statusLabel()`,
 /// created here, placed by the page).
 ///
-/// The default protocol, for pages that compute as soon as they are shown: `showExperiment` cancels, rebinds
-/// and asks `bind()` whether the page applies to the run; `selectCheckpoint` and `requestCompute()` mark the
-/// result stale; whenever it is stale and `ready()`, `compute()` runs. A page that computes only on request
-/// (pasting, patching) or edits a prompt (attention) overrides the entry points it needs.
+/// A page follows one of two protocols (its Protocol). Both start alike: `showExperiment` stops the page's jobs,
+/// rebinds and asks `bind()` whether the page applies to the run.
+/// - ComputeWhenShown: `selectCheckpoint` and `requestCompute()` mark the result stale; whenever it is stale and
+///   `ready()`, `compute()` runs.
+/// - RunOnRequest (pasting, patching): nothing runs until the user presses the page's Run (its RequestRun, which
+///   a new file stops); `selectCheckpoint` only tells the page (`checkpointChanged`).
 ///
 /// Inside `compute()` a page starts a request with `newTicket()` (which supersedes the previous one) and
 /// hands the core's work to `submit()`: the work runs on the worker thread with `progressReporter()` as its
@@ -37,18 +42,27 @@ namespace icl::gui {
 class AnalysisPage : public QWidget {
     Q_OBJECT
 public:
+    /// When the page computes (see the class comment).
+    enum class Protocol {
+        ComputeWhenShown, ///< computes whenever it is shown and its result is stale
+        RunOnRequest,     ///< computes only when the user presses Run
+    };
     /// `name` is the page's object-name stem: the page is "<name>Page", its status line "<name>Status".
-    explicit AnalysisPage(const QString& name, QWidget* parent = nullptr);
+    explicit AnalysisPage(
+        const QString& name, QWidget* parent = nullptr, Protocol protocol = Protocol::ComputeWhenShown);
     ~AnalysisPage() override;
 
-    /// Shows a file at checkpoint `step` (−1: none). Default: cancel, rebind, `bind()`, compute when shown.
+    /// Shows a file at checkpoint `step` (−1: none). Default: stop the jobs, rebind, `bind()`; then compute when
+    /// shown (ComputeWhenShown) or `checkpointChanged(false)` (RunOnRequest).
     virtual void showExperiment(const icl::RunSummary& summary, qint64 step);
-    /// Follows the timeline. Default: a new step makes the result stale (computed when shown).
+    /// Follows the timeline. Default: a new step makes the result stale, computed when shown (ComputeWhenShown), or
+    /// `checkpointChanged(step changed)` (RunOnRequest).
     virtual void selectCheckpoint(qint64 step);
+    Protocol protocol() const { return m_protocol; }
     /// The page is on screen (computes a stale result) or not.
     virtual void setActive(bool active);
-    /// Drops queued work and stops the running request at its next progress report.
-    virtual void cancel();
+    /// Stops the page's jobs (cancelJobs) and emits cancelRequested. The main window's Cancel and closing call it.
+    void cancel();
     /// True while a job is queued or running.
     bool isBusy() const;
     /// The plot that File ▸ Export current plot writes (default: the page's first plot; nullptr: none).
@@ -58,6 +72,9 @@ public:
     /// Status-bar lines after cancel() and when the page's jobs are done (empty: none).
     virtual QString cancelledMessage() const { return {}; }
     virtual QString doneMessage() const { return {}; }
+    /// A running training job committed new rows to `summary`'s file (at most twice a second). Default: nothing; a
+    /// page that draws the run's training curves redraws them (see followTraining).
+    virtual void updateTrainingCurves(const icl::RunSummary& summary) { (void)summary; }
     /// True when the page's progress goes to the main window's progress bar (false for instant work).
     virtual bool reportsProgress() const { return true; }
 
@@ -73,22 +90,35 @@ Q_SIGNALS:
     void busyFinished();
     /// A first look (a result on fewer prompts, or the first rows) is on screen; the full result follows.
     void firstLookShown();
+    /// cancel() was called (before the page's jobs are told to stop).
+    void cancelRequested();
 
 protected:
-    /// One request: its generation and its cancel flag.
-    struct Ticket {
-        quint64 generation = 0;
-        std::shared_ptr<std::atomic<bool>> stop;
-    };
+    /// One request: its generation and its cancel flag (see JobTracker).
+    using Ticket = JobTracker::Ticket;
     /// A core progress callback (done, total) → keep going.
     using Progress = std::function<bool(int64_t done, int64_t total)>;
 
+    /// What cancel() does. Default: drops queued work and stops the running request at its next progress report;
+    /// a result that was running goes stale.
+    virtual void cancelJobs();
     /// Called by the default showExperiment after the binding changed: reset results and controls for
     /// `summary`. Return false, with the message for the user in `why`, when the page does not apply.
     virtual bool bind(const icl::RunSummary& summary, QString* why);
+    /// RunOnRequest: the bound checkpoint (`m_step`) was set, by a new file (`changed` false) or the timeline.
+    virtual void checkpointChanged(bool changed) { (void)changed; }
     /// Starts computing the result for the bound run and checkpoint (the default protocol calls it when the
     /// result is stale and ready()).
     virtual void compute() {}
+    /// ComputeWhenShown, for a page with more than one result (each with its own staleness): whether any is stale,
+    /// marking all stale (a new checkpoint), and computing the stale ones that can be (default: the one result).
+    virtual bool isStale() const { return m_stale; }
+    virtual void markStale() { m_stale = true; }
+    virtual void refresh()
+    {
+        if (m_stale && ready())
+            compute();
+    }
     /// The default protocol computes only when this holds: the page applies, is shown, has a file and a step.
     virtual bool ready() const;
     /// Runs when the worker's queue has emptied, before busyFinished (e.g. to re-enable controls).
@@ -96,9 +126,12 @@ protected:
     /// The result is stale (settings changed); computes now when ready().
     void requestCompute();
 
-    /// Starts a new request; the previous one is superseded (its stop flag set, its result dropped).
+    /// Starts a new request; the previous one is superseded (its stop flag set, its result dropped). The result is
+    /// no longer stale.
     Ticket newTicket();
-    bool isCurrent(const Ticket& t) const { return t.generation == m_generation; }
+    bool isCurrent(const Ticket& t) const { return m_jobs.isCurrent(t); }
+    /// The page's requests (newTicket, submit and firstLookCallback go through it).
+    JobTracker& jobs() { return m_jobs; }
     /// Progress callback for core work of request `t` (any thread): emits progressChanged with
     /// "<label>: <percent>%" and returns false once the request is stopped.
     Progress progressReporter(const Ticket& t, const QString& label);
@@ -113,32 +146,14 @@ protected:
     void submit(int key, const QString& label, const Ticket& t, std::function<Result()> work,
         std::function<void(const Result&)> show, std::function<void()> also = {})
     {
-        m_runner->enqueue(
-            key, label,
-            [this, t, work = std::move(work), show = std::move(show)]() -> AnalysisRunner::Continuation {
-                auto result = std::make_shared<Result>(work());
-                return [this, t, result, show] {
-                    if (isCurrent(t))
-                        show(*result);
-                };
-            },
-            statusErrorHandler(t, std::move(also)));
+        m_jobs.submit<Result>(key, label, t, std::move(work), std::move(show), statusErrorHandler(t, std::move(also)));
     }
 
-    /// The first-look callback of request `t` (called on the worker with a partial result): queues
-    /// `show(first)` to the GUI thread, where it runs unless a newer request started.
+    /// The first-look callback of request `t` (JobTracker::firstLookCallback).
     template <class Result>
     std::function<void(const Result&)> firstLookCallback(const Ticket& t, std::function<void(const Result&)> show)
     {
-        return [this, t, show = std::move(show)](const Result& first) {
-            QMetaObject::invokeMethod(
-                this,
-                [this, t, show, first] {
-                    if (isCurrent(t))
-                        show(first);
-                },
-                Qt::QueuedConnection);
-        };
+        return m_jobs.firstLookCallback<Result>(t, std::move(show));
     }
 
     /// For a page that draws the run's training curves while it trains: adopts `summary` (returns true) when it
@@ -162,15 +177,18 @@ protected:
     bool m_supported = false;  ///< bind() accepted the run
     bool m_active = false;
     bool m_stale = false;
-    quint64 m_generation = 0;
-    std::shared_ptr<std::atomic<bool>> m_stop;  ///< cancel flag of the running request
     QLabel* m_status = nullptr;
     QLabel* m_message = nullptr;       ///< createContent's message
     QStackedWidget* m_stack = nullptr; ///< createContent's stack: message, content
 
 private:
+    friend class RequestRun; // registers itself as the page's Run (RunOnRequest)
+
     QString m_name;
+    Protocol m_protocol;
     AnalysisRunner* m_runner = nullptr;
+    RequestRun* m_requestRun = nullptr; ///< the page's Run / Cancel row (RunOnRequest), stopped by a new file
+    JobTracker m_jobs;                  ///< the page's requests on m_runner
 };
 
 } // namespace icl::gui

@@ -157,7 +157,7 @@ void AttentionPage::setActive(bool active)
         request();
 }
 
-void AttentionPage::cancel()
+void AttentionPage::cancelJobs()
 {
     if (!isBusy())
         return;

@@ -57,7 +57,7 @@ public:
     /// Pages compute only while shown; activating a page with pending work starts it.
     void setActive(bool active) override;
     /// Drops queued requests and the result of the running one.
-    void cancel() override;
+    void cancelJobs() override;
     /// Prompt edits re-run in milliseconds: they drive Cancel and idle, not the progress bar.
     bool reportsProgress() const override { return false; }
 

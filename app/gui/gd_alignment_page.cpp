@@ -243,7 +243,7 @@ std::string GdAlignmentPage::reference() const
     return m_reference.empty() ? "gd_" + std::to_string(m_linearLayers) : m_reference;
 }
 
-void GdAlignmentPage::cancel()
+void GdAlignmentPage::cancelJobs()
 {
     runner()->cancel();
     // Everything not computed for this checkpoint is computed again when asked.

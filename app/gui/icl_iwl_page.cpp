@@ -158,41 +158,34 @@ QString IclIwlPage::fractionText(double value, int64_t n)
         .arg(n);
 }
 
-void IclIwlPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool IclIwlPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    cancel();
-    ++m_generation;
-    m_summary = summary;
-    m_path = summary.path;
-    runner()->setSource(summary.path);
-    m_step = step;
+    if (m_sequencePending) { // its result was dropped with the runner's queue
+        m_sequencePending = false;
+        m_sequenceView->statusLabel()->setText(tr("Cancelled. Resample to draw again."));
+    }
     m_result.reset();
-    m_status->clear();
     clearPanel();
     m_sequenceView->clear();
     const std::string kind = taskKind(summary);
-    m_supported = summary.config && icl::kindOf(summary.config->task) == icl::TaskKind::FewshotClassification;
+    const bool supported
+        = summary.config && icl::kindOf(summary.config->task) == icl::TaskKind::FewshotClassification;
     for (int row = IclCommonRow; row <= IwlRareRow; ++row)
-        m_panelForm->setRowVisible(m_panel[row], m_supported && hasCommonRareSplit(summary));
-    m_content->setVisible(m_supported);
-    m_message->setVisible(!m_supported);
-    if (!m_supported) {
+        m_panelForm->setRowVisible(m_panel[row], supported && hasCommonRareSplit(summary));
+    m_content->setVisible(supported);
+    m_message->setVisible(!supported);
+    if (!supported) {
         m_plot->setFigure(icl::Figure {});
-        m_message->setText(tr("The ICL vs IWL page is for fewshot_classification runs (Chan et al. 2022); this run's "
-                              "task is %1.")
-                               .arg(kind.empty() ? tr("unknown") : shownText(kind)));
-        m_stale = false;
+        *why = tr("The ICL vs IWL page is for fewshot_classification runs (Chan et al. 2022); this run's task is %1.")
+                   .arg(kind.empty() ? tr("unknown") : shownText(kind));
+        m_message->setText(*why);
         m_sequenceStale = false;
         m_sequenceView->statusLabel()->setText(tr("The sequence viewer is for fewshot_classification runs."));
-        return;
+        return false;
     }
     showCurves();
-    m_stale = true;
     m_sequenceStale = true;
-    if (ready())
-        compute();
-    if (sequenceReady())
-        runSequence();
+    return true;
 }
 
 void IclIwlPage::updateTrainingCurves(const icl::RunSummary& summary)
@@ -217,32 +210,27 @@ void IclIwlPage::clearPanel()
         label->setText(QStringLiteral("—"));
 }
 
-void IclIwlPage::selectCheckpoint(qint64 step)
+bool IclIwlPage::isStale() const
 {
-    const bool changed = step != m_step;
-    if (!changed && !m_stale && !m_sequenceStale)
-        return;
-    m_step = step;
-    if (changed) {
-        m_stale = true;
-        m_sequenceStale = true;
-    }
-    if (m_stale && ready())
-        compute();
+    return m_stale || m_sequenceStale;
+}
+
+void IclIwlPage::markStale()
+{
+    m_stale = true;
+    m_sequenceStale = true;
+}
+
+void IclIwlPage::refresh()
+{
+    AnalysisPage::refresh();
     if (m_sequenceStale && sequenceReady())
         runSequence();
 }
 
-void IclIwlPage::setActive(bool active)
+void IclIwlPage::cancelJobs()
 {
-    AnalysisPage::setActive(active);
-    if (active && m_sequenceStale && sequenceReady())
-        runSequence();
-}
-
-void IclIwlPage::cancel()
-{
-    AnalysisPage::cancel();
+    AnalysisPage::cancelJobs();
     if (m_sequencePending) { // its result is dropped with the runner's queue
         m_sequencePending = false;
         m_sequenceStale = true;

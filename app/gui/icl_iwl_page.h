@@ -45,16 +45,10 @@ class IclIwlPage : public AnalysisPage {
 public:
     explicit IclIwlPage(QWidget* parent = nullptr);
 
-    /// Shows a file at checkpoint `step` (the evaluation and the sequence viewer run when the page is active).
-    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
     /// Redraws the curves from a newer summary of the same file (live training); another file is shown anew.
-    void updateTrainingCurves(const icl::RunSummary& summary);
-    /// Follows the timeline (evaluation and sequence viewer).
-    void selectCheckpoint(qint64 step) override;
-    /// The page is on screen (runs a pending evaluation or sequence) or not.
-    void setActive(bool active) override;
+    void updateTrainingCurves(const icl::RunSummary& summary) override;
     /// Drops queued work and stops the running evaluation at its next progress report.
-    void cancel() override;
+    void cancelJobs() override;
     QString cancelledMessage() const override { return tr("ICL vs IWL evaluation cancelled"); }
     QString doneMessage() const override { return tr("ICL vs IWL: evaluation done"); }
 
@@ -115,6 +109,14 @@ public:
     static QString fractionText(double value, int64_t n);
 
 private:
+    /// Binds a file: clears the panel and the sequence viewer and draws the curves; false for a run that is not
+    /// fewshot_classification.
+    bool bind(const icl::RunSummary& summary, QString* why) override;
+    /// Two results, each stale on its own: the evaluation of the checkpoint (computed when shown) and the sequence
+    /// viewer (drawn when its tab is shown).
+    bool isStale() const override;
+    void markStale() override;
+    void refresh() override;
     void compute() override;
     /// Fills the panel; a first look (ICL only, IWL still NaN) says so in the status line.
     void showResult(const icl::IclIwlResult& r, bool firstLook);

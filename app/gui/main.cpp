@@ -1,24 +1,23 @@
 // icl-workbench: the ICL Workbench GUI.
 //
-//   icl-workbench [RUN.h5 [MORE.h5 ...] | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper] [--train] [--out RUN.h5]
-//                 [--page experiments|train|gd-alignment|kernel|icl-curve|probes|pasting|
-//                        attention|patching|icl-iwl] [--tab NAME]
+//   icl-workbench [RUN.h5 [MORE.h5 ...] | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper]
+//                 [--train] [--out RUN.h5] [--page NAME] [--tab NAME]
 //                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
 //
 // A weights file (PyTorch .pt, .safetensors, .npz, … recognised from its bytes) or a run folder in Garg et al.'s
 // layout (model_<step>.pt or state.pt) opens File ▸ Import checkpoint…'s dialog on it, as a drop does.
 //
 // Scripted use (documentation, tests): `icl-workbench RUN.h5 --page train --screenshot OUT.png --quit`
-// opens the file on that page, waits until the page's jobs are done, saves a screenshot of the
-// window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen. `--page pasting --run` first
-// runs a pasting with the page's default options (the output file must not exist yet); `--page patching
-// --run` runs activation patching with the page's default options. `--page attention` waits for the
+// opens the file on that page (the names are MainWindow's page table; --help lists them), waits until the page's
+// jobs are done, saves a screenshot of the window and exits (0 on success). Works with QT_QPA_PLATFORM=offscreen.
+// `--page pasting --run` first runs a pasting with the page's default options (the output file must not exist yet);
+// `--page patching --run` runs activation patching with the page's default options. `--page attention` waits for the
 // first inspection of the sampled prompt; `--page icl-iwl --tab sequence` for the sequence viewer's first draw.
 
 #include "app/runtime_env.h"
 
-#include <string>
 #include <cstdio>
+#include <string>
 
 #include <QApplication>
 #include <QCommandLineParser>
@@ -30,14 +29,13 @@
 #include <QPixmap>
 #include <QTimer>
 
+#include "app/gui/analysis_page.h"
 #include "app/gui/attention_page.h"
 #include "app/gui/gd_alignment_page.h"
-#include "app/gui/icl_curve_page.h"
 #include "app/gui/icl_iwl_page.h"
 #include "app/gui/main_window.h"
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
-#include "app/gui/probes_page.h"
 #include "app/gui/shown_text.h"
 #include "app/gui/train_page.h"
 #include "core/io/config.h"
@@ -46,8 +44,19 @@
 #define ICL_APP_VERSION_STRING "dev"
 #endif
 
+namespace {
+/// "a, b or c".
+QString listOr(const QStringList& names)
+{
+    if (names.size() < 2)
+        return names.join(QString());
+    return names.mid(0, names.size() - 1).join(QStringLiteral(", ")) + QStringLiteral(" or ") + names.back();
+}
+} // namespace
+
 int main(int argc, char** argv)
 {
+    using icl::gui::MainWindow;
     icl::app::ensureRuntimeEnvironment(argv);
     // Without a display, help/version and scripted screenshots still work: render off-screen.
     if (qEnvironmentVariableIsEmpty("DISPLAY") && qEnvironmentVariableIsEmpty("WAYLAND_DISPLAY")
@@ -88,9 +97,7 @@ int main(int argc, char** argv)
     const QCommandLineOption outOpt(
         QStringLiteral("out"), QStringLiteral("Experiment file that training writes."), QStringLiteral("RUN.h5"));
     const QCommandLineOption pageOpt(QStringLiteral("page"),
-        QStringLiteral("Page to show: experiments, train, gd-alignment, kernel, icl-curve, probes, pasting, "
-                       "attention, patching, icl-iwl or algorithm-map."),
-        QStringLiteral("NAME"));
+        QStringLiteral("Page to show: %1.").arg(listOr(MainWindow::pageNames())), QStringLiteral("NAME"));
     const QCommandLineOption tabOpt(QStringLiteral("tab"),
         QStringLiteral("Tab of the gd-alignment page (%1), of the attention page (%2) or of the icl-iwl page (%3).")
             .arg(icl::gui::GdAlignmentPage::tabNames().join(QStringLiteral(", ")),
@@ -111,7 +118,7 @@ int main(int argc, char** argv)
     const QCommandLineOption timingOpt(QStringLiteral("timing"),
         QStringLiteral("With --screenshot or --quit: print on stderr how long the page took from opening the file to "
                        "its first result (its jobs done), in ms; pages that show a first look before it (ICL curve, "
-                       "Probes, Patching, GD alignment, ICL vs IWL) also print when it appeared."));
+                       "Probes, Patching, GD alignment, ICL vs IWL, Algorithm map) also print when it appeared."));
     parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt,
         quitOpt, timingOpt });
     parser.process(app);
@@ -133,30 +140,30 @@ int main(int argc, char** argv)
     // A weights file (recognised from its bytes) or a Garg et al. run folder goes to the import dialog, as a drop
     // does; another directory (or a .csv table) is a sweep for the ICL vs IWL page's Sweep tab; anything else is
     // opened as an experiment file.
-    using PathKind = icl::gui::MainWindow::PathKind;
-    const PathKind pathKind
-        = positional.isEmpty() ? PathKind::Experiment : icl::gui::MainWindow::pathKind(positional.front());
+    using PathKind = MainWindow::PathKind;
+    const PathKind pathKind = positional.isEmpty() ? PathKind::Experiment : MainWindow::pathKind(positional.front());
     const bool sweepArg = !positional.isEmpty() && pathKind == PathKind::Sweep;
-    std::optional<icl::gui::MainWindow::Page> page;
+    const MainWindow::PageEntry* page = nullptr;
     if (sweepArg && !parser.isSet(pageOpt))
-        page = icl::gui::MainWindow::Page::IclIwl;
+        page = MainWindow::pageEntry<icl::gui::IclIwlPage>();
     if (parser.isSet(pageOpt)) {
-        page = icl::gui::MainWindow::pageFromName(parser.value(pageOpt));
+        page = MainWindow::pageFromName(parser.value(pageOpt));
         if (!page)
-            return fail(QStringLiteral("--page: expected experiments, train, gd-alignment, kernel, icl-curve, probes, "
-                                       "pasting, attention, patching, icl-iwl or algorithm-map, got \"%1\"")
-                            .arg(parser.value(pageOpt)));
+            return fail(QStringLiteral("--page: expected %1, got \"%2\"")
+                            .arg(listOr(MainWindow::pageNames()), parser.value(pageOpt)));
     }
-    const bool attentionTab = page == icl::gui::MainWindow::Page::Attention;
-    const bool iclIwlTab = page == icl::gui::MainWindow::Page::IclIwl;
+    auto pageIs = [page](const QMetaObject& type) { return page && page->type == &type; };
+    const bool attentionTab = pageIs(icl::gui::AttentionPage::staticMetaObject);
+    const bool iclIwlTab = pageIs(icl::gui::IclIwlPage::staticMetaObject);
+    const bool pastingPage = pageIs(icl::gui::PastingPage::staticMetaObject);
+    const bool patchingPage = pageIs(icl::gui::PatchingPage::staticMetaObject);
     const QStringList tabNames = attentionTab ? icl::gui::AttentionPage::tabNames()
-        : iclIwlTab                            ? icl::gui::IclIwlPage::tabNames()
-                                               : icl::gui::GdAlignmentPage::tabNames();
+        : iclIwlTab                           ? icl::gui::IclIwlPage::tabNames()
+                                              : icl::gui::GdAlignmentPage::tabNames();
     if (parser.isSet(tabOpt) && !tabNames.contains(parser.value(tabOpt)))
         return fail(QStringLiteral("--tab: expected one of %1, got \"%2\"")
                         .arg(tabNames.join(QStringLiteral(", ")), parser.value(tabOpt)));
-    if (parser.isSet(runOpt) && page != icl::gui::MainWindow::Page::Pasting
-        && page != icl::gui::MainWindow::Page::Patching)
+    if (parser.isSet(runOpt) && !pastingPage && !patchingPage)
         return fail(QStringLiteral("--run: only the pasting and patching pages have a run to start (add --page pasting "
                                    "or --page patching)"));
     qint64 checkpoint = -1;
@@ -183,7 +190,7 @@ int main(int argc, char** argv)
     const QString screenshot = parser.value(screenshotOpt);
     const bool scripted = quit || !screenshot.isEmpty();
 
-    icl::gui::MainWindow window;
+    MainWindow window;
     window.setScripted(scripted);
     window.show();
     QElapsedTimer sinceOpen;
@@ -194,16 +201,10 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "icl-workbench: page %s: first look %lld ms after opening the file\n", page,
                 static_cast<long long>(sinceOpen.elapsed()));
         };
-        QObject::connect(window.probesPage(), &icl::gui::ProbesPage::firstLookShown, &window,
-            [firstLook] { firstLook("probes"); });
-        QObject::connect(window.patchingPage(), &icl::gui::PatchingPage::firstLookShown, &window,
-            [firstLook] { firstLook("patching"); });
-        QObject::connect(window.iclCurvePage(), &icl::gui::IclCurvePage::firstLookShown, &window,
-            [firstLook] { firstLook("icl-curve"); });
-        QObject::connect(window.gdAlignmentPage(), &icl::gui::GdAlignmentPage::firstLookShown, &window,
-            [firstLook] { firstLook("gd-alignment"); });
-        QObject::connect(window.iclIwlPage(), &icl::gui::IclIwlPage::firstLookShown, &window,
-            [firstLook] { firstLook("icl-iwl"); });
+        for (size_t row = 0; row < window.pages().size(); ++row)
+            if (auto* analysis = qobject_cast<icl::gui::AnalysisPage*>(window.pages()[row]))
+                QObject::connect(analysis, &icl::gui::AnalysisPage::firstLookShown, &window,
+                    [firstLook, name = MainWindow::pageTable()[row].names[0]] { firstLook(name); });
     }
 
     int exitCode = 0;
@@ -213,43 +214,43 @@ int main(int argc, char** argv)
     // --tab, applied below, still choose what is shown).
     if (!positional.isEmpty() && !window.openPath(positional.front())) {
         if (sweepArg)
-            std::fprintf(
-                stderr, "icl-workbench: %s\n", qUtf8Printable(window.iclIwlPage()->sweepView()->statusLabel()->text()));
+            std::fprintf(stderr, "icl-workbench: %s\n",
+                qUtf8Printable(window.page<icl::gui::IclIwlPage>()->sweepView()->statusLabel()->text()));
         exitCode = 1;
     }
     if (parser.isSet(presetOpt) || train) {
         const QString preset
             = parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset);
-        window.trainPage()->setPreset(preset, scale);
+        window.page<icl::gui::TrainPage>()->setPreset(preset, scale);
     }
     if (parser.isSet(outOpt))
-        window.trainPage()->setOutputPath(parser.value(outOpt));
+        window.page<icl::gui::TrainPage>()->setOutputPath(parser.value(outOpt));
     else if (train)
-        window.trainPage()->setOutputPath(icl::gui::TrainPage::defaultOutputPath(
+        window.page<icl::gui::TrainPage>()->setOutputPath(icl::gui::TrainPage::defaultOutputPath(
             parser.isSet(presetOpt) ? parser.value(presetOpt) : QString::fromLatin1(icl::kDefaultPreset)));
     if (parser.isSet(tabOpt) && attentionTab)
-        window.attentionPage()->showTab(parser.value(tabOpt));
+        window.page<icl::gui::AttentionPage>()->showTab(parser.value(tabOpt));
     else if (parser.isSet(tabOpt) && iclIwlTab)
-        window.iclIwlPage()->showTab(parser.value(tabOpt));
+        window.page<icl::gui::IclIwlPage>()->showTab(parser.value(tabOpt));
     else if (parser.isSet(tabOpt))
-        window.gdAlignmentPage()->showTab(parser.value(tabOpt));
+        window.page<icl::gui::GdAlignmentPage>()->showTab(parser.value(tabOpt));
     if (page)
         window.showPage(*page);
     else if (train || parser.isSet(presetOpt))
-        window.showPage(icl::gui::MainWindow::Page::Train);
+        window.showPage<icl::gui::TrainPage>();
     if (checkpoint >= 0 && window.selectCheckpoint(checkpoint) < 0 && !positional.isEmpty()
         && pathKind != PathKind::ImportSource)
         std::fprintf(stderr, "icl-workbench: --checkpoint %lld: the experiment has no checkpoints\n",
             static_cast<long long>(checkpoint));
 
-    if (parser.isSet(runOpt) && page == icl::gui::MainWindow::Page::Patching) {
-        icl::gui::PatchingPage* patching = window.patchingPage();
+    if (parser.isSet(runOpt) && patchingPage) {
+        icl::gui::PatchingPage* patching = window.page<icl::gui::PatchingPage>();
         if (!patching->startPatching()) {
             std::fprintf(stderr, "icl-workbench: --run: no experiment with a checkpoint to patch\n");
             exitCode = 1;
         }
     } else if (parser.isSet(runOpt)) {
-        icl::gui::PastingPage* pasting = window.pastingPage();
+        icl::gui::PastingPage* pasting = window.page<icl::gui::PastingPage>();
         // Scripted runs never overwrite silently; interactive ones ask.
         if (!pasting->startPasting(!scripted, false)) {
             std::fprintf(stderr, "icl-workbench: --run: %s\n",
@@ -261,10 +262,10 @@ int main(int argc, char** argv)
 
     if (train) {
         // Scripted runs never overwrite silently; interactive ones ask.
-        if (!window.trainPage()->startTraining(!scripted, false))
+        if (!window.page<icl::gui::TrainPage>()->startTraining(!scripted, false))
             exitCode = 1;
         if (scripted) {
-            QObject::connect(window.trainPage(), &icl::gui::TrainPage::trainingFinished, &window,
+            QObject::connect(window.page<icl::gui::TrainPage>(), &icl::gui::TrainPage::trainingFinished, &window,
                 [&exitCode](bool ok, const QString&) {
                     if (!ok)
                         exitCode = 1;
@@ -275,17 +276,17 @@ int main(int argc, char** argv)
     if (!scripted)
         return app.exec();
 
-    const bool runPasting = parser.isSet(runOpt) && page == icl::gui::MainWindow::Page::Pasting && exitCode == 0;
-    const bool runPatching = parser.isSet(runOpt) && page == icl::gui::MainWindow::Page::Patching && exitCode == 0;
+    const bool runPasting = parser.isSet(runOpt) && pastingPage && exitCode == 0;
+    const bool runPatching = parser.isSet(runOpt) && patchingPage && exitCode == 0;
     window.whenIdle([&] {
-        if (runPatching && !window.patchingPage()->result()) {
-            std::fprintf(
-                stderr, "icl-workbench: --run: %s\n", qUtf8Printable(window.patchingPage()->statusLabel()->text()));
+        if (runPatching && !window.page<icl::gui::PatchingPage>()->result()) {
+            std::fprintf(stderr, "icl-workbench: --run: %s\n",
+                qUtf8Printable(window.page<icl::gui::PatchingPage>()->statusLabel()->text()));
             exitCode = 1;
         }
-        if (runPasting && !window.pastingPage()->result()) {
-            std::fprintf(
-                stderr, "icl-workbench: --run: %s\n", qUtf8Printable(window.pastingPage()->statusLabel()->text()));
+        if (runPasting && !window.page<icl::gui::PastingPage>()->result()) {
+            std::fprintf(stderr, "icl-workbench: --run: %s\n",
+                qUtf8Printable(window.page<icl::gui::PastingPage>()->statusLabel()->text()));
             exitCode = 1;
         }
         // Let layouts settle and queued replots run, then draw every plot now.

@@ -25,23 +25,19 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "app/gui/analysis_page.h"
 #include "app/gui/attention_page.h"
 #include "app/gui/experiments_page.h"
-#include "app/gui/gd_alignment_page.h"
-#include "app/gui/icl_curve_page.h"
-#include "app/gui/icl_iwl_page.h"
 #include "app/gui/import_dialog.h"
-#include "app/gui/kernel_view_page.h"
 #include "app/gui/pasting_page.h"
 #include "app/gui/patching_page.h"
-#include "app/gui/probes_page.h"
 #include "app/gui/shown_text.h"
 #include "app/gui/train_page.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/training/allocator.h"
-#include "core/training/cpu_kernels.h"
 #include "core/training/blas.h"
+#include "core/training/cpu_kernels.h"
 #include "core/training/trainer.h"
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
@@ -81,9 +77,12 @@ MainWindow::MainWindow(QWidget* parent)
         item->setToolTip(tr(entry.toolTip));
         item->setSizeHint(QSize(0, 32));
         m_pages->addWidget(page);
+        m_pageList.push_back(page);
         if (auto* analysis = qobject_cast<AnalysisPage*>(page))
             m_analysisPages.push_back(analysis);
     }
+    m_experimentsPage = page<ExperimentsPage>();
+    m_trainPage = page<TrainPage>();
     connect(m_navigator, &QListWidget::currentRowChanged, m_pages, &QStackedWidget::setCurrentIndex);
     // Analysis pages compute only while they are shown.
     connect(m_navigator, &QListWidget::currentRowChanged, this, [this](int row) {
@@ -141,7 +140,7 @@ MainWindow::MainWindow(QWidget* parent)
         [this](const QString& preset, const QString& scale, const QString& out) {
             m_trainPage->setPreset(preset, scale);
             m_trainPage->setOutputPath(out);
-            showPage(Page::Train);
+            showPage(m_trainPage);
             m_trainPage->startTraining();
         });
     connect(m_timeline, &widgets::CheckpointTimeline::checkpointSelected, this, [this](qint64 step) {
@@ -168,7 +167,7 @@ MainWindow::MainWindow(QWidget* parent)
         if (steps.empty() || steps.back() < step)
             steps.push_back(step);
         else
-            steps = {step};
+            steps = { step };
         m_timeline->setSteps(steps);
     });
     connect(m_trainPage, &TrainPage::trainingFinished, this, &MainWindow::updateBusy);
@@ -180,8 +179,8 @@ MainWindow::MainWindow(QWidget* parent)
         m_liveRefresh.restart();
         try {
             const icl::RunSummary summary = icl::readRunSummary(path.toStdString());
-            m_gdAlignmentPage->updateTrainingCurves(summary);
-            m_iclIwlPage->updateTrainingCurves(summary);
+            for (AnalysisPage* page : m_analysisPages)
+                page->updateTrainingCurves(summary);
         } catch (const std::exception&) {
             // between the job's commits the file can be briefly absent; the next commit retries
         }
@@ -202,8 +201,9 @@ MainWindow::MainWindow(QWidget* parent)
                     showProgress(percent, text);
             });
     }
-    connect(m_pastingPage, &PastingPage::openRequested, this, &MainWindow::openExperiment);
-    connect(m_attentionPage, &AttentionPage::promptChanged, m_patchingPage, &PatchingPage::setSharedPrompt);
+    // The links between pages.
+    connect(page<PastingPage>(), &PastingPage::openRequested, this, &MainWindow::openExperiment);
+    connect(page<AttentionPage>(), &AttentionPage::promptChanged, page<PatchingPage>(), &PatchingPage::setSharedPrompt);
     connect(m_trainPage, &TrainPage::errorOccurred, this, &MainWindow::showError);
     connect(m_trainPage, &TrainPage::statusMessage, this,
         [this](const QString& message) { statusBar()->showMessage(message, 15000); });
@@ -242,14 +242,24 @@ void MainWindow::showError(const QString& title, const QString& rawMessage)
     box.exec();
 }
 
-void MainWindow::showPage(Page page)
+void MainWindow::showPage(QWidget* page)
 {
-    m_navigator->setCurrentRow(int(page));
+    const auto it = std::find(m_pageList.begin(), m_pageList.end(), page);
+    if (it != m_pageList.end())
+        m_navigator->setCurrentRow(int(it - m_pageList.begin()));
 }
 
-MainWindow::Page MainWindow::currentPage() const
+void MainWindow::showPage(const PageEntry& entry)
 {
-    return Page(m_pages->currentIndex());
+    const std::vector<PageEntry>& table = pageTable();
+    for (size_t row = 0; row < table.size(); ++row)
+        if (&table[row] == &entry)
+            m_navigator->setCurrentRow(int(row));
+}
+
+QWidget* MainWindow::currentPage() const
+{
+    return m_pages->currentWidget();
 }
 
 qint64 MainWindow::selectCheckpoint(qint64 step)
@@ -278,7 +288,8 @@ widgets::PlotView* MainWindow::currentPlot() const
 bool MainWindow::isBusy() const
 {
     return m_trainPage->isRunning()
-        || std::any_of(m_analysisPages.begin(), m_analysisPages.end(), [](const AnalysisPage* p) { return p->isBusy(); });
+        || std::any_of(
+            m_analysisPages.begin(), m_analysisPages.end(), [](const AnalysisPage* p) { return p->isBusy(); });
 }
 
 void MainWindow::whenIdle(std::function<void()> done)
@@ -370,14 +381,10 @@ void MainWindow::closeEvent(QCloseEvent* event)
         }
         m_trainPage->stopTraining(); // the job joins its thread when the page is destroyed
     }
-    m_gdAlignmentPage->cancel(); // a running analysis ends before the page is destroyed
-    m_kernelViewPage->cancel();
-    m_iclCurvePage->cancel();
-    m_probesPage->cancel();
-    m_attentionPage->cancel();
-    m_patchingPage->cancel(); // stops after its running forward pass
-    m_iclIwlPage->cancel();
-    m_pastingPage->cancel(); // stops at its next training step; the page joins its worker when destroyed
+    // A running analysis ends before its page is destroyed (a pasting at its next training step, a patching after
+    // its running forward pass); each page joins its worker when destroyed.
+    for (AnalysisPage* page : m_analysisPages)
+        page->cancel();
     if (ImportDialog* dialog = importDialog())
         dialog->cancelImport(); // stops at its next checkpoint; the dialog joins its worker when destroyed
     if (!m_scripted) {

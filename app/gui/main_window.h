@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <QElapsedTimer>
+#include <QKeySequence>
 #include <QMainWindow>
 #include <QPointer>
 #include <QStringList>
@@ -17,18 +18,9 @@
 
 namespace icl::gui {
 
-class AlgorithmMapPage;
 class AnalysisPage;
-class AttentionPage;
 class ExperimentsPage;
-class GdAlignmentPage;
-class IclCurvePage;
-class IclIwlPage;
 class ImportDialog;
-class KernelViewPage;
-class PastingPage;
-class PatchingPage;
-class ProbesPage;
 class TrainPage;
 
 /// Left navigator of the pages registered in pageTable() (Experiments, Train, then the analysis pages), the
@@ -38,26 +30,36 @@ class TrainPage;
 class MainWindow : public QMainWindow {
     Q_OBJECT
 public:
-    enum class Page {
-        Experiments = 0,
-        Train = 1,
-        GdAlignment = 2,
-        KernelView = 3,
-        IclCurve = 4,
-        Probes = 5,
-        Pasting = 6,
-        Attention = 7,
-        Patching = 8,
-        IclIwl = 9,
-        AlgorithmMap = 10,
+    /// One row of the page table: everything MainWindow needs to know about a page.
+    struct PageEntry {
+        const QMetaObject* type; ///< the page's class (T::staticMetaObject)
+        std::array<const char*, 3> names; ///< `--page` names (the first is the documented one; nullptr: none)
+        const char* title; ///< navigator text (translated)
+        const char* toolTip; ///< navigator tool tip (translated)
+        QStyle::StandardPixmap icon;
+        std::function<QWidget*(MainWindow*)> make; ///< creates the page
     };
+    /// The page table, in navigator order (main_window_pages.cpp): the one registry of pages. Adding a page: its
+    /// files, one row there, and its line in app/gui/CMakeLists.txt (docs/architecture.md, "Adding a page").
+    static const std::vector<PageEntry>& pageTable();
 
     explicit MainWindow(QWidget* parent = nullptr);
     ~MainWindow() override;
 
-    /// Page for a command-line name ("experiments", "train", "gd-alignment", "kernel",
-    /// "icl-curve", "probes", "pasting", "attention", "patching", "icl-iwl", "algorithm-map"), if there is one.
-    static std::optional<Page> pageFromName(const QString& name);
+    /// The table's row of page class T, or nullptr.
+    template <class T> static const PageEntry* pageEntry()
+    {
+        for (const PageEntry& entry : pageTable())
+            if (entry.type == &T::staticMetaObject)
+                return &entry;
+        return nullptr;
+    }
+    /// The table's row for a command-line name (any of its `names`, case-insensitive), or nullptr.
+    static const PageEntry* pageFromName(const QString& name);
+    /// The documented `--page` name of every row, in navigator order ("experiments", "train", …).
+    static QStringList pageNames();
+    /// View ▸ shortcut of navigator row `row`: Ctrl+1…9, Ctrl+0, then Ctrl+Shift+1…9, Ctrl+Shift+0.
+    static QKeySequence pageShortcut(int row);
 
     /// Scripted mode (--screenshot/--quit): errors go to stderr instead of dialogs, the window has a
     /// fixed 1280×800 size, and neither geometry nor recent files are written to the settings.
@@ -66,9 +68,9 @@ public:
 
     /// What a path given on the command line is (see pathKind).
     enum class PathKind {
-        Experiment,   ///< an experiment file (or anything else: openExperiment reports what is wrong)
+        Experiment, ///< an experiment file (or anything else: openExperiment reports what is wrong)
         ImportSource, ///< a weights file or a Garg et al. run folder: goes to the import dialog
-        Sweep,        ///< a sweep folder aggregated by icl-cli aggregate, or its table.csv
+        Sweep, ///< a sweep folder aggregated by icl-cli aggregate, or its table.csv
     };
     /// ImportSource for a file whose bytes icl::detectWeightsFormat recognises (PyTorch zip or legacy, TorchScript,
     /// safetensors, .npz, .npy, whatever its name; the dialog explains the refused ones) and for a folder with
@@ -89,8 +91,22 @@ public:
     /// The open experiment (empty path when none).
     const icl::RunSummary& experiment() const { return m_experiment; }
 
-    void showPage(Page page);
-    Page currentPage() const;
+    /// The pages, one per table row, in navigator order.
+    const std::vector<QWidget*>& pages() const { return m_pageList; }
+    /// The page of class T (the first one that is a T), or nullptr.
+    template <class T> T* page() const
+    {
+        for (QWidget* w : m_pageList)
+            if (auto* p = qobject_cast<T*>(w))
+                return p;
+        return nullptr;
+    }
+    /// Shows `page` (one of pages()), the page of the table row `entry`, or the page of class T.
+    void showPage(QWidget* page);
+    void showPage(const PageEntry& entry);
+    template <class T> void showPage() { showPage(page<T>()); }
+    /// The page shown now.
+    QWidget* currentPage() const;
 
     /// Selects the saved checkpoint nearest to `step` on the timeline; returns the step selected or -1.
     qint64 selectCheckpoint(qint64 step);
@@ -106,17 +122,6 @@ public:
     /// Draws pending plot changes now (before grabbing a screenshot).
     void flushPlots();
 
-    ExperimentsPage* experimentsPage() const { return m_experimentsPage; }
-    TrainPage* trainPage() const { return m_trainPage; }
-    GdAlignmentPage* gdAlignmentPage() const { return m_gdAlignmentPage; }
-    KernelViewPage* kernelViewPage() const { return m_kernelViewPage; }
-    IclCurvePage* iclCurvePage() const { return m_iclCurvePage; }
-    ProbesPage* probesPage() const { return m_probesPage; }
-    PastingPage* pastingPage() const { return m_pastingPage; }
-    AttentionPage* attentionPage() const { return m_attentionPage; }
-    PatchingPage* patchingPage() const { return m_patchingPage; }
-    IclIwlPage* iclIwlPage() const { return m_iclIwlPage; }
-    AlgorithmMapPage* algorithmMapPage() const { return m_algorithmMapPage; }
     widgets::CheckpointTimeline* timeline() const { return m_timeline; }
     QStringList recentFiles() const;
     /// Puts `path` first in File ▸ Open recent and on the Experiments page (at most 10; saved unless scripted).
@@ -148,17 +153,6 @@ protected:
     void dropEvent(QDropEvent* event) override;
 
 private:
-    /// One row of the page table: everything MainWindow needs to know about a page.
-    struct PageEntry {
-        Page page;                          ///< its navigator row
-        std::array<const char*, 3> names;   ///< `--page` names (the first is the documented one; nullptr: none)
-        const char* title;                  ///< navigator text (translated)
-        const char* toolTip;                ///< navigator tool tip (translated)
-        QStyle::StandardPixmap icon;
-        std::function<QWidget*(MainWindow*)> make; ///< creates the page (and sets its typed pointer, if any)
-    };
-    /// The page table, in navigator order. Adding a page: one row here (plus its enum value).
-    static const std::vector<PageEntry>& pageTable();
     /// Every analysis page (AnalysisPage) follows the checkpoint `step`, and the Train page too.
     void followCheckpoint(qint64 step);
     void showError(const QString& title, const QString& message);
@@ -179,18 +173,10 @@ private:
 
     QListWidget* m_navigator = nullptr;
     QStackedWidget* m_pages = nullptr;
-    ExperimentsPage* m_experimentsPage = nullptr;
-    TrainPage* m_trainPage = nullptr;
-    GdAlignmentPage* m_gdAlignmentPage = nullptr;
-    KernelViewPage* m_kernelViewPage = nullptr;
-    IclCurvePage* m_iclCurvePage = nullptr;
-    ProbesPage* m_probesPage = nullptr;
-    PastingPage* m_pastingPage = nullptr;
-    AttentionPage* m_attentionPage = nullptr;
-    PatchingPage* m_patchingPage = nullptr;
-    IclIwlPage* m_iclIwlPage = nullptr;
-    AlgorithmMapPage* m_algorithmMapPage = nullptr;
+    std::vector<QWidget*> m_pageList; ///< one page per table row, in navigator order
     std::vector<AnalysisPage*> m_analysisPages; ///< pages of the table that follow the AnalysisPage protocol
+    ExperimentsPage* m_experimentsPage = nullptr; ///< page<ExperimentsPage>(), which the window drives
+    TrainPage* m_trainPage = nullptr; ///< page<TrainPage>(), which the window drives
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;

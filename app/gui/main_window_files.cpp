@@ -15,6 +15,7 @@
 #include <QStatusBar>
 #include <QUrl>
 
+#include "app/gui/attention_page.h"
 #include "app/gui/experiments_page.h"
 #include "app/gui/icl_iwl_page.h"
 #include "app/gui/import_dialog.h"
@@ -95,9 +96,10 @@ bool MainWindow::openPath(const QString& path)
         importSource(path);
         return true;
     case PathKind::Sweep: {
-        const bool ok = m_iclIwlPage->openSweep(path);
-        m_iclIwlPage->showTab(QStringLiteral("sweep"));
-        showPage(Page::IclIwl);
+        IclIwlPage* iclIwl = page<IclIwlPage>();
+        const bool ok = iclIwl->openSweep(path);
+        iclIwl->showTab(QStringLiteral("sweep"));
+        showPage(iclIwl);
         return ok;
     }
     case PathKind::Experiment:
@@ -128,10 +130,10 @@ bool MainWindow::openExperiment(const QString& path)
     m_timeline->setSteps(steps);
     m_timeline->setDamaged(damaged);
     if (!summary.damaged.empty()) // the rest of the file stays usable; icl-cli verify lists every object
-        statusBar()->showMessage(tr("%n damaged object(s) in this file, marked on the timeline: %1", nullptr,
-                                    int(summary.damaged.size()))
-                                         .arg(shownText(summary.damaged.front())),
-                                 30000);
+        statusBar()->showMessage(
+            tr("%n damaged object(s) in this file, marked on the timeline: %1", nullptr, int(summary.damaged.size()))
+                .arg(shownText(summary.damaged.front())),
+            30000);
     if (!steps.empty())
         m_trainPage->selectCheckpoint(m_timeline->currentStep());
     for (AnalysisPage* page : m_analysisPages)
@@ -182,7 +184,7 @@ ImportDialog* MainWindow::importSource(const QString& source)
         dialog->setAttribute(Qt::WA_DeleteOnClose);
         connect(dialog, &ImportDialog::imported, this, [this](const QString& path) {
             if (openExperiment(path))
-                showPage(Page::Attention);
+                showPage<AttentionPage>();
         });
         m_importDialog = dialog;
     }

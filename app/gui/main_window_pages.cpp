@@ -21,71 +21,89 @@
 
 namespace icl::gui {
 
+namespace {
+/// A row of the page table for page class T (a Q_OBJECT widget constructed as T(QWidget* parent)).
+template <class T>
+MainWindow::PageEntry row(
+    std::array<const char*, 3> names, const char* title, const char* toolTip, QStyle::StandardPixmap icon)
+{
+    return { &T::staticMetaObject, names, title, toolTip, icon, [](MainWindow* w) -> QWidget* { return new T(w); } };
+}
+} // namespace
+
 const std::vector<MainWindow::PageEntry>& MainWindow::pageTable()
 {
-    // The one place a page is registered: navigator order (= Page), --page names, title, tool tip, icon, factory.
-    // View ▸ Ctrl+1…9, Ctrl+0 follow this order.
+    // The one place a page is registered: navigator order, --page names, title, tool tip, icon; the page's class
+    // gives its factory, page<T>() and showPage<T>(). View ▸ shortcuts (pageShortcut) follow this order.
     static const std::vector<PageEntry> table = {
-        { Page::Experiments, { "experiments" }, QT_TR_NOOP("Experiments"),
-            QT_TR_NOOP("Open saved experiments, recent files and presets"), QStyle::SP_DirOpenIcon,
-            [](MainWindow* w) -> QWidget* { return w->m_experimentsPage = new ExperimentsPage(w); } },
-        { Page::Train, { "train" }, QT_TR_NOOP("Train"),
-            QT_TR_NOOP("Train a model with live loss curves and checkpoints"), QStyle::SP_MediaPlay,
-            [](MainWindow* w) -> QWidget* { return w->m_trainPage = new TrainPage(w); } },
-        { Page::GdAlignment, { "gd-alignment", "gd_alignment" }, QT_TR_NOOP("GD alignment"),
+        row<ExperimentsPage>({ "experiments" }, QT_TR_NOOP("Experiments"),
+            QT_TR_NOOP("Open saved experiments, recent files and presets"), QStyle::SP_DirOpenIcon),
+        row<TrainPage>({ "train" }, QT_TR_NOOP("Train"),
+            QT_TR_NOOP("Train a model with live loss curves and checkpoints"), QStyle::SP_MediaPlay),
+        row<GdAlignmentPage>({ "gd-alignment", "gd_alignment" }, QT_TR_NOOP("GD alignment"),
             QT_TR_NOOP("Compare a trained linear self-attention model with gradient descent (von Oswald et al.)"),
-            QStyle::SP_FileDialogContentsView,
-            [](MainWindow* w) -> QWidget* { return w->m_gdAlignmentPage = new GdAlignmentPage(w); } },
-        { Page::KernelView, { "kernel", "kernel-view", "kernel_view" }, QT_TR_NOOP("Kernel view"),
+            QStyle::SP_FileDialogContentsView),
+        row<KernelViewPage>({ "kernel", "kernel-view", "kernel_view" }, QT_TR_NOOP("Kernel view"),
             QT_TR_NOOP("Softmax attention as one GD step of a contrastive reference model, exactly and with random "
                        "features (Ren & Liu)"),
-            QStyle::SP_FileDialogDetailedView,
-            [](MainWindow* w) -> QWidget* { return w->m_kernelViewPage = new KernelViewPage(w); } },
-        { Page::IclCurve, { "icl-curve", "icl_curve" }, QT_TR_NOOP("ICL curve"),
+            QStyle::SP_FileDialogDetailedView),
+        row<IclCurvePage>({ "icl-curve", "icl_curve" }, QT_TR_NOOP("ICL curve"),
             QT_TR_NOOP("Model and every baseline against the number of in-context examples, with bootstrap CIs "
                        "(Garg et al.)"),
-            QStyle::SP_FileDialogInfoView,
-            [](MainWindow* w) -> QWidget* { return w->m_iclCurvePage = new IclCurvePage(w); } },
-        { Page::Probes, { "probes", "probe" }, QT_TR_NOOP("Probes"),
+            QStyle::SP_FileDialogInfoView),
+        row<ProbesPage>({ "probes", "probe" }, QT_TR_NOOP("Probes"),
             QT_TR_NOOP("Linear probes on every layer of a GPT-2's residual stream, one line per target (Guo et al.)"),
-            QStyle::SP_FileDialogListView,
-            [](MainWindow* w) -> QWidget* { return w->m_probesPage = new ProbesPage(w); } },
-        { Page::Pasting, { "pasting", "paste" }, QT_TR_NOOP("Pasting"),
+            QStyle::SP_FileDialogListView),
+        row<PastingPage>({ "pasting", "paste" }, QT_TR_NOOP("Pasting"),
             QT_TR_NOOP("Cut a GPT-2 at layer ℓ, train a new embedding under its frozen upper blocks and compare with a "
                        "model trained from scratch and with ridge (Guo et al.)"),
-            QStyle::SP_ArrowUp, [](MainWindow* w) -> QWidget* { return w->m_pastingPage = new PastingPage(w); } },
-        { Page::Attention, { "attention" }, QT_TR_NOOP("Attention"),
+            QStyle::SP_ArrowUp),
+        row<AttentionPage>({ "attention" }, QT_TR_NOOP("Attention"),
             QT_TR_NOOP("Attention patterns of every head, a prompt editor that re-runs the model on every edit, the "
                        "model beside GD, ridge and least squares, and the regression lens"),
-            QStyle::SP_DesktopIcon,
-            [](MainWindow* w) -> QWidget* { return w->m_attentionPage = new AttentionPage(w); } },
-        { Page::Patching, { "patching", "patch" }, QT_TR_NOOP("Patching"),
+            QStyle::SP_DesktopIcon),
+        row<PatchingPage>({ "patching", "patch" }, QT_TR_NOOP("Patching"),
             QT_TR_NOOP("Activation patching: the clean residual stream at each (layer, position) patched into a "
                        "corrupted run"),
-            QStyle::SP_BrowserReload,
-            [](MainWindow* w) -> QWidget* { return w->m_patchingPage = new PatchingPage(w); } },
-        { Page::IclIwl, { "icl-iwl", "icl_iwl" }, QT_TR_NOOP("ICL vs IWL"),
+            QStyle::SP_BrowserReload),
+        row<IclIwlPage>({ "icl-iwl", "icl_iwl" }, QT_TR_NOOP("ICL vs IWL"),
             QT_TR_NOOP("Few-shot classification: in-context (holdout classes) vs in-weights accuracy over training "
                        "and at the selected checkpoint (Chan et al.)"),
-            QStyle::SP_MessageBoxInformation,
-            [](MainWindow* w) -> QWidget* { return w->m_iclIwlPage = new IclIwlPage(w); } },
-        { Page::AlgorithmMap, { "algorithm-map", "algorithm_map" }, QT_TR_NOOP("Algorithm map"),
+            QStyle::SP_MessageBoxInformation),
+        row<AlgorithmMapPage>({ "algorithm-map", "algorithm_map" }, QT_TR_NOOP("Algorithm map"),
             QT_TR_NOOP("Which algorithm does each layer run? Every layer against GD, GD++, Iterative Newton and ridge "
                        "steps, with the best-matching step per layer, across training (Fu et al., von Oswald et al.)"),
-            QStyle::SP_FileDialogNewFolder,
-            [](MainWindow* w) -> QWidget* { return w->m_algorithmMapPage = new AlgorithmMapPage(w); } },
+            QStyle::SP_FileDialogNewFolder),
     };
     return table;
 }
 
-std::optional<MainWindow::Page> MainWindow::pageFromName(const QString& name)
+const MainWindow::PageEntry* MainWindow::pageFromName(const QString& name)
 {
     const QString n = name.trimmed().toLower();
     for (const PageEntry& entry : pageTable())
         for (const char* alias : entry.names)
             if (alias && n == QLatin1String(alias))
-                return entry.page;
-    return std::nullopt;
+                return &entry;
+    return nullptr;
+}
+
+QStringList MainWindow::pageNames()
+{
+    QStringList names;
+    for (const PageEntry& entry : pageTable())
+        names << QString::fromLatin1(entry.names[0]);
+    return names;
+}
+
+QKeySequence MainWindow::pageShortcut(int row)
+{
+    // Ctrl+1…9, Ctrl+0 for the first ten rows; Ctrl+Shift and the same digits for the next ten.
+    if (row < 0 || row >= 20)
+        return {};
+    const int digit = row % 10;
+    const Qt::Key key = digit == 9 ? Qt::Key_0 : Qt::Key(Qt::Key_1 + digit);
+    return row < 10 ? QKeySequence(Qt::CTRL | key) : QKeySequence(Qt::CTRL | Qt::SHIFT | key);
 }
 
 void MainWindow::createMenus()
@@ -99,7 +117,8 @@ void MainWindow::createMenus()
     importFile->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));
     importFile->setToolTip(tr("Import a PyTorch .pt, .safetensors or .npz checkpoint into an experiment file"));
     QAction* importFolder = file->addAction(tr("Import run &folder…"), this, &MainWindow::importRunFolder);
-    importFolder->setToolTip(tr("Import a run folder in Garg et al.'s layout (model_<step>.pt, state.pt, config.yaml)"));
+    importFolder->setToolTip(
+        tr("Import a run folder in Garg et al.'s layout (model_<step>.pt, state.pt, config.yaml)"));
     file->addSeparator();
     QAction* exportPlot = file->addAction(tr("&Export current plot…"), this, &MainWindow::exportCurrentPlot);
     exportPlot->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
@@ -110,7 +129,7 @@ void MainWindow::createMenus()
 
     QMenu* train = menuBar()->addMenu(tr("&Train"));
     m_startAction = train->addAction(tr("&Start training"), this, [this] {
-        showPage(Page::Train);
+        showPage(m_trainPage);
         m_trainPage->startTraining();
     });
     m_startAction->setShortcut(QKeySequence(Qt::Key_F5));
@@ -118,18 +137,14 @@ void MainWindow::createMenus()
     m_stopAction->setShortcut(QKeySequence(Qt::Key_Escape));
     m_stopAction->setEnabled(false);
     train->addAction(tr("&Resume training"), this, [this] {
-        showPage(Page::Train);
+        showPage(m_trainPage);
         m_trainPage->resumeTraining();
     });
 
     QMenu* view = menuBar()->addMenu(tr("&View"));
     for (int i = 0; i < m_navigator->count(); ++i) {
         QAction* a = view->addAction(m_navigator->item(i)->text(), this, [this, i] { m_navigator->setCurrentRow(i); });
-        // Ctrl+1…9 for the first nine pages, Ctrl+0 for the tenth (ICL vs IWL).
-        if (i < 9)
-            a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key(Qt::Key_1 + i)));
-        else if (i == 9)
-            a->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_0));
+        a->setShortcut(pageShortcut(i));
     }
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));

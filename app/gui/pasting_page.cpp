@@ -52,7 +52,7 @@ QString count(int64_t n)
 } // namespace
 
 PastingPage::PastingPage(QWidget* parent)
-    : AnalysisPage(QStringLiteral("pasting"), parent)
+    : AnalysisPage(QStringLiteral("pasting"), parent, Protocol::RunOnRequest)
 {
     QWidget* content = createContent(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a "
                                         "layer, train a new embedding under its frozen upper blocks and compare it "
@@ -144,29 +144,20 @@ QString PastingPage::defaultOutputPath(const QString& parentPath, int64_t cutLay
     return pastingOutputPath(parentPath, cutLayer, embedding);
 }
 
-void PastingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool PastingPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    m_run->stop(); // a running pasting of the previous file stops; its result is dropped
-    ++m_generation;
-    m_summary = summary;
-    m_step = step;
     clearResult();
-    m_status->clear();
-    QString why;
-    m_supported = supports(summary, &why);
-    if (!m_supported) {
+    if (!supports(summary, why)) {
         m_parentLayers = 0;
-        showMessage(why);
-        updateControls();
-        return;
+        showMessage(*why);
+        return false;
     }
     showContent();
     const ParentConfig p = parentConfig(summary);
     m_parentLayers = p.n_layers;
     m_form->bindParent(p, QString::fromStdString(summary.path));
-    selectCheckpoint(step);
     showLatestStored();
-    updateControls();
+    return true; // checkpointChanged follows
 }
 
 void PastingPage::showLatestStored()
@@ -189,11 +180,13 @@ void PastingPage::showLatestStored()
     }
 }
 
-void PastingPage::selectCheckpoint(qint64 step)
+void PastingPage::checkpointChanged(bool)
 {
-    m_step = step;
-    if (!m_supported)
+    if (!m_supported) {
+        updateControls();
         return;
+    }
+    const qint64 step = m_step;
     const ParentConfig p = parentConfig(m_summary);
     QString text = tr("Parent: %1 · checkpoint %2 · gpt2 with L = %3 blocks, d_model %4 · task.w_scale %5 · seed %6")
                        .arg(shownText(QFileInfo(QString::fromStdString(m_summary.path)).fileName()))
@@ -211,7 +204,7 @@ void PastingPage::selectCheckpoint(qint64 step)
     updateControls();
 }
 
-void PastingPage::cancel() { m_run->cancel(); }
+void PastingPage::cancelJobs() { m_run->cancel(); }
 
 icl::PastingOptions PastingPage::options() const { return m_form->options(m_step, m_threads); }
 
@@ -251,7 +244,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
     }
 
     clearResult();
-    const quint64 generation = ++m_generation;
+    const Ticket request = newTicket();
     const std::shared_ptr<RunState> state = m_run->start(o.steps * (o.train_scratch ? 2 : 1));
     m_status->setText(tr("Pasting at ℓ = %1 (%2 embedding) from checkpoint %3: training…")
                           .arg(o.cut_layer)
@@ -260,7 +253,7 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
     const std::string parentPath = m_summary.path;
     runner()->enqueue(
         PastingJob, tr("pasting"),
-        [this, generation, parentPath, o, state]() -> AnalysisRunner::Continuation {
+        [this, request, parentPath, o, state]() -> AnalysisRunner::Continuation {
             icl::PastingResult result;
             try {
                 result = icl::computePasting(
@@ -275,13 +268,13 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
                 throw;
             }
             auto shown = std::make_shared<icl::PastingResult>(std::move(result));
-            return [this, generation, shown, o] {
-                if (generation != m_generation)
+            return [this, request, shown, o] {
+                if (!isCurrent(request))
                     return;
                 showResult(*shown, o);
             };
         },
-        m_run->errorHandler([this, generation] { return generation == m_generation; },
+        m_run->errorHandler([this, request] { return isCurrent(request); },
             tr("; the partial file %1 was removed").arg(shownText(o.out_path))));
     updateControls();
     return true;

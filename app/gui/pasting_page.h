@@ -39,13 +39,8 @@ public:
     explicit PastingPage(QWidget* parent = nullptr);
     ~PastingPage() override;
 
-    /// Shows a parent file at checkpoint `step`: cancels a running pasting, sets the cut-layer range to 0..L−1
-    /// and shows the latest pasting stored in the file (icl::readStoredPastings), if any, else no result.
-    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
-    /// Follows the timeline (the parent checkpoint of the next run).
-    void selectCheckpoint(qint64 step) override;
     /// Asks the running pasting to stop at its next training step (no-op when idle).
-    void cancel() override;
+    void cancelJobs() override;
     QString cancelledMessage() const override { return tr("Pasting cancelled (stops at its next training step)"); }
     QString doneMessage() const override { return tr("Pasting: done"); }
 
@@ -85,6 +80,11 @@ Q_SIGNALS:
     void openRequested(const QString& path);
 
 protected:
+    /// Binds a parent file: sets the cut-layer range to 0..L−1 and shows the latest pasting stored in the file
+    /// (icl::readStoredPastings), if any, else no result. False (with the message) for a run that is not a gpt2.
+    bool bind(const icl::RunSummary& summary, QString* why) override;
+    /// Shows the parent checkpoint of the next run (the timeline's).
+    void checkpointChanged(bool changed) override;
     bool eventFilter(QObject* watched, QEvent* event) override;
     void jobsFinished() override;
 

@@ -51,7 +51,7 @@ QString corruptionText(icl::Corruption c)
 
 /// What one run computed on the worker.
 PatchingPage::PatchingPage(QWidget* parent)
-    : AnalysisPage(QStringLiteral("patching"), parent)
+    : AnalysisPage(QStringLiteral("patching"), parent, Protocol::RunOnRequest)
     , m_worker(std::make_shared<InspectorSession>())
 {
     QWidget* content = createContent(
@@ -139,32 +139,26 @@ QPushButton* PatchingPage::runButton() const { return m_run->row().run; }
 QPushButton* PatchingPage::cancelButton() const { return m_run->row().cancel; }
 QProgressBar* PatchingPage::progressBar() const { return m_run->row().progress; }
 
-void PatchingPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool PatchingPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    m_run->stop();
-    runner()->cancel();
-    ++m_generation;
     ++m_experimentGeneration;
-    m_summary = summary;
-    m_step = step;
     m_shared.reset();
     m_contextLength = summary.config ? summary.config->task.n_context : 0;
     clearResult();
-    m_status->clear();
-    if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
-        showMessage(tr("This experiment has no saved checkpoint to patch."));
-    } else {
-        showContent();
+    if (summary.path.empty() || summary.checkpoints.empty() || m_step < 0) {
+        *why = tr("This experiment has no saved checkpoint to patch.");
+        showMessage(*why);
+        return false;
     }
-    selectCheckpoint(step);
-    updateControls();
+    showContent();
+    return true;
 }
 
-void PatchingPage::selectCheckpoint(qint64 step)
+void PatchingPage::checkpointChanged(bool changed)
 {
-    if (step != m_step && m_result)
+    if (changed && m_result)
         clearResult();
-    m_step = step;
+    const qint64 step = m_step;
     m_heading->setText(tr("%1 · checkpoint %2 · effect = (ŷ_patched − ŷ_corrupted) / (ŷ_clean − ŷ_corrupted) at the "
                           "query: 0 = corrupted, 1 = clean")
                            .arg(shownText(QFileInfo(QString::fromStdString(m_summary.path)).fileName()))
@@ -185,7 +179,7 @@ std::optional<icl::Prompt> PatchingPage::sharedPrompt() const
     return std::nullopt;
 }
 
-void PatchingPage::cancel() { m_run->cancel(); }
+void PatchingPage::cancelJobs() { m_run->cancel(); }
 
 icl::PatchingOptions PatchingPage::options() const
 {
@@ -201,7 +195,7 @@ bool PatchingPage::startPatching()
     if (m_summary.path.empty() || m_step < 0 || isBusy())
         return false;
     clearResult();
-    const quint64 generation = ++m_generation;
+    const Ticket request = newTicket();
     const std::shared_ptr<RunState> state = m_run->start(0);
     const icl::PatchingOptions o = options();
     const std::optional<icl::Prompt> shared = sharedPrompt();
@@ -213,7 +207,7 @@ bool PatchingPage::startPatching()
     m_status->setText(tr("Patching (%1) at checkpoint %2…").arg(m_corruption->currentText()).arg(step));
     runner()->enqueue(
         PatchingJob, tr("patching"),
-        [this, generation, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
+        [this, request, state, o, shared, promptSeed, worker, path, fileGeneration, step]()
             -> AnalysisRunner::Continuation {
             icl::Inspector& insp = worker->open(path, fileGeneration, step); // only this job touches it
             auto out = std::make_shared<Output>();
@@ -225,7 +219,7 @@ bool PatchingPage::startPatching()
             out->result = insp.patching(
                 out->clean, o,
                 [state](int64_t done, int64_t total) { return state->report(done, total); },
-                [this, generation, out, rowsDone](const icl::PatchingResult& partial) {
+                [this, request, out, rowsDone](const icl::PatchingResult& partial) {
                     // Each row as soon as it is done; the last one is the full result, shown below.
                     const int64_t done = ++*rowsDone;
                     if (done >= partial.effect.rows)
@@ -234,19 +228,19 @@ bool PatchingPage::startPatching()
                     shown.result = partial;
                     QMetaObject::invokeMethod(
                         this,
-                        [this, generation, shown, done] {
-                            if (generation == m_generation)
+                        [this, request, shown, done] {
+                            if (isCurrent(request))
                                 showRows(shown, done);
                         },
                         Qt::QueuedConnection);
                 });
-            return [this, generation, out] {
-                if (generation != m_generation)
+            return [this, request, out] {
+                if (!isCurrent(request))
                     return;
                 showOutput(*out);
             };
         },
-        m_run->errorHandler([this, generation] { return generation == m_generation; }));
+        m_run->errorHandler([this, request] { return isCurrent(request); }));
     updateControls();
     return true;
 }

@@ -40,14 +40,10 @@ public:
     explicit PatchingPage(QWidget* parent = nullptr);
     ~PatchingPage() override;
 
-    /// Shows an experiment at checkpoint `step`: cancels a running patching and clears the result.
-    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
-    /// Follows the timeline: the next run uses the checkpoint at `step` (a shown result is cleared).
-    void selectCheckpoint(qint64 step) override;
     /// The Attention page's prompt, used when "Use the Attention page's prompt" is checked.
     void setSharedPrompt(const icl::Prompt& prompt);
     /// Stops the running patching at its next forward pass; nothing is shown.
-    void cancel() override;
+    void cancelJobs() override;
     QString cancelledMessage() const override { return tr("Patching cancelled (stops after the running forward pass)"); }
     QString doneMessage() const override { return tr("Patching: done"); }
 
@@ -84,6 +80,11 @@ public:
     QTableWidget* labelTable() const { return m_labels; }
 
 protected:
+    /// Binds an experiment: clears the result and the shared prompt; false (with the message) when it has no
+    /// saved checkpoint to patch.
+    bool bind(const icl::RunSummary& summary, QString* why) override;
+    /// The next run uses the bound checkpoint; a shown result of another checkpoint is cleared.
+    void checkpointChanged(bool changed) override;
     void jobsFinished() override;
 
 private:

@@ -18,6 +18,7 @@ RequestRun::RequestRun(AnalysisPage* page, const QString& name, QWidget* content
     , m_row(makeRunRow(name, content, runText, runToolTip, QStringLiteral("%v / %m ") + unit))
     , m_timer(new QTimer(this))
 {
+    m_page->m_requestRun = this;
     m_timer->setInterval(100);
     connect(m_timer, &QTimer::timeout, this, &RequestRun::updateProgress);
     connect(m_row.run, &QPushButton::clicked, this, [onRun = std::move(onRun)] { onRun(); });

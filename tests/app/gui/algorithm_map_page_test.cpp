@@ -6,7 +6,6 @@
 
 #include <QComboBox>
 #include <QLabel>
-#include <QListWidget>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
 #include <QTest>
@@ -23,11 +22,13 @@
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/gui_helpers.h"
 
 using icl::gui::AlgorithmMapPage;
 using icl::gui::MainWindow;
 
 namespace {
+using icl::test::waitIdle;
 
 constexpr int kMapPrompts = 80;
 
@@ -47,16 +48,11 @@ TEST(AlgorithmMapPage, ShowsTheFacadesMapWithGreyedOutFamiliesAndAScatterPerCell
     const std::string& lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa);
     MainWindow window;
     window.setScripted(true);
-    EXPECT_EQ(MainWindow::pageFromName("algorithm-map"), MainWindow::Page::AlgorithmMap);
-    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
-    ASSERT_NE(navigator, nullptr);
-    EXPECT_EQ(navigator->item(int(MainWindow::Page::AlgorithmMap))->text(), "Algorithm map");
-
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(lsa)));
-    AlgorithmMapPage* page = window.algorithmMapPage();
+    AlgorithmMapPage* page = window.page<AlgorithmMapPage>();
     page->setPromptCount(kMapPrompts);
-    window.showPage(MainWindow::Page::AlgorithmMap);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    window.showPage<AlgorithmMapPage>();
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
 
     const icl::AlgorithmMap want = expectedMap(lsa, page->checkpointStep());
@@ -108,7 +104,7 @@ TEST(AlgorithmMapPage, ShowsTheFacadesMapWithGreyedOutFamiliesAndAScatterPerCell
 
     // Across training: one map per checkpoint, k*(ℓ) of the family against the training step.
     page->computeAcrossTraining();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     ASSERT_EQ(page->trainingMaps().size(), 3u);
     const icl::Figure& training = page->trainingPlot()->figure();
     ASSERT_EQ(training.series.size(), want.layers.size());
@@ -121,10 +117,10 @@ TEST(AlgorithmMapPage, ReadsAGpt2ThroughProbesAndRefusesWhatHasNoMap)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(gpt2)));
-    AlgorithmMapPage* page = window.algorithmMapPage();
+    AlgorithmMapPage* page = window.page<AlgorithmMapPage>();
     page->setPromptCount(kMapPrompts);
-    window.showPage(MainWindow::Page::AlgorithmMap);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    window.showPage<AlgorithmMapPage>();
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->map().readout, "probe");
     EXPECT_TRUE(page->summaryLabel()->text().contains("probes")) << page->summaryLabel()->text().toStdString();
 
@@ -145,8 +141,8 @@ TEST(AlgorithmMapPage, ReadsAGpt2ThroughProbesAndRefusesWhatHasNoMap)
     options.threads = 1;
     icl::train(config, options, {});
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(fewshot)));
-    window.showPage(MainWindow::Page::AlgorithmMap);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 60000));
+    window.showPage<AlgorithmMapPage>();
+    ASSERT_TRUE(waitIdle(window, 60000));
     QLabel* message = page->messageLabel();
     ASSERT_NE(message, nullptr);
     EXPECT_TRUE(message->isVisibleTo(page));

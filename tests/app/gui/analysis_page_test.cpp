@@ -1,7 +1,9 @@
-// The page protocol every analysis page follows (app/gui/analysis_page.h): compute only when shown and stale,
-// never for a run the page does not apply to, drop superseded results, cancel to a stale page.
+// The page protocols of app/gui/analysis_page.h: compute only when shown and stale, never for a run the page does
+// not apply to, drop superseded results, cancel to a stale page; run on request: never on its own, a new file stops
+// the running request.
 
 #include "app/gui/analysis_page.h"
+#include "app/gui/request_run.h"
 
 #include <atomic>
 #include <chrono>
@@ -15,8 +17,10 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "tests/support/gui_helpers.h"
 
 namespace {
+using icl::test::waitIdle;
 
 constexpr int kTimeoutMs = 20000;
 
@@ -63,16 +67,36 @@ protected:
     }
 };
 
+/// A page that runs only on request: records what the protocol tells it; its Run is a RequestRun.
+class OnRequestPage : public icl::gui::AnalysisPage {
+public:
+    OnRequestPage()
+        : AnalysisPage(QStringLiteral("onRequest"), nullptr, Protocol::RunOnRequest)
+        , run(new icl::gui::RequestRun(this, QStringLiteral("onRequest"), this, QStringLiteral("Run"), QString(),
+              QStringLiteral("Work"), QStringLiteral("steps"), [] {}))
+    {
+    }
+
+    icl::gui::RequestRun* run;
+    int binds = 0;
+    int computes = 0;
+    std::vector<std::pair<qint64, bool>> checkpoints; ///< (m_step, changed) at each checkpointChanged
+
+protected:
+    bool bind(const icl::RunSummary&, QString*) override
+    {
+        ++binds;
+        return true;
+    }
+    void checkpointChanged(bool changed) override { checkpoints.emplace_back(m_step, changed); }
+    void compute() override { ++computes; }
+};
+
 icl::RunSummary run()
 {
     icl::RunSummary s;
     s.path = "run.h5"; // never opened: the page's computation is its own
     return s;
-}
-
-bool waitIdle(const StepPage& page)
-{
-    return QTest::qWaitFor([&] { return !page.isBusy(); }, kTimeoutMs);
 }
 
 TEST(AnalysisPage, ComputesOnlyWhenShownAndStale)
@@ -201,3 +225,56 @@ TEST(AnalysisPage, ARunItDoesNotApplyToShowsTheMessageInsteadOfTheContent)
 }
 
 } // namespace
+
+TEST(AnalysisPage, ARunOnRequestPageNeverComputesOnItsOwnAndANewFileStopsItsRequest)
+{
+    OnRequestPage page;
+    EXPECT_EQ(page.protocol(), icl::gui::AnalysisPage::Protocol::RunOnRequest);
+    page.setActive(true);
+    page.showExperiment(run(), 10);
+    EXPECT_EQ(page.binds, 1);
+    EXPECT_EQ(page.checkpointStep(), 10);
+    page.selectCheckpoint(20);
+    page.selectCheckpoint(20);
+    page.setActive(false);
+    page.setActive(true);
+    EXPECT_EQ(page.computes, 0) << "nothing runs until Run is pressed";
+    EXPECT_EQ(page.checkpoints,
+        (std::vector<std::pair<qint64, bool>> { { 10, false }, { 20, true }, { 20, false } }));
+
+    const std::shared_ptr<icl::gui::RunState> state = page.run->start(5); // a request is running
+    ASSERT_FALSE(state->stop);
+    page.showExperiment(run(), 30);
+    EXPECT_TRUE(state->stop) << "a new file stops the running request";
+    EXPECT_EQ(page.binds, 2);
+    EXPECT_EQ(page.checkpoints.back(), (std::pair<qint64, bool> { 30, false }));
+    EXPECT_EQ(page.computes, 0);
+}
+
+TEST(JobTracker, ANewRequestStopsAndSupersedesThePreviousOneAndANewFileDropsAll)
+{
+    QObject context;
+    icl::gui::AnalysisRunner runner;
+    icl::gui::JobTracker jobs(&context, &runner);
+    const icl::gui::JobTracker::Ticket first = jobs.newTicket();
+    EXPECT_TRUE(jobs.isCurrent(first));
+    EXPECT_FALSE(*first.stop);
+    const icl::gui::JobTracker::Ticket second = jobs.newTicket();
+    EXPECT_TRUE(*first.stop) << "the superseded request is told to stop";
+    EXPECT_FALSE(jobs.isCurrent(first));
+    EXPECT_TRUE(jobs.isCurrent(second));
+    EXPECT_FALSE(*second.stop);
+    jobs.dropAll();
+    EXPECT_FALSE(jobs.isCurrent(second)) << "a new file drops every result so far";
+    jobs.stopLatest();
+    EXPECT_TRUE(*second.stop);
+
+    // A result reaches the GUI thread only while its request is current.
+    std::vector<int> shown;
+    const icl::gui::JobTracker::Ticket third = jobs.newTicket();
+    jobs.submit<int>(1, QStringLiteral("a"), third, [] { return 3; }, [&](const int& v) { shown.push_back(v); }, {});
+    const icl::gui::JobTracker::Ticket fourth = jobs.newTicket();
+    jobs.submit<int>(2, QStringLiteral("b"), fourth, [] { return 4; }, [&](const int& v) { shown.push_back(v); }, {});
+    ASSERT_TRUE(waitIdle(runner));
+    EXPECT_EQ(shown, std::vector<int>({ 4 }));
+}

@@ -15,7 +15,6 @@
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
-#include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
 #include <QPushButton>
@@ -45,12 +44,14 @@
 #include "widgets/plot_view.h"
 #include "tests/support/tiny_runs.h"
 #include "tests/support/qt_files.h"
+#include "tests/support/gui_helpers.h"
 
 using icl::gui::AttentionPage;
 using icl::gui::MainWindow;
 using icl::gui::PatchingPage;
 
 namespace {
+using icl::test::waitIdle;
 using icl::test::readAll;
 using icl::test::svgText;
 
@@ -71,17 +72,17 @@ protected:
         window.show();
         ASSERT_TRUE(QTest::qWaitForWindowExposed(&window));
         ASSERT_TRUE(window.openExperiment(QString::fromStdString(path)));
-        window.showPage(MainWindow::Page::Attention);
-        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
-        ASSERT_TRUE(window.attentionPage()->inspection().has_value())
-            << window.attentionPage()->statusLabel()->text().toStdString();
+        window.showPage<AttentionPage>();
+        ASSERT_TRUE(waitIdle(window, kTimeoutMs));
+        ASSERT_TRUE(window.page<AttentionPage>()->inspection().has_value())
+            << window.page<AttentionPage>()->statusLabel()->text().toStdString();
     }
 
     /// Waits until the page has re-run the model after an edit.
     static void waitForRerun(MainWindow& window)
     {
         QCoreApplication::processEvents();
-        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+        ASSERT_TRUE(waitIdle(window, kTimeoutMs));
     }
 
     static std::string s_lsa;
@@ -90,16 +91,6 @@ protected:
 
 std::string AttentionPageTest::s_lsa;
 std::string AttentionPageTest::s_gpt2;
-
-QAction* viewAction(const MainWindow& window, const QString& text)
-{
-    for (QAction* menu : window.menuBar()->actions())
-        if (menu->menu() && menu->text() == QLatin1String("&View"))
-            for (QAction* a : menu->menu()->actions())
-                if (a->text() == text)
-                    return a;
-    return nullptr;
-}
 
 /// Data lines of a CSV (no "# key: value" metadata), split into cells.
 std::vector<QStringList> csvRows(const QString& path)
@@ -150,35 +141,13 @@ bool sameValue(double a, double b)
 
 } // namespace
 
-TEST_F(AttentionPageTest, PagesAreInTheNavigatorWithShortcutsAndCommandLineNames)
-{
-    MainWindow window;
-    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
-    ASSERT_NE(navigator, nullptr);
-    ASSERT_GE(navigator->count(), 9);
-    EXPECT_EQ(navigator->item(int(MainWindow::Page::Attention))->text(), "Attention");
-    EXPECT_EQ(navigator->item(int(MainWindow::Page::Patching))->text(), "Patching");
-    EXPECT_EQ(MainWindow::pageFromName("attention"), MainWindow::Page::Attention);
-    EXPECT_EQ(MainWindow::pageFromName("patching"), MainWindow::Page::Patching);
-    QAction* attention = viewAction(window, "Attention");
-    QAction* patching = viewAction(window, "Patching");
-    ASSERT_NE(attention, nullptr);
-    ASSERT_NE(patching, nullptr);
-    EXPECT_EQ(attention->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_8));
-    EXPECT_EQ(patching->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_9));
-    patching->trigger();
-    EXPECT_EQ(window.currentPage(), MainWindow::Page::Patching);
-    attention->trigger();
-    EXPECT_EQ(window.currentPage(), MainWindow::Page::Attention);
-}
-
 TEST_F(AttentionPageTest, HoverTextAndRowChartShowTheIndependentInspection)
 {
     for (const std::string& path : { s_lsa, s_gpt2 }) {
         SCOPED_TRACE(path);
         MainWindow window;
         openOnAttention(window, path);
-        AttentionPage* page = window.attentionPage();
+        AttentionPage* page = window.page<AttentionPage>();
         icl::Inspector reference(path);
         const icl::Prompt prompt = reference.samplePrompt(uint64_t(page->promptEditor()->seedChooser()->value()));
         ASSERT_TRUE(samePrompt(page->prompt(), prompt));
@@ -234,7 +203,7 @@ TEST_F(AttentionPageTest, EditsReRunTheModelExactlyLikeTheCore)
 {
     MainWindow window;
     openOnAttention(window, s_gpt2);
-    AttentionPage* page = window.attentionPage();
+    AttentionPage* page = window.page<AttentionPage>();
     icl::Inspector reference(s_gpt2);
     icl::Prompt p = reference.samplePrompt(uint64_t(page->promptEditor()->seedChooser()->value()));
 
@@ -314,7 +283,7 @@ TEST_F(AttentionPageTest, FollowsTheCheckpointTimelineAndAblation)
 {
     MainWindow window;
     openOnAttention(window, s_lsa);
-    AttentionPage* page = window.attentionPage();
+    AttentionPage* page = window.page<AttentionPage>();
     const qint64 first = window.timeline()->steps().front();
     ASSERT_EQ(window.selectCheckpoint(first), first);
     waitForRerun(window);
@@ -339,7 +308,7 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
 {
     MainWindow window;
     openOnAttention(window, s_gpt2);
-    AttentionPage* page = window.attentionPage();
+    AttentionPage* page = window.page<AttentionPage>();
     icl::Inspector reference(s_gpt2);
     const icl::Prompt prompt = page->prompt();
     const icl::Inspection want = reference.inspect(prompt);
@@ -449,15 +418,15 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
 {
     MainWindow window;
     openOnAttention(window, s_gpt2);
-    AttentionPage* attention = window.attentionPage();
+    AttentionPage* attention = window.page<AttentionPage>();
     // An edit on the Attention page reaches the Patching page's clean prompt.
     attention->promptEditor()->promptTable()->item(1, int(attention->prompt().dim()))->setText(QStringLiteral("0.875"));
     waitForRerun(window);
     const icl::Prompt clean = attention->prompt();
     ASSERT_EQ(clean.y[1], 0.875);
 
-    window.showPage(MainWindow::Page::Patching);
-    PatchingPage* page = window.patchingPage();
+    window.showPage<PatchingPage>();
+    PatchingPage* page = window.page<PatchingPage>();
     EXPECT_TRUE(page->sharedPromptCheck()->isChecked());
     icl::Inspector reference(s_gpt2);
     for (const char* corruption : { "change_label", "shuffle_pairs", "different_w" }) {
@@ -467,7 +436,7 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
         page->seedChooser()->setValue(11);
         QSignalSpy firstRows(page, &PatchingPage::firstLookShown);
         page->runButton()->click();
-        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+        ASSERT_TRUE(waitIdle(window, kTimeoutMs));
         ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
         EXPECT_EQ(firstRows.count(), 1); // rows appeared one by one before the full result
         icl::PatchingOptions o;
@@ -532,8 +501,8 @@ TEST_F(AttentionPageTest, PatchingWithItsOwnPromptSeed)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    window.showPage(MainWindow::Page::Patching);
-    PatchingPage* page = window.patchingPage();
+    window.showPage<PatchingPage>();
+    PatchingPage* page = window.page<PatchingPage>();
     EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
     page->sharedPromptCheck()->setChecked(false);
     EXPECT_EQ(page->exampleChooser()->maximum(), 6) << "task.n_context of the run";
@@ -541,7 +510,7 @@ TEST_F(AttentionPageTest, PatchingWithItsOwnPromptSeed)
     page->corruptionChooser()->setCurrentIndex(page->corruptionChooser()->findData(QStringLiteral("change_label")));
     page->exampleChooser()->setValue(1);
     ASSERT_TRUE(page->startPatching());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+    ASSERT_TRUE(waitIdle(window, kTimeoutMs));
     ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
     icl::Inspector reference(s_lsa);
     const icl::Prompt clean = reference.samplePrompt(4);
@@ -566,7 +535,7 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
 {
     MainWindow window;
     openOnAttention(window, s_lsa);
-    AttentionPage* page = window.attentionPage();
+    AttentionPage* page = window.page<AttentionPage>();
     QTemporaryDir dir;
     const QString path = dir.filePath("mine.json");
     // N = 7 examples (the run was trained with N = 6) and the query; no label for the query, no w.
@@ -617,14 +586,14 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
     EXPECT_TRUE(page->promptEditor()->deleteButton()->isEnabled()) << "editing still works";
 
     // The Patching page corrupts the opened prompt; it needs only the model's predictions, not the query's label.
-    window.showPage(MainWindow::Page::Patching);
-    PatchingPage* patching = window.patchingPage();
+    window.showPage<PatchingPage>();
+    PatchingPage* patching = window.page<PatchingPage>();
     ASSERT_TRUE(patching->sharedPromptCheck()->isChecked());
     patching->corruptionChooser()->setCurrentIndex(patching->corruptionChooser()->findData(QStringLiteral("change_label")));
     patching->exampleChooser()->setValue(3);
     patching->seedChooser()->setValue(5);
     ASSERT_TRUE(patching->startPatching());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+    ASSERT_TRUE(waitIdle(window, kTimeoutMs));
     ASSERT_TRUE(patching->result().has_value()) << patching->statusLabel()->text().toStdString();
     ASSERT_TRUE(samePrompt(patching->cleanPrompt(), want));
     icl::PatchingOptions o;
@@ -635,7 +604,7 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
     EXPECT_EQ(patching->heatmap()->matrix().data.size(), patched.effect.data.size());
     for (size_t i = 0; i < patched.effect.data.size(); ++i)
         EXPECT_TRUE(sameValue(patching->heatmap()->matrix().data[i], patched.effect.data[i])) << i;
-    window.showPage(MainWindow::Page::Attention);
+    window.showPage<AttentionPage>();
 
     // Typing the query's label re-runs exactly as an edit; the errors are then measured against it.
     table->item(7, 3)->setText(QStringLiteral("0.5"));
@@ -684,7 +653,7 @@ TEST_F(AttentionPageTest, OpensAndSavesPromptFiles)
     // GPT-2 (N = 6): its learned positions take at most 7 points.
     MainWindow gpt2;
     openOnAttention(gpt2, s_gpt2);
-    AttentionPage* gpage = gpt2.attentionPage();
+    AttentionPage* gpage = gpt2.page<AttentionPage>();
     const icl::Prompt before = gpage->prompt();
     const QString tooLong = dir.filePath("too_long.csv");
     {
@@ -707,7 +676,7 @@ TEST_F(AttentionPageTest, AHostilePromptFileIsShownEscaped)
     MainWindow window;
     openOnAttention(window, s_lsa);
     waitForRerun(window);
-    AttentionPage* page = window.attentionPage();
+    AttentionPage* page = window.page<AttentionPage>();
     const icl::Prompt before = page->prompt();
     QTemporaryDir dir;
     const QString bad = dir.filePath("hostile.csv");
@@ -734,7 +703,7 @@ TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrol
     MainWindow window; // scripted: the default 1280×800 window
     openOnAttention(window, path);
     QTest::qWait(50); // pending layout requests
-    AttentionPage* page = window.attentionPage();
+    AttentionPage* page = window.page<AttentionPage>();
     QTableWidget* table = page->promptEditor()->promptTable();
     ASSERT_EQ(page->prompt().dim(), 8);
     ASSERT_EQ(table->columnCount(), 9) << "x_1 … x_8 and y";
@@ -757,7 +726,7 @@ TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrol
     MainWindow small;
     openOnAttention(small, s_gpt2);
     QTest::qWait(50);
-    QTableWidget* four = small.attentionPage()->promptEditor()->promptTable();
+    QTableWidget* four = small.page<AttentionPage>()->promptEditor()->promptTable();
     ASSERT_EQ(four->columnCount(), 5);
     EXPECT_FALSE(four->horizontalScrollBar()->isVisible());
     EXPECT_LE(four->columnViewportPosition(4) + four->columnWidth(4), four->viewport()->width());

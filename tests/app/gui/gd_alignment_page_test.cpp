@@ -14,7 +14,6 @@
 #include <QCryptographicHash>
 #include <QFile>
 #include <QLabel>
-#include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSignalSpy>
@@ -36,24 +35,19 @@
 #include "widgets/checkpoint_timeline.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
+#include "tests/support/gui_helpers.h"
 
 using icl::gui::GdAlignmentPage;
 using icl::gui::MainWindow;
 
 namespace {
+using icl::test::graphPoints;
+using icl::test::waitIdle;
 
 constexpr int64_t kD = 4; // task dimension: heatmaps are (d+1) × (d+1)
 constexpr int64_t kLayers = 2; // K
 
 using Points = std::vector<std::pair<double, double>>;
-
-Points graphPoints(QCPGraph* graph)
-{
-    Points out;
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
-        out.emplace_back(it->key, it->value);
-    return out;
-}
 
 QByteArray fileHash(const std::string& path)
 {
@@ -109,11 +103,11 @@ protected:
     static void openAndWait(MainWindow& window, bool withGdpp = false)
     {
         window.setScripted(true);
-        window.gdAlignmentPage()->gdppCheck()->setChecked(withGdpp);
+        window.page<GdAlignmentPage>()->gdppCheck()->setChecked(withGdpp);
         ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-        window.showPage(MainWindow::Page::GdAlignment);
-        ASSERT_TRUE(window.gdAlignmentPage()->isBusy()) << "showing the page starts its analyses";
-        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+        window.showPage<GdAlignmentPage>();
+        ASSERT_TRUE(window.page<GdAlignmentPage>()->isBusy()) << "showing the page starts its analyses";
+        ASSERT_TRUE(waitIdle(window));
     }
 
     static QTemporaryDir* s_dir;
@@ -125,23 +119,12 @@ std::string GdAlignmentPageTest::s_run;
 
 } // namespace
 
-TEST_F(GdAlignmentPageTest, PageIsInTheNavigatorAfterTrainAndNamedOnTheCommandLine)
-{
-    MainWindow window;
-    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
-    ASSERT_NE(navigator, nullptr);
-    ASSERT_GE(navigator->count(), 3);
-    EXPECT_EQ(navigator->item(1)->text(), "Train");
-    EXPECT_EQ(navigator->item(2)->text(), "GD alignment");
-    EXPECT_EQ(MainWindow::pageFromName("gd-alignment"), MainWindow::Page::GdAlignment);
-}
-
 TEST_F(GdAlignmentPageTest, AlignmentOverTrainingPlotsTheFilesAlignmentSeries)
 {
     const icl::RunSummary file = icl::readRunSummary(s_run);
     MainWindow window;
     openAndWait(window);
-    GdAlignmentPage* page = window.gdAlignmentPage();
+    GdAlignmentPage* page = window.page<GdAlignmentPage>();
     EXPECT_EQ(window.currentPlot(), page->alignmentPlot()); // first tab
 
     // Every /metrics/alignment/<ref>/<metric> series of the file except the absolute model
@@ -178,7 +161,7 @@ TEST_F(GdAlignmentPageTest, MetricsAndScatterOfTheSelectedCheckpointMatchCompute
     const QByteArray before = fileHash(s_run);
     MainWindow window;
     openAndWait(window);
-    GdAlignmentPage* page = window.gdAlignmentPage();
+    GdAlignmentPage* page = window.page<GdAlignmentPage>();
     EXPECT_EQ(page->checkpointStep(), file.checkpoints.back().step);
 
     icl::GdAlignmentOptions options;
@@ -221,7 +204,7 @@ TEST_F(GdAlignmentPageTest, HeatmapsShowTheLearnedAndConstructedWeightsOfTheChos
     const icl::RunSummary file = icl::readRunSummary(s_run);
     MainWindow window;
     openAndWait(window);
-    GdAlignmentPage* page = window.gdAlignmentPage();
+    GdAlignmentPage* page = window.page<GdAlignmentPage>();
     const auto expected = icl::lsaWeightViews(s_run, file.checkpoints.back().step);
     ASSERT_EQ(expected.size(), size_t(kLayers));
     ASSERT_EQ(page->layerChooser()->count(), int(kLayers));
@@ -251,7 +234,7 @@ TEST_F(GdAlignmentPageTest, LayersVsStepsTableHasOneRowPerLayer)
     const icl::RunSummary file = icl::readRunSummary(s_run);
     MainWindow window;
     openAndWait(window, true);
-    QTableWidget* table = window.gdAlignmentPage()->layerTable();
+    QTableWidget* table = window.page<GdAlignmentPage>()->layerTable();
     ASSERT_EQ(table->columnCount(), 6);
     ASSERT_EQ(table->rowCount(), int(kLayers));
     // The GD columns do not depend on GD++: compare with a call that skips fitting it.
@@ -277,7 +260,7 @@ TEST_F(GdAlignmentPageTest, EtaScanAndOodPlotsAreDrawnAndDepthNeedsATiedModel)
     const icl::RunSummary file = icl::readRunSummary(s_run);
     MainWindow window;
     openAndWait(window);
-    GdAlignmentPage* page = window.gdAlignmentPage();
+    GdAlignmentPage* page = window.page<GdAlignmentPage>();
     const int64_t step = file.checkpoints.back().step;
 
     const icl::EtaScan scan = icl::computeEtaScan(s_run, step, kLayers, 4.0, 200, false);
@@ -311,7 +294,7 @@ TEST_F(GdAlignmentPageTest, EtaScanAndOodPlotsAreDrawnAndDepthNeedsATiedModel)
     // Choosing another kind re-runs only that analysis.
     kinds->setCurrentIndex(kinds->findData(QStringLiteral("label_noise")));
     ASSERT_TRUE(page->isBusy());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !page->isBusy(); }, 120000));
+    ASSERT_TRUE(waitIdle(*page, 120000));
     const icl::OodCurve noise = icl::computeOod(s_run, step, "label_noise", {}, 4000, false);
     const Points noisy = graphPoints(page->oodPlot()->seriesGraph(0));
     ASSERT_EQ(noisy.size(), noise.alpha.size());
@@ -324,7 +307,7 @@ TEST_F(GdAlignmentPageTest, FollowsTheTimelineAndDropsSupersededResults)
     ASSERT_GE(file.checkpoints.size(), 2u);
     MainWindow window;
     openAndWait(window);
-    GdAlignmentPage* page = window.gdAlignmentPage();
+    GdAlignmentPage* page = window.page<GdAlignmentPage>();
     const int64_t first = file.checkpoints.front().step;
     const int64_t second = file.checkpoints[1].step;
 
@@ -332,7 +315,7 @@ TEST_F(GdAlignmentPageTest, FollowsTheTimelineAndDropsSupersededResults)
     window.timeline()->setCurrentStep(first);
     EXPECT_TRUE(page->isBusy());
     window.timeline()->setCurrentStep(second);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->checkpointStep(), second);
 
     icl::GdAlignmentOptions options;
@@ -351,17 +334,17 @@ TEST_F(GdAlignmentPageTest, StatusBarShowsProgressWhileAnalysesRunAndCancelStops
 {
     MainWindow window;
     window.setScripted(true);
-    window.gdAlignmentPage()->gdppCheck()->setChecked(false);
+    window.page<GdAlignmentPage>()->gdppCheck()->setChecked(false);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
     auto* cancel = window.findChild<QPushButton*>("cancelButton");
     ASSERT_NE(cancel, nullptr);
     EXPECT_FALSE(cancel->isEnabled());
     QSignalSpy idle(&window, &MainWindow::idle);
-    window.showPage(MainWindow::Page::GdAlignment);
+    window.showPage<GdAlignmentPage>();
     EXPECT_TRUE(window.isBusy());
     EXPECT_TRUE(cancel->isEnabled());
     cancel->click();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 120000));
+    ASSERT_TRUE(waitIdle(window, 120000));
     EXPECT_GE(idle.count(), 1);
     EXPECT_FALSE(cancel->isEnabled());
     // The analyses that never ran say so; selecting a checkpoint computes again.
@@ -370,8 +353,8 @@ TEST_F(GdAlignmentPageTest, StatusBarShowsProgressWhileAnalysesRunAndCancelStops
     EXPECT_TRUE(layers->text().contains("Cancelled")) << layers->text().toStdString();
     const icl::RunSummary file = icl::readRunSummary(s_run);
     window.selectCheckpoint(file.checkpoints.front().step);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
-    EXPECT_EQ(window.gdAlignmentPage()->layerTable()->rowCount(), int(kLayers));
+    ASSERT_TRUE(waitIdle(window));
+    EXPECT_EQ(window.page<GdAlignmentPage>()->layerTable()->rowCount(), int(kLayers));
 }
 
 TEST_F(GdAlignmentPageTest, ARunWithoutAnLsaModelGetsAMessage)
@@ -413,9 +396,9 @@ TEST(GdAlignmentCopyTab, ShowsTheCopyAnalysisOfInterleavedRuns)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(run)));
-    window.showPage(MainWindow::Page::GdAlignment);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
-    GdAlignmentPage* page = window.gdAlignmentPage();
+    window.showPage<GdAlignmentPage>();
+    ASSERT_TRUE(waitIdle(window));
+    GdAlignmentPage* page = window.page<GdAlignmentPage>();
     EXPECT_TRUE(page->tabs()->isTabEnabled(6));
     ASSERT_TRUE(page->showTab("copy"));
     const icl::CopyAnalysis expected = icl::computeCopyAnalysis(run, 10, 64, false);
@@ -437,5 +420,5 @@ TEST_F(GdAlignmentPageTest, CopyTabIsDisabledForThePairLayout)
 {
     MainWindow window;
     openAndWait(window);
-    EXPECT_FALSE(window.gdAlignmentPage()->tabs()->isTabEnabled(6));
+    EXPECT_FALSE(window.page<GdAlignmentPage>()->tabs()->isTabEnabled(6));
 }

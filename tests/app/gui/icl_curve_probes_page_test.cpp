@@ -10,7 +10,6 @@
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
-#include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
 #include <QSignalSpy>
@@ -29,12 +28,14 @@
 #include "widgets/figure_export.h"
 #include "widgets/plot_view.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/gui_helpers.h"
 
 using icl::gui::IclCurvePage;
 using icl::gui::MainWindow;
 using icl::gui::ProbesPage;
 
 namespace {
+using icl::test::waitIdle;
 
 constexpr int kFit = 48; // prompts the page's probes are fitted and scored on (kept small: fast)
 
@@ -84,48 +85,18 @@ protected:
 std::string IclCurveProbesPageTest::s_gpt2;
 std::string IclCurveProbesPageTest::s_lsa;
 
-QAction* viewAction(const MainWindow& window, const QString& text)
-{
-    for (QAction* menu : window.menuBar()->actions())
-        if (menu->menu() && menu->text() == QLatin1String("&View"))
-            for (QAction* a : menu->menu()->actions())
-                if (a->text() == text)
-                    return a;
-    return nullptr;
-}
-
 } // namespace
-
-TEST_F(IclCurveProbesPageTest, PagesAreInTheNavigatorWithShortcutsAndCommandLineNames)
-{
-    MainWindow window;
-    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
-    ASSERT_NE(navigator, nullptr);
-    ASSERT_GE(navigator->count(), 6);
-    EXPECT_EQ(navigator->item(4)->text(), "ICL curve");
-    EXPECT_EQ(navigator->item(5)->text(), "Probes");
-    EXPECT_EQ(MainWindow::pageFromName("icl-curve"), MainWindow::Page::IclCurve);
-    EXPECT_EQ(MainWindow::pageFromName("probes"), MainWindow::Page::Probes);
-    QAction* icl = viewAction(window, "ICL curve");
-    QAction* probes = viewAction(window, "Probes");
-    ASSERT_NE(icl, nullptr);
-    ASSERT_NE(probes, nullptr);
-    EXPECT_EQ(icl->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_5));
-    EXPECT_EQ(probes->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_6));
-    probes->trigger();
-    EXPECT_EQ(window.currentPage(), MainWindow::Page::Probes);
-}
 
 TEST_F(IclCurveProbesPageTest, IclCurveShowsComputeIclCurveAndFollowsTheTimeline)
 {
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    IclCurvePage* page = window.iclCurvePage();
+    IclCurvePage* page = window.page<IclCurvePage>();
     EXPECT_FALSE(page->isBusy()) << "nothing runs while the page is hidden";
-    window.showPage(MainWindow::Page::IclCurve);
+    window.showPage<IclCurvePage>();
     ASSERT_TRUE(page->isBusy()) << "showing the page starts its analysis";
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
     EXPECT_EQ(page->checkpointStep(), 20);
     EXPECT_EQ(page->options().store, false);
@@ -140,13 +111,13 @@ TEST_F(IclCurveProbesPageTest, IclCurveShowsComputeIclCurveAndFollowsTheTimeline
     EXPECT_EQ(window.currentPlot(), page->plot());
 
     ASSERT_EQ(window.selectCheckpoint(10), 10);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->curve().checkpoint_step, 10);
     expectIclCurveOfFacade(page, s_gpt2);
 
     // A different number of prompts: fresh prompts, the same facade.
     page->setPromptCount(32);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->curve().n_prompts, 32);
     expectIclCurveOfFacade(page, s_gpt2);
 
@@ -164,11 +135,11 @@ TEST_F(IclCurveProbesPageTest, IclCurveWorksForLsaRuns)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    window.showPage(MainWindow::Page::IclCurve);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
-    EXPECT_TRUE(window.iclCurvePage()->statusLabel()->text().isEmpty())
-        << window.iclCurvePage()->statusLabel()->text().toStdString();
-    expectIclCurveOfFacade(window.iclCurvePage(), s_lsa);
+    window.showPage<IclCurvePage>();
+    ASSERT_TRUE(waitIdle(window));
+    EXPECT_TRUE(window.page<IclCurvePage>()->statusLabel()->text().isEmpty())
+        << window.page<IclCurvePage>()->statusLabel()->text().toStdString();
+    expectIclCurveOfFacade(window.page<IclCurvePage>(), s_lsa);
 }
 
 TEST_F(IclCurveProbesPageTest, ProbesShowComputeProbePerTargetAndFollowTheTimeline)
@@ -179,7 +150,7 @@ TEST_F(IclCurveProbesPageTest, ProbesShowComputeProbePerTargetAndFollowTheTimeli
     }();
     MainWindow window;
     window.setScripted(true);
-    ProbesPage* page = window.probesPage();
+    ProbesPage* page = window.page<ProbesPage>();
     page->setPromptCounts(kFit, kFit);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
     // Representation task: x, Φ*, y and the oracle can be probed.
@@ -191,9 +162,9 @@ TEST_F(IclCurveProbesPageTest, ProbesShowComputeProbePerTargetAndFollowTheTimeli
         icl::readRunSummary(s_gpt2).metrics.count("baseline_eta/gd_1") > 0);
     page->setTargetChecked("y", false);
     QSignalSpy firstLook(page, &ProbesPage::firstLookShown);
-    window.showPage(MainWindow::Page::Probes);
+    window.showPage<ProbesPage>();
     ASSERT_TRUE(page->isBusy());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
     // kFit > icl::kProbeFirstLookPrompts: a first look came before the full result replaced it
     EXPECT_EQ(firstLook.count(), 1);
@@ -225,11 +196,11 @@ TEST_F(IclCurveProbesPageTest, ProbesShowComputeProbePerTargetAndFollowTheTimeli
     expectFacade(20, "x");
 
     ASSERT_TRUE(page->setPositions("query"));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     expectFacade(20, "query");
 
     ASSERT_EQ(window.selectCheckpoint(10), 10);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     expectFacade(10, "query");
     EXPECT_TRUE(page->summaryLabel()->text().startsWith("Checkpoint 10,")) << page->summaryLabel()->text().toStdString();
 
@@ -242,9 +213,9 @@ TEST_F(IclCurveProbesPageTest, ProbesRefuseLsaRunsWithAMessage)
 {
     MainWindow window;
     window.setScripted(true);
-    window.showPage(MainWindow::Page::Probes);
+    window.showPage<ProbesPage>();
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    ProbesPage* page = window.probesPage();
+    ProbesPage* page = window.page<ProbesPage>();
     EXPECT_FALSE(page->isBusy());
     EXPECT_TRUE(page->messageLabel()->isVisibleTo(page));
     EXPECT_TRUE(page->messageLabel()->text().contains("GPT-2")) << page->messageLabel()->text().toStdString();

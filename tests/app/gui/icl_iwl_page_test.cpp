@@ -13,7 +13,6 @@
 #include <QDir>
 #include <QFile>
 #include <QLabel>
-#include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
 #include <QPushButton>
@@ -33,11 +32,14 @@
 #include "widgets/bar_chart_view.h"
 #include "widgets/exemplar_strip.h"
 #include "widgets/plot_view.h"
+#include "tests/support/gui_helpers.h"
+#include "tests/support/tiny_runs.h"
 
 using icl::gui::IclIwlPage;
 using icl::gui::MainWindow;
 
 namespace {
+using icl::test::waitIdle;
 
 /// A few-shot classification run that trains in about a second (as in classification_trainer_test.cpp):
 /// evaluations at steps 0, 5, …, 20 on 64 sequences, checkpoints at 0, 10, 20.
@@ -67,17 +69,7 @@ protected:
         options.out_path = s_fewshot;
         icl::train(fewShotConfig(), options, {});
 
-        s_lsa = s_dir->filePath("lsa.h5").toStdString();
-        icl::ConfigRequest request;
-        request.preset = "vonoswald-lsa-1layer";
-        request.scale = "quick";
-        request.sets = { "task.d=3", "task.n_context=6", "training.batch_size=16", "training.eval_every=5",
-            "training.checkpoint_every=5", "eval.n_prompts=32" };
-        request.steps = 10;
-        request.device = "cpu";
-        icl::TrainOptions lsaOptions;
-        lsaOptions.out_path = s_lsa;
-        icl::train(icl::resolveConfig(request), lsaOptions, {});
+        s_lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa); // a regression run
     }
     static void TearDownTestSuite()
     {
@@ -127,32 +119,7 @@ QTemporaryDir* IclIwlPageTest::s_dir = nullptr;
 std::string IclIwlPageTest::s_fewshot;
 std::string IclIwlPageTest::s_lsa;
 
-QAction* viewAction(const MainWindow& window, const QString& text)
-{
-    for (QAction* menu : window.menuBar()->actions())
-        if (menu->menu() && menu->text() == QLatin1String("&View"))
-            for (QAction* a : menu->menu()->actions())
-                if (a->text() == text)
-                    return a;
-    return nullptr;
-}
-
 } // namespace
-
-TEST_F(IclIwlPageTest, PageIsInTheNavigatorWithCtrl0AndACommandLineName)
-{
-    MainWindow window;
-    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
-    ASSERT_NE(navigator, nullptr);
-    ASSERT_GE(navigator->count(), 10);
-    EXPECT_EQ(navigator->item(9)->text(), "ICL vs IWL");
-    EXPECT_EQ(MainWindow::pageFromName("icl-iwl"), MainWindow::Page::IclIwl);
-    QAction* action = viewAction(window, "ICL vs IWL");
-    ASSERT_NE(action, nullptr);
-    EXPECT_EQ(action->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_0));
-    action->trigger();
-    EXPECT_EQ(window.currentPage(), MainWindow::Page::IclIwl);
-}
 
 TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSelectedCheckpoint)
 {
@@ -162,7 +129,7 @@ TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSel
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
-    IclIwlPage* page = window.iclIwlPage();
+    IclIwlPage* page = window.page<IclIwlPage>();
     EXPECT_TRUE(page->isSupported());
     EXPECT_FALSE(page->isBusy()) << "nothing runs while the page is hidden";
 
@@ -179,9 +146,9 @@ TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSel
     }
     EXPECT_EQ(fig.series.back().y, (std::vector<double> { 0.5, 0.5 }));
 
-    window.showPage(MainWindow::Page::IclIwl);
+    window.showPage<IclIwlPage>();
     ASSERT_TRUE(page->isBusy()) << "showing the page starts its evaluation";
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
     EXPECT_EQ(page->checkpointStep(), 20);
     EXPECT_EQ(window.currentPlot(), page->plot());
@@ -194,7 +161,7 @@ TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSel
 
     // Following the timeline.
     ASSERT_EQ(window.selectCheckpoint(10), 10);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     shown = expectPanelOfFacade(page);
     EXPECT_EQ(shown.checkpoint_step, 10);
     EXPECT_DOUBLE_EQ(shown.icl_accuracy, file.metrics.at("icl_accuracy")[2]);
@@ -204,7 +171,7 @@ TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSel
 
     // Another number of sequences: fresh sequences, the same facade.
     page->setSequenceCount(32);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     shown = expectPanelOfFacade(page);
     EXPECT_EQ(shown.n_sequences, 32);
     EXPECT_EQ(shown.checkpoint_step, 10);
@@ -229,9 +196,9 @@ TEST_F(IclIwlPageTest, PanelShowsCommonAndRareAccuraciesOfASplitRun)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(split)));
-    window.showPage(MainWindow::Page::IclIwl);
-    IclIwlPage* page = window.iclIwlPage();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    window.showPage<IclIwlPage>();
+    IclIwlPage* page = window.page<IclIwlPage>();
+    ASSERT_TRUE(waitIdle(window));
     ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
     const icl::IclIwlResult want = icl::computeIclIwl(split, page->options());
     ASSERT_TRUE(want.common_rare_split);
@@ -248,7 +215,7 @@ TEST_F(IclIwlPageTest, PanelShowsCommonAndRareAccuraciesOfASplitRun)
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
     for (const auto& [row, value] : rows)
         EXPECT_TRUE(row->isHidden()) << row->objectName().toStdString();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     ASSERT_TRUE(page->result().has_value());
     for (const auto& [row, value] : rows)
         EXPECT_TRUE(row->isHidden()) << row->objectName().toStdString();
@@ -259,8 +226,8 @@ TEST_F(IclIwlPageTest, RegressionRunShowsOneLineSayingThePageIsForFewShotClassif
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    window.showPage(MainWindow::Page::IclIwl);
-    IclIwlPage* page = window.iclIwlPage();
+    window.showPage<IclIwlPage>();
+    IclIwlPage* page = window.page<IclIwlPage>();
     EXPECT_FALSE(page->isSupported());
     EXPECT_FALSE(page->isBusy()) << "nothing to evaluate";
     EXPECT_FALSE(page->messageLabel()->isHidden());
@@ -276,7 +243,7 @@ TEST_F(IclIwlPageTest, RegressionRunShowsOneLineSayingThePageIsForFewShotClassif
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
     EXPECT_TRUE(page->messageLabel()->isHidden());
     EXPECT_TRUE(page->plot()->isVisibleTo(page));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     expectPanelOfFacade(page);
 }
 
@@ -299,8 +266,8 @@ TEST_F(IclIwlPageTest, SweepTabDrawsFinalIclAndIwlAccuracyAgainstAGridColumnAver
 
     MainWindow window;
     window.setScripted(true);
-    window.showPage(MainWindow::Page::IclIwl);
-    IclIwlPage* page = window.iclIwlPage();
+    window.showPage<IclIwlPage>();
+    IclIwlPage* page = window.page<IclIwlPage>();
     ASSERT_TRUE(page->openSweep(dir.path())) << page->sweepView()->statusLabel()->text().toStdString();
     EXPECT_EQ(window.currentPlot(), page->sweepView()->plot());
     // seed is averaged over; p_bursty and model.kind (named ticks) can be on the x axis.
@@ -441,16 +408,16 @@ TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSe
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
-    IclIwlPage* page = window.iclIwlPage();
+    IclIwlPage* page = window.page<IclIwlPage>();
     EXPECT_EQ(IclIwlPage::tabNames(), (QStringList { "training", "sweep", "sequence" }));
     ASSERT_TRUE(page->showTab("sequence"));
     EXPECT_FALSE(page->showTab("attention"));
     EXPECT_EQ(page->tabs()->tabText(page->tabs()->currentIndex()), "Sequence");
     EXPECT_FALSE(page->isBusy()) << "nothing runs while the page is hidden";
 
-    window.showPage(MainWindow::Page::IclIwl);
+    window.showPage<IclIwlPage>();
     ASSERT_TRUE(page->isBusy());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(window.currentPlot(), nullptr) << "the sequence tab has a bar chart, not a PlotView";
     EXPECT_EQ(page->sequenceKind(), icl::FewShotSequenceKind::Training);
     EXPECT_EQ(page->sequenceSeed(), 0u);
@@ -459,7 +426,7 @@ TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSe
 
     // An ICL sequence: holdout classes, labels {0, 1}, and the {0, 1} read-out.
     page->setSequence(icl::FewShotSequenceKind::Icl, 3);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->sequenceView()->kindChooser()->currentData().toString(), "icl");
     shown = expectSequenceOfFacade(page, s_fewshot, 20);
     for (const auto& tile : page->sequenceView()->strip()->tiles())
@@ -470,30 +437,30 @@ TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSe
     // Resample (Ctrl+R): the next seed.
     EXPECT_EQ(page->sequenceView()->resampleButton()->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_R));
     page->sequenceView()->resampleButton()->click();
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->sequenceSeed(), 4u);
     expectSequenceOfFacade(page, s_fewshot, 20);
 
     // Following the timeline.
     ASSERT_EQ(window.selectCheckpoint(10), 10);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     expectSequenceOfFacade(page, s_fewshot, 10);
 
     // The IWL kind from the combo box, as a user picks it.
     page->sequenceView()->kindChooser()->setCurrentIndex(page->sequenceView()->kindChooser()->findData("iwl"));
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->sequenceKind(), icl::FewShotSequenceKind::Iwl);
     shown = expectSequenceOfFacade(page, s_fewshot, 10);
     EXPECT_EQ(page->sequenceView()->inContextLabel()->text() == "yes", shown.prediction_in_context);
 
     // Another tab: a new seed waits until the sequence tab is back.
     page->showTab("training");
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     page->setSequence(icl::FewShotSequenceKind::TrainingBursty, 9);
     EXPECT_FALSE(page->isBusy());
     page->showTab("sequence");
     ASSERT_TRUE(page->isBusy());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     shown = expectSequenceOfFacade(page, s_fewshot, 10);
     EXPECT_TRUE(shown.bursty);
     EXPECT_TRUE(page->sequenceView()->infoLabel()->text().contains("bursty")) << page->sequenceView()->infoLabel()->text().toStdString();

@@ -34,20 +34,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "app/gui/attention_page.h"
 #include "app/gui/main_window.h"
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/training/weights_import.h"
+#include "tests/support/gui_helpers.h"
 
+using icl::gui::AttentionPage;
 using icl::gui::ImportDialog;
 using icl::gui::MainWindow;
 
 namespace {
-
-bool waitIdle(const ImportDialog& dialog, int timeoutMs = 120000)
-{
-    return QTest::qWaitFor([&] { return !dialog.isBusy(); }, timeoutMs);
-}
+using icl::test::waitIdle;
 
 /// Saves a picture of `widget` when ICL_GUI_SCREENSHOT_DIR is set (documentation; no effect on the test).
 void maybeScreenshot(QWidget& widget, const char* name)
@@ -357,7 +356,7 @@ TEST(ImportDialog, ImportedRunOpensOnTheAttentionPage)
 
     EXPECT_EQ(QFileInfo(QString::fromStdString(window.experiment().path)).absoluteFilePath(),
         QFileInfo(path).absoluteFilePath());
-    EXPECT_EQ(window.currentPage(), MainWindow::Page::Attention);
+    EXPECT_EQ(window.currentPage(), window.page<AttentionPage>());
     const icl::RunSummary summary = icl::readRunSummary(path.toStdString());
     ASSERT_EQ(summary.checkpoints.size(), 3u);
     EXPECT_EQ(summary.checkpoints[0].step, 100);

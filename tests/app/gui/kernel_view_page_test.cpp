@@ -8,7 +8,6 @@
 #include <QDir>
 #include <QFileInfo>
 #include <QLabel>
-#include <QListWidget>
 #include <QSpinBox>
 #include <QTemporaryDir>
 #include <QTest>
@@ -23,11 +22,13 @@
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/gui_helpers.h"
 
 using icl::gui::KernelViewPage;
 using icl::gui::MainWindow;
 
 namespace {
+using icl::test::waitIdle;
 
 class KernelViewPageTest : public ::testing::Test {
 protected:
@@ -67,17 +68,11 @@ TEST_F(KernelViewPageTest, ShowsTheFacadesNumbersAndTheVariantsOnTheSameTask)
 {
     MainWindow window;
     window.setScripted(true);
-    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
-    ASSERT_NE(navigator, nullptr);
-    ASSERT_GE(navigator->count(), 4);
-    EXPECT_EQ(navigator->item(3)->text(), "Kernel view");
-    EXPECT_EQ(MainWindow::pageFromName("kernel"), MainWindow::Page::KernelView);
-
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-    window.showPage(MainWindow::Page::KernelView);
-    KernelViewPage* page = window.kernelViewPage();
+    window.showPage<KernelViewPage>();
+    KernelViewPage* page = window.page<KernelViewPage>();
     ASSERT_TRUE(page->isBusy()) << "showing the page starts its analysis";
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
 
     icl::KernelViewOptions o;
@@ -117,7 +112,7 @@ TEST_F(KernelViewPageTest, ShowsTheFacadesNumbersAndTheVariantsOnTheSameTask)
 
     // A file added by the user joins the comparison; exports carry the plotted data.
     page->addVariantFiles({ s_dir->filePath("other_task.h5") });
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 60000));
+    ASSERT_TRUE(waitIdle(window, 60000));
     EXPECT_EQ(page->variantFiles().size(), 3);
     const std::string csv = s_dir->filePath("err.csv").toStdString();
     std::string error;
@@ -130,18 +125,18 @@ TEST_F(KernelViewPageTest, FollowsTheTimelineAndRefusesLinearModels)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-    window.showPage(MainWindow::Page::KernelView);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
+    window.showPage<KernelViewPage>();
+    ASSERT_TRUE(waitIdle(window));
     ASSERT_EQ(window.selectCheckpoint(10), 10);
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, 300000));
-    EXPECT_TRUE(window.kernelViewPage()->summaryLabel()->text().startsWith("Checkpoint 10,"))
-        << window.kernelViewPage()->summaryLabel()->text().toStdString();
+    ASSERT_TRUE(waitIdle(window));
+    EXPECT_TRUE(window.page<KernelViewPage>()->summaryLabel()->text().startsWith("Checkpoint 10,"))
+        << window.page<KernelViewPage>()->summaryLabel()->text().toStdString();
 
     const std::string linear = s_dir->filePath("linear/lsa.h5").toStdString();
     QDir().mkpath(s_dir->filePath("linear"));
     trainRun(linear, { "model.softmax_layers=0" });
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(linear)));
-    EXPECT_FALSE(window.kernelViewPage()->isBusy());
-    EXPECT_TRUE(window.kernelViewPage()->messageLabel()->isVisibleTo(window.kernelViewPage()));
-    EXPECT_TRUE(window.kernelViewPage()->messageLabel()->text().contains("softmax_layers"));
+    EXPECT_FALSE(window.page<KernelViewPage>()->isBusy());
+    EXPECT_TRUE(window.page<KernelViewPage>()->messageLabel()->isVisibleTo(window.page<KernelViewPage>()));
+    EXPECT_TRUE(window.page<KernelViewPage>()->messageLabel()->text().contains("softmax_layers"));
 }

@@ -32,16 +32,24 @@
 #include "app/gui/experiments_page.h"
 #include "app/gui/import_dialog.h"
 #include "app/gui/train_page.h"
+#include "app/gui/icl_iwl_page.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/trainer.h"
 #include "core/training/weights_import.h"
 #include "widgets/checkpoint_timeline.h"
 #include "widgets/plot_view.h"
+#include "tests/support/gui_helpers.h"
 
 using icl::gui::MainWindow;
+using icl::gui::ExperimentsPage;
+using icl::gui::GdAlignmentPage;
+using icl::gui::IclIwlPage;
+using icl::gui::TrainPage;
 
 namespace {
+using icl::test::graphPoints;
+using icl::test::waitIdle;
 
 const std::vector<std::string> kTinySets = { "training.batch_size=64", "training.steps=40", "training.eval_every=10",
     "training.checkpoint_every=20", "eval.n_prompts=256" };
@@ -81,20 +89,22 @@ protected:
 
 QTemporaryDir* MainWindowTest::s_dir = nullptr;
 
+/// The Train page of a scripted `window`, set to train the config file `config` into `out`.
+TrainPage* trainPageFor(MainWindow& window, const QString& config, const QString& out)
+{
+    window.setScripted(true);
+    TrainPage* page = window.page<TrainPage>();
+    page->setConfigFile(config);
+    page->setOutputPath(out);
+    return page;
+}
+
 void writeConfig(const QString& path, const nlohmann::json& config)
 {
     std::ofstream f(path.toStdString());
     f << config.dump(2);
 }
 std::string MainWindowTest::s_run;
-
-std::vector<std::pair<double, double>> graphPoints(QCPGraph* graph)
-{
-    std::vector<std::pair<double, double>> out;
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
-        out.emplace_back(it->key, it->value);
-    return out;
-}
 
 /// (step, value) pairs of a metric series of the file, skipping NaN (rows without that metric).
 std::vector<std::pair<double, double>> metricPoints(const icl::RunSummary& s, const std::string& key)
@@ -127,7 +137,7 @@ TEST_F(MainWindowTest, TrainPagePlotsTheLossSeriesOfTheFile)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-    window.showPage(MainWindow::Page::Train);
+    window.showPage<TrainPage>();
     auto* plot = window.findChild<icl::widgets::PlotView*>("trainLossPlot");
     ASSERT_NE(plot, nullptr);
     EXPECT_EQ(window.currentPlot(), plot);
@@ -186,12 +196,12 @@ TEST_F(MainWindowTest, ExperimentsPageShowsSummaryAndRecentFile)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-    const QString text = window.experimentsPage()->summaryView()->toPlainText();
+    const QString text = window.page<ExperimentsPage>()->summaryView()->toPlainText();
     EXPECT_TRUE(text.contains("tiny.h5"));
     EXPECT_TRUE(text.contains("icl-workbench")); // format attribute
     EXPECT_TRUE(text.contains("\"batch_size\": 64")) << text.toStdString(); // the config of the file
     EXPECT_TRUE(window.recentFiles().contains(QFileInfo(QString::fromStdString(s_run)).absoluteFilePath()));
-    QListWidget* recent = window.experimentsPage()->recentList();
+    QListWidget* recent = window.page<ExperimentsPage>()->recentList();
     ASSERT_GE(recent->count(), 1);
     EXPECT_EQ(recent->item(0)->text(), "tiny.h5");
     EXPECT_TRUE(window.windowTitle().contains("tiny.h5"));
@@ -243,16 +253,16 @@ TEST_F(MainWindowTest, StatusBarShowsDeviceProgressAndCancel)
     EXPECT_TRUE(device->text().contains(QString::fromStdString(icl::resolveDeviceName("auto"))));
     ASSERT_NE(window.findChild<QPushButton*>("cancelButton"), nullptr);
     EXPECT_FALSE(window.findChild<QPushButton*>("cancelButton")->isEnabled());
-    EXPECT_EQ(MainWindow::pageFromName("train"), MainWindow::Page::Train);
-    EXPECT_EQ(MainWindow::pageFromName("experiments"), MainWindow::Page::Experiments);
-    EXPECT_FALSE(MainWindow::pageFromName("nope").has_value());
+    EXPECT_EQ(icl::test::pageTypeNamed("train"), &TrainPage::staticMetaObject);
+    EXPECT_EQ(icl::test::pageTypeNamed("experiments"), &ExperimentsPage::staticMetaObject);
+    EXPECT_EQ(MainWindow::pageFromName("nope"), nullptr);
 }
 
 TEST_F(MainWindowTest, PresetsListedOnTheExperimentsPage)
 {
     MainWindow window;
     const std::vector<icl::PresetInfo> presets = icl::listPresets();
-    QTableWidget* table = window.experimentsPage()->presetTable();
+    QTableWidget* table = window.page<ExperimentsPage>()->presetTable();
     ASSERT_EQ(table->rowCount(), int(presets.size()));
     for (size_t i = 0; i < presets.size(); ++i) {
         EXPECT_EQ(table->item(int(i), 0)->text().toStdString(), presets[i].name);
@@ -271,10 +281,7 @@ TEST_F(MainWindowTest, TrainsFromAConfigFileOnAWorkerThreadAndOpensTheResult)
     }
     const QString out = dir.filePath("gui-run.h5");
     MainWindow window;
-    window.setScripted(true);
-    icl::gui::TrainPage* page = window.trainPage();
-    page->setConfigFile(configPath);
-    page->setOutputPath(out);
+    TrainPage* page = trainPageFor(window, configPath, out);
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
     EXPECT_TRUE(window.isBusy());
@@ -307,10 +314,7 @@ TEST_F(MainWindowTest, StopEndsTrainingEarlyAndKeepsAResumableFile)
     }
     const QString out = dir.filePath("stopped.h5");
     MainWindow window;
-    window.setScripted(true);
-    icl::gui::TrainPage* page = window.trainPage();
-    page->setConfigFile(configPath);
-    page->setOutputPath(out);
+    TrainPage* page = trainPageFor(window, configPath, out);
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
     QSignalSpy progress(page, &icl::gui::TrainPage::progressChanged);
     ASSERT_TRUE(page->startTraining(false));
@@ -338,7 +342,7 @@ TEST_F(MainWindowTest, ResumeContinuesTheFileToTheNewStepCount)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(run));
-    icl::gui::TrainPage* page = window.trainPage();
+    icl::gui::TrainPage* page = window.page<TrainPage>();
     EXPECT_EQ(page->outputPath(), run);
     auto* steps = page->findChild<QSpinBox*>("stepsSpin");
     ASSERT_NE(steps, nullptr);
@@ -360,10 +364,7 @@ TEST_F(MainWindowTest, DivergenceIsReportedAndTheLastCheckpointOpened)
     writeConfig(configPath, tinyConfig(40, { "training.lr=1e30", "training.grad_clip=0", "training.optimizer=sgd" }));
     const QString out = dir.filePath("diverged.h5");
     MainWindow window;
-    window.setScripted(true);
-    icl::gui::TrainPage* page = window.trainPage();
-    page->setConfigFile(configPath);
-    page->setOutputPath(out);
+    TrainPage* page = trainPageFor(window, configPath, out);
     QSignalSpy errors(page, &icl::gui::TrainPage::errorOccurred);
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
@@ -383,7 +384,7 @@ TEST_F(MainWindowTest, BadConfigFileIsAnErrorNotACrash)
     QTemporaryDir dir;
     MainWindow window;
     window.setScripted(true);
-    icl::gui::TrainPage* page = window.trainPage();
+    icl::gui::TrainPage* page = window.page<TrainPage>();
     page->setConfigFile(dir.filePath("missing.json"));
     page->setOutputPath(dir.filePath("never.h5"));
     QSignalSpy errors(page, &icl::gui::TrainPage::errorOccurred);
@@ -402,8 +403,8 @@ TEST_F(MainWindowTest, LivePlotShowsTrainEvalAndBaselineLossesWhileTraining)
     MainWindow window;
     window.setScripted(true);
     window.show();
-    window.showPage(MainWindow::Page::Train);
-    icl::gui::TrainPage* page = window.trainPage();
+    window.showPage<TrainPage>();
+    icl::gui::TrainPage* page = window.page<TrainPage>();
     page->setConfigFile(configPath);
     page->setOutputPath(dir.filePath("live.h5"));
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
@@ -456,13 +457,13 @@ TEST_F(MainWindowTest, AlignmentCurvesUpdateWhileTraining)
     MainWindow window;
     window.setScripted(true);
     window.show();
-    window.showPage(MainWindow::Page::Train);
-    icl::gui::TrainPage* page = window.trainPage();
+    window.showPage<TrainPage>();
+    icl::gui::TrainPage* page = window.page<TrainPage>();
     page->setConfigFile(configPath);
     page->setOutputPath(dir.filePath("live-align.h5"));
     QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
-    QCustomPlot* qcp = window.gdAlignmentPage()->alignmentPlot()->plot();
+    QCustomPlot* qcp = window.page<GdAlignmentPage>()->alignmentPlot()->plot();
     auto mostPoints = [&] {
         int most = 0;
         for (int g = 0; g < qcp->graphCount(); ++g)
@@ -508,7 +509,7 @@ TEST_F(MainWindowTest, AnImportedRunShowsWhereItCameFromAndARunTrainedHereDoesNo
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(request.out_path)));
-    icl::gui::ExperimentsPage* page = window.experimentsPage();
+    icl::gui::ExperimentsPage* page = window.page<ExperimentsPage>();
     EXPECT_FALSE(page->provenanceBox()->isHidden());
     EXPECT_EQ(page->provenanceLabel()->text(),
         QStringLiteral("Imported %1, not trained here (%2 layout)")
@@ -535,7 +536,7 @@ TEST_F(MainWindowTest, AnImportedRunShowsWhereItCameFromAndARunTrainedHereDoesNo
     EXPECT_TRUE(provenance.at("warnings").empty());
     EXPECT_TRUE(page->provenanceNotes()->isHidden()) << "no warnings, no removed prefixes";
     // The Train page's checkpoint list: no training loss and no wall time for checkpoints trained elsewhere.
-    QTableWidget* checkpoints = window.trainPage()->checkpointTable();
+    QTableWidget* checkpoints = window.page<TrainPage>()->checkpointTable();
     ASSERT_EQ(checkpoints->rowCount(), int(file.checkpoints.size()));
     for (int r = 0; r < checkpoints->rowCount(); ++r) {
         EXPECT_EQ(checkpoints->item(r, 0)->text(), steps[r]);
@@ -621,7 +622,7 @@ TEST_F(MainWindowTest, CheckpointsOnTheCommandLineOpenTheImportDialogLikeADrop)
         ASSERT_NE(dialog, nullptr);
         EXPECT_EQ(dialog->source(), source);
         EXPECT_TRUE(dialog->isVisible());
-        ASSERT_TRUE(QTest::qWaitFor([&] { return !dialog->isBusy(); }, 120000));
+        ASSERT_TRUE(waitIdle(*dialog, 120000));
         EXPECT_TRUE(dialog->hasPlan() || !dialog->errorMessage().isEmpty());
         EXPECT_TRUE(window.experiment().path.empty()) << "nothing is opened as an experiment";
     }
@@ -641,5 +642,5 @@ TEST_F(MainWindowTest, CheckpointsOnTheCommandLineOpenTheImportDialogLikeADrop)
     // A folder without checkpoints is a sweep folder, as before: the ICL vs IWL page says what is missing.
     EXPECT_FALSE(window.openPath(sweepFolder));
     EXPECT_EQ(window.importDialog(), nullptr);
-    EXPECT_EQ(window.currentPage(), MainWindow::Page::IclIwl);
+    EXPECT_EQ(window.currentPage(), window.page<IclIwlPage>());
 }

@@ -19,7 +19,6 @@
 #include <QFile>
 #include <QFileInfo>
 #include <QLabel>
-#include <QListWidget>
 #include <QMenu>
 #include <QMenuBar>
 #include <QProgressBar>
@@ -41,11 +40,13 @@
 #include "tests/support/tiny_runs.h"
 #include "tests/support/same_values.h"
 #include "tests/support/qt_files.h"
+#include "tests/support/gui_helpers.h"
 
 using icl::gui::MainWindow;
 using icl::gui::PastingPage;
 
 namespace {
+using icl::test::waitIdle;
 using icl::test::readAll;
 
 using icl::test::sameValues;
@@ -67,10 +68,7 @@ protected:
             { "task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=2", "model.n_heads=2",
                 "model.d_model=16", "training.batch_size=16", "training.eval_every=10", "training.checkpoint_every=10",
                 "eval.n_prompts=64", "eval.bootstrap=10" });
-        s_lsa = s_dir->filePath("lsa.h5").toStdString();
-        trainRun(s_lsa, "vonoswald-lsa-1layer",
-            { "task.d=3", "task.n_context=6", "training.batch_size=16", "training.eval_every=10",
-                "training.checkpoint_every=10", "eval.n_prompts=64", "eval.bootstrap=10" });
+        s_lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa); // a run the page does not apply to
     }
     static void TearDownTestSuite()
     {
@@ -87,7 +85,7 @@ protected:
             return ::testing::AssertionFailure() << "the window was not exposed";
         if (!window.openExperiment(QString::fromStdString(path)))
             return ::testing::AssertionFailure() << "cannot open " << path;
-        window.showPage(MainWindow::Page::Pasting);
+        window.showPage<PastingPage>();
         return ::testing::AssertionSuccess();
     }
 
@@ -133,16 +131,6 @@ std::vector<double> toDouble(const std::vector<int64_t>& v)
     return std::vector<double>(v.begin(), v.end());
 }
 
-QAction* viewAction(const MainWindow& window, const QString& text)
-{
-    for (QAction* menu : window.menuBar()->actions())
-        if (menu->menu() && menu->text() == QLatin1String("&View"))
-            for (QAction* a : menu->menu()->actions())
-                if (a->text() == text)
-                    return a;
-    return nullptr;
-}
-
 /// The arguments of the guo-pasting pasting in scripts/reproduce.py (its "paste" list), in order; empty when the
 /// script or the entry is not found.
 std::vector<std::string> reproducePastingArguments()
@@ -181,7 +169,7 @@ TEST_F(PastingPageTest, GuoSettingsAreTheOnesTheReproduceScriptPastesWith)
 
     MainWindow window;
     ASSERT_TRUE(showOnPastingPage(window, s_gpt2)); // clicked like a user would
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     icl::gui::PastingOptionsForm* form = page->optionsForm();
     // Start away from every value the button sets.
     choose(page, "linear", 0);
@@ -238,7 +226,7 @@ TEST_F(PastingPageTest, OpeningAParentShowsItsLatestStoredPasting)
 
     MainWindow window;
     ASSERT_TRUE(showOnPastingPage(window, parent));
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     ASSERT_TRUE(page->result().has_value()) << "the stored result is shown without running anything";
     EXPECT_FALSE(page->isBusy());
     const icl::PastingResult& got = *page->result();
@@ -262,20 +250,8 @@ TEST_F(PastingPageTest, OpeningAParentShowsItsLatestStoredPasting)
     EXPECT_TRUE(page->optionsForm()->guoSettings()->isEnabled()) << "a shown result leaves the form usable";
 }
 
-TEST_F(PastingPageTest, PageIsInTheNavigatorWithShortcutAndCommandLineName)
+TEST_F(PastingPageTest, TheDefaultOutputFileIsThatOfTheCli)
 {
-    MainWindow window;
-    auto* navigator = window.findChild<QListWidget*>("pageNavigator");
-    ASSERT_NE(navigator, nullptr);
-    ASSERT_GE(navigator->count(), 7);
-    EXPECT_EQ(navigator->item(6)->text(), "Pasting");
-    EXPECT_EQ(MainWindow::pageFromName("pasting"), MainWindow::Page::Pasting);
-    EXPECT_EQ(MainWindow::pageFromName("paste"), MainWindow::Page::Pasting);
-    QAction* pasting = viewAction(window, "Pasting");
-    ASSERT_NE(pasting, nullptr);
-    EXPECT_EQ(pasting->shortcut(), QKeySequence(Qt::CTRL | Qt::Key_7));
-    pasting->trigger();
-    EXPECT_EQ(window.currentPage(), MainWindow::Page::Pasting);
     // The default output file is icl-cli analyze paste's.
     EXPECT_EQ(PastingPage::defaultOutputPath("runs/parent.h5", 2, "transformer1"),
         QString::fromStdString((std::filesystem::path("runs") / "parent.paste-l2-transformer1.h5").string()));
@@ -286,7 +262,7 @@ TEST_F(PastingPageTest, StartFromParentIsOfferedWhereTheCoreDefinesIt)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     QCheckBox* init = page->optionsForm()->initFromParent();
     ASSERT_NE(init, nullptr);
     choose(page, "transformer1", 0);
@@ -308,7 +284,7 @@ TEST_F(PastingPageTest, WithoutItsMlpIsOfferedOnlyForATransformer1StartedFromThe
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     QCheckBox* init = page->optionsForm()->initFromParent();
     QCheckBox* zero = page->optionsForm()->zeroNewMlp();
     ASSERT_NE(zero, nullptr);
@@ -334,7 +310,7 @@ TEST_F(PastingPageTest, MatchLabelVarianceReplacesTheGivenWScale)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     QCheckBox* match = page->optionsForm()->matchLabelVariance();
     ASSERT_NE(match, nullptr);
     page->optionsForm()->wScale()->setValue(0.7);
@@ -354,8 +330,8 @@ TEST_F(PastingPageTest, MatchLabelScaleExcludesMatchLabelVarianceAndSetsTheSched
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    icl::gui::PastingOptionsForm* form = window.pastingPage()->optionsForm();
-    PastingPage* page = window.pastingPage();
+    icl::gui::PastingOptionsForm* form = window.page<PastingPage>()->optionsForm();
+    PastingPage* page = window.page<PastingPage>();
     QCheckBox* variance = form->matchLabelVariance();
     QCheckBox* scale = form->matchLabelScale();
     ASSERT_NE(scale, nullptr);
@@ -384,7 +360,7 @@ TEST_F(PastingPageTest, BeforeAnyRunThePlotsHaveLabelledAxesAndNoSeries)
     MainWindow window;
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     for (icl::widgets::PlotView* view : { page->iclPlot(), page->lossPlot() }) {
         const icl::Figure& f = view->figure();
         EXPECT_TRUE(f.series.empty());
@@ -401,7 +377,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 {
     MainWindow window;
     ASSERT_TRUE(showOnPastingPage(window, s_gpt2)); // clicked like a user would
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
     EXPECT_FALSE(page->messageLabel()->isVisibleTo(page));
     EXPECT_EQ(page->optionsForm()->cutLayer()->minimum(), 0);
@@ -420,7 +396,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     EXPECT_FALSE(page->runButton()->isEnabled());
     EXPECT_FALSE(page->optionsForm()->steps()->isEnabled()) << "the options of a running pasting are fixed";
     EXPECT_TRUE(window.findChild<QPushButton*>("cancelButton")->isEnabled());
-    ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs));
+    ASSERT_TRUE(waitIdle(window, kTimeoutMs));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
     ASSERT_TRUE(page->result().has_value());
     EXPECT_EQ(page->progressBar()->maximum(), 24) << "12 steps of the pasted and of the scratch model";
@@ -557,7 +533,7 @@ TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
 {
     MainWindow window;
     ASSERT_TRUE(showOnPastingPage(window, s_gpt2)); // clicked like a user would
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     configure(page, 1000000); // far more than a test waits for
     const QString out = s_dir->filePath("cancelled.h5");
     page->optionsForm()->output()->setText(out);
@@ -569,7 +545,7 @@ TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
         ASSERT_TRUE(QTest::qWaitFor([&] { return page->progressBar()->value() > 0; }, kTimeoutMs)) << button;
         EXPECT_TRUE(QFileInfo::exists(out)) << "the run writes its output file";
         QTest::mouseClick(window.findChild<QPushButton*>(button), Qt::LeftButton);
-        ASSERT_TRUE(QTest::qWaitFor([&] { return !window.isBusy(); }, kTimeoutMs)) << button;
+        ASSERT_TRUE(waitIdle(window, kTimeoutMs)) << button;
         EXPECT_TRUE(page->statusLabel()->text().startsWith("Cancelled after"))
             << page->statusLabel()->text().toStdString();
         EXPECT_FALSE(page->result().has_value());
@@ -589,9 +565,9 @@ TEST_F(PastingPageTest, NonGpt2RunsAreRefusedWithAMessage)
 {
     MainWindow window;
     window.setScripted(true);
-    window.showPage(MainWindow::Page::Pasting);
+    window.showPage<PastingPage>();
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    PastingPage* page = window.pastingPage();
+    PastingPage* page = window.page<PastingPage>();
     EXPECT_TRUE(page->messageLabel()->isVisibleTo(page));
     EXPECT_TRUE(page->messageLabel()->text().contains("GPT-2")) << page->messageLabel()->text().toStdString();
     EXPECT_TRUE(page->messageLabel()->text().contains("lsa")) << page->messageLabel()->text().toStdString();
