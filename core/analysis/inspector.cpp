@@ -17,8 +17,8 @@
 #include "core/models/lsa.h"
 #include "core/models/names.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
-#include "core/training/blas.h"
+#include "core/tasks/prompts.h"
+#include "core/runtime/blas.h"
 #include "core/training/checkpoint.h"
 
 namespace icl {

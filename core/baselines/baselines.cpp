@@ -14,9 +14,9 @@
 #include "core/error.h"
 #include "core/io/kinds.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
-#include "core/training/blas.h"
-#include "core/training/seeds.h"
+#include "core/tasks/prompts.h"
+#include "core/runtime/blas.h"
+#include "core/tasks/seeds.h"
 
 namespace icl {
 

@@ -34,7 +34,7 @@ namespace icl {
 /// Thread affinity: one thread at a time (it owns mutable buffers); it reads and writes the model's
 /// attention weights and their grad(), so the model must not be used concurrently either. On the CPU it
 /// runs on the calling thread alone, whatever the intra-op thread count (ThisThreadIntraOpThreads(1),
-/// core/training/blas.h): its GEMMs have inner dimension D ≈ 11 and its per-prompt products stream through
+/// core/runtime/blas.h): its GEMMs have inner dimension D ≈ 11 and its per-prompt products stream through
 /// memory, so a second thread gained less than the wake-ups of its ~60 parallel regions per step cost
 /// (README, "Threads per workload"). The numbers do not depend on the thread count either way.
 class FusedLsa {

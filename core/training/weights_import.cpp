@@ -29,10 +29,10 @@
 #include "core/models/model.h"
 #include "core/models/names.h"
 #include "core/training/checkpoint.h"
-#include "core/training/device.h"
+#include "core/runtime/device.h"
 #include "core/training/regression_evaluation.h"
 #include "core/training/run_file_lock.h"
-#include "core/training/seeds.h"
+#include "core/tasks/seeds.h"
 
 namespace icl {
 

@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 
 namespace icl {
 
