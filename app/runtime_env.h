@@ -7,21 +7,21 @@
 //    soon as anything else needs a core (measured: 300 LSA steps take 10 s with PASSIVE and 23 s with
 //    ACTIVE while a compiler runs; equal when idle), and the GUI thread competes with spinning workers.
 // 2. OPENBLAS_CORETYPE: when the loaded OpenBLAS fell back to kernels older than the CPU supports
-//    (core/training/blas.h: Prescott on AVX-512 Xeons it does not recognise, 6× slower SGEMM), the
+//    (core/runtime/blas.h: Prescott on AVX-512 Xeons it does not recognise, 6× slower SGEMM), the
 //    best core for the CPU. OpenBLAS also reads it only when loaded.
 // So each executable re-executes itself once with the variables set, unless the user set them. Call
 // first thing in main(); returns normally when nothing needs doing or exec fails.
-// 3. ATEN_CPU_CAPABILITY=avx512 on CPUs with AVX-512 (core/training/cpu_kernels.h): ATen reads it at its
+// 3. ATEN_CPU_CAPABILITY=avx512 on CPUs with AVX-512 (core/runtime/cpu_kernels.h): ATen reads it at its
 //    first kernel call, so it needs no restart, but is set before one so that a restart keeps it.
 // 4. The malloc thresholds that let a training step reuse the previous step's memory
-//    (core/training/allocator.h), set with mallopt in the process that carries on.
+//    (core/runtime/allocator.h), set with mallopt in the process that carries on.
 
 #include <cstdlib>
 #include <unistd.h>
 
-#include "core/training/allocator.h"
-#include "core/training/blas.h"
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/allocator.h"
+#include "core/runtime/blas.h"
+#include "core/runtime/cpu_kernels.h"
 
 namespace icl::app {
 

@@ -12,7 +12,7 @@
 
 #include "core/analysis/fewshot_sequence.h"
 #include "core/error.h"
-#include "core/training/device.h"
+#include "core/runtime/device.h"
 #include "display.h"
 
 using nlohmann::json;

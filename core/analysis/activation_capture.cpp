@@ -20,7 +20,7 @@
 #include "core/models/capture.h"
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 
 namespace fs = std::filesystem;
 

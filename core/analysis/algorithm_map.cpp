@@ -23,9 +23,9 @@
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
 #include "core/models/names.h"
-#include "core/tasks/sine_regression.h"
-#include "core/training/blas.h"
-#include "core/training/seeds.h"
+#include "core/tasks/prompts.h"
+#include "core/runtime/blas.h"
+#include "core/tasks/seeds.h"
 
 namespace icl {
 
@@ -266,7 +266,7 @@ struct Spectra {
 
 Spectra spectra(const PromptBatch& p, bool prefixes, bool keepVectors)
 {
-    const ScopedThreads oneThread(1);  // thousands of d × d eigendecompositions (core/training/blas.h)
+    const ScopedThreads oneThread(1);  // thousands of d × d eigendecompositions (core/runtime/blas.h)
     torch::NoGradGuard guard;
     const int64_t N = p.nContext(), d = p.dim(), B = p.batchSize();
     const torch::Tensor X = p.contextX(), y = p.contextY();

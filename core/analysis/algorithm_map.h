@@ -2,17 +2,10 @@
 // The algorithm map: which algorithm, at which step, does layer ℓ of a model compute? Torch-free facade for the
 // GUI's Algorithm map page and `icl-cli analyze RUN algorithm-map` (docs/science.md §5).
 //
-// Every layer ℓ = 1 … L of a checkpoint is read out at the query (LSA: −y-slot after layer ℓ, von Oswald et al.;
-// GPT-2: a ridge probe per layer on the residual stream at the x tokens, fitted on prompts of their own, Fu et
-// al.), and compared with four algorithm families on the same prompts: GD-k (k log-spaced 1 … 1,000), GD++ with
-// the run's fitted scalars, Iterative Newton-k (k = 1 … 20) and ridge over a λ path. Two similarities (Fu et al.
-// 2023): of errors (per prompt the cosine between the residual sequences ŷ_i − y_{i+1} of the layer and of the
-// algorithm, i = 1 … N the examples each prediction is made from, averaged over prompts; for a model that
-// predicts only at the query, the cosine of the query residuals over prompts) and of induced weights (the linear
-// map each implies from one context to many queries, by cosine, averaged over contexts).
-//
-// Cost: per prompt and prefix one eigendecomposition of S = XᵀX gives every GD, Newton and ridge step (spectral
-// filters, core/baselines); the model runs once over the evaluation, probe and weight prompts.
+// Every layer ℓ = 1 … L of a checkpoint is read out at the query (LSA: −y-slot after layer ℓ; GPT-2: a ridge
+// probe per layer at the x tokens) and compared with GD-k, GD++, Iterative Newton-k and ridge over a λ path on
+// the same prompts, by Fu et al.'s two similarities (of errors, of induced weights; docs/science.md §5). Per
+// prompt and prefix one eigendecomposition of XᵀX gives every GD, Newton and ridge step (core/baselines).
 
 #include <cstdint>
 #include <functional>

@@ -6,13 +6,13 @@
 #include "core/error.h"
 #include "core/io/bounded_json.h"
 #include "core/io/kinds.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 #include "core/training/checkpoint.h"
-#include "core/training/device.h"
-#include "core/training/seeds.h"
+#include "core/runtime/device.h"
+#include "core/tasks/seeds.h"
 
 namespace icl {
 
@@ -125,7 +125,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
             addPoint(*seriesFor(curve, "model"), lossOf(all.defined() ? all.select(1, n) : model.predict(b)),
                      resampleIdx);
             // With no example every baseline returns the prior mean of y given x, 0 (w is zero-mean).
-            // The baselines are many small per-prompt kernels: one thread (core/training/blas.h).
+            // The baselines are many small per-prompt kernels: one thread (core/runtime/blas.h).
             const ScopedThreads oneThread(1);
             for (const auto& name : names)
                 addPoint(*seriesFor(curve, name),

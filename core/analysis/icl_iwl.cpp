@@ -5,7 +5,7 @@
 #include "core/analysis/classification_run.h"
 #include "core/error.h"
 #include "core/training/classification_trainer.h"
-#include "core/training/device.h"
+#include "core/runtime/device.h"
 
 namespace icl {
 

@@ -17,8 +17,8 @@
 #include "core/models/lsa.h"
 #include "core/models/names.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
-#include "core/training/blas.h"
+#include "core/tasks/prompts.h"
+#include "core/runtime/blas.h"
 #include "core/training/checkpoint.h"
 
 namespace icl {
@@ -95,10 +95,8 @@ struct Inspector::Impl {
         int64_t params = 0;
         for (const auto& p : run.model.module->parameters())
             params += p.numel();
-        // One prompt through a small model is too little work to share between threads: measured on
-        // the 2-core machine under load (BM_InspectPromptEdit, 4 × 64 gpt2), 2 threads took a median
-        // 264 ms per edit against 20 ms on one, because every parallel region waits for a core
-        // another process holds. Larger models keep the configured threads.
+        // One prompt through a small model is too little work to share between threads (docs/performance.md,
+        // "The inspector's threads"). Larger models keep the configured threads.
         prompt_threads = params < 1000000 ? 1 : 0;
     }
     int prompt_threads = 0;  ///< intra-op threads of inspect()/lens() (0 = the configured count)

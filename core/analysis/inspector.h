@@ -10,8 +10,7 @@
 //     p.y[3] += 1.0;                            // edit one in-context label
 //     const Inspection view = insp.inspect(p);  // patterns [L·H] × [T, T_keys], predictions, head summaries
 //     const RegressionLens lens = insp.lens(p);
-//     PatchingOptions po;  po.corruption = Corruption::ChangeLabel;
-//     const PatchingResult patch = insp.patching(p, po);
+//     const PatchingResult patch = insp.patching(p, {});  // activation patching, default corruption
 
 #include <cstdint>
 #include <functional>

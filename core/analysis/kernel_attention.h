@@ -1,33 +1,16 @@
 #pragma once
-// Kernel view of softmax attention (Ren & Liu 2023, "In-context learning with transformer is really
-// equivalent to a contrastive learning pattern", arXiv 2310.13220 v1; docs/science.md §3). Core-internal
-// (LibTorch). Pure tensor math on queries, keys and values; nothing here knows about models or files.
-//
-// Softmax attention of a query q over keys k_1..k_N with values v_1..v_N is
-//     o(q) = Σ_i v_i·κ(k_i, q) / Σ_j κ(k_j, q),   κ(a, b) = exp(aᵀb)   (scale folded into q).
-// The reference ("dual") model f(u) = W φ(u), trained from W_0 = 0 on the positive pairs (φ(k_i), v_i)
-// with the contrastive loss L(W) = −Σ_i v_iᵀ W φ(k_i) and step size η = 1/Σ_j φ(k_j)ᵀφ(q), gives after
-// one GD step W_1 = η·Σ_i v_i φ(k_i)ᵀ and f(q) = W_1 φ(q) = o(q): exactly when φ is the (infinite)
-// feature map of κ, and in expectation when φ is m positive random features (Performer-style), with
-// error falling as m^{-1/2}.
+// Kernel view of softmax attention (Ren & Liu 2023, arXiv 2310.13220 v1): attention o(q) = Σ_i v_i·κ(k_i, q) /
+// Σ_j κ(k_j, q) with κ(a, b) = exp(aᵀb) equals one GD step of a "dual" model W φ(u) on a contrastive loss;
+// derivation, random features and scaling: docs/science.md §3. Core-internal (LibTorch); pure tensor math.
+// Shapes: q [..., T, D], k [..., N, D], v [..., N, Dv], equal leading dimensions (none, [B] or [B, H]); an
+// optional bool `mask` broadcastable to [..., T, N] (true = the query sees the key; each sees at least one).
+// Callers fold any 1/√D into q. Results are float64 on q's device. Errors: icl::Error naming shape or value.
 //
 // Intended usage (one layer, one head or all heads at once):
 //     const AttentionResult real = softmaxAttention(q, k, v);            // or the layer's own capture
 //     const AttentionResult dual = referenceModelExact(q, k, v);         // equal to float precision
 //     const AttentionResult rf = referenceModelRandomFeatures(q, k, v, drawOmega(D, 256, seed));
-//     const KernelErrors e = kernelErrors(rf, real);                     // per head
 //     const KernelSweep sweep = sweepRandomFeatures(q, k, v, {});        // error vs m, fitted slope
-//
-// Shapes: q [..., T, D], k [..., N, D], v [..., N, Dv] with identical leading dimensions (none, a
-// batch [B], or batch and heads [B, H]). An optional `mask` (bool, broadcastable to [..., T, N], true =
-// the query sees the key, e.g. a causal mask) restricts each query's sum — and the reference model's
-// training pairs — to its visible keys; every query must see at least one key. An undefined mask means
-// every query sees every key. All results are float64 on q's device, so that differences near float64
-// precision stay measurable. Errors: icl::Error naming the offending shape or value.
-//
-// Scaling: callers fold any 1/√D into q. The exact kernel only sees qᵀk, but the variance of the
-// random features grows with ‖q‖ and ‖k‖, so splitting the scale symmetrically (q·D^{-1/4},
-// k·D^{-1/4}, as Performer does) gives smaller random-feature errors than scaling q alone.
 
 #include <cstdint>
 #include <functional>
@@ -86,13 +69,9 @@ AttentionResult referenceModelRandomFeatures(const torch::Tensor& q, const torch
 ///     L_λ(W) = −Σ_{i∈S_t} v_iᵀ W φ(k_i) + (λ/2)·‖W‖_F²,
 /// with S_t the keys query t sees, the paper's step size η_t = 1/Σ_{j∈S_t} φ(k_j)ᵀφ(q_t) held fixed, and
 ///     W_0 = 0,   W_{s+1} = W_s − η_t∇L_λ(W_s) = (1 − η_tλ)·W_s + η_t·G_t,   G_t = Σ_{i∈S_t} v_i φ(k_i)ᵀ.
-/// Every iterate is W_s = c_s·G_t (c_1 = η_t), so L_λ(W_s) = ‖G_t‖²·(−c_s + λc_s²/2) with
-/// ‖G_t‖² = Σ_{i,j∈S_t} v_iᵀv_j·κ(k_i, k_j) ≥ 0; this is evaluated for the exact kernel κ = exp(aᵀb)
-/// (W in the kernel's feature space) when `omega` is undefined, else for κ = φ(a)ᵀφ(b) with the
-/// random features of `omega` [D, m]. W_1φ(q_t) is the attention output for every λ (the penalty's
-/// gradient vanishes at W_0 = 0).
-/// Closed forms: with λ = 0 the loss is linear, L(W_s) = −s·η_t‖G_t‖² (unbounded below: no negative
-/// pairs); with 0 < η_tλ < 2 it decreases monotonically to −‖G_t‖²/(2λ).
+/// Evaluated in closed form, L_λ(W_s) = ‖G_t‖²·(−c_s + λc_s²/2) with W_s = c_s·G_t (docs/science.md §3,
+/// "The reference model's loss"), for the exact kernel when `omega` is undefined, else for the random
+/// features of `omega` [D, m].
 /// Returns [..., T, steps + 1], entry s = L_λ(W_s) (entry 0 is 0). Throws icl::Error if steps < 0 or
 /// λ < 0.
 torch::Tensor referenceModelLoss(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,

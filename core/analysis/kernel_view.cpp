@@ -15,9 +15,9 @@
 #include "core/error.h"
 #include "core/io/experiment_file.h"
 #include "core/models/lsa.h"
-#include "core/tasks/sine_regression.h"
-#include "core/training/device.h"
-#include "core/training/seeds.h"
+#include "core/tasks/prompts.h"
+#include "core/runtime/device.h"
+#include "core/tasks/seeds.h"
 
 namespace icl {
 

@@ -18,9 +18,9 @@
 #include "core/io/experiment_file.h"
 #include "core/models/gpt2.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "core/training/checkpoint.h"
-#include "core/training/device.h"
+#include "core/runtime/device.h"
 #include "core/training/fused_adam.h"
 #include "core/training/optim.h"
 

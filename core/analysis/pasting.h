@@ -1,27 +1,12 @@
 #pragma once
 // Pasting experiment of Guo et al. 2023 (docs/science.md §2). Torch-free facade.
 //
-// A trained GPT-2 parent with L blocks is cut at layer ℓ: its blocks ℓ..L−1, ln_final and read_out are
-// kept frozen (requires_grad false) and a new trainable embedding is attached below them:
-//   "linear"       a new read-in d → d_model and new learned positions (replacing the parent's read-in,
-//                  positions and blocks 0..ℓ−1);
-//   "transformer1" the same plus one new trainable GPT-2 block before the frozen ones.
-// Only the new module is trained, on plain linear regression y = ⟨w, x⟩ + σ·z with the parent's d, N,
-// x distribution and σ, and w ~ N(0, w_scale²·I_d) with the parent's task.w_scale (the Guo presets set it
-// to 1/√D = 1/√d, i.e. w ~ N(0, I/d)); `w_scale` > 0 overrides it, and `match_label_variance` chooses τ so
-// that the labels have the parent's signal variance (matchedWScale), while `match_label_scale` multiplies τ and
-// σ by one factor so that the labels have the parent's total variance at the linear task's own signal-to-noise
-// ratio (matchedLabelScale). A model of the same architecture
-// (new embedding + L − ℓ blocks, all trainable, GPT-2 initialisation) is trained from scratch on the
-// same batches with the same budget for comparison.
-//
-// The pasted model is itself a GPT-2 with L − ℓ (+1) blocks, so it is stored as an ordinary experiment
-// file (config: the parent's with task.kind linear_regression and model.n_layers = L − ℓ (+1);
-// checkpoints of the pasted model at step 0 and at the end; metrics per evaluation: train_loss and
-// eval_loss of the pasted model, scratch/train_loss, scratch/eval_loss, baseline/ridge, baseline/zero)
-// that every other analysis opens. The link to the parent is stored in that file under
-// /analysis/pasting_parent/<id> (parent path, checkpoint, cut layer, embedding) and in its description;
-// the parent gets /analysis/pasting/<id> with the comparison.
+// A trained GPT-2 parent with L blocks is cut at layer ℓ: blocks ℓ..L−1, ln_final and read_out stay frozen
+// and a new embedding ("linear": read-in and positions; "transformer1": the same plus one new block) is trained
+// alone on plain linear regression, beside a same-shape model trained from scratch on the same batches; the
+// label scale options and why: docs/science.md §2, "Pasting". The pasted model is itself a GPT-2 with
+// L − ℓ (+1) blocks, stored as an ordinary experiment file (metrics also scratch/…, baseline/ridge), linked
+// to its parent by /analysis/pasting_parent/<id> there and /analysis/pasting/<id> in the parent.
 
 #include <cstdint>
 #include <functional>
@@ -70,9 +55,8 @@ struct PastingOptions {
     bool train_scratch = true;          ///< also train the same-size model from scratch
     /// With train_scratch on a machine with ≥ 2 hardware threads: train the pasted and the scratch model side
     /// by side, each on its own thread with one intra-op thread (`threads` is then not used), instead of one
-    /// after the other on `threads` intra-op threads. Small models gain little from a second intra-op thread
-    /// (4 × 4 × 64 GPT-2: 1.1–1.2×), so this is about 1.6× faster on 2 cores. Each model's numbers depend on
-    /// its intra-op thread count only (reduction order), so either setting is deterministic.
+    /// after the other on `threads` intra-op threads (faster for small models: docs/performance.md, "Pasting
+    /// side by side"). Each model's numbers depend on its intra-op thread count only, so either is deterministic.
     bool concurrent = true;
     std::string out_path;               ///< new experiment file for the pasted model; "" = none
     bool overwrite = false;             ///< replace an existing out_path

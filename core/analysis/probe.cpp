@@ -87,8 +87,8 @@ std::vector<double> checkedGrid(const std::vector<double>& grid)
 /// are shifted 100× past their rounding noise and agree with it to rounding); for smaller λ, λ = 0,
 /// or an M + nλ·I that is not numerically positive definite, through one eigendecomposition
 /// M = V diag(s) Vᵀ: W = V diag(1/(s + nλ)) Vᵀ R with directions s ≤ max(rows, cols)·ε·s_max dropped
-/// (exact zeros up to rounding, as a pseudo-inverse does). For a 256 × 256 Gram matrix the Cholesky
-/// solve costs a tenth of the eigendecomposition (measured, one thread: 0.3 ms against 3–30 ms).
+/// (exact zeros up to rounding, as a pseudo-inverse does). The Cholesky solve is the cheaper of the two
+/// (docs/performance.md, "Probes").
 class RidgePath {
 public:
     RidgePath() = default;

@@ -1,33 +1,14 @@
 #pragma once
-// Linear probes (Guo et al. 2023, "How do transformers learn in-context beyond simple functions?",
-// arXiv 2310.10616; docs/science.md §2): closed-form ridge regression from a layer's activations to a target,
-// the penalty chosen by K-fold cross-validation on the fit set, scored on held-out rows by normalised
-// MSE. Core-internal (LibTorch). Pure tensor math: nothing here knows about models, prompts or files.
+// Linear probes (Guo et al. 2023, arXiv 2310.10616): closed-form ridge regression from a layer's activations
+// to a target, λ chosen by K-fold cross-validation on the fit set, scored on held-out rows by normalised MSE.
+// Objective, closed form and numerics: docs/science.md §2, "The probe's fit". Core-internal (LibTorch); pure
+// tensor math. Shapes: features [n, p], targets [n, q] (any floating dtype, same device; p > n works).
+// Errors: icl::Error naming the offending shape or value. Thread affinity: any thread; no shared state.
 //
 // Intended usage (rows = token positions of many prompts, flattened):
 //     const ProbeScore s = scoreProbe(fit_h, fit_phi, test_h, test_phi);          // one layer
 //     const std::vector<ProbeScore> per_layer = probeLayers(fit_hs, fit_phi, test_hs, test_phi);
 //     const ProbeCurve curve = makeProbeCurve("phi", "x", per_layer, n_fit, n_test);
-//
-// Objective. A probe is ŷ = Wᵀx + b with W [p, q], b [q], fitted by
-//     minimise  (1/n)·Σ_i ‖y_i − Wᵀx_i − b‖² + λ·‖W‖²_F        (the intercept b is not penalised),
-// i.e. W = (XcᵀXc + nλ·I)⁻¹ XcᵀYc = Xcᵀ(XcXcᵀ + nλ·I)⁻¹Yc and b = ȳ − Wᵀx̄, with Xc, Yc the centred
-// features and targets. λ is on the *mean* squared error, so it is comparable across sample sizes (the
-// cross-validation folds and the final refit see the same effective penalty) and is measured against
-// the eigenvalues of the feature covariance XcᵀXc/n. λ = 0 gives the minimum-norm least-squares fit.
-//
-// Numerics. Everything is computed in float64 on the features' device, from the smaller of the two Gram
-// matrices M (XcᵀXc when p ≤ n, the kernel XcXcᵀ when p > n), so p > n and rank-deficient features work.
-// A penalty whose shift nλ is well above M's rounding (nλ ≥ 100·max(n, p)·ε·‖M‖_F) is solved by a
-// Cholesky factor of M + nλ·I, one per λ shared by all targets; smaller penalties and λ = 0 go through
-// one eigendecomposition of M, whose eigen-directions with eigenvalue ≤ max(n, p)·ε·(largest
-// eigenvalue) are treated as exact zeros (as a pseudo-inverse does; for λ > 0 they contribute nothing in
-// exact arithmetic, so this only removes rounding noise). Both give the minimum-norm ridge solution.
-//
-// Shapes: features [n, p], targets [n, q] (any floating dtype, same device). Errors: icl::Error naming
-// the offending shape or value (not 2-D, mismatched rows, no rows or columns, non-finite values,
-// negative or non-finite λ, empty grid, too few rows for the folds).
-// Thread affinity: any thread; no shared state (uses LibTorch's intra-op threads).
 
 #include <cstdint>
 #include <string>

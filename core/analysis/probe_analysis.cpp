@@ -11,10 +11,10 @@
 #include "core/models/gpt2.h"
 #include "core/models/names.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
-#include "core/training/blas.h"
-#include "core/training/device.h"
-#include "core/training/seeds.h"
+#include "core/tasks/prompts.h"
+#include "core/runtime/blas.h"
+#include "core/runtime/device.h"
+#include "core/tasks/seeds.h"
 
 namespace icl {
 
@@ -133,7 +133,7 @@ std::vector<ProbeCurve> computeProbes(const std::string& path, const ProbeOption
                    const std::vector<torch::Tensor>& testLayers, const PromptBatch& testPrompts,
                    std::vector<std::string>* failed) {
         // Hundreds of small kernels (the baselines' per-position fits, the 5 folds × 10 penalties of
-        // every layer): one thread, no worker wake-ups (core/training/blas.h).
+        // every layer): one thread, no worker wake-ups (core/runtime/blas.h).
         const ScopedThreads oneThread(1);
         std::vector<std::string> names;
         std::vector<torch::Tensor> fitTargets, testTargets;

@@ -37,19 +37,14 @@ ProbeCurve computeProbe(const std::string& path, const ProbeOptions& options);
 /// its forward passes.
 inline constexpr int64_t kProbeFirstLookPrompts = 16;
 
-/// computeProbe for several targets (options.target is ignored) from one forward pass over the fit
-/// prompts and one over the test prompts: the residual stream of every layer is captured once and
-/// every target's probes read it. Each curve equals computeProbe's for that target (same prompts, same
-/// chunked forward passes of kProbeFirstLookPrompts prompts). Curves come back in `targets` order;
-/// a target that fails (e.g. phi on a task without Φ*) is left out and its icl::Error message appended
-/// to `errors`, or thrown when `errors` is null. Errors of the run itself (not gpt2, bad positions or
-/// counts) are always thrown. `progress` gets (done, total) steps (the forward chunks, then the probes) and
-/// returns false to cancel: icl::Error("cancelled"). When `first_look` is given and either set has more
-/// than kProbeFirstLookPrompts prompts, it first receives the curves fitted and scored on the first
-/// kProbeFirstLookPrompts fit and test prompts (the same draws; their activations are reused by the
-/// full result), about a second on the paper-scale GPT-2 before the full passes.
-/// With options.store each full curve is stored as computeProbe stores it.
-/// Thread affinity: worker thread (the callbacks run on it).
+/// computeProbe for several targets (options.target is ignored) from one forward pass over the fit prompts
+/// and one over the test prompts (each curve equals computeProbe's for its target). Curves come back in
+/// `targets` order; a target that fails (e.g. phi without Φ*) is left out and its icl::Error message appended
+/// to `errors` (thrown when `errors` is null); errors of the run itself are always thrown. `progress` gets
+/// (done, total) and returns false to cancel: icl::Error("cancelled"). When `first_look` is given and either
+/// set has more than kProbeFirstLookPrompts prompts, it first receives the curves of the first
+/// kProbeFirstLookPrompts fit and test prompts (reused by the full result). With options.store each full
+/// curve is stored as computeProbe stores it. Thread affinity: worker thread (the callbacks run on it).
 std::vector<ProbeCurve> computeProbes(const std::string& path, const ProbeOptions& options,
                                       const std::vector<std::string>& targets,
                                       std::vector<std::string>* errors = nullptr,

@@ -14,9 +14,9 @@
 #include "core/error.h"
 #include "core/io/kinds.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
-#include "core/training/blas.h"
-#include "core/training/seeds.h"
+#include "core/tasks/prompts.h"
+#include "core/runtime/blas.h"
+#include "core/tasks/seeds.h"
 
 namespace icl {
 
@@ -191,8 +191,8 @@ GdSpectrum::GdSpectrum(const PromptBatch& batch)
         m_coef.assign(size_t(m_B * m_d), 0.0);
         return;
     }
-    // One thread: thousands of d × d eigendecompositions are too small to share (measured, 2,000
-    // prompts of d = 20 on 2 cores: 70 ms on one thread, 210 ms of CPU and 530 ms of wall time on two).
+    // One thread: thousands of d × d eigendecompositions are too small to share (docs/performance.md,
+    // "Small kernels on one thread").
     const ScopedThreads oneThread(1);
     Float64View v = float64(batch);
     const torch::Tensor X = v.X.cpu(), y = v.y.cpu(), xq = v.xq.cpu();

@@ -2,15 +2,9 @@
 // The experiment file (HDF5), torch-free. Schema in docs/file-format.md:
 //   /  attrs format="icl-workbench", format_version=2, app_version, created
 //   /config attr json;  /checkpoints/<step:09d>/{params,optimizer};  /metrics/<series>
-// Format version 2 adds SHA-256 checksums on everything that matters (docs/file-integrity.md); readers
-// recompute them and refuse what does not match with "RUN.h5: damaged: /checkpoints/…/params/… (checksum
-// mismatch)". Version 1 files (no checksums) still open; RunSummary::checksums tells them apart.
-// Every write is a commit, made in place in time proportional to what it writes (core/io/hdf5_journal.h):
-// new data goes past the file's old end, the few pages HDF5 rewrites in place are journaled to
-// RUN.h5.journal first, so a crash at any instant leaves the previous commit readable: readers read the file as
-// it was before a half-done commit (the journal overlaid in memory, never written back) and the next writer or
-// `icl-cli recover` rolls it back on disk. Readers wait while a commit overwrites pages and never open the file
-// for writing. Every reader checks type, shape and size of what it reads before reading it (core/io/hdf5_read.h).
+// Format version 2 adds SHA-256 checksums (docs/file-integrity.md); readers refuse what does not match
+// ("RUN.h5: damaged: … (checksum mismatch)"); version 1 files (no checksums) still open. Every write is a
+// crash-safe commit (core/io/hdf5_journal.h); every reader checks type, shape and size first (hdf5_read.h).
 // Thread affinity: any thread, but one writer per file; HDF5 calls are serialised by a global mutex.
 //
 // Intended usage: readRunSummary() is *the* way to open a file (format, version, checksums, config

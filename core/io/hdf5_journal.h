@@ -3,32 +3,12 @@
 // (docs/file-integrity.md, "Commit cost" and "The journal belongs to its writer"). Core-internal: includes
 // hdf5.h, so only core .cpp files include it.
 //
-// HDF5 rewrites its metadata (superblock, object headers, link and chunk indexes) in place and in no
-// particular order, so a process killed during a flush leaves a file that is neither the old nor the new
-// version. A commit therefore opens the file through a virtual file driver (VFD) of its own that splits
-// every write HDF5 makes at the file's size when the commit began (`old size`):
-//   - bytes at or past the old size (a new checkpoint's arrays, new metadata blocks) go straight to the
-//     file: the previous version does not reach them;
-//   - bytes before it (metadata and metric chunks rewritten in place, space HDF5 reuses) are kept in
-//     memory, in 4 KiB pages, and served back to HDF5's reads.
-// After HDF5 has closed the file, Commit::finish() writes the *original* content of every page it is about
-// to overwrite to RUN.h5.journal, with the SHA-256 of each page's new content, the file's id and commit
-// generation (root attributes `file_id`, `generation`) and a SHA-256 of the journal; syncs it and its
-// directory, overwrites the pages, syncs the file and deletes the journal: three fsyncs per commit.
-//
-// The journal belongs to its writer: only a process holding the writer lock (WriterLock: Commit,
-// `icl-cli recover`) applies or removes one, after checking that it is this file's (every journaled page
-// holds either its content before or after the journal's commit; the file as it was before the commit
-// carries the journal's file id and generation and verifies). Readers (ReadView) never open the file for
-// writing: they read the file as it was before the interrupted commit, the journal's pages overlaid in memory
-// by a read-only driver, or refuse in one line. A journal is opened without following links and without
-// blocking, must be a regular file no larger than a journal of this file can be, and its old size and page
-// indices must lie within the file, so a roll-back never makes the file larger than it was before the commit.
-//
-// Locks (Linux OFD byte-range locks on RUN.h5 itself; none where the file system has none):
-//   byte 1 exclusive: the writer, for the whole commit or recovery (one writer at a time, others wait);
-//   byte 0 exclusive: while a live commit's journal exists (writing it, overwriting pages, rolling back);
-//   byte 0 shared:    every reader while it reads (ReadView), so no reader sees half-overwritten pages.
+// A commit opens the file through a virtual file driver of its own: bytes past the file's size when the commit
+// began go straight to the file; bytes before it are kept in 4 KiB pages in memory. Commit::finish() journals
+// the pages' original content (RUN.h5.journal, with SHA-256s, file id and generation), syncs, overwrites the
+// pages and deletes the journal. Only the writer applies or removes a journal; readers (ReadView) overlay it
+// read-only or refuse in one line. Locks: OFD byte-range locks on RUN.h5 (byte 1: the writer; byte 0
+// exclusive: a live journal; byte 0 shared: readers). Design and checks: docs/file-integrity.md.
 // Thread affinity: callers hold the experiment file's HDF5 mutex.
 
 #include <cstdint>

@@ -1,12 +1,9 @@
 #pragma once
 // Checked reads of HDF5 attributes and datasets from a file that may be hostile (docs/security.md,
 // docs/file-integrity.md "Reading only what was checked"). Core-internal: includes hdf5.h, so only core .cpp
-// files include it. Every reader of the experiment file reads through these: before HDF5 copies anything into
-// memory, the type class, the number of elements, the rank and the byte size are checked against what the
-// caller expects, element counts are overflow-checked (core/io/checked_size.h) and what the file's shapes
-// size is charged to the open's MemoryBudget (core/io/memory_budget.h), so an attribute that is an array of
-// 8,000 doubles where one number belongs, or a dataset declaring 10^15 elements without storage, is refused
-// in one line instead of overwriting the stack or exhausting memory.
+// files include it. Every reader of the experiment file reads through these: before HDF5 copies anything, type
+// class, element count (overflow-checked, core/io/checked_size.h), rank and byte size are checked against what
+// the caller expects and charged to the open's MemoryBudget (core/io/memory_budget.h).
 //
 // Errors: Refused (an icl::Error whose message is only the reason, "attribute 'format_version' holds 64
 // values, expected one number": callers prefix the file and object) and, from the budget, an icl::Error that

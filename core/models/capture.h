@@ -16,22 +16,12 @@
 namespace icl {
 
 /// One intervention during a forward pass (docs/architecture.md "Activation names and interventions").
-///
-/// Targets (the tensor the model adds to or carries in the residual stream, [B, T, D]):
-///   "attn.out.{l}"   a layer's attention output (what it adds to the residual stream); with head ≥ 0
-///                    only head h's part z_h W_O^h of it (the output bias stays);
-///   "mlp.out.{l}"    a layer's MLP output (models with an MLP);
-///   "resid_pre.{l}", "resid_post.{l}"   the residual stream before / after layer l.
-/// With position ≥ 0 only that token position is changed.
-///
-/// Kinds:
-///   Zero     the target (slice) becomes 0;
-///   Mean     the target (slice) becomes `value` when defined (e.g. a mean over a reference batch of
-///            prompts, computed by the caller), else its mean over the batch dimension of this forward
-///            pass (per token position);
-///   Replace  the target (slice) becomes `value`.
-/// `value` must broadcast to the slice: [B, T, D] / [T, D] / [D] for a whole target, [B, D] / [D] for
-/// one position (a head's part has the same shapes as attn.out).
+/// Targets, [B, T, D]: "attn.out.{l}" (with head ≥ 0 only head h's part z_h W_O^h; the output bias stays),
+/// "mlp.out.{l}", "resid_pre.{l}", "resid_post.{l}"; with position ≥ 0 only that token position.
+/// Kinds: Zero (the slice becomes 0); Mean (it becomes `value` when defined, e.g. a caller's mean over a
+/// reference batch, else its mean over this pass's batch dimension, per position); Replace (it becomes
+/// `value`). `value` must broadcast to the slice: [B, T, D] / [T, D] / [D] for a whole target, [B, D] / [D]
+/// for one position (a head's part has the same shapes as attn.out).
 struct Intervention {
     enum class Kind { Replace, Zero, Mean };
     Kind kind = Kind::Zero;

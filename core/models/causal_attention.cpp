@@ -10,7 +10,7 @@
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/custom_function.h>
 
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/cpu_kernels.h"
 
 #ifdef ICL_HAVE_SLEEF
 #include "core/models/sleef_functions.h"

@@ -3,18 +3,11 @@
 // operation on the fused query/key/value projection, with CPU kernels and a hand-written backward.
 // Core-internal (LibTorch).
 //
-// Per prompt b and head h, with q_i, k_j, v_j ∈ ℝ^{d_head} the head's slices of token i's and j's projection:
-//   s_ij = (q_i · k_j) / √d_head  for j ≤ i,   P_ij = softmax_j(s_ij) (j > i: P_ij = 0),   z_i = Σ_{j≤i} P_ij v_j
-// and, given ∂L/∂z (and optionally ∂L/∂P from a use of the pattern),
-//   ∂L/∂P_ij = ∂L/∂z_i · v_j + (∂L/∂P)_ij,   ∂L/∂s = softmax backward of ∂L/∂P,
-//   ∂L/∂q_i = Σ_{j≤i} ∂L/∂s_ij k_j / √d_head,   ∂L/∂k_j = Σ_{i≥j} ∂L/∂s_ij q_i / √d_head,
-//   ∂L/∂v_j = Σ_{i≥j} P_ij ∂L/∂z_i.
-// The products run per (prompt, head) on the token rows of the projection where they lie (no permuted copies,
-// no masked entries computed). The softmax and its backward are LibTorch's: for float32 on LibTorch's AVX2 or AVX-512
-// kernels (with SLEEF), repeated bit for bit inside the per-head loops (softmaxLastDimLikeAten below), so that a
-// head's scores, pattern and their gradients stay in cache and the [B, H, T, T] score and gradient tensors are
-// never formed; otherwise LibTorch's own softmax over the whole tensor. Sums run in a fixed order (ascending token,
-// then ascending channel), so the result does not depend on the thread count.
+// Per prompt and head: s_ij = q_i·k_j/√d_head for j ≤ i, P = softmax_j(s), z_i = Σ_{j≤i} P_ij v_j; the backward
+// is written out in docs/science.md §0, "Causal attention and its gradient". The products run on the token rows
+// of the projection where they lie (no permuted copies, no masked entries, no [B, H, T, T] tensors); for float32
+// the softmax and its backward repeat LibTorch's AVX2 / AVX-512 kernels bit for bit (softmaxLastDimLikeAten),
+// otherwise they are LibTorch's own. Sums run in a fixed order, so the thread count changes no bit.
 
 #include <cstdint>
 #include <utility>

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/cpu_kernels.h"
 
 #ifdef ICL_HAVE_SLEEF
 #include "core/models/sleef_functions.h"

@@ -6,7 +6,7 @@
 // On the CPU the forward pass computes GELU'(x) beside GELU(x) from the same tanh u and keeps it for the backward
 // pass, which is then one product ∂L/∂x = ∂L/∂y · GELU'(x): one tanh per element and step instead of two (LibTorch's
 // backward evaluates tanh again). Both are evaluated in the order, at the vector width (AVX2 or AVX-512, whichever
-// LibTorch's kernels run on in this process, core/training/cpu_kernels.h) and with the tanh (SLEEF's) of LibTorch's
+// LibTorch's kernels run on in this process, core/runtime/cpu_kernels.h) and with the tanh (SLEEF's) of LibTorch's
 // own CPU kernels, so the results are LibTorch's bit for bit; where that cannot be guaranteed (LibTorch's baseline
 // kernels, a shape whose LibTorch kernel would take its scalar tail, float64, CUDA) it is LibTorch's gelu itself.
 // Core-internal (LibTorch).

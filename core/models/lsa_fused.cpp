@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 
 namespace icl {
 

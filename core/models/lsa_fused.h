@@ -2,20 +2,9 @@
 // Fused closed-form training step of the linear LSA stack (von Oswald et al. 2022, docs/science.md §1).
 // Core-internal (LibTorch). Derivation: docs/fused-lsa.md.
 //
-// A linear layer maps tokens E [B, T, D] (first n rows in context) to
-//   E' = E + Σ_h E A_h G B_h,   A_h = W_Qᵀ W_K,   B_h = W_Vᵀ W_Oᵀ,   G = Cᵀ C,   C = E[:, :n]
-// (rows are tokens; per prompt G [D, D] is the Gram matrix of the in-context tokens), which is the
-// layer of core/models/lsa.h, e_j ← e_j + Σ_h P_h W_V^h Σ_{i≤n} e_i (W_K^h e_i)ᵀ (W_Q^h e_j), with the
-// product re-associated. Per layer, with F = E [A_1 … A_H] viewed [B, T·H, D] and R = F G:
-//   forward   G = CᵀC,  F = E·Acat,  R = F G,  E' = E + R·Bcat
-//   backward  dBcat = Rᵀ Ē',  R̄ = Ē' Bcatᵀ,  Ḡ = Fᵀ R̄,  F̄ = R̄ G,  dAcat = Eᵀ F̄,
-//             Ē = Ē' + F̄ Acatᵀ + [C (Ḡ + Ḡᵀ); 0]
-//   weights   dW_Q = W_K Āᵀ,  dW_K = W_Q Ā,  dW_V = W_Oᵀ B̄ᵀ,  dW_O = B̄ᵀ W_Vᵀ   (per head)
-// where Acat = [A_1 … A_H] [D, H·D], Bcat = [B_1; …; B_H] [H·D, D], and the products over all B·T rows
-// are single GEMMs; only G, R, Ḡ, F̄ and C(Ḡ+Ḡᵀ) are per-prompt products (rows of prompts in a
-// feature-major layout [D, T, B] on the CPU, einsum elsewhere). The last layer is computed at the query
-// token only (the loss reads nothing else). The loss is L = ½·mean_b (ŷ_b − y_b)² with ŷ = −(y-slot of the
-// query token after the last layer), so Ē_K is zero except Ē_K[b, T−1, y-slot] = −(ŷ_b − y_b)/B.
+// A linear layer E' = E + Σ_h E A_h G B_h (A_h = W_Qᵀ W_K, B_h = W_Vᵀ W_Oᵀ, G = CᵀC the Gram matrix of the
+// in-context tokens) is the layer of core/models/lsa.h re-associated, so forward and backward are single GEMMs
+// over all B·T rows plus a few per-prompt D × D products; the last layer is computed at the query token only.
 
 #include <string>
 #include <vector>
@@ -34,9 +23,7 @@ namespace icl {
 /// Thread affinity: one thread at a time (it owns mutable buffers); it reads and writes the model's
 /// attention weights and their grad(), so the model must not be used concurrently either. On the CPU it
 /// runs on the calling thread alone, whatever the intra-op thread count (ThisThreadIntraOpThreads(1),
-/// core/training/blas.h): its GEMMs have inner dimension D ≈ 11 and its per-prompt products stream through
-/// memory, so a second thread gained less than the wake-ups of its ~60 parallel regions per step cost
-/// (README, "Threads per workload"). The numbers do not depend on the thread count either way.
+/// core/runtime/blas.h; why: docs/performance.md, "The fused LSA step on one thread").
 class FusedLsa {
 public:
     /// True when the fused path computes exactly the model of `options`; otherwise false and, when

@@ -9,10 +9,8 @@
 //   attnWeightPath(ModelKind::Gpt2, 0, AttnWeight::Q)   // "blocks.0.attn.W_Q"
 //   attnWeightPath(ModelKind::Lsa, 0, AttnWeight::Q)    // "blocks.0.attn.w_q"
 //
-// The two transformer models spell their attention weights differently (lsa: w_q, w_k, w_v, w_o;
-// gpt2: W_Q, W_K, W_V, W_O with biases b_Q, …). Those names are stored in experiment files and
-// exported .safetensors / .pt files, so they are kept as they are, and attnWeightName is the one
-// place that knows which model uses which.
+// lsa spells its attention weights w_q, w_k, w_v, w_o, gpt2 W_Q, … with biases b_Q, …: stored in files, so
+// kept; attnWeightName is the one place that knows which model uses which.
 
 #include <cstdint>
 #include <string>

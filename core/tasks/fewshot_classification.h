@@ -9,10 +9,8 @@
 //     auto train = task.sampleTraining(32, step);
 //     auto icl = task.sampleIclEval(512, 0), iwl = task.sampleIwlEval(512, 0);
 //
-//     o.exemplar_source = "image_folder";       // exemplars = Omniglot drawings, 105×105 → 28×28
-//     o.exemplar_path = "omniglot/images_background";
-//     o.image_size = 28;
-//     o.within_class_noise = 0;                 // the paper's "all exemplars" condition
+//     o.exemplar_source = "image_folder";       // Omniglot drawings (105×105 → o.image_size), no noise:
+//     o.exemplar_path = "omniglot/images_background";  o.within_class_noise = 0;  // "all exemplars"
 
 #include <cstdint>
 #include <memory>
@@ -101,18 +99,14 @@ struct FewShotBatch {
 };
 
 /// Generator of Chan et al.'s sequences (docs/science.md §4). An exemplar of class c is a clean exemplar of c
-/// from the ExemplarSource plus within-class noise σ·z, z ~ N(0, I_D). With the synthetic source (option
-/// (a)) class c has one clean exemplar, its prototype μ_c ~ N(0, I_D), drawn deterministically from
-/// (seed, c) so any number of classes needs no storage; with an image source ((b), (c)) each item takes a
-/// stored image of its class uniformly at random (with replacement, among the first exemplars_per_class
-/// when set), intensities in [0, 1], pixel noise not clipped. Construction fixes the seeded class
-/// permutation (first n_classes ids in permuted order = training classes by Zipf rank 1, 2, …; the next
-/// n_holdout = holdout; with n_common_classes > 0 the training classes split into common, the first
-/// n_common_classes of them, and rare, the rest) and the fixed labels: the training class of rank r
-/// (0-based) owns labels π[(r·m + j) mod n_labels], j < m, for a seeded permutation π of the vocabulary, so
-/// with the default vocabulary no two classes share a label (the authors' "ordered_polysemy" labelling).
-/// Sampling: the same (options, kind, index) gives the same batch; batches are drawn on the CPU and moved to
-/// `device` in `dtype` (labels/classes stay int64). Const methods may be called from any thread.
+/// from the ExemplarSource plus within-class noise σ·z, z ~ N(0, I_D): the synthetic source's prototype
+/// μ_c ~ N(0, I_D) drawn from (seed, c), or a stored image of c drawn uniformly with replacement (among the
+/// first exemplars_per_class when set; intensities in [0, 1], noise not clipped). Construction fixes the
+/// seeded class permutation (training classes by Zipf rank, then n_holdout holdout classes; with
+/// n_common_classes > 0 the first that many are common, the rest rare) and the labels: the class of rank r
+/// owns labels π[(r·m + j) mod n_labels], j < m, for a seeded permutation π ("ordered_polysemy").
+/// The same (options, kind, index) gives the same batch, drawn on the CPU and moved to `device` in `dtype`
+/// (labels/classes stay int64). Const methods may be called from any thread.
 class FewShotClassification {
 public:
     /// `source` = nullptr: makeExemplarSource(options) (which loads files for image sources); otherwise the

@@ -3,8 +3,6 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include "core/error.h"
-#include "core/io/kinds.h"
-#include "core/tasks/representation.h"
 #include "core/tasks/uniform_draws.h"
 
 namespace icl {
@@ -29,19 +27,6 @@ PromptBatch sampleSineRegression(const TaskConfig& task, int64_t batch, uint64_t
         y = y + task.noise_std * torch::randn({batch, n}, gen, opts);
     PromptBatch b{x.to(dtype), y.to(dtype), torch::stack({a, phi}, 1).to(dtype)};
     return device.is_cpu() ? b : b.to(device);
-}
-
-PromptBatch samplePrompts(const TaskConfig& task, int64_t batch, uint64_t seed, torch::Dtype dtype,
-                          const torch::Device& device)
-{
-    const std::optional<TaskKind> kind = kindFromName<TaskKind>(task.kind);
-    if (kind && isLinearRegression(*kind))
-        return sampleLinearRegression(task, batch, seed, dtype, device);
-    if (kind == TaskKind::SineRegression)
-        return sampleSineRegression(task, batch, seed, dtype, device);
-    if (kind && isRepresentationTask(*kind))
-        return sampleRepresentation(task, batch, seed, dtype, device);
-    throw Error("task.kind: no prompt generator for \"" + task.kind + "\"");
 }
 
 } // namespace icl

@@ -20,11 +20,4 @@ namespace icl {
 PromptBatch sampleSineRegression(const TaskConfig& task, int64_t batch, uint64_t seed,
                                  torch::Dtype dtype = torch::kFloat32, const torch::Device& device = torch::kCPU);
 
-/// Prompts of the config's task kind: "linear_regression", "sparse_linear_regression" and
-/// "noisy_linear_regression" (sampleLinearRegression), "sine_regression", "representation" and
-/// "representation_mixture" (sampleRepresentation). Shapes as in PromptBatch: x [B, N+1, d], y [B, N+1].
-/// Throws icl::Error for a kind without a prompt generator.
-PromptBatch samplePrompts(const TaskConfig& task, int64_t batch, uint64_t seed, torch::Dtype dtype = torch::kFloat32,
-                          const torch::Device& device = torch::kCPU);
-
 } // namespace icl

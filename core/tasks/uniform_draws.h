@@ -11,8 +11,8 @@ namespace icl {
 /// memory order, as u_i = (r_i mod 2^53)·2^−53 from the 64-bit number r_i = (w_2i << 32) | w_2i+1 made of two
 /// consecutive outputs of the generator's MT19937 engine, one virtual call per element; this function
 /// advances the engine's 624-word state a whole block at a time with the same recurrence (Matsumoto &
-/// Nishimura 1998) and tempers and converts the words in loops the compiler vectorises — about ten times
-/// faster on the prompt batches of von Oswald et al. (2,048 × 11 × 10 numbers). Returns a contiguous float64
+/// Nishimura 1998) and tempers and converts the words in loops the compiler vectorises (docs/performance.md,
+/// "Prompt draws"). Returns a contiguous float64
 /// CPU tensor of `sizes`. Takes the generator's mutex, as torch::rand does; callable from any thread.
 /// Throws c10::Error when `gen` is not a CPU generator.
 torch::Tensor drawUniform(at::Generator& gen, at::IntArrayRef sizes);

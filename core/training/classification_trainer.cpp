@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/training/checkpoint.h"
 #include "core/training/optim.h"
-#include "core/training/seeds.h"
+#include "core/tasks/seeds.h"
 #include "core/training/training_loop.h"
 
 namespace icl {

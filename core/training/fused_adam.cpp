@@ -4,7 +4,7 @@
 #include <cstring>
 #include <immintrin.h>
 
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/cpu_kernels.h"
 #include "core/training/optim.h"
 
 namespace icl {

@@ -1,14 +1,11 @@
 #pragma once
 // Adam and AdamW whose step updates each parameter in one pass over its memory, giving LibTorch's numbers bit
-// for bit (README, "Speed: training at the hardware's pace"). Core-internal (LibTorch).
+// for bit (docs/performance.md, "One-pass Adam"). Core-internal (LibTorch).
 //
-// torch::optim::Adam (LibTorch 1.13) steps a parameter with eight element-wise operations, each a pass over
-// parameter-sized tensors (mul_, add_, mul_, addcmul_, sqrt, div, add_, addcdiv_: about 20 reads or writes of
-// 4 bytes per element, two temporaries allocated). For a float32 CPU parameter FusedAdam computes the same
-// expressions per element in one pass (4 reads, 3 writes), with the roundings of LibTorch's kernels: the
-// fused multiply-adds its vectorised add_ and addcmul_ form and nothing else fused (fused_adam_test.cpp
-// compares it with torch::optim::Adam, bit for bit, over many steps). State, options, checkpoints and
-// serialisation are torch::optim::Adam's (these classes derive from it), so a run can be resumed with either.
+// torch::optim::Adam (LibTorch 1.13) steps a parameter with eight element-wise passes; FusedAdam computes the
+// same expressions per element in one pass, with the roundings of LibTorch's kernels (fused_adam_test.cpp
+// compares them bit for bit over many steps). State, options, checkpoints and serialisation are
+// torch::optim::Adam's (these classes derive from it), so a run can be resumed with either.
 
 #include <cstdint>
 #include <vector>

@@ -2,11 +2,11 @@
 
 #include <algorithm>
 
-#include "core/analysis/gd_alignment_impl.h"
+#include "core/metrics/alignment_metrics.h"
 #include "core/io/kinds.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"  // samplePrompts of every regression task
-#include "core/training/seeds.h"
+#include "core/tasks/prompts.h"  // samplePrompts of every regression task
+#include "core/tasks/seeds.h"
 
 namespace icl {
 

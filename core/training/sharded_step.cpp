@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 
 namespace icl {
 

@@ -1,15 +1,11 @@
 #pragma once
-// Data-parallel gradient of one training batch over shards of its prompts (training.shards; README, "Speed:
-// training at the hardware's pace").
-// Core-internal (LibTorch).
+// Data-parallel gradient of one training batch over shards of its prompts (training.shards). Core-internal
+// (LibTorch).
 //
-// The batch loss of the regression trainer is a mean over prompts, so it is the sum over any split of the
-// batch into shards of each shard's sum divided by the whole batch's count, and so is its gradient. Each
-// shard's forward and backward run on a worker thread with one intra-op thread, and the shard gradients
-// are added in shard order. The numbers therefore depend on the number of shards only: the same for 1, 2
-// or 16 threads, and whichever thread ran a shard. On a 2-core machine two shards on two threads are
-// faster than one batch on two intra-op threads for the small models of the papers, whose matrix
-// products are too small to keep two threads busy (README, "Speed").
+// The batch loss is a mean over prompts, so it and its gradient are the sum over shards of each shard's sum
+// divided by the whole batch's count. Each shard runs on a worker thread with one intra-op thread and the
+// shard gradients are added in shard order, so the numbers depend on the number of shards only. Why shards:
+// docs/performance.md, "Batch shards".
 
 #include <condition_variable>
 #include <cstdint>

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/runtime/device_name.h"  // resolveDeviceName, for the callers of train()
 #include "core/types/train_progress.h"
 
 namespace icl {
@@ -57,12 +58,8 @@ struct TrainResult {
 /// Thread affinity: call from a worker thread; the callback runs on that same thread.
 TrainResult train(const nlohmann::json& config, const TrainOptions& options, const TrainCallback& callback);
 
-/// Human-readable name of the device `spec` ("auto", "cpu", "cuda:1") resolves to on this machine.
-/// Throws icl::Error for an unknown spec or an unavailable CUDA device.
-std::string resolveDeviceName(const std::string& spec);
-
 /// Sets LibTorch's intra-op threads: `threads` when > 0, else the hardware concurrency (also declared in
-/// core/training/device.h; here for torch-free callers such as the CLI's analyses).
+/// core/runtime/device.h; here for torch-free callers such as the CLI's analyses).
 void configureThreads(int threads);
 
 } // namespace icl

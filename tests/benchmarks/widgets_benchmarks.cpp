@@ -13,7 +13,7 @@
 #include <benchmark/benchmark.h>
 #include <qcustomplot.h>
 
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 #include "core/types/matrix.h"
 #include "widgets/attention_grid.h"
 #include "widgets/attention_pattern_view.h"

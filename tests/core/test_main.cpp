@@ -1,7 +1,7 @@
 // GoogleTest main for the core tests: one LibTorch thread, so that ctest can run suites in parallel on
 // a 2-core machine without oversubscribing it (tests that need a thread count set it themselves).
 // With ICL_TEST_BEST_ATEN_CPU_CAPABILITY=1 it first makes the start-up choice of the executables (LibTorch's
-// AVX-512 kernels where the CPU has them, core/training/cpu_kernels.h), so that kernels which must repeat LibTorch's
+// AVX-512 kernels where the CPU has them, core/runtime/cpu_kernels.h), so that kernels which must repeat LibTorch's
 // numbers are checked against both widths (ctest runs GeluTanh.* again that way).
 #include <cstdlib>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/cpu_kernels.h"
 
 int main(int argc, char** argv)
 {

@@ -15,7 +15,7 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/models/gpt2.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/core_checks.h"

@@ -8,11 +8,11 @@
 
 #include "core/analysis/algorithm_map.h"
 #include "core/analysis/algorithm_map_impl.h"
-#include "core/analysis/lsa_construction.h"
+#include "core/models/lsa_construction.h"
 #include "core/baselines/baselines.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"

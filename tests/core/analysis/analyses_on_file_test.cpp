@@ -7,13 +7,13 @@
 #include <filesystem>
 
 #include "core/analysis/gd_alignment.h"
-#include "core/analysis/lsa_construction.h"
+#include "core/models/lsa_construction.h"
 #include "core/baselines/baselines.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/checkpoint.h"
-#include "core/training/seeds.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/seeds.h"
+#include "core/tasks/prompts.h"
 #include "core/analysis/run_loader.h"
 #include "tests/support/scratch.h"
 

@@ -1,8 +1,8 @@
 // Alignment metrics on analytic cases (von Oswald et al. 2022 definitions).
 #include <gtest/gtest.h>
 
-#include "core/analysis/gd_alignment_impl.h"
-#include "core/analysis/lsa_construction.h"
+#include "core/metrics/alignment_metrics.h"
+#include "core/models/lsa_construction.h"
 #include "core/baselines/baselines.h"
 #include "tests/support/core_checks.h"
 

@@ -22,7 +22,7 @@
 #include "core/models/gpt2.h"
 #include "core/models/lsa.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/core_checks.h"

@@ -12,9 +12,9 @@
 #include "core/io/experiment_file.h"
 #include "core/models/lsa.h"
 #include "core/models/model.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "core/training/checkpoint.h"
-#include "core/training/seeds.h"
+#include "core/tasks/seeds.h"
 #include "tests/support/scratch.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
 #include "core/tasks/representation.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/same_values.h"

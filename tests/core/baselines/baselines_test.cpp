@@ -8,7 +8,7 @@
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/baselines/baselines.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "tests/support/core_checks.h"
 
 namespace {

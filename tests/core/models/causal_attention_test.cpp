@@ -9,7 +9,7 @@
 #include <tuple>
 
 #include "core/models/causal_attention.h"
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 
 namespace {
 

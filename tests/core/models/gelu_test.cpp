@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/models/gelu.h"
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/cpu_kernels.h"
 
 namespace {
 

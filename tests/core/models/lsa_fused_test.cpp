@@ -7,7 +7,7 @@
 #include <string>
 #include <tuple>
 
-#include "core/analysis/lsa_construction.h"
+#include "core/models/lsa_construction.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
 #include "core/io/config.h"
@@ -15,7 +15,7 @@
 #include "core/models/lsa.h"
 #include "core/models/lsa_fused.h"
 #include "core/tasks/linear_regression.h"
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 #include "core/training/trainer.h"
 #include "tests/support/scratch.h"
 #include "tests/support/core_checks.h"

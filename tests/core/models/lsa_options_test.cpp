@@ -6,7 +6,7 @@
 #include <cmath>
 #include <vector>
 
-#include "core/analysis/gd_alignment_impl.h"
+#include "core/metrics/alignment_metrics.h"
 #include "core/models/lsa.h"
 #include "core/tasks/linear_regression.h"
 #include "tests/support/core_checks.h"

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/tasks/prompts.h"
 #include "core/tasks/sine_regression.h"
 
 namespace {

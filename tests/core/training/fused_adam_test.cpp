@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/cpu_kernels.h"
 #include "core/training/fused_adam.h"
 #include "core/training/optim.h"
 

@@ -1,9 +1,9 @@
-#include "core/training/device.h"
+#include "core/runtime/device.h"
+#include "core/runtime/device_name.h"
 
 #include <thread>
 
 #include "core/error.h"
-#include "core/training/trainer.h"
 
 namespace icl {
 

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "core/training/blas.h"  // configureThreads
+#include "core/runtime/blas.h"  // configureThreads
 
 namespace icl {
 

@@ -4,9 +4,9 @@
 //
 // OpenBLAS built with DYNAMIC_ARCH (Debian's) picks its kernels from the CPU's identification. On CPUs
 // it does not recognise (recent Xeons that report only "Intel(R) Xeon(R) Processor", many VMs) it falls
-// back to its Prescott (SSE3) kernels: measured on such a 2-core AVX-512 machine, a 2048² SGEMM ran at
-// 31 GFLOP/s against 179–195 with OPENBLAS_CORETYPE=SkylakeX. The variable is read once, when the
-// library is loaded, so the executables re-execute themselves with it set (app/runtime_env.h).
+// back to its Prescott (SSE3) kernels, 2× or more slower (docs/performance.md, "OpenBLAS kernels"). The
+// variable is read once, when the library is loaded, so the executables re-execute themselves with it set
+// (app/runtime_env.h).
 
 #include <string>
 
@@ -68,10 +68,9 @@ void useOneIntraOpThreadOnThisThread();
 
 /// Runs a scope with the calling thread's OpenMP thread count — LibTorch's intra-op threads and OpenBLAS's
 /// with the OpenMP backend, as Debian builds them — at `threads` (≤ 0: unchanged), restoring it on exit.
-/// Other threads and the count threads start with are untouched, and it costs nothing measurable, whereas
-/// ScopedThreads goes through torch::set_num_threads, which also rebuilds LibTorch's pthreadpool (~0.1 ms
-/// per scope on 2 cores). For hot paths made of many small parallel regions, e.g. each step of the fused
-/// LSA trainer (core/models/lsa_fused.h). Without an OpenMP runtime in the process it does nothing.
+/// Other threads and the count threads start with are untouched. Cheaper than ScopedThreads, which also
+/// rebuilds LibTorch's pthreadpool: for hot paths made of many small parallel regions, e.g. each step of the
+/// fused LSA trainer (core/models/lsa_fused.h). Without an OpenMP runtime in the process it does nothing.
 /// Construct and destroy on the same thread.
 class ThisThreadIntraOpThreads {
 public:
@@ -87,9 +86,8 @@ private:
 /// Runs a scope on `threads` LibTorch intra-op threads (≤ 0: unchanged) and restores the previous count
 /// on exit. With LibTorch's OpenMP backend (and OpenBLAS built for OpenMP, as Debian's) the count is the
 /// calling thread's, so other threads are not affected. Use it for work made of many small kernels
-/// (d × d eigendecompositions, 256 × 256 factorisations): with OMP_WAIT_POLICY=PASSIVE every parallel
-/// region wakes sleeping workers, which costs more than such a kernel (measured on 2 cores: a 256 × 256
-/// Cholesky factorisation 3 ms on two threads, 0.3 ms on one).
+/// (d × d eigendecompositions, 256 × 256 factorisations), for which waking OMP_WAIT_POLICY=PASSIVE workers
+/// costs more than the kernel (docs/performance.md, "Small kernels on one thread").
 class ScopedThreads {
 public:
     explicit ScopedThreads(int threads);

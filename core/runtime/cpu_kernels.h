@@ -2,19 +2,14 @@
 // The instruction set of LibTorch's own CPU kernels (ATen's "CPU capability"), and the start-up choice
 // that lets them use AVX-512 where the CPU has it. Torch-free header: the app calls it.
 //
-// ATen compiles its element-wise, reduction, softmax and layer-norm kernels three times (default, AVX2,
-// AVX-512) and picks one at the first kernel call. LibTorch 1.13 never picks AVX-512 by itself (it
-// became opt-in through ATEN_CPU_CAPABILITY=avx512 because it ran slower on some Intel parts, PyTorch
-// issue 80252). Matrix products do not depend on it (OpenBLAS has its own core, blas.h). Measured on this
-// 2-core AVX-512 AMD EPYC, 2 threads: tanh-approximation GELU forward + backward over [5184, 256]
-// 3.6 → 1.8 ms; Garg et al.'s GPT-2 train step (batch 64, 81 tokens) 3 / 2 / 64: 13.7 → 14.6 steps/s,
-// 12 / 8 / 256: 0.60 → 0.64 steps/s; the LSA training loop within noise. Numbers change in the last bits
-// (another vector width sums in another order, Sleef's 16-wide tanh is a different 1-ulp approximation),
-// exactly as with another OpenBLAS core; same machine and setting → the same numbers, bitwise.
+// ATen compiles its element-wise, reduction, softmax and layer-norm kernels for three instruction sets and
+// picks one at the first kernel call; LibTorch 1.13 never picks AVX-512 by itself (opt-in through
+// ATEN_CPU_CAPABILITY=avx512, PyTorch issue 80252). Results change in the last bits with the width, as with
+// another OpenBLAS core. Measurements: docs/performance.md, "LibTorch's kernels on AVX-512".
 
 #include <string>
 
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 
 namespace icl {
 

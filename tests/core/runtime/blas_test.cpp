@@ -1,4 +1,4 @@
-// The OpenBLAS core check (core/training/blas.h): which core a CPU should run, and what this
+// The OpenBLAS core check (core/runtime/blas.h): which core a CPU should run, and what this
 // process's BLAS reports.
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "core/training/allocator.h"
+#include "core/runtime/allocator.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/cpu_kernels.h"
 
 #include <cstdlib>
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 #pragma once
-// Core-internal alignment metrics over any two predictors (LibTorch).
+// Core-internal metrics of a predictor against a reference (von Oswald et al. 2022, §3: prediction and
+// sensitivity alignment) and of an LSA stack's copy behaviour (LibTorch). Used by training and the analyses.
 
 #include <functional>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "core/analysis/lsa_construction.h"
+#include "core/models/lsa_construction.h"
 
 #include "core/error.h"
 

@@ -1,4 +1,4 @@
-#include "core/training/blas.h"
+#include "core/runtime/blas.h"
 
 #include <algorithm>
 #include <cctype>

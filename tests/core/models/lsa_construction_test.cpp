@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
-#include "core/analysis/lsa_construction.h"
+#include "core/models/lsa_construction.h"
 #include "core/baselines/baselines.h"
-#include "core/tasks/sine_regression.h"
+#include "core/tasks/prompts.h"
 #include "tests/support/core_checks.h"
 
 namespace {
