@@ -14,6 +14,7 @@
 #include "core/io/experiment_file.h"
 #include "core/report.h"
 #include "core/types/algorithm_map_matrix.h"
+#include "options.h"
 #include "plot_export.h"
 #include "progress_bar.h"
 
@@ -212,6 +213,22 @@ json reportAlgorithmMaps(const std::string& path, const RunSummary& s, const std
               [&](const std::string& out, const std::string& format) { exportPlot(training, out, format, dpi); });
     }
     return summary;
+}
+
+void addAlgorithmMapAnalysis(CLI::App* analyze, const std::shared_ptr<AnalyzeArgs>& args)
+{
+    AnalyzeArgs& a = *args;
+    CLI::App* k = addAnalysis(analyze, args, "algorithm-map",
+                              "which algorithm (GD, GD++, Newton, ridge) and step each layer matches best",
+                              runAlgorithmMap);
+    k->add_option("--families", a.families, "families to compute, e.g. gd,newton (default gd, gdpp, newton, ridge)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({"gd", "gdpp", "newton", "ridge"}));
+    k->add_flag("--all-checkpoints", a.all_checkpoints, "one map per checkpoint of the run (the map across training)");
+    k->add_flag("--store", a.store_capture, "store the map under /analysis/algorithm_map/<id>");
+    k->add_option("--prompts", a.prompts, "number of evaluation prompts (default 1,000)")->check(atLeast(1));
+    k->add_option("--seed", a.seed, "prompt seed (default 0: derived from the experiment's seed)")
+        ->check(unsignedInteger());
 }
 
 } // namespace icl::cli

@@ -3,6 +3,8 @@
 // and throws icl::Error for bad input (main turns it into one line on stderr and exit code 1).
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,7 +17,27 @@
 #include "core/types/run_summary.h"
 #include "core/training/weights_import.h"
 
+namespace CLI {
+class App;
+}
+
 namespace icl::cli {
+
+/// The subcommands of icl-cli, each with its options and its callback (main adds them in the order of --help).
+void addPresetsCommand(CLI::App& app);
+void addConfigCommand(CLI::App& app);
+void addTrainCommand(CLI::App& app);
+/// info, verify and recover: the commands that check an experiment file.
+void addFileCheckCommands(CLI::App& app);
+void addEvalCommand(CLI::App& app);
+void addExportCommand(CLI::App& app);
+void addReportCommand(CLI::App& app);
+/// analyze FILE KIND [options] (analyze_commands.cpp): one sub-subcommand per analysis.
+void addAnalyzeCommand(CLI::App& app);
+/// import and export-weights (weights_commands.cpp).
+void addWeightsCommands(CLI::App& app);
+/// sweep and aggregate (sweep_commands.cpp).
+void addSweepCommands(CLI::App& app);
 
 /// Prints `out` on stdout as a command's one JSON object with --json (indented by 2, then a newline).
 void printJsonObj(const nlohmann::json& out);
@@ -107,9 +129,11 @@ struct ReportArgs {
 };
 int runReport(const ReportArgs& args);
 
+/// The options of `icl-cli analyze FILE KIND`: each analysis (addAnalysis) binds the fields it reads and refuses the
+/// others; the comments name the analyses of a field.
 struct AnalyzeArgs {
     std::string path;
-    std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel"
+    std::string kind;            ///< the analysis that runs: "gd-alignment", "eta-scan", …, "algorithm-map"
     int64_t checkpoint = -1;
     std::string reference = "default";  ///< "default" (the run's eval.alignment[0], else gd), "gd" / "gdpp" (= gd_K / gdpp_K for K linear layers), "gd_k", "gdpp_k", "features_gd_k"
     int64_t prompts = 0;
@@ -146,7 +170,12 @@ struct AnalyzeArgs {
     std::vector<std::string> families; ///< algorithm-map: families to compute (empty: gd, gdpp, newton, ridge)
     bool all_checkpoints = false;      ///< algorithm-map: one map per checkpoint of the run
 };
-int runAnalyze(const AnalyzeArgs& args);
+/// Adds the analysis `name` to `analyze` (icl-cli analyze RUN.h5 NAME): a subcommand with `help`, the options
+/// every analysis has (--checkpoint, --threads, --max-memory, --json) bound to `args`, and a callback that runs
+/// `run` on `args` under the --max-memory budget. The caller adds the analysis' own options to the subcommand returned; an option of
+/// another analysis is refused in one line that names the analyses that have it.
+CLI::App* addAnalysis(CLI::App* analyze, const std::shared_ptr<AnalyzeArgs>& args, const std::string& name,
+                      const std::string& help, std::function<int(const AnalyzeArgs&)> run);
 /// `o` with the fields every analysis' options share set from the command line: checkpoint_step, seed, threads.
 template <class Options>
 Options withCommonOptions(Options o, const AnalyzeArgs& args)
@@ -156,8 +185,9 @@ Options withCommonOptions(Options o, const AnalyzeArgs& args)
     o.threads = args.threads;
     return o;
 }
-/// The kinds runAnalyze accepts ("gd-alignment", "eta-scan", …, "icl-iwl"), in the order of the help text.
-std::vector<std::string> analysisKinds();
+/// The analyses attention, lens and patching (inspector_commands.cpp) and algorithm-map (algorithm_map_commands.cpp).
+void addInspectorAnalyses(CLI::App* analyze, const std::shared_ptr<AnalyzeArgs>& args);
+void addAlgorithmMapAnalysis(CLI::App* analyze, const std::shared_ptr<AnalyzeArgs>& args);
 
 /// `icl-cli analyze RUN.h5 icl-iwl --show-sequence KIND [--seed S] [--checkpoint STEP] [--json]`
 /// (sequence_commands.cpp): one sequence of a few-shot classification run (sampleFewShotSequence) with the
