@@ -65,7 +65,7 @@ json metricsJson(const AlignmentMetrics& m)
             {"relative_model_difference", jsonNumber(m.relative_model_difference)}};
 }
 
-int runEtaScan(const AnalyzeArgs& args)
+int runEtaScan(const EtaScanArgs& args)
 {
     const int64_t k = args.k > 0 ? args.k : modelLayers(args.path);
     const EtaScan s = computeEtaScan(args.path, args.checkpoint, k, args.eta_max, args.points);
@@ -108,7 +108,7 @@ int runLayers(const AnalyzeArgs& args)
     return 0;
 }
 
-int runOod(const AnalyzeArgs& args)
+int runOod(const OodArgs& args)
 {
     const OodCurve c = computeOod(args.path, args.checkpoint, args.ood_kind, args.alpha);
     if (args.json) {
@@ -140,7 +140,7 @@ int runInterpolate(const AnalyzeArgs& args)
     return 0;
 }
 
-int runProbe(const AnalyzeArgs& args)
+int runProbe(const ProbeArgs& args)
 {
     ProbeOptions o = withCommonOptions(args.probe, args);
     if (args.prompts > 0)
@@ -166,7 +166,7 @@ int runProbe(const AnalyzeArgs& args)
     return 0;
 }
 
-int runPaste(const AnalyzeArgs& args)
+int runPaste(const PasteArgs& args)
 {
     PastingOptions o = withCommonOptions(args.paste, args);
     if (args.prompts > 0)
@@ -261,7 +261,7 @@ int runPaste(const AnalyzeArgs& args)
     return 0;
 }
 
-int runCopy(const AnalyzeArgs& args)
+int runCopy(const CopyArgs& args)
 {
     const CopyAnalysis c = computeCopyAnalysis(args.path, args.checkpoint, args.prompts > 0 ? args.prompts : 64);
     if (args.json) {
@@ -292,7 +292,7 @@ json kernelCurveJson(const KernelErrorCurve& c)
     return {{"mean", c.mean}, {"std", c.std}, {"slope", jsonNumber(c.slope)}};
 }
 
-int runKernel(const AnalyzeArgs& args)
+int runKernel(const KernelArgs& args)
 {
     KernelViewOptions o;
     o.checkpoint_step = args.checkpoint;
@@ -364,7 +364,7 @@ int runKernel(const AnalyzeArgs& args)
 
 namespace analyze_cli {
 
-int runIclIwl(const AnalyzeArgs& args)
+int runIclIwl(const IclIwlArgs& args)
 {
     IclIwlOptions o = withCommonOptions(IclIwlOptions{}, args);
     o.n_sequences = args.prompts;
@@ -405,7 +405,7 @@ int runIclIwl(const AnalyzeArgs& args)
 }
 
 
-int runGdAlignment(const AnalyzeArgs& args)
+int runGdAlignment(const GdAlignmentArgs& args)
 {
     GdAlignmentOptions o;
     o.checkpoint_step = args.checkpoint;
@@ -522,8 +522,8 @@ const char* const kPromptSeedHelp = "prompt seed (default 0: the run's own evalu
 
 } // namespace
 
-CLI::App* addAnalysis(CLI::App* analyze, const std::shared_ptr<AnalyzeArgs>& args, const std::string& name,
-                      const std::string& help, std::function<int(const AnalyzeArgs&)> run)
+CLI::App* addAnalysisCommand(CLI::App* analyze, const std::string& name, const std::string& help, AnalyzeArgs& common,
+                             std::function<int()> run)
 {
     CLI::App* kind = analyze->add_subcommand(name, help);
     kind->formatter(std::make_shared<AnalysisFormatter>());
@@ -532,77 +532,105 @@ CLI::App* addAnalysis(CLI::App* analyze, const std::shared_ptr<AnalyzeArgs>& arg
     kind->allow_extras();  // refused by refuseLeftovers, in one line that names the analyses of a stray option
     setCommand(
         kind,
-        [analyze, kind, args, name, run = std::move(run)] {
+        [analyze, kind, &common, name, run = std::move(run)] {
             refuseLeftovers(*analyze, *kind);
-            if (args->path.empty())
+            if (analyze->count("file") == 0)
                 throw CLI::RequiredError("file is required: icl-cli analyze RUN.h5 " + name + " [options]",
                                          CLI::ExitCodes::RequiredError);
-            args->kind = name;
-            const ScopedMemoryLimit budget(args->max_memory);  // the budget of every file the analysis opens
-            return run(*args);
+            common.path = analyze->get_option("file")->as<std::string>();
+            common.kind = name;
+            const ScopedMemoryLimit budget(common.max_memory);  // the budget of every file the analysis opens
+            return run();
         },
-        [args] { return args->path; });
-    addCheckpointOption(kind, args->checkpoint);
-    addThreadsOption(kind, args->threads);
-    addMaxMemoryOption(kind, args->max_memory);
-    addJsonFlag(kind, args->json);
+        [&common] { return common.path; });
+    addCheckpointOption(kind, common.checkpoint);
+    addThreadsOption(kind, common.threads);
+    addMaxMemoryOption(kind, common.max_memory);
+    addJsonFlag(kind, common.json);
     return kind;
 }
 
-void addAnalyzeCommand(CLI::App& app)
-{
-    auto args = std::make_shared<AnalyzeArgs>();
-    CLI::App* analyze = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
-    analyze->add_option("file", args->path, "experiment file (required; before the analysis)");
-    analyze->require_subcommand(0, 1);
-    analyze->allow_extras();  // an unknown analysis is refused below, as the option of the analysis was before
-    analyze->formatter(std::make_shared<AnalysisFormatter>());
-    analyze->footer("Each analysis has its own options: icl-cli analyze ANALYSIS --help lists them.");
-    AnalyzeArgs& a = *args;
-    // The analyses whose core functions take no thread count: --threads applies to the calling thread.
-    const auto onThreads = [](int (*run)(const AnalyzeArgs&)) {
-        return [run](const AnalyzeArgs& args) {
-            if (args.threads > 0)
-                configureThreads(args.threads);
-            return run(args);
-        };
-    };
+namespace {
 
-    CLI::App* k = addAnalysis(analyze, args, "gd-alignment",
+/// `run` with --threads applied to the calling thread first: for the analyses whose core functions take no thread
+/// count.
+template <class Args>
+std::function<int(const Args&)> onThreads(int (*run)(const Args&))
+{
+    return [run](const Args& args) {
+        if (args.threads > 0)
+            configureThreads(args.threads);
+        return run(args);
+    };
+}
+
+/// analyze FILE gd-alignment.
+void addGdAlignment(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<GdAlignmentArgs>(analyze, "gd-alignment",
                               "how close the model is to GD, GD++ or GD on features (prediction, model difference)",
                               runGdAlignment);
+    GdAlignmentArgs& a = *args;
     k->add_option("--reference", a.reference,
                   "reference algorithm: the run's own (eval.alignment[0], else gd; the default), gd or gdpp (K steps "
                   "/ layers for K linear layers), gd_k, gdpp_k, or features_gd_k (GD on meta-learned features)");
     addPromptsOption(k, a.prompts, "number of prompts (default: the run's evaluation prompts)");
     addSeedOption(k, a.seed, kPromptSeedHelp);
+}
 
-    k = addAnalysis(analyze, args, "eta-scan", "loss of K steps of GD over a grid of step sizes η, and the model's",
+/// analyze FILE eta-scan.
+void addEtaScan(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<EtaScanArgs>(analyze, "eta-scan", "loss of K steps of GD over a grid of step sizes η, and the model's",
                     onThreads(runEtaScan));
+    EtaScanArgs& a = *args;
     k->add_option("--k", a.k, "number of GD steps (default: the model's layers)")->check(atLeast(1));
     k->add_option("--eta-max", a.eta_max, "largest step size η")->check(CLI::Range(1e-6, 1e6));
     k->add_option("--points", a.points, "grid points")->check(CLI::Range(2, 100000));
+}
 
-    addAnalysis(analyze, args, "layers", "the prediction after each layer against k steps of GD and GD++",
+/// analyze FILE layers.
+void addLayers(CLI::App* analyze)
+{
+    addAnalysis<AnalyzeArgs>(analyze, "layers", "the prediction after each layer against k steps of GD and GD++",
                 onThreads(runLayers));
+}
 
-    k = addAnalysis(analyze, args, "ood", "model, GD and least squares out of distribution (the loss against α)",
+/// analyze FILE ood.
+void addOod(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<OodArgs>(analyze, "ood", "model, GD and least squares out of distribution (the loss against α)",
                     onThreads(runOod));
+    OodArgs& a = *args;
     k->add_option("--kind", a.ood_kind, "x_scale, w_scale, label_noise or depth")
         ->check(CLI::IsMember({"x_scale", "w_scale", "label_noise", "depth"}));
     k->add_option("--alpha", a.alpha, "values of α (repeatable; default depends on --kind)");
+}
 
-    addAnalysis(analyze, args, "interpolate", "loss along (1 − t)·trained + t·GD construction",
+/// analyze FILE interpolate.
+void addInterpolate(CLI::App* analyze)
+{
+    addAnalysis<AnalyzeArgs>(analyze, "interpolate", "loss along (1 − t)·trained + t·GD construction",
                 onThreads(runInterpolate));
+}
 
-    k = addAnalysis(analyze, args, "copy",
+/// analyze FILE copy.
+void addCopy(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<CopyArgs>(analyze, "copy",
                     "the interleaved copy layer: how layer 1's x-token outputs depend on the tokens",
                     onThreads(runCopy));
+    CopyArgs& a = *args;
     addPromptsOption(k, a.prompts, "number of prompts (default 64)");
+}
 
-    k = addAnalysis(analyze, args, "kernel",
+/// analyze FILE kernel.
+void addKernel(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<KernelArgs>(analyze, "kernel",
                     "one softmax head as a kernel: random-feature approximations of it",
                     runKernel);
+    KernelArgs& a = *args;
     k->add_option("--layer", a.layer, "0-based softmax layer (default 0)")->check(atLeast(0));
     k->add_option("--head", a.head, "0-based head (default 0)")->check(atLeast(0));
     k->add_option("--m", a.m, "numbers of random features, e.g. 16,64,256,1024,4096")
@@ -617,8 +645,13 @@ void addAnalyzeCommand(CLI::App& app)
         ->check(CLI::IsMember({"balanced", "symmetric"}));
     addPromptsOption(k, a.prompts, "number of prompts (default: the first 128 of the run's evaluation prompts)");
     addSeedOption(k, a.seed, "seed of the random features");
+}
 
-    k = addAnalysis(analyze, args, "probe", "linear probes of the residual stream after each layer", runProbe);
+/// analyze FILE probe.
+void addProbe(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<ProbeArgs>(analyze, "probe", "linear probes of the residual stream after each layer", runProbe);
+    ProbeArgs& a = *args;
     k->add_option("--target", a.probe.target, "x, phi, y, oracle or gd_k (default phi)")
         ->check(CLI::IsMember({"x", "phi", "y", "oracle"}) | CLI::Validator(
             [](std::string& v) { return v.rfind("gd_", 0) == 0 ? std::string() : std::string("not gd_k"); }, "gd_k"));
@@ -626,10 +659,15 @@ void addAnalyzeCommand(CLI::App& app)
         ->check(CLI::IsMember({"x", "y", "query"}));
     addPromptsOption(k, a.prompts, "prompts the probes are fitted on, and as many they are scored on (default 512)");
     addSeedOption(k, a.seed, "prompt seed (default 0: derived from the experiment's seed)");
+}
 
-    k = addAnalysis(analyze, args, "paste",
+/// analyze FILE paste.
+void addPaste(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<PasteArgs>(analyze, "paste",
                     "a new embedding trained before the frozen blocks ℓ..L−1, against scratch and ridge",
                     runPaste);
+    PasteArgs& a = *args;
     PastingOptions& p = a.paste;
     k->add_option("--cut-layer", p.cut_layer, "layer ℓ where the parent is cut (blocks ℓ..L−1 kept frozen)")
         ->check(atLeast(0));
@@ -681,12 +719,15 @@ void addAnalyzeCommand(CLI::App& app)
     k->add_flag("--force", a.force, "replace an existing --out file");
     addPromptsOption(k, a.prompts, "evaluation prompts of every model and baseline (default 1,280)");
     addSeedOption(k, a.seed, "seed of the pasting's random draws (default 0: the parent's seed)");
+}
 
-    addInspectorAnalyses(analyze, args);
-
-    k = addAnalysis(analyze, args, "icl-iwl",
+/// analyze FILE icl-iwl.
+void addIclIwl(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<IclIwlArgs>(analyze, "icl-iwl",
                     "in-context vs in-weights learning of a few-shot classification run",
-                    [](const AnalyzeArgs& a) { return a.show_sequence.empty() ? runIclIwl(a) : runShowSequence(a); });
+                    [](const IclIwlArgs& a) { return a.show_sequence.empty() ? runIclIwl(a) : runShowSequence(a); });
+    IclIwlArgs& a = *args;
     k->add_option("--show-sequence", a.show_sequence,
                   "instead of the accuracies, print one sequence of this kind (training, training_bursty, "
                   "training_iid, icl or iwl; index --seed) with the checkpoint's prediction at its query")
@@ -694,10 +735,33 @@ void addAnalyzeCommand(CLI::App& app)
     addPromptsOption(k, a.prompts, "sequences of each evaluation (default: the run's evaluation prompts)");
     addSeedOption(k, a.seed, "0 (the default): the run's own evaluation sequences; another value draws fresh ones from that index; with "
                                   "--show-sequence the index of the sequence");
+}
 
-    addAlgorithmMapAnalysis(analyze, args);
+} // namespace
 
-    analyze->callback([analyze] {
+void addAnalyzeCommand(CLI::App& app)
+{
+    auto path = std::make_shared<std::string>();  // read by each analysis (addAnalysisCommand)
+    CLI::App* analyze = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
+    analyze->add_option("file", *path, "experiment file (required; before the analysis)");
+    analyze->require_subcommand(0, 1);
+    analyze->allow_extras();  // an unknown analysis is refused below, as the option of the analysis was before
+    analyze->formatter(std::make_shared<AnalysisFormatter>());
+    analyze->footer("Each analysis has its own options: icl-cli analyze ANALYSIS --help lists them.");
+    addGdAlignment(analyze);
+    addEtaScan(analyze);
+    addLayers(analyze);
+    addOod(analyze);
+    addInterpolate(analyze);
+    addCopy(analyze);
+    addKernel(analyze);
+    addProbe(analyze);
+    addPaste(analyze);
+    addInspectorAnalyses(analyze);  // attention, lens, patching
+    addIclIwl(analyze);
+    addAlgorithmMapAnalysis(analyze);
+
+    analyze->callback([analyze, path] {
         if (!analyze->get_subcommands().empty())
             return;  // the analysis' own callback ran
         const std::vector<std::string> words = analyze->remaining();
