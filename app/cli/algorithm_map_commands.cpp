@@ -218,12 +218,11 @@ json reportAlgorithmMaps(const std::string& path, const RunSummary& s, const std
 void addAlgorithmMapAnalysis(CLI::App* analyze)
 {
     auto [k, args] = addAnalysis<AlgorithmMapArgs>(analyze, "algorithm-map",
-                              "which algorithm (GD, GD++, Newton, ridge) and step each layer matches best",
-                                                   runAlgorithmMap);
+        "which algorithm (GD, GD++, Newton, ridge) and step each layer matches best", runAlgorithmMap);
     AlgorithmMapArgs& a = *args;
     k->add_option("--families", a.families, "families to compute, e.g. gd,newton (default gd, gdpp, newton, ridge)")
         ->delimiter(',')
-        ->check(CLI::IsMember({"gd", "gdpp", "newton", "ridge"}));
+        ->check(CLI::IsMember({ "gd", "gdpp", "newton", "ridge" }));
     k->add_flag("--all-checkpoints", a.all_checkpoints, "one map per checkpoint of the run (the map across training)");
     k->add_flag("--store", a.store, "store the map under /analysis/algorithm_map/<id>");
     k->add_option("--prompts", a.prompts, "number of evaluation prompts (default 1,000)")->check(atLeast(1));

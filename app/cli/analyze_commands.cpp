@@ -475,20 +475,19 @@ std::string analysesWithOption(const CLI::App& analyze, const std::string& optio
 void refuseLeftovers(const CLI::App& analyze, const CLI::App& kind)
 {
     const std::string name = kind.get_name();
-    const auto refuse = [](const std::string& message) {
-        throw CLI::ExtrasError(message, CLI::ExitCodes::ExtrasError);
-    };
+    const auto refuse
+        = [](const std::string& message) { throw CLI::ExtrasError(message, CLI::ExitCodes::ExtrasError); };
     for (const std::string& arg : analyze.remaining())
         refuse("analyze: " + arg + ": options go after the analysis: icl-cli analyze RUN.h5 " + name + " [options]");
     for (const std::string& arg : kind.remaining()) {
         if (arg.size() < 2 || arg[0] != '-')
             refuse("analyze " + name + ": unexpected argument \"" + arg + "\" (icl-cli analyze RUN.h5 " + name
-                   + " [options]; icl-cli analyze " + name + " --help lists its options)");
+                + " [options]; icl-cli analyze " + name + " --help lists its options)");
         const std::string option = arg.substr(0, arg.find('='));
         const std::string others = analysesWithOption(analyze, option);
-        refuse("analyze " + name + ": " + (others.empty() ? "unknown option " + option
-                                                           : option + " is an option of " + others + ", not of " + name)
-               + " (icl-cli analyze " + name + " --help lists its options)");
+        refuse("analyze " + name + ": "
+            + (others.empty() ? "unknown option " + option : option + " is an option of " + others + ", not of " + name)
+            + " (icl-cli analyze " + name + " --help lists its options)");
     }
 }
 
@@ -501,8 +500,8 @@ public:
         if (app->get_name() == "analyze")
             return get_label("Usage") + ": " + name + " file ANALYSIS [OPTIONS]\n";
         const size_t kind = name.rfind(' ');
-        return CLI::Formatter::make_usage(app, kind == std::string::npos ? name
-                                                                         : name.substr(0, kind) + " file" + name.substr(kind));
+        return CLI::Formatter::make_usage(
+            app, kind == std::string::npos ? name : name.substr(0, kind) + " file" + name.substr(kind));
     }
 };
 
@@ -522,24 +521,24 @@ const char* const kPromptSeedHelp = "prompt seed (default 0: the run's own evalu
 
 } // namespace
 
-CLI::App* addAnalysisCommand(CLI::App* analyze, const std::string& name, const std::string& help, AnalyzeArgs& common,
-                             std::function<int()> run)
+CLI::App* addAnalysisCommand(
+    CLI::App* analyze, const std::string& name, const std::string& help, AnalyzeArgs& common, std::function<int()> run)
 {
     CLI::App* kind = analyze->add_subcommand(name, help);
     kind->formatter(std::make_shared<AnalysisFormatter>());
     kind->group("Analyses");
     kind->footer("");
-    kind->allow_extras();  // refused by refuseLeftovers, in one line that names the analyses of a stray option
+    kind->allow_extras(); // refused by refuseLeftovers, in one line that names the analyses of a stray option
     setCommand(
         kind,
         [analyze, kind, &common, name, run = std::move(run)] {
             refuseLeftovers(*analyze, *kind);
             if (analyze->count("file") == 0)
-                throw CLI::RequiredError("file is required: icl-cli analyze RUN.h5 " + name + " [options]",
-                                         CLI::ExitCodes::RequiredError);
+                throw CLI::RequiredError(
+                    "file is required: icl-cli analyze RUN.h5 " + name + " [options]", CLI::ExitCodes::RequiredError);
             common.path = analyze->get_option("file")->as<std::string>();
             common.kind = name;
-            const ScopedMemoryLimit budget(common.max_memory);  // the budget of every file the analysis opens
+            const ScopedMemoryLimit budget(common.max_memory); // the budget of every file the analysis opens
             return run();
         },
         [&common] { return common.path; });
@@ -554,8 +553,7 @@ namespace {
 
 /// `run` with --threads applied to the calling thread first: for the analyses whose core functions take no thread
 /// count.
-template <class Args>
-std::function<int(const Args&)> onThreads(int (*run)(const Args&))
+template <class Args> std::function<int(const Args&)> onThreads(int (*run)(const Args&))
 {
     return [run](const Args& args) {
         if (args.threads > 0)
@@ -568,12 +566,11 @@ std::function<int(const Args&)> onThreads(int (*run)(const Args&))
 void addGdAlignment(CLI::App* analyze)
 {
     auto [k, args] = addAnalysis<GdAlignmentArgs>(analyze, "gd-alignment",
-                              "how close the model is to GD, GD++ or GD on features (prediction, model difference)",
-                              runGdAlignment);
+        "how close the model is to GD, GD++ or GD on features (prediction, model difference)", runGdAlignment);
     GdAlignmentArgs& a = *args;
     k->add_option("--reference", a.reference,
-                  "reference algorithm: the run's own (eval.alignment[0], else gd; the default), gd or gdpp (K steps "
-                  "/ layers for K linear layers), gd_k, gdpp_k, or features_gd_k (GD on meta-learned features)");
+        "reference algorithm: the run's own (eval.alignment[0], else gd; the default), gd or gdpp (K steps "
+        "/ layers for K linear layers), gd_k, gdpp_k, or features_gd_k (GD on meta-learned features)");
     addPromptsOption(k, a.prompts, "number of prompts (default: the run's evaluation prompts)");
     addSeedOption(k, a.seed, kPromptSeedHelp);
 }
@@ -581,8 +578,8 @@ void addGdAlignment(CLI::App* analyze)
 /// analyze FILE eta-scan.
 void addEtaScan(CLI::App* analyze)
 {
-    auto [k, args] = addAnalysis<EtaScanArgs>(analyze, "eta-scan", "loss of K steps of GD over a grid of step sizes η, and the model's",
-                    onThreads(runEtaScan));
+    auto [k, args] = addAnalysis<EtaScanArgs>(analyze, "eta-scan",
+        "loss of K steps of GD over a grid of step sizes η, and the model's", onThreads(runEtaScan));
     EtaScanArgs& a = *args;
     k->add_option("--k", a.k, "number of GD steps (default: the model's layers)")->check(atLeast(1));
     k->add_option("--eta-max", a.eta_max, "largest step size η")->check(CLI::Range(1e-6, 1e6));
@@ -592,34 +589,33 @@ void addEtaScan(CLI::App* analyze)
 /// analyze FILE layers.
 void addLayers(CLI::App* analyze)
 {
-    addAnalysis<AnalyzeArgs>(analyze, "layers", "the prediction after each layer against k steps of GD and GD++",
-                onThreads(runLayers));
+    addAnalysis<AnalyzeArgs>(
+        analyze, "layers", "the prediction after each layer against k steps of GD and GD++", onThreads(runLayers));
 }
 
 /// analyze FILE ood.
 void addOod(CLI::App* analyze)
 {
-    auto [k, args] = addAnalysis<OodArgs>(analyze, "ood", "model, GD and least squares out of distribution (the loss against α)",
-                    onThreads(runOod));
+    auto [k, args] = addAnalysis<OodArgs>(
+        analyze, "ood", "model, GD and least squares out of distribution (the loss against α)", onThreads(runOod));
     OodArgs& a = *args;
     k->add_option("--kind", a.ood_kind, "x_scale, w_scale, label_noise or depth")
-        ->check(CLI::IsMember({"x_scale", "w_scale", "label_noise", "depth"}));
+        ->check(CLI::IsMember({ "x_scale", "w_scale", "label_noise", "depth" }));
     k->add_option("--alpha", a.alpha, "values of α (repeatable; default depends on --kind)");
 }
 
 /// analyze FILE interpolate.
 void addInterpolate(CLI::App* analyze)
 {
-    addAnalysis<AnalyzeArgs>(analyze, "interpolate", "loss along (1 − t)·trained + t·GD construction",
-                onThreads(runInterpolate));
+    addAnalysis<AnalyzeArgs>(
+        analyze, "interpolate", "loss along (1 − t)·trained + t·GD construction", onThreads(runInterpolate));
 }
 
 /// analyze FILE copy.
 void addCopy(CLI::App* analyze)
 {
     auto [k, args] = addAnalysis<CopyArgs>(analyze, "copy",
-                    "the interleaved copy layer: how layer 1's x-token outputs depend on the tokens",
-                    onThreads(runCopy));
+        "the interleaved copy layer: how layer 1's x-token outputs depend on the tokens", onThreads(runCopy));
     CopyArgs& a = *args;
     addPromptsOption(k, a.prompts, "number of prompts (default 64)");
 }
@@ -627,9 +623,8 @@ void addCopy(CLI::App* analyze)
 /// analyze FILE kernel.
 void addKernel(CLI::App* analyze)
 {
-    auto [k, args] = addAnalysis<KernelArgs>(analyze, "kernel",
-                    "one softmax head as a kernel: random-feature approximations of it",
-                    runKernel);
+    auto [k, args] = addAnalysis<KernelArgs>(
+        analyze, "kernel", "one softmax head as a kernel: random-feature approximations of it", runKernel);
     KernelArgs& a = *args;
     k->add_option("--layer", a.layer, "0-based softmax layer (default 0)")->check(atLeast(0));
     k->add_option("--head", a.head, "0-based head (default 0)")->check(atLeast(0));
@@ -639,10 +634,10 @@ void addKernel(CLI::App* analyze)
     k->add_option("--seeds", a.seeds, "random-feature draws per m (default 5)")
         ->check(CLI::Range(int64_t(1), int64_t(1000)));
     k->add_option("--scaling", a.scaling,
-                  "how the scores are split between queries and keys for the random features: balanced (keys minus "
-                  "their mean, norms balanced by a linear map; default) or symmetric (q and k times D^(-1/4)); both "
-                  "leave the attention unchanged")
-        ->check(CLI::IsMember({"balanced", "symmetric"}));
+         "how the scores are split between queries and keys for the random features: balanced (keys minus "
+         "their mean, norms balanced by a linear map; default) or symmetric (q and k times D^(-1/4)); both "
+         "leave the attention unchanged")
+        ->check(CLI::IsMember({ "balanced", "symmetric" }));
     addPromptsOption(k, a.prompts, "number of prompts (default: the first 128 of the run's evaluation prompts)");
     addSeedOption(k, a.seed, "seed of the random features");
 }
@@ -650,13 +645,16 @@ void addKernel(CLI::App* analyze)
 /// analyze FILE probe.
 void addProbe(CLI::App* analyze)
 {
-    auto [k, args] = addAnalysis<ProbeArgs>(analyze, "probe", "linear probes of the residual stream after each layer", runProbe);
+    auto [k, args]
+        = addAnalysis<ProbeArgs>(analyze, "probe", "linear probes of the residual stream after each layer", runProbe);
     ProbeArgs& a = *args;
     k->add_option("--target", a.probe.target, "x, phi, y, oracle or gd_k (default phi)")
-        ->check(CLI::IsMember({"x", "phi", "y", "oracle"}) | CLI::Validator(
-            [](std::string& v) { return v.rfind("gd_", 0) == 0 ? std::string() : std::string("not gd_k"); }, "gd_k"));
+        ->check(CLI::IsMember({ "x", "phi", "y", "oracle" })
+            | CLI::Validator(
+                [](std::string& v) { return v.rfind("gd_", 0) == 0 ? std::string() : std::string("not gd_k"); },
+                "gd_k"));
     k->add_option("--positions", a.probe.positions, "x, y or query tokens (default x)")
-        ->check(CLI::IsMember({"x", "y", "query"}));
+        ->check(CLI::IsMember({ "x", "y", "query" }));
     addPromptsOption(k, a.prompts, "prompts the probes are fitted on, and as many they are scored on (default 512)");
     addSeedOption(k, a.seed, "prompt seed (default 0: derived from the experiment's seed)");
 }
@@ -665,57 +663,56 @@ void addProbe(CLI::App* analyze)
 void addPaste(CLI::App* analyze)
 {
     auto [k, args] = addAnalysis<PasteArgs>(analyze, "paste",
-                    "a new embedding trained before the frozen blocks ℓ..L−1, against scratch and ridge",
-                    runPaste);
+        "a new embedding trained before the frozen blocks ℓ..L−1, against scratch and ridge", runPaste);
     PasteArgs& a = *args;
     PastingOptions& p = a.paste;
     k->add_option("--cut-layer", p.cut_layer, "layer ℓ where the parent is cut (blocks ℓ..L−1 kept frozen)")
         ->check(atLeast(0));
     k->add_option("--embedding", p.embedding, "new trainable embedding: linear or transformer1 (default linear)")
-        ->check(CLI::IsMember({"linear", "transformer1"}));
+        ->check(CLI::IsMember({ "linear", "transformer1" }));
     k->add_option("--steps", p.steps, "Adam steps for the pasted and the scratch model (default 1000)")
         ->check(atLeast(0));
     k->add_option("--lr", p.lr, "Adam learning rate η of the new embedding and of the scratch model (default 1e-3)")
         ->check(CLI::PositiveNumber)
         ->check(CLI::Range(0.0, 10.0));
     k->add_option("--schedule", p.schedule,
-                  "learning-rate schedule of both models: constant (default) or cosine (η decays to 0 at the last "
-                  "step, no warm-up)")
-        ->check(CLI::IsMember({"constant", "cosine"}));
+         "learning-rate schedule of both models: constant (default) or cosine (η decays to 0 at the last "
+         "step, no warm-up)")
+        ->check(CLI::IsMember({ "constant", "cosine" }));
     k->add_flag("--sequential{false}", p.concurrent,
-                "train the pasted and the scratch model one after the other on --threads intra-op threads (default: "
-                "side by side, one thread each, on a machine with 2 or more hardware threads)");
+        "train the pasted and the scratch model one after the other on --threads intra-op threads (default: "
+        "side by side, one thread each, on a machine with 2 or more hardware threads)");
     k->add_option("--eval-every", p.eval_every,
-                  "period of the loss curves' evaluations, in steps (default 100; each evaluates both models on 1,280 "
-                  "prompts)")
+         "period of the loss curves' evaluations, in steps (default 100; each evaluates both models on 1,280 "
+         "prompts)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 40));
     k->add_option("--batch-size", p.batch_size, "prompts per training step (default 64)")
         ->check(CLI::Range(int64_t(1), int64_t(1) << 16));
     auto* wScale = k->add_option("--w-scale", p.w_scale,
-                                 "τ > 0 of the linear task's weights w ~ N(0, τ²I_d) (default: the parent's "
-                                 "task.w_scale)")
+                        "τ > 0 of the linear task's weights w ~ N(0, τ²I_d) (default: the parent's "
+                        "task.w_scale)")
                        ->check(CLI::PositiveNumber)
                        ->check(CLI::Range(0.0, 1e6));
     auto* matchVariance = k->add_flag("--match-label-variance", p.match_label_variance,
-                                      "choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal "
-                                      "variance (τ = τ_parent·(E‖Φ*(x)‖² / E‖x‖²)^½), the label scale the frozen "
-                                      "read-out was trained on")
+                               "choose τ so that the linear labels ⟨w, x⟩ have the parent task's signal "
+                               "variance (τ = τ_parent·(E‖Φ*(x)‖² / E‖x‖²)^½), the label scale the frozen "
+                               "read-out was trained on")
                               ->excludes(wScale);
     k->add_flag("--match-label-scale", p.match_label_scale,
-                "multiply the linear task's τ and σ by one factor c so that its labels have the parent task's "
-                "variance (c² = (τ²E‖Φ*(x)‖² + σ²) / (τ²E‖x‖² + σ²)): the read-out's label scale at the linear "
-                "task's own signal-to-noise ratio (ridge's λ and every loss ratio unchanged)")
+         "multiply the linear task's τ and σ by one factor c so that its labels have the parent task's "
+         "variance (c² = (τ²E‖Φ*(x)‖² + σ²) / (τ²E‖x‖² + σ²)): the read-out's label scale at the linear "
+         "task's own signal-to-noise ratio (ridge's λ and every loss ratio unchanged)")
         ->excludes(wScale)
         ->excludes(matchVariance);
     k->add_flag("--init-from-parent", p.copy_parent_embedding,
-                "start the new module from the parent (linear, ℓ = 0: its read-in and positions; transformer1, ℓ ≥ 1: "
-                "also its block ℓ − 1) instead of GPT-2's random initialisation");
+        "start the new module from the parent (linear, ℓ = 0: its read-in and positions; transformer1, ℓ ≥ 1: "
+        "also its block ℓ − 1) instead of GPT-2's random initialisation");
     k->add_flag("--zero-new-mlp", p.zero_new_mlp,
-                "with --init-from-parent and transformer1: the new block's MLP output starts at zero (the parent's "
-                "attention, which copies x_i to the y-tokens, without its MLP, which computes Φ*)");
+        "with --init-from-parent and transformer1: the new block's MLP output starts at zero (the parent's "
+        "attention, which copies x_i to the y-tokens, without its MLP, which computes Φ*)");
     k->add_option("--out", a.out,
-                  "experiment file for the pasted model (default RUN.paste-l<ℓ>-<embedding>.h5); an existing file "
-                  "needs --force; removed again if the run is interrupted or fails");
+        "experiment file for the pasted model (default RUN.paste-l<ℓ>-<embedding>.h5); an existing file "
+        "needs --force; removed again if the run is interrupted or fails");
     k->add_flag("--force", a.force, "replace an existing --out file");
     addPromptsOption(k, a.prompts, "evaluation prompts of every model and baseline (default 1,280)");
     addSeedOption(k, a.seed, "seed of the pasting's random draws (default 0: the parent's seed)");
@@ -725,27 +722,28 @@ void addPaste(CLI::App* analyze)
 void addIclIwl(CLI::App* analyze)
 {
     auto [k, args] = addAnalysis<IclIwlArgs>(analyze, "icl-iwl",
-                    "in-context vs in-weights learning of a few-shot classification run",
-                    [](const IclIwlArgs& a) { return a.show_sequence.empty() ? runIclIwl(a) : runShowSequence(a); });
+        "in-context vs in-weights learning of a few-shot classification run",
+        [](const IclIwlArgs& a) { return a.show_sequence.empty() ? runIclIwl(a) : runShowSequence(a); });
     IclIwlArgs& a = *args;
     k->add_option("--show-sequence", a.show_sequence,
-                  "instead of the accuracies, print one sequence of this kind (training, training_bursty, "
-                  "training_iid, icl or iwl; index --seed) with the checkpoint's prediction at its query")
-        ->check(CLI::IsMember({"training", "training_bursty", "training_iid", "icl", "iwl"}));
+         "instead of the accuracies, print one sequence of this kind (training, training_bursty, "
+         "training_iid, icl or iwl; index --seed) with the checkpoint's prediction at its query")
+        ->check(CLI::IsMember({ "training", "training_bursty", "training_iid", "icl", "iwl" }));
     addPromptsOption(k, a.prompts, "sequences of each evaluation (default: the run's evaluation prompts)");
-    addSeedOption(k, a.seed, "0 (the default): the run's own evaluation sequences; another value draws fresh ones from that index; with "
-                                  "--show-sequence the index of the sequence");
+    addSeedOption(k, a.seed,
+        "0 (the default): the run's own evaluation sequences; another value draws fresh ones from that index; with "
+        "--show-sequence the index of the sequence");
 }
 
 } // namespace
 
 void addAnalyzeCommand(CLI::App& app)
 {
-    auto path = std::make_shared<std::string>();  // read by each analysis (addAnalysisCommand)
+    auto path = std::make_shared<std::string>(); // read by each analysis (addAnalysisCommand)
     CLI::App* analyze = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
     analyze->add_option("file", *path, "experiment file (required; before the analysis)");
     analyze->require_subcommand(0, 1);
-    analyze->allow_extras();  // an unknown analysis is refused below, as the option of the analysis was before
+    analyze->allow_extras(); // an unknown analysis is refused below, as the option of the analysis was before
     analyze->formatter(std::make_shared<AnalysisFormatter>());
     analyze->footer("Each analysis has its own options: icl-cli analyze ANALYSIS --help lists them.");
     addGdAlignment(analyze);
@@ -757,13 +755,13 @@ void addAnalyzeCommand(CLI::App& app)
     addKernel(analyze);
     addProbe(analyze);
     addPaste(analyze);
-    addInspectorAnalyses(analyze);  // attention, lens, patching
+    addInspectorAnalyses(analyze); // attention, lens, patching
     addIclIwl(analyze);
     addAlgorithmMapAnalysis(analyze);
 
     analyze->callback([analyze, path] {
         if (!analyze->get_subcommands().empty())
-            return;  // the analysis' own callback ran
+            return; // the analysis' own callback ran
         const std::vector<std::string> words = analyze->remaining();
         std::vector<std::string> kinds;
         for (const CLI::App* kind : analyze->get_subcommands([](const CLI::App*) { return true; }))
@@ -772,8 +770,8 @@ void addAnalyzeCommand(CLI::App& app)
         for (const std::string& word : words)
             if (word.empty() || word[0] != '-')
                 throw CLI::ValidationError("analysis: " + word + " not in " + list, CLI::ExitCodes::ValidationError);
-        throw CLI::RequiredError(std::string(analyze->count("file") ? "analysis" : "file") + " is required",
-                                 CLI::ExitCodes::RequiredError);
+        throw CLI::RequiredError(
+            std::string(analyze->count("file") ? "analysis" : "file") + " is required", CLI::ExitCodes::RequiredError);
     });
 }
 

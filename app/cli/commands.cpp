@@ -598,8 +598,9 @@ void addConfigCommand(CLI::App& app)
         bool markdown = false;
     };
     auto args = std::make_shared<ConfigArgs>();
-    CLI::App* config = app.add_subcommand("config", "the config reference: every key with its type, default and "
-                                                    "allowed values");
+    CLI::App* config = app.add_subcommand("config",
+        "the config reference: every key with its type, default and "
+        "allowed values");
     config->add_flag("--list", args->list, "list every config key (the schema behind --set and --config)");
     addJsonFlag(config, args->json);
     config->add_flag("--markdown", args->markdown, "the reference as Markdown (the content of docs/config.md)");
@@ -623,22 +624,24 @@ void addTrainCommand(CLI::App& app)
     TrainArgs& train = args->train;
     CLI::App* t = app.add_subcommand("train", "train a model and write an experiment file");
     auto* presetOpt = t->add_option("--preset", train.request.preset, "preset name (see `icl-cli presets`)");
-    auto* configOpt = t->add_option("--config", train.request.config_file, "JSON config file")->check(CLI::ExistingFile);
+    auto* configOpt
+        = t->add_option("--config", train.request.config_file, "JSON config file")->check(CLI::ExistingFile);
     presetOpt->excludes(configOpt);
-    t->add_option("--scale", train.request.scale, "preset scale")->check(CLI::IsMember({"quick", "paper"}));
-    addSetOption(t, train.request.sets, "override a config value: key.path=value (repeatable; keys: icl-cli config --list)");
+    t->add_option("--scale", train.request.scale, "preset scale")->check(CLI::IsMember({ "quick", "paper" }));
+    addSetOption(
+        t, train.request.sets, "override a config value: key.path=value (repeatable; keys: icl-cli config --list)");
     t->add_option("--out", train.out, "experiment file to write (RUN.h5)")->required();
     t->add_option("--steps", args->steps,
-                  "number of training steps (0 stores the initial model, e.g. a construction of model.init)")
+         "number of training steps (0 stores the initial model, e.g. a construction of model.init)")
         ->check(atLeast(0));
     t->add_option("--seed", args->seed, "experiment seed")->check(atLeast(0));
     addDeviceOption(t, args->device);
     addThreadsOption(t, train.threads,
-                     "LibTorch intra-op threads (default: all cores); with training.shards > 1, the threads the "
-                     "shards run on (one intra-op thread each; the weights do not depend on it)");
+        "LibTorch intra-op threads (default: all cores); with training.shards > 1, the threads the "
+        "shards run on (one intra-op thread each; the weights do not depend on it)");
     t->add_flag("--resume", train.resume, "continue the file's run from its last checkpoint");
     t->add_option("--keep-optimizer-every", train.keep_optimizer_every,
-                  "also keep optimizer state at checkpoints whose step is a multiple of N (default: last checkpoint only)")
+         "also keep optimizer state at checkpoints whose step is a multiple of N (default: last checkpoint only)")
         ->check(atLeast(1));
     t->add_flag("--force", train.force, "overwrite an existing output file");
     addJsonFlag(t, train.json);
@@ -675,13 +678,17 @@ void addFileCheckCommands(CLI::App& app)
         return std::pair(command, args);
     };
     auto [info, infoArgs] = add("info", "summary of an experiment file: config, checkpoints, final metrics", true);
-    setCommand(info, [a = infoArgs] { return runInfo(a->path, a->json); }, [a = infoArgs] { return a->path; });
+    setCommand(
+        info, [a = infoArgs] { return runInfo(a->path, a->json); }, [a = infoArgs] { return a->path; });
     auto [verify, verifyArgs] = add("verify", "check every object of an experiment file against its checksum", true);
-    setCommand(verify, [a = verifyArgs] { return runVerify(a->path, a->json); }, [a = verifyArgs] { return a->path; });
-    auto [recover, recoverArgs] = add("recover", "roll back a commit that was interrupted (RUN.h5.journal), as the "
-                                                 "next train --resume would", false);
-    recover->add_flag("--accept-damaged", recoverArgs->accept_damaged,
-                      "roll back even if the file it restores has damaged objects");
+    setCommand(
+        verify, [a = verifyArgs] { return runVerify(a->path, a->json); }, [a = verifyArgs] { return a->path; });
+    auto [recover, recoverArgs] = add("recover",
+        "roll back a commit that was interrupted (RUN.h5.journal), as the "
+        "next train --resume would",
+        false);
+    recover->add_flag(
+        "--accept-damaged", recoverArgs->accept_damaged, "roll back even if the file it restores has damaged objects");
     setCommand(recover, [a = recoverArgs] { return runRecover(a->path, a->accept_damaged); });
 }
 
@@ -698,7 +705,8 @@ void addEvalCommand(CLI::App& app)
     addThreadsOption(e, args->threads);
     addMaxMemoryOption(e, args->max_memory);
     addJsonFlag(e, args->json);
-    setCommand(e, [args] { return runEval(*args); }, [args] { return args->path; });
+    setCommand(
+        e, [args] { return runEval(*args); }, [args] { return args->path; });
 }
 
 void addExportCommand(CLI::App& app)
@@ -708,37 +716,41 @@ void addExportCommand(CLI::App& app)
     CLI::App* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
     addExperimentFile(x, exp.path);
     x->add_option("--plot", exp.plot,
-                  "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), pasting_icl_curve and "
-                  "pasting_loss (the latest pasting stored in a parent), attention (one head: "
-                  "--layer, --head), lens, patching (--corruption, --example); the last three on the prompt of "
-                  "--prompt-seed; algorithm_map (--family, --similarity), algorithm_map_best_step and "
-                  "algorithm_map_training (the latest stored maps, else computed)")
+         "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), pasting_icl_curve and "
+         "pasting_loss (the latest pasting stored in a parent), attention (one head: "
+         "--layer, --head), lens, patching (--corruption, --example); the last three on the prompt of "
+         "--prompt-seed; algorithm_map (--family, --similarity), algorithm_map_best_step and "
+         "algorithm_map_training (the latest stored maps, else computed)")
         ->required();
     x->add_option("--format", exp.format, "png, svg, pdf or csv")
         ->required()
-        ->check(CLI::IsMember({"png", "svg", "pdf", "csv"}));
+        ->check(CLI::IsMember({ "png", "svg", "pdf", "csv" }));
     x->add_option("--out", exp.out, "output file")->required();
     addDpiOption(x, exp.dpi);
     addCheckpointOption(x, exp.checkpoint, "checkpoint step for icl_curve, attention, lens, patching (default: last)");
-    auto* promptSeed = x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
-        ->check(unsignedInteger());
+    auto* promptSeed
+        = x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
+              ->check(unsignedInteger());
     x->add_option("--prompt", exp.prompt_file,
-                  "attention, lens, patching: your own prompt from FILE (JSON or CSV, as analyze --prompt); excludes "
-                  "--prompt-seed")
+         "attention, lens, patching: your own prompt from FILE (JSON or CSV, as analyze --prompt); excludes "
+         "--prompt-seed")
         ->type_name("FILE")
         ->excludes(promptSeed);
     x->add_option("--layer", exp.layer, "attention: 0-based layer of the head (default 0)")->check(atLeast(0));
     x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(atLeast(0));
-    x->add_option("--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")
-        ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
+    x->add_option(
+         "--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")
+        ->check(CLI::IsMember({ "change_label", "different_w", "shuffle_pairs" }));
     x->add_option("--example", exp.example, "patching: the label y_i that change_label changes, i = 1 … N (default 1)")
         ->check(atLeast(1));
-    x->add_option("--seed", exp.seed, "patching: seed of the corruption's random draws (default 0)")->check(unsignedInteger());
+    x->add_option("--seed", exp.seed, "patching: seed of the corruption's random draws (default 0)")
+        ->check(unsignedInteger());
     x->add_option("--family", exp.family, "algorithm_map: gd, gdpp, newton or ridge (default newton)")
-        ->check(CLI::IsMember({"gd", "gdpp", "newton", "ridge"}));
+        ->check(CLI::IsMember({ "gd", "gdpp", "newton", "ridge" }));
     x->add_option("--similarity", exp.similarity, "algorithm_map: errors or weights (default errors)")
-        ->check(CLI::IsMember({"errors", "weights"}));
-    setCommand(x, [args] { return runExport(*args); }, [args] { return args->path; });
+        ->check(CLI::IsMember({ "errors", "weights" }));
+    setCommand(
+        x, [args] { return runExport(*args); }, [args] { return args->path; });
 }
 
 void addReportCommand(CLI::App& app)
@@ -749,7 +761,8 @@ void addReportCommand(CLI::App& app)
     r->add_option("--out", args->out_dir, "output directory (created)")->required();
     addDpiOption(r, args->dpi);
     addJsonFlag(r, args->json);
-    setCommand(r, [args] { return runReport(*args); }, [args] { return args->path; });
+    setCommand(
+        r, [args] { return runReport(*args); }, [args] { return args->path; });
 }
 
 } // namespace icl::cli

@@ -134,47 +134,48 @@ int runReport(const ReportArgs& args);
 /// addAnalysis gives each analysis. Each analysis has its own struct below, derived from this one, with its options.
 struct AnalyzeArgs {
     std::string path;
-    std::string kind;               ///< the analysis that runs: "gd-alignment", "eta-scan", …, "algorithm-map"
+    std::string kind; ///< the analysis that runs: "gd-alignment", "eta-scan", …, "algorithm-map"
     int64_t checkpoint = -1;
     int threads = 0;
-    uint64_t max_memory = 0;        ///< --max-memory: bytes the run file's contents may size (0: the default budget)
+    uint64_t max_memory = 0; ///< --max-memory: bytes the run file's contents may size (0: the default budget)
     bool json = false;
 };
 
 /// gd-alignment.
 struct GdAlignmentArgs : AnalyzeArgs {
-    std::string reference = "default";  ///< "default" (the run's eval.alignment[0], else gd), "gd" / "gdpp" (= gd_K / gdpp_K for K linear layers), "gd_k", "gdpp_k", "features_gd_k"
+    std::string reference = "default"; ///< "default" (the run's eval.alignment[0], else gd), "gd" / "gdpp" (= gd_K /
+                                       ///< gdpp_K for K linear layers), "gd_k", "gdpp_k", "features_gd_k"
     int64_t prompts = 0;
     uint64_t seed = 0;
 };
 
 /// eta-scan.
 struct EtaScanArgs : AnalyzeArgs {
-    int64_t k = 0;                  ///< GD steps (0 = the model's layers)
+    int64_t k = 0; ///< GD steps (0 = the model's layers)
     double eta_max = 4.0;
     int64_t points = 200;
 };
 
 /// ood.
 struct OodArgs : AnalyzeArgs {
-    std::string ood_kind = "x_scale";  ///< x_scale, w_scale, label_noise, depth
-    std::vector<double> alpha;      ///< values of α (empty: defaults)
+    std::string ood_kind = "x_scale"; ///< x_scale, w_scale, label_noise, depth
+    std::vector<double> alpha; ///< values of α (empty: defaults)
 };
 
 /// copy.
 struct CopyArgs : AnalyzeArgs {
-    int64_t prompts = 0;            ///< 0 = 64
+    int64_t prompts = 0; ///< 0 = 64
 };
 
 /// kernel.
 struct KernelArgs : AnalyzeArgs {
-    int64_t layer = 0;              ///< 0-based softmax layer
-    int64_t head = 0;               ///< 0-based head
-    std::vector<int64_t> m;         ///< numbers of random features (empty: 16, 64, 256, 1024, 4096)
-    int64_t seeds = 5;              ///< random-feature draws per m
-    std::string scaling = "balanced";  ///< "balanced" or "symmetric" (see KernelViewOptions)
+    int64_t layer = 0; ///< 0-based softmax layer
+    int64_t head = 0; ///< 0-based head
+    std::vector<int64_t> m; ///< numbers of random features (empty: 16, 64, 256, 1024, 4096)
+    int64_t seeds = 5; ///< random-feature draws per m
+    std::string scaling = "balanced"; ///< "balanced" or "symmetric" (see KernelViewOptions)
     int64_t prompts = 0;
-    uint64_t seed = 0;              ///< seed of the random features
+    uint64_t seed = 0; ///< seed of the random features
 };
 
 /// probe: target and positions bound straight from --target / --positions.
@@ -188,38 +189,39 @@ struct ProbeArgs : AnalyzeArgs {
 /// --zero-new-mlp bound straight from the options.
 struct PasteArgs : AnalyzeArgs {
     PastingOptions paste;
-    std::string out;                ///< pasted experiment file ("" = derived from the parent's name)
-    bool force = false;             ///< replace an existing output file
+    std::string out; ///< pasted experiment file ("" = derived from the parent's name)
+    bool force = false; ///< replace an existing output file
     int64_t prompts = 0;
     uint64_t seed = 0;
 };
 
 /// attention, lens and patching: one prompt (or, attention --out FILE.h5 / --store, a capture of --prompts prompts).
 struct InspectorArgs : AnalyzeArgs {
-    uint64_t prompt_seed = 0;       ///< seed of the prompt (Inspector::samplePrompt)
-    std::string prompt_file;        ///< the prompt read from this file instead (readPromptFile)
-    std::string out;                ///< CSV of the result; attention also FILE.h5 (a capture)
-    bool force = false;             ///< attention --out FILE.h5: replace an existing file
-    std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
-    bool store_capture = false;        ///< attention --prompts N --store: the capture into RUN.h5 (/analysis/activations)
-    int64_t prompts = 0;            ///< attention: prompts captured (0 = 1)
-    std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
-    int64_t example = 1;            ///< patching: change_label's example i of y_i (1-based, as the token labels)
-    uint64_t seed = 0;              ///< patching: seed of the corruption's random draws
+    uint64_t prompt_seed = 0; ///< seed of the prompt (Inspector::samplePrompt)
+    std::string prompt_file; ///< the prompt read from this file instead (readPromptFile)
+    std::string out; ///< CSV of the result; attention also FILE.h5 (a capture)
+    bool force = false; ///< attention --out FILE.h5: replace an existing file
+    std::vector<std::string>
+        capture; ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
+    bool store_capture = false; ///< attention --prompts N --store: the capture into RUN.h5 (/analysis/activations)
+    int64_t prompts = 0; ///< attention: prompts captured (0 = 1)
+    std::string corruption = "change_label"; ///< patching: change_label, different_w or shuffle_pairs
+    int64_t example = 1; ///< patching: change_label's example i of y_i (1-based, as the token labels)
+    uint64_t seed = 0; ///< patching: seed of the corruption's random draws
 };
 
 /// icl-iwl.
 struct IclIwlArgs : AnalyzeArgs {
-    std::string show_sequence;      ///< print one sequence of this kind (FewShotSequenceKind names) instead
-    int64_t prompts = 0;            ///< sequences per evaluation (0 = the run's eval.n_prompts)
+    std::string show_sequence; ///< print one sequence of this kind (FewShotSequenceKind names) instead
+    int64_t prompts = 0; ///< sequences per evaluation (0 = the run's eval.n_prompts)
     uint64_t seed = 0;
 };
 
 /// algorithm-map.
 struct AlgorithmMapArgs : AnalyzeArgs {
     std::vector<std::string> families; ///< families to compute (empty: gd, gdpp, newton, ridge)
-    bool all_checkpoints = false;      ///< one map per checkpoint of the run
-    bool store = false;                ///< store the map under /analysis/algorithm_map
+    bool all_checkpoints = false; ///< one map per checkpoint of the run
+    bool store = false; ///< store the map under /analysis/algorithm_map
     int64_t prompts = 0;
     uint64_t seed = 0;
 };
@@ -227,25 +229,24 @@ struct AlgorithmMapArgs : AnalyzeArgs {
 /// The part of addAnalysis that is the same for every analysis: the subcommand `name` of `analyze` with `help`,
 /// the options every analysis has (--checkpoint, --threads, --max-memory, --json) bound to `common`, and a callback
 /// that sets common.path from analyze's file and runs `run` under the --max-memory budget.
-CLI::App* addAnalysisCommand(CLI::App* analyze, const std::string& name, const std::string& help, AnalyzeArgs& common,
-                             std::function<int()> run);
+CLI::App* addAnalysisCommand(
+    CLI::App* analyze, const std::string& name, const std::string& help, AnalyzeArgs& common, std::function<int()> run);
 
 /// Adds the analysis `name` to `analyze` (icl-cli analyze RUN.h5 NAME) with its own `Args` (derived from
 /// AnalyzeArgs) and `run(const Args&)` as its callback; returns the subcommand, to which the caller adds the
 /// analysis' own options, and the Args they are bound to. An option of another analysis is refused in one line
 /// that names the analyses that have it.
 template <class Args, class Run>
-std::pair<CLI::App*, std::shared_ptr<Args>> addAnalysis(CLI::App* analyze, const std::string& name,
-                                                        const std::string& help, Run run)
+std::pair<CLI::App*, std::shared_ptr<Args>> addAnalysis(
+    CLI::App* analyze, const std::string& name, const std::string& help, Run run)
 {
     auto args = std::make_shared<Args>();
     CLI::App* kind = addAnalysisCommand(analyze, name, help, *args, [args, run] { return run(*args); });
-    return {kind, args};
+    return { kind, args };
 }
 
 /// `o` with the fields every analysis' options share set from the command line: checkpoint_step, seed, threads.
-template <class Options, class Args>
-Options withCommonOptions(Options o, const Args& args)
+template <class Options, class Args> Options withCommonOptions(Options o, const Args& args)
 {
     o.checkpoint_step = args.checkpoint;
     o.seed = args.seed;

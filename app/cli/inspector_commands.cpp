@@ -497,14 +497,15 @@ namespace {
 /// --prompt means for the corruption.
 void addPromptOptions(CLI::App* kind, InspectorArgs& a, bool patching)
 {
-    auto* seed = kind->add_option("--prompt-seed", a.prompt_seed, "seed of the prompt drawn from the run's task (default 0)")
-                     ->check(unsignedInteger());
+    auto* seed
+        = kind->add_option("--prompt-seed", a.prompt_seed, "seed of the prompt drawn from the run's task (default 0)")
+              ->check(unsignedInteger());
     kind->add_option("--prompt", a.prompt_file,
-                     std::string("your own prompt from FILE instead of a drawn one: JSON {\"x\": [[...], ...], \"y\": "
-                                 "[...]} or CSV with header x_1,...,x_d,y, N+1 points with the query last (its label "
-                                 "may be left out); checked against the run's d and the model's largest N; excludes "
-                                 "--prompt-seed")
-                         + (patching ? " (the corruption acts on this prompt, --seed still seeds it)" : ""))
+            std::string("your own prompt from FILE instead of a drawn one: JSON {\"x\": [[...], ...], \"y\": "
+                        "[...]} or CSV with header x_1,...,x_d,y, N+1 points with the query last (its label "
+                        "may be left out); checked against the run's d and the model's largest N; excludes "
+                        "--prompt-seed")
+                + (patching ? " (the corruption acts on this prompt, --seed still seeds it)" : ""))
         ->type_name("FILE")
         ->excludes(seed);
 }
@@ -516,23 +517,23 @@ namespace {
 /// analyze FILE attention.
 void addAttention(CLI::App* analyze)
 {
-    auto [k, args] = addAnalysis<InspectorArgs>(
-        analyze, "attention", "attention patterns on one prompt, or the activations of --prompts prompts", runAttention);
+    auto [k, args] = addAnalysis<InspectorArgs>(analyze, "attention",
+        "attention patterns on one prompt, or the activations of --prompts prompts", runAttention);
     InspectorArgs& a = *args;
     addPromptOptions(k, a, false);
-    k->add_option("--out", a.out,
-                  "CSV of the patterns, or FILE.h5: the activations of --prompts prompts (--capture names)");
+    k->add_option(
+        "--out", a.out, "CSV of the patterns, or FILE.h5: the activations of --prompts prompts (--capture names)");
     k->add_flag("--force", a.force, "with --out FILE.h5: replace an existing --out file");
     k->add_option("--prompts", a.prompts,
-                  "with --out FILE.h5 or --store: prompts captured, streamed to the file in chunks (default 1)")
+         "with --out FILE.h5 or --store: prompts captured, streamed to the file in chunks (default 1)")
         ->check(atLeast(1));
     k->add_option("--capture", a.capture,
-                  "with --out FILE.h5 or --store: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
-                  "(default: every attn.pattern.{l})")
+         "with --out FILE.h5 or --store: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
+         "(default: every attn.pattern.{l})")
         ->delimiter(',');
     k->add_flag("--store", a.store_capture,
-                "capture the activations of --prompts prompts (--capture names) into the experiment file itself, "
-                "under /analysis/activations/<id>, instead of a FILE.h5");
+        "capture the activations of --prompts prompts (--capture names) into the experiment file itself, "
+        "under /analysis/activations/<id>, instead of a FILE.h5");
 }
 
 /// analyze FILE lens.
@@ -547,15 +548,14 @@ void addLens(CLI::App* analyze)
 /// analyze FILE patching.
 void addPatching(CLI::App* analyze)
 {
-    auto [k, args] = addAnalysis<InspectorArgs>(
-        analyze, "patching", "activation patching: the effect of each clean activation on a corrupted prompt",
-        runPatching);
+    auto [k, args] = addAnalysis<InspectorArgs>(analyze, "patching",
+        "activation patching: the effect of each clean activation on a corrupted prompt", runPatching);
     InspectorArgs& a = *args;
     addPromptOptions(k, a, true);
     k->add_option("--corruption", a.corruption,
-                  "how the corrupted prompt differs: change_label (one y_i), different_w (all labels from another w) "
-                  "or shuffle_pairs (labels permuted) (default change_label)")
-        ->check(CLI::IsMember({"change_label", "different_w", "shuffle_pairs"}));
+         "how the corrupted prompt differs: change_label (one y_i), different_w (all labels from another w) "
+         "or shuffle_pairs (labels permuted) (default change_label)")
+        ->check(CLI::IsMember({ "change_label", "different_w", "shuffle_pairs" }));
     k->add_option("--example", a.example, "the label y_i that change_label changes, i = 1 … N (default 1)")
         ->check(atLeast(1));
     k->add_option("--seed", a.seed, "seed of the corruption's random draws (default 0)")->check(unsignedInteger());

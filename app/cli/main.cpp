@@ -16,26 +16,27 @@ int main(int argc, char** argv)
 {
     icl::app::ensureRuntimeEnvironment(argv);
     using namespace icl::cli;
-    CLI::App app{"ICL Workbench command line: train transformers on in-context-learning tasks and compare them "
-                 "with learning algorithms"};
+    CLI::App app { "ICL Workbench command line: train transformers on in-context-learning tasks and compare them "
+                   "with learning algorithms" };
     app.require_subcommand(1);
     // One line on stderr for every command-line error, like every other error of icl-cli.
-    app.failure_message([](const CLI::App*, const CLI::Error& e) { return "icl-cli: " + std::string(e.what()) + "\n"; });
+    app.failure_message(
+        [](const CLI::App*, const CLI::Error& e) { return "icl-cli: " + std::string(e.what()) + "\n"; });
     app.set_version_flag("--version", [] {
         return std::string("icl-cli ") + ICL_APP_VERSION_STRING + "\nBLAS: " + icl::blasInfo().summary()
-               + "\nCPU kernels: " + icl::atenCpuInfo().summary() + "\nallocator: " + icl::cpuAllocatorInfo().summary();
+            + "\nCPU kernels: " + icl::atenCpuInfo().summary() + "\nallocator: " + icl::cpuAllocatorInfo().summary();
     });
 
     // In the order of --help.
     addPresetsCommand(app);
     addConfigCommand(app);
     addTrainCommand(app);
-    addFileCheckCommands(app);  // info, verify, recover
+    addFileCheckCommands(app); // info, verify, recover
     addEvalCommand(app);
     addExportCommand(app);
     addReportCommand(app);
     addAnalyzeCommand(app);
-    addWeightsCommands(app);  // import, export-weights
-    addSweepCommands(app);    // sweep, aggregate
+    addWeightsCommands(app); // import, export-weights
+    addSweepCommands(app); // sweep, aggregate
     return runCommandLine(app, argc, argv);
 }

@@ -93,7 +93,7 @@ void addMaxMemoryOption(CLI::App* command, uint64_t& bytes)
                     (void)parseMemorySize(text, "SIZE");
                     return {};
                 } catch (const Error& e) {
-                    return std::string(e.what()).substr(6);  // without "SIZE: ": CLI11 names the option
+                    return std::string(e.what()).substr(6); // without "SIZE: ": CLI11 names the option
                 }
             },
             ""));
