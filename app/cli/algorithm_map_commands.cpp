@@ -14,6 +14,7 @@
 #include "core/io/experiment_file.h"
 #include "core/report.h"
 #include "core/types/algorithm_map_matrix.h"
+#include "options.h"
 #include "plot_export.h"
 #include "progress_bar.h"
 
@@ -114,12 +115,12 @@ AlgorithmMapOptions defaultOptions(int64_t checkpoint)
 
 using namespace algorithm_map_cli;
 
-int runAlgorithmMap(const AnalyzeArgs& args)
+int runAlgorithmMap(const AlgorithmMapArgs& args)
 {
     AlgorithmMapOptions o = withCommonOptions(AlgorithmMapOptions{}, args);
     if (args.prompts > 0)
         o.n_prompts = args.prompts;
-    o.store = args.store_capture;
+    o.store = args.store;
     o.families = args.families;
     ProgressBar bar("algorithm map");
     std::vector<AlgorithmMap> maps;
@@ -212,6 +213,21 @@ json reportAlgorithmMaps(const std::string& path, const RunSummary& s, const std
               [&](const std::string& out, const std::string& format) { exportPlot(training, out, format, dpi); });
     }
     return summary;
+}
+
+void addAlgorithmMapAnalysis(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<AlgorithmMapArgs>(analyze, "algorithm-map",
+        "which algorithm (GD, GD++, Newton, ridge) and step each layer matches best", runAlgorithmMap);
+    AlgorithmMapArgs& a = *args;
+    k->add_option("--families", a.families, "families to compute, e.g. gd,newton (default gd, gdpp, newton, ridge)")
+        ->delimiter(',')
+        ->check(CLI::IsMember({ "gd", "gdpp", "newton", "ridge" }));
+    k->add_flag("--all-checkpoints", a.all_checkpoints, "one map per checkpoint of the run (the map across training)");
+    k->add_flag("--store", a.store, "store the map under /analysis/algorithm_map/<id>");
+    k->add_option("--prompts", a.prompts, "number of evaluation prompts (default 1,000)")->check(atLeast(1));
+    k->add_option("--seed", a.seed, "prompt seed (default 0: derived from the experiment's seed)")
+        ->check(unsignedInteger());
 }
 
 } // namespace icl::cli

@@ -27,6 +27,7 @@
 #include "core/runtime/blas.h"
 #include "core/training/trainer.h"
 #include "display.h"
+#include "options.h"
 #include "plot_export.h"
 #include "progress_bar.h"
 
@@ -581,446 +582,187 @@ int runReport(const ReportArgs& args)
     return 0;
 }
 
-namespace {
-
-/// Number of linear (GD-step) layers: softmax layers (the interleaved copy layer) do no GD step.
-int64_t modelLayers(const std::string& path)
+void addPresetsCommand(CLI::App& app)
 {
-    const json cfg = storedJson(readRunSummary(path).config_json);
-    return std::max<int64_t>(1, cfg["model"].value("n_layers", int64_t(1)) - cfg["model"].value("softmax_layers", int64_t(0)));
+    auto json = std::make_shared<bool>(false);
+    CLI::App* presets = app.add_subcommand("presets", "list presets with one-line descriptions");
+    addJsonFlag(presets, *json);
+    setCommand(presets, [json] { return runPresets(*json); });
 }
 
-json metricsJson(const AlignmentMetrics& m)
+void addConfigCommand(CLI::App& app)
 {
-    return {{"prediction_difference", jsonNumber(m.prediction_difference)},
-            {"model_cosine", jsonNumber(m.model_cosine)},
-            {"model_difference", jsonNumber(m.model_difference)},
-            {"relative_model_difference", jsonNumber(m.relative_model_difference)}};
-}
-
-int runEtaScan(const AnalyzeArgs& args)
-{
-    const int64_t k = args.k > 0 ? args.k : modelLayers(args.path);
-    const EtaScan s = computeEtaScan(args.path, args.checkpoint, k, args.eta_max, args.points);
-    if (args.json) {
-        printJsonObj(json{{"analysis", "eta_scan"}, {"k", s.k}, {"checkpoint_step", s.checkpoint_step},
-                          {"eta", s.eta}, {"loss", s.loss}, {"best_eta", s.best_eta}, {"best_loss", s.best_loss},
-                          {"model_loss", s.model_loss}});
-        return 0;
-    }
-    std::cout << "η scan of GD-" << s.k << " on the evaluation prompts of " << shown(args.path) << ":\n"
-              << "  best η " << fmt(s.best_eta) << " with loss " << fmt(s.best_loss) << "; the model (checkpoint "
-              << s.checkpoint_step << ") has loss " << fmt(s.model_loss) << "\n";
-    const size_t stride = std::max<size_t>(1, s.eta.size() / 20);
-    for (size_t i = 0; i < s.eta.size(); i += stride)
-        std::printf("  η %8.4f  loss %10.4f\n", s.eta[i], s.loss[i]);
-    return 0;
-}
-
-int runLayers(const AnalyzeArgs& args)
-{
-    const auto rows = compareLayersWithSteps(args.path, args.checkpoint, true);
-    if (args.json) {
-        json out = {{"analysis", "layers_vs_steps"}, {"rows", json::array()}};
-        for (const auto& r : rows)
-            out["rows"].push_back({{"layer", r.layer},
-                                   {"model_loss", jsonNumber(r.model_loss)},
-                                   {"gd_loss", jsonNumber(r.gd_loss)},
-                                   {"gdpp_loss", jsonNumber(r.gdpp_loss)},
-                                   {"vs_gd", metricsJson(r.vs_gd)},
-                                   {"vs_gdpp", metricsJson(r.vs_gdpp)}});
-        printJsonObj(out);
-        return 0;
-    }
-    std::printf("%6s %11s %11s %11s %12s %12s %12s %12s\n", "layer", "model", "GD-k", "GD++-k", "cos GD",
-                "cos GD++", "rel.diff GD", "rel.diff GD++");
-    for (const auto& r : rows)
-        std::printf("%6lld %11.4f %11.4f %11.4f %12.4f %12.4f %12.4f %12.4f\n", static_cast<long long>(r.layer),
-                    r.model_loss, r.gd_loss, r.gdpp_loss, r.vs_gd.model_cosine, r.vs_gdpp.model_cosine,
-                    r.vs_gd.relative_model_difference, r.vs_gdpp.relative_model_difference);
-    return 0;
-}
-
-int runOod(const AnalyzeArgs& args)
-{
-    const OodCurve c = computeOod(args.path, args.checkpoint, args.ood_kind, args.alpha);
-    if (args.json) {
-        printJsonObj(json{{"analysis", "ood"}, {"kind", c.kind}, {"checkpoint_step", c.checkpoint_step},
-                          {"alpha", c.alpha}, {"model_loss", c.model_loss}, {"gd_loss", c.gd_loss},
-                          {"least_squares_loss", c.least_squares_loss}, {"zero_loss", c.zero_loss}});
-        return 0;
-    }
-    std::cout << "out-of-distribution (" << shown(c.kind) << ") at checkpoint " << c.checkpoint_step << ":\n";
-    std::printf("%8s %11s %11s %11s %11s\n", "alpha", "model", "GD", "LS", "zero");
-    for (size_t i = 0; i < c.alpha.size(); ++i)
-        std::printf("%8.3f %11.4f %11.4f %11.4f %11.4f\n", c.alpha[i], c.model_loss[i], c.gd_loss[i],
-                    c.least_squares_loss[i], c.zero_loss[i]);
-    return 0;
-}
-
-int runInterpolate(const AnalyzeArgs& args)
-{
-    const InterpolationCurve c = computeInterpolation(args.path, args.checkpoint);
-    if (args.json) {
-        printJsonObj(json{{"analysis", "interpolation"}, {"checkpoint_step", c.checkpoint_step}, {"t", c.t},
-                          {"loss", c.loss}, {"gd_loss", c.gd_loss}});
-        return 0;
-    }
-    std::cout << "loss along (1 − t)·trained + t·GD construction, checkpoint " << c.checkpoint_step << " (GD loss "
-              << fmt(c.gd_loss) << "):\n";
-    for (size_t i = 0; i < c.t.size(); ++i)
-        std::printf("  t %5.2f  loss %10.4f\n", c.t[i], c.loss[i]);
-    return 0;
-}
-
-int runProbe(const AnalyzeArgs& args)
-{
-    ProbeOptions o = withCommonOptions(args.probe, args);
-    if (args.prompts > 0)
-        o.n_fit = o.n_test = args.prompts;
-    const ProbeCurve c = computeProbe(args.path, o);
-    if (args.json) {
-        printJsonObj(json{{"analysis", "probe"},
-                          {"checkpoint_step", c.checkpoint_step},
-                          {"target", c.target},
-                          {"positions", c.positions},
-                          {"layers", c.layer_labels},
-                          {"normalized_mse", c.normalised_mse},
-                          {"r2", c.r2},
-                          {"lambda", c.lambda},
-                          {"n_fit", c.n_fit},
-                          {"n_test", c.n_test}});
-        return 0;
-    }
-    std::cout << "linear probes for " << shown(c.target) << " at " << shown(c.positions) << " tokens, checkpoint " << c.checkpoint_step
-              << " (" << c.n_fit << " fit / " << c.n_test << " test rows); normalised MSE (1 = no information):\n";
-    for (size_t l = 0; l < c.layer_labels.size(); ++l)
-        std::printf("  %-10s %10.4f   (λ %.3g)\n", shown(c.layer_labels[l]).c_str(), c.normalised_mse[l], c.lambda[l]);
-    return 0;
-}
-
-int runPaste(const AnalyzeArgs& args)
-{
-    PastingOptions o = withCommonOptions(args.paste, args);
-    if (args.prompts > 0)
-        o.n_eval = args.prompts;
-    o.out_path = args.out;
-    if (o.out_path.empty()) {
-        const fs::path p(args.path);
-        o.out_path = (p.parent_path() / (p.stem().string() + ".paste-l" + std::to_string(o.cut_layer) + "-"
-                                         + o.embedding + ".h5"))
-                         .string();
-    }
-    // Never replace an experiment by accident, and never leave a half-trained pasted file behind.
-    if (fs::exists(o.out_path) && !args.force)
-        throw Error(o.out_path + " already exists; use --force to replace it");
-    o.overwrite = args.force;
-    g_interrupted = false;
-    std::signal(SIGINT, onInterrupt);
-    std::signal(SIGTERM, onInterrupt);
-    ProgressBar bar("paste");
-    PastingResult r;
-    try {
-        r = computePasting(args.path, o, [&](int64_t done, int64_t total) {
-            bar.update(done, total);
-            return !g_interrupted.load();
-        });
-    } catch (...) {
-        std::error_code ignored;
-        if (!fs::equivalent(o.out_path, args.path, ignored))
-            fs::remove(o.out_path, ignored);
-        throw;
-    }
-    bar.finish();
-    auto vec = [](const std::vector<double>& v) {
-        json a = json::array();
-        for (double x : v)
-            a.push_back(jsonNumber(x));
-        return a;
+    struct ConfigArgs {
+        bool list = false;
+        bool json = false;
+        bool markdown = false;
     };
-    if (args.json) {
-        printJsonObj(json{{"analysis", "paste"},
-                          {"checkpoint_step", r.parent_step},
-                          {"parent_layers", r.parent_layers},
-                          {"cut_layer", r.cut_layer},
-                          {"embedding", r.embedding},
-                          {"pasted_layers", r.pasted_layers},
-                          {"trainable_pasted", r.trainable_pasted},
-                          {"trainable_scratch", r.trainable_scratch},
-                          {"steps", r.steps},
-                          {"lr", o.lr},
-                          {"schedule", o.schedule},
-                          {"concurrent", o.concurrent},
-                          {"batch_size", o.batch_size},
-                          {"w_scale", r.w_scale},
-                          {"noise_std", r.noise_std},
-                          {"match_label_variance", o.match_label_variance},
-                          {"match_label_scale", o.match_label_scale},
-                          {"init_from_parent", o.copy_parent_embedding},
-                          {"zero_new_mlp", o.zero_new_mlp},
-                          {"ridge_lambda", r.ridge_lambda},
-                          {"pasted_loss", jsonNumber(r.pasted_loss)},
-                          {"scratch_loss", jsonNumber(r.scratch_loss)},
-                          {"ridge_loss", jsonNumber(r.ridge_loss)},
-                          {"zero_loss", jsonNumber(r.zero_loss)},
-                          {"frozen_unchanged", r.frozen_unchanged},
-                          {"n_examples", r.n_examples},
-                          {"pasted_curve", vec(r.pasted_curve)},
-                          {"scratch_curve", vec(r.scratch_curve)},
-                          {"ridge_curve", vec(r.ridge_curve)},
-                          {"curve_steps", r.curve_steps},
-                          {"pasted_eval", vec(r.pasted_eval)},
-                          {"scratch_eval", vec(r.scratch_eval)},
-                          {"out", r.out_path},
-                          {"analysis_id", r.analysis_id},
-                          {"wall_time_s", r.wall_time_s}});
-        return 0;
-    }
-    std::cout << "pasting: " << shown(r.embedding) << " embedding + frozen blocks " << r.cut_layer << ".." << r.parent_layers - 1
-              << " of checkpoint " << r.parent_step << ", " << r.steps << " steps of linear regression (τ "
-              << fmt(r.w_scale) << (o.match_label_variance ? ", matched to the parent's label variance" : "")
-              << ", σ " << fmt(r.noise_std) << (o.match_label_scale ? ", τ and σ scaled to the parent's label variance" : "")
-              << ", ridge λ " << fmt(r.ridge_lambda) << "; Adam η " << fmt(o.lr)
-              << (o.schedule == "cosine" ? " with cosine decay" : "") << ", batch "
-              << o.batch_size << (o.copy_parent_embedding ? ", new module started from the parent" : "") << ")\n"
-              << "  trainable parameters: pasted " << r.trainable_pasted << ", scratch " << r.trainable_scratch << "\n"
-              << "  query loss (0.5·MSE): pasted " << fmt(r.pasted_loss) << ", scratch " << fmt(r.scratch_loss)
-              << ", ridge " << fmt(r.ridge_loss) << ", zero " << fmt(r.zero_loss) << "\n"
-              << "  n      pasted    scratch      ridge\n";
-    for (size_t i = 0; i < r.n_examples.size(); ++i)
-        std::printf("  %-4lld %9.4f  %9.4f  %9.4f\n", static_cast<long long>(r.n_examples[i]), r.pasted_curve[i],
-                    r.scratch_curve[i], r.ridge_curve[i]);
-    std::cout << "  pasted model: " << shown(r.out_path) << "; stored as /analysis/pasting/" << shown(r.analysis_id) << "\n";
-    return 0;
+    auto args = std::make_shared<ConfigArgs>();
+    CLI::App* config = app.add_subcommand("config",
+        "the config reference: every key with its type, default and "
+        "allowed values");
+    config->add_flag("--list", args->list, "list every config key (the schema behind --set and --config)");
+    addJsonFlag(config, args->json);
+    config->add_flag("--markdown", args->markdown, "the reference as Markdown (the content of docs/config.md)");
+    setCommand(config, [args] {
+        if (!args->list)
+            throw Error("config: give --list (the reference of every config key)");
+        return runConfigList(args->json, args->markdown);
+    });
 }
 
-int runCopy(const AnalyzeArgs& args)
+void addTrainCommand(CLI::App& app)
 {
-    const CopyAnalysis c = computeCopyAnalysis(args.path, args.checkpoint, args.prompts > 0 ? args.prompts : 64);
-    if (args.json) {
-        printJsonObj(json{{"analysis", "copy"},
-                          {"checkpoint_step", c.checkpoint_step},
-                          {"n_prompts", c.n_prompts},
-                          {"own", c.own},
-                          {"next", c.next},
-                          {"other", c.other},
-                          {"own_next_ratio", jsonNumber(c.ownNextRatio())},
-                          {"next_other_ratio", jsonNumber(c.nextOtherRatio())},
-                          {"token_labels", c.token_labels},
-                          {"gradient_norm", c.gradient_norm}});
-        return 0;
-    }
-    std::cout << "copy analysis of layer 1 at checkpoint " << c.checkpoint_step << " (" << c.n_prompts
-              << " prompts): mean ‖∂(layer-1 output at x-token k)/∂(input token j)‖_F\n"
-              << "  j = k (own)           " << fmt(c.own) << "\n"
-              << "  j = k+1 (its y token) " << fmt(c.next) << "\n"
-              << "  other tokens          " << fmt(c.other) << "\n"
-              << "  own/next ratio " << fmt(c.ownNextRatio()) << ", next/other ratio " << fmt(c.nextOtherRatio())
-              << (c.nextOtherRatio() > 2 ? "  (layer 1 copies y_k into the x_k token)" : "") << "\n";
-    return 0;
+    /// TrainArgs and the options that fill its request only when given.
+    struct TrainCommandArgs {
+        TrainArgs train;
+        int64_t steps = -1;
+        int64_t seed = -1;
+        std::string device;
+    };
+    auto args = std::make_shared<TrainCommandArgs>();
+    TrainArgs& train = args->train;
+    CLI::App* t = app.add_subcommand("train", "train a model and write an experiment file");
+    auto* presetOpt = t->add_option("--preset", train.request.preset, "preset name (see `icl-cli presets`)");
+    auto* configOpt
+        = t->add_option("--config", train.request.config_file, "JSON config file")->check(CLI::ExistingFile);
+    presetOpt->excludes(configOpt);
+    t->add_option("--scale", train.request.scale, "preset scale")->check(CLI::IsMember({ "quick", "paper" }));
+    addSetOption(
+        t, train.request.sets, "override a config value: key.path=value (repeatable; keys: icl-cli config --list)");
+    t->add_option("--out", train.out, "experiment file to write (RUN.h5)")->required();
+    t->add_option("--steps", args->steps,
+         "number of training steps (0 stores the initial model, e.g. a construction of model.init)")
+        ->check(atLeast(0));
+    t->add_option("--seed", args->seed, "experiment seed")->check(atLeast(0));
+    addDeviceOption(t, args->device);
+    addThreadsOption(t, train.threads,
+        "LibTorch intra-op threads (default: all cores); with training.shards > 1, the threads the "
+        "shards run on (one intra-op thread each; the weights do not depend on it)");
+    t->add_flag("--resume", train.resume, "continue the file's run from its last checkpoint");
+    t->add_option("--keep-optimizer-every", train.keep_optimizer_every,
+         "also keep optimizer state at checkpoints whose step is a multiple of N (default: last checkpoint only)")
+        ->check(atLeast(1));
+    t->add_flag("--force", train.force, "overwrite an existing output file");
+    addJsonFlag(t, train.json);
+    setCommand(
+        t,
+        [args] {
+            TrainArgs& train = args->train;
+            if (train.request.preset.empty() && train.request.config_file.empty() && !train.resume)
+                throw Error("train: give --preset NAME or --config FILE (or --resume an existing --out file)");
+            if (args->steps >= 0)
+                train.request.steps = args->steps;
+            if (args->seed >= 0)
+                train.request.seed = static_cast<uint64_t>(args->seed);
+            if (!args->device.empty())
+                train.request.device = args->device;
+            return runTrain(train);
+        },
+        [args] { return args->train.resume ? args->train.out : args->train.request.config_file; });
 }
 
-json kernelCurveJson(const KernelErrorCurve& c)
+void addFileCheckCommands(CLI::App& app)
 {
-    return {{"mean", c.mean}, {"std", c.std}, {"slope", jsonNumber(c.slope)}};
+    struct FileArgs {
+        std::string path;
+        bool json = false;
+        bool accept_damaged = false;
+    };
+    const auto add = [&app](const char* name, const char* help, bool json) {
+        auto args = std::make_shared<FileArgs>();
+        CLI::App* command = app.add_subcommand(name, help);
+        addExperimentFile(command, args->path);
+        if (json)
+            addJsonFlag(command, args->json);
+        return std::pair(command, args);
+    };
+    auto [info, infoArgs] = add("info", "summary of an experiment file: config, checkpoints, final metrics", true);
+    setCommand(
+        info, [a = infoArgs] { return runInfo(a->path, a->json); }, [a = infoArgs] { return a->path; });
+    auto [verify, verifyArgs] = add("verify", "check every object of an experiment file against its checksum", true);
+    setCommand(
+        verify, [a = verifyArgs] { return runVerify(a->path, a->json); }, [a = verifyArgs] { return a->path; });
+    auto [recover, recoverArgs] = add("recover",
+        "roll back a commit that was interrupted (RUN.h5.journal), as the "
+        "next train --resume would",
+        false);
+    recover->add_flag(
+        "--accept-damaged", recoverArgs->accept_damaged, "roll back even if the file it restores has damaged objects");
+    setCommand(recover, [a = recoverArgs] { return runRecover(a->path, a->accept_damaged); });
 }
 
-int runKernel(const AnalyzeArgs& args)
+void addEvalCommand(CLI::App& app)
 {
-    KernelViewOptions o;
-    o.checkpoint_step = args.checkpoint;
-    o.layer = args.layer;
-    o.head = args.head;
-    if (args.prompts > 0)
-        o.n_prompts = args.prompts;
-    if (!args.m.empty())
-        o.m = args.m;
-    o.seeds = args.seeds;
-    o.seed = args.seed;
-    o.scaling = args.scaling;
-    o.threads = args.threads;
-    ProgressBar bar("kernel");
-    const KernelView kv = computeKernelView(args.path, o, bar.callback());
-    bar.finish();
-    const KernelSweep& s = kv.sweep;
-    if (args.json) {
-        json loss = json::array();
-        for (const ReferenceLossCurve& c : kv.loss)
-            loss.push_back({{"kernel", c.kernel}, {"m", c.m}, {"lambda", c.lambda}, {"step", c.step}, {"loss", c.loss}});
-        printJsonObj(json{{"analysis", "kernel"},
-                          {"id", kv.id},
-                          {"checkpoint_step", kv.checkpoint_step},
-                          {"layer", kv.layer},
-                          {"head", kv.head},
-                          {"n_prompts", kv.n_prompts},
-                          {"attention_variant", kv.attention_variant},
-                          {"variant_strength", kv.variant_strength},
-                          {"scaling", kv.scaling},
-                          {"exact_max_error", kv.exact_max_error},
-                          {"exact_output_max_abs", kv.exact_output_max_abs},
-                          {"exact_attention_max_abs", kv.exact_attention_max_abs},
-                          {"m", s.m},
-                          {"seeds", s.seeds},
-                          {"slope", jsonNumber(s.output_rmse.slope)},
-                          {"error", s.output_rmse.mean},
-                          {"error_std", s.output_rmse.std},
-                          {"attention_slope", jsonNumber(s.attention_rmse.slope)},
-                          {"attention_error", s.attention_rmse.mean},
-                          {"output_rmse", kernelCurveJson(s.output_rmse)},
-                          {"output_max_abs", kernelCurveJson(s.output_max_abs)},
-                          {"attention_rmse", kernelCurveJson(s.attention_rmse)},
-                          {"attention_max_abs", kernelCurveJson(s.attention_max_abs)},
-                          {"query_norm_mean", kv.query_norm_mean},
-                          {"key_norm_mean", kv.key_norm_mean},
-                          {"reference_loss", loss}});
-        return 0;
-    }
-    std::cout << "kernel view of layer " << kv.layer << ", head " << kv.head << " at checkpoint " << kv.checkpoint_step
-              << " (" << kv.n_prompts << " prompts, " << kv.n_queries << " queries × " << kv.n_keys << " keys, "
-              << shown(kv.attention_variant) << " attention, " << shown(kv.scaling) << " scaling):\n"
-              << "  exact-kernel reference model vs layer: max |Δ output| " << kv.exact_output_max_abs
-              << ", max |Δ attention| " << kv.exact_attention_max_abs << "\n"
-              << "  random features (" << s.seeds << " seeds each), RMSE of the output and of the attention matrix:\n";
-    for (size_t i = 0; i < s.m.size(); ++i)
-        std::cout << "    m = " << s.m[i] << "\t" << s.output_rmse.mean[i] << " ± " << s.output_rmse.std[i] << "\t"
-                  << s.attention_rmse.mean[i] << " ± " << s.attention_rmse.std[i] << "\n";
-    std::cout << "  fitted log-log slope: output " << fmt(s.output_rmse.slope, 3) << ", attention "
-              << fmt(s.attention_rmse.slope, 3) << " (1/√m: −0.5)\n"
-              << "  scaled query/key norms: mean " << fmt(kv.query_norm_mean, 3) << " / " << fmt(kv.key_norm_mean, 3)
-              << ", max " << fmt(kv.query_norm_max, 3) << " / " << fmt(kv.key_norm_max, 3) << "\n";
-    if (!kv.id.empty())
-        std::cout << "  stored as /analysis/kernel/" << shown(kv.id) << "\n";
-    return 0;
+    auto args = std::make_shared<EvalArgs>();
+    CLI::App* e = app.add_subcommand("eval", "ICL error vs number of in-context examples, model and baselines");
+    addExperimentFile(e, args->path);
+    addCheckpointOption(e, args->checkpoint);
+    e->add_option("--prompts", args->prompts, "number of prompts (default: the run's evaluation prompts)")
+        ->check(atLeast(1));
+    e->add_option("--seed", args->seed, "prompt seed (default 0: the run's own evaluation prompts)")
+        ->check(unsignedInteger());
+    addThreadsOption(e, args->threads);
+    addMaxMemoryOption(e, args->max_memory);
+    addJsonFlag(e, args->json);
+    setCommand(
+        e, [args] { return runEval(*args); }, [args] { return args->path; });
 }
 
-} // namespace
-
-namespace {
-
-int runIclIwl(const AnalyzeArgs& args)
+void addExportCommand(CLI::App& app)
 {
-    IclIwlOptions o = withCommonOptions(IclIwlOptions{}, args);
-    o.n_sequences = args.prompts;
-    ProgressBar bar("icl-iwl");
-    const IclIwlResult r = computeIclIwl(args.path, o, bar.callback());
-    bar.finish();
-    if (args.json) {
-        json out{{"analysis", "icl_iwl"},
-                 {"checkpoint_step", r.checkpoint_step},
-                 {"n_sequences", r.n_sequences},
-                 {"icl_accuracy", r.icl_accuracy},
-                 {"icl_accuracy_all_labels", r.icl_accuracy_all_labels},
-                 {"icl_in_context_rate", r.icl_in_context_rate},
-                 {"iwl_accuracy", r.iwl_accuracy},
-                 {"iwl_in_context_rate", r.iwl_in_context_rate}};
-        if (r.common_rare_split) {
-            out["icl_accuracy_common"] = r.icl_accuracy_common;
-            out["icl_accuracy_rare"] = r.icl_accuracy_rare;
-            out["iwl_accuracy_common"] = r.iwl_accuracy_common;
-            out["iwl_accuracy_rare"] = r.iwl_accuracy_rare;
-        }
-        printJsonObj(out);
-        return 0;
-    }
-    std::cout << "ICL vs IWL of " << shown(args.path) << " at checkpoint " << r.checkpoint_step << " (" << r.n_sequences
-              << " sequences each):\n"
-              << "  ICL, holdout classes, labels {0, 1} (chance 0.5)   " << fmt(r.icl_accuracy) << "\n"
-              << "  ICL, over all labels                               " << fmt(r.icl_accuracy_all_labels) << "\n"
-              << "  IWL, training classes, no support in context       " << fmt(r.iwl_accuracy) << "\n"
-              << "  output is a label of the context: ICL " << fmt(r.icl_in_context_rate) << ", IWL "
-              << fmt(r.iwl_in_context_rate) << "\n";
-    if (r.common_rare_split)
-        std::cout << "  ICL, common classes, labels {0, 1}                 " << fmt(r.icl_accuracy_common) << "\n"
-                  << "  ICL, rare classes, labels {0, 1}                   " << fmt(r.icl_accuracy_rare) << "\n"
-                  << "  IWL, common classes, no support in context         " << fmt(r.iwl_accuracy_common) << "\n"
-                  << "  IWL, rare classes, no support in context           " << fmt(r.iwl_accuracy_rare) << "\n";
-    return 0;
+    auto args = std::make_shared<ExportArgs>();
+    ExportArgs& exp = *args;
+    CLI::App* x = app.add_subcommand("export", "write one plot of an experiment as PNG, SVG, PDF or CSV");
+    addExperimentFile(x, exp.path);
+    x->add_option("--plot", exp.plot,
+         "plot name: loss, icl_curve, alignment, eta_scan, icl_iwl (few-shot runs), pasting_icl_curve and "
+         "pasting_loss (the latest pasting stored in a parent), attention (one head: "
+         "--layer, --head), lens, patching (--corruption, --example); the last three on the prompt of "
+         "--prompt-seed; algorithm_map (--family, --similarity), algorithm_map_best_step and "
+         "algorithm_map_training (the latest stored maps, else computed)")
+        ->required();
+    x->add_option("--format", exp.format, "png, svg, pdf or csv")
+        ->required()
+        ->check(CLI::IsMember({ "png", "svg", "pdf", "csv" }));
+    x->add_option("--out", exp.out, "output file")->required();
+    addDpiOption(x, exp.dpi);
+    addCheckpointOption(x, exp.checkpoint, "checkpoint step for icl_curve, attention, lens, patching (default: last)");
+    auto* promptSeed
+        = x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
+              ->check(unsignedInteger());
+    x->add_option("--prompt", exp.prompt_file,
+         "attention, lens, patching: your own prompt from FILE (JSON or CSV, as analyze --prompt); excludes "
+         "--prompt-seed")
+        ->type_name("FILE")
+        ->excludes(promptSeed);
+    x->add_option("--layer", exp.layer, "attention: 0-based layer of the head (default 0)")->check(atLeast(0));
+    x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(atLeast(0));
+    x->add_option(
+         "--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")
+        ->check(CLI::IsMember({ "change_label", "different_w", "shuffle_pairs" }));
+    x->add_option("--example", exp.example, "patching: the label y_i that change_label changes, i = 1 … N (default 1)")
+        ->check(atLeast(1));
+    x->add_option("--seed", exp.seed, "patching: seed of the corruption's random draws (default 0)")
+        ->check(unsignedInteger());
+    x->add_option("--family", exp.family, "algorithm_map: gd, gdpp, newton or ridge (default newton)")
+        ->check(CLI::IsMember({ "gd", "gdpp", "newton", "ridge" }));
+    x->add_option("--similarity", exp.similarity, "algorithm_map: errors or weights (default errors)")
+        ->check(CLI::IsMember({ "errors", "weights" }));
+    setCommand(
+        x, [args] { return runExport(*args); }, [args] { return args->path; });
 }
 
-
-int runGdAlignment(const AnalyzeArgs& args)
+void addReportCommand(CLI::App& app)
 {
-    GdAlignmentOptions o;
-    o.checkpoint_step = args.checkpoint;
-    o.reference = args.reference;
-    if (o.reference == "default") {
-        // The run's own alignment reference (features_gd_1 for the sine preset), else GD-K.
-        const json cfg = storedJson(readRunSummary(args.path).config_json);
-        const json alignment = cfg.is_object() && cfg.contains("eval") && cfg["eval"].is_object()
-                                   ? cfg["eval"].value("alignment", json::array())
-                                   : json::array();
-        o.reference = !alignment.empty() && alignment[0].is_string() ? alignment[0].get<std::string>() : "gd";
-    }
-    if (o.reference == "gd" || o.reference == "gdpp")
-        o.reference += "_" + std::to_string(modelLayers(args.path));  // K linear layers do K GD steps
-    o.n_prompts = args.prompts;
-    o.seed = args.seed;
-    o.threads = args.threads;
-    const AlignmentResult r = computeGdAlignment(args.path, o);
-    const AlignmentMetrics& m = r.metrics;
-    if (args.json) {
-        json out = {{"analysis", "gd_alignment"},
-                    {"reference", r.reference},
-                    {"reference_eta", jsonNumber(r.reference_eta)},
-                    {"checkpoint_step", r.checkpoint_step},
-                    {"n_prompts", r.n_prompts},
-                    {"prediction_difference", m.prediction_difference},
-                    {"model_cosine", m.model_cosine},
-                    {"model_difference", m.model_difference},
-                    {"relative_model_difference", m.relative_model_difference},
-                    {"model_loss", m.model_loss},
-                    {"reference_loss", m.reference_loss}};
-        printJsonObj(out);
-        return 0;
-    }
-    std::cout << "GD alignment of " << shown(args.path) << " at checkpoint " << r.checkpoint_step << " with " << shown(r.reference)
-              << (std::isfinite(r.reference_eta) ? " (η = " + fmt(r.reference_eta) + ", " : std::string(" ("))
-              << r.n_prompts << " prompts):\n"
-              << "  prediction difference      " << fmt(m.prediction_difference) << "\n"
-              << "  model cosine               " << fmt(m.model_cosine) << "\n"
-              << "  model difference           " << fmt(m.model_difference) << "\n"
-              << "  relative model difference  " << fmt(m.relative_model_difference) << "\n"
-              << "  loss: model " << fmt(m.model_loss) << ", " << shown(r.reference) << " " << fmt(m.reference_loss) << "\n";
-    return 0;
-}
-
-using AnalysisCommand = int (*)(const AnalyzeArgs&);
-
-/// Every kind of `icl-cli analyze` and its command, in the order of the help text.
-const std::pair<const char*, AnalysisCommand> kAnalyses[] = {
-    { "gd-alignment", runGdAlignment },
-    { "eta-scan", runEtaScan },
-    { "layers", runLayers },
-    { "ood", runOod },
-    { "interpolate", runInterpolate },
-    { "copy", runCopy },
-    { "kernel", runKernel },
-    { "probe", runProbe },
-    { "paste", runPaste },
-    { "attention", runAttention },
-    { "lens", runLens },
-    { "patching", runPatching },
-    { "icl-iwl", [](const AnalyzeArgs& a) { return a.show_sequence.empty() ? runIclIwl(a) : runShowSequence(a); } },
-    { "algorithm-map", runAlgorithmMap },
-};
-
-} // namespace
-
-std::vector<std::string> analysisKinds()
-{
-    std::vector<std::string> kinds;
-    for (const auto& entry : kAnalyses)
-        kinds.emplace_back(entry.first);
-    return kinds;
-}
-
-int runAnalyze(const AnalyzeArgs& args)
-{
-    const ScopedMemoryLimit budget(args.max_memory);  // the budget of every file the analysis opens
-    for (const auto& [kind, command] : kAnalyses)
-        if (args.kind == kind)
-            return command(args);
-    throw Error("unknown analysis \"" + args.kind + "\"");
+    auto args = std::make_shared<ReportArgs>();
+    CLI::App* r = app.add_subcommand("report", "every plot that fits the experiment, plus summary.json");
+    addExperimentFile(r, args->path);
+    r->add_option("--out", args->out_dir, "output directory (created)")->required();
+    addDpiOption(r, args->dpi);
+    addJsonFlag(r, args->json);
+    setCommand(
+        r, [args] { return runReport(*args); }, [args] { return args->path; });
 }
 
 } // namespace icl::cli

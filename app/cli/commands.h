@@ -3,7 +3,10 @@
 // and throws icl::Error for bad input (main turns it into one line on stderr and exit code 1).
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -15,7 +18,27 @@
 #include "core/types/run_summary.h"
 #include "core/training/weights_import.h"
 
+namespace CLI {
+class App;
+}
+
 namespace icl::cli {
+
+/// The subcommands of icl-cli, each with its options and its callback (main adds them in the order of --help).
+void addPresetsCommand(CLI::App& app);
+void addConfigCommand(CLI::App& app);
+void addTrainCommand(CLI::App& app);
+/// info, verify and recover: the commands that check an experiment file.
+void addFileCheckCommands(CLI::App& app);
+void addEvalCommand(CLI::App& app);
+void addExportCommand(CLI::App& app);
+void addReportCommand(CLI::App& app);
+/// analyze FILE KIND [options] (analyze_commands.cpp): one sub-subcommand per analysis.
+void addAnalyzeCommand(CLI::App& app);
+/// import and export-weights (weights_commands.cpp).
+void addWeightsCommands(CLI::App& app);
+/// sweep and aggregate (sweep_commands.cpp).
+void addSweepCommands(CLI::App& app);
 
 /// Prints `out` on stdout as a command's one JSON object with --json (indented by 2, then a newline).
 void printJsonObj(const nlohmann::json& out);
@@ -107,68 +130,143 @@ struct ReportArgs {
 };
 int runReport(const ReportArgs& args);
 
+/// What every analysis of `icl-cli analyze FILE KIND` reads: the file (analyze's positional) and the options that
+/// addAnalysis gives each analysis. Each analysis has its own struct below, derived from this one, with its options.
 struct AnalyzeArgs {
     std::string path;
-    std::string kind;            ///< "gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy", "kernel"
+    std::string kind; ///< the analysis that runs: "gd-alignment", "eta-scan", …, "algorithm-map"
     int64_t checkpoint = -1;
-    std::string reference = "default";  ///< "default" (the run's eval.alignment[0], else gd), "gd" / "gdpp" (= gd_K / gdpp_K for K linear layers), "gd_k", "gdpp_k", "features_gd_k"
+    int threads = 0;
+    uint64_t max_memory = 0; ///< --max-memory: bytes the run file's contents may size (0: the default budget)
+    bool json = false;
+};
+
+/// gd-alignment.
+struct GdAlignmentArgs : AnalyzeArgs {
+    std::string reference = "default"; ///< "default" (the run's eval.alignment[0], else gd), "gd" / "gdpp" (= gd_K /
+                                       ///< gdpp_K for K linear layers), "gd_k", "gdpp_k", "features_gd_k"
     int64_t prompts = 0;
     uint64_t seed = 0;
-    int threads = 0;
-    uint64_t max_memory = 0;        ///< --max-memory: bytes the run file's contents may size (0: the default budget)
-    bool json = false;
-    int64_t k = 0;                  ///< eta-scan: GD steps (0 = the model's layers)
-    double eta_max = 4.0;           ///< eta-scan
-    int64_t points = 200;           ///< eta-scan
-    std::string ood_kind = "x_scale";  ///< ood: x_scale, w_scale, label_noise, depth
-    std::vector<double> alpha;      ///< ood values (empty: defaults)
-    /// probe: target and positions bound straight from --target / --positions (checkpoint, prompts, seed and
-    /// threads come from the fields above).
-    ProbeOptions probe;
-    int64_t layer = 0;              ///< kernel: 0-based softmax layer
-    int64_t head = 0;               ///< kernel: 0-based head
-    std::vector<int64_t> m;         ///< kernel: numbers of random features (empty: 16, 64, 256, 1024, 4096)
-    int64_t seeds = 5;              ///< kernel: random-feature draws per m
-    std::string scaling = "balanced";  ///< kernel: "balanced" or "symmetric" (see KernelViewOptions)
-    /// paste: cut layer, embedding, steps, η, batch size, τ, --init-from-parent (copy_parent_embedding) and
-    /// --zero-new-mlp bound straight from the options (checkpoint, prompts, seed, threads and out from the
-    /// fields here).
-    PastingOptions paste;
-    bool force = false;             ///< paste: replace an existing output file
-    std::string out;                ///< paste: pasted experiment file ("" = derived from the parent's name); attention, lens, patching: CSV of the result
-    uint64_t prompt_seed = 0;       ///< attention, lens, patching: seed of the prompt (Inspector::samplePrompt)
-    std::string prompt_file;        ///< attention, lens, patching: the prompt read from this file instead (readPromptFile)
-    std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
-    int64_t example = 1;            ///< patching: change_label's example i of y_i (1-based, as the token labels)
-    std::vector<std::string> capture;  ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
-    bool store_capture = false;        ///< attention --prompts N --store: the capture into RUN.h5 (/analysis/activations)
-    std::string show_sequence;         ///< icl-iwl: print one sequence of this kind (FewShotSequenceKind names) instead
-    std::vector<std::string> families; ///< algorithm-map: families to compute (empty: gd, gdpp, newton, ridge)
-    bool all_checkpoints = false;      ///< algorithm-map: one map per checkpoint of the run
 };
-int runAnalyze(const AnalyzeArgs& args);
+
+/// eta-scan.
+struct EtaScanArgs : AnalyzeArgs {
+    int64_t k = 0; ///< GD steps (0 = the model's layers)
+    double eta_max = 4.0;
+    int64_t points = 200;
+};
+
+/// ood.
+struct OodArgs : AnalyzeArgs {
+    std::string ood_kind = "x_scale"; ///< x_scale, w_scale, label_noise, depth
+    std::vector<double> alpha; ///< values of α (empty: defaults)
+};
+
+/// copy.
+struct CopyArgs : AnalyzeArgs {
+    int64_t prompts = 0; ///< 0 = 64
+};
+
+/// kernel.
+struct KernelArgs : AnalyzeArgs {
+    int64_t layer = 0; ///< 0-based softmax layer
+    int64_t head = 0; ///< 0-based head
+    std::vector<int64_t> m; ///< numbers of random features (empty: 16, 64, 256, 1024, 4096)
+    int64_t seeds = 5; ///< random-feature draws per m
+    std::string scaling = "balanced"; ///< "balanced" or "symmetric" (see KernelViewOptions)
+    int64_t prompts = 0;
+    uint64_t seed = 0; ///< seed of the random features
+};
+
+/// probe: target and positions bound straight from --target / --positions.
+struct ProbeArgs : AnalyzeArgs {
+    ProbeOptions probe;
+    int64_t prompts = 0;
+    uint64_t seed = 0;
+};
+
+/// paste: cut layer, embedding, steps, η, batch size, τ, --init-from-parent (copy_parent_embedding) and
+/// --zero-new-mlp bound straight from the options.
+struct PasteArgs : AnalyzeArgs {
+    PastingOptions paste;
+    std::string out; ///< pasted experiment file ("" = derived from the parent's name)
+    bool force = false; ///< replace an existing output file
+    int64_t prompts = 0;
+    uint64_t seed = 0;
+};
+
+/// attention, lens and patching: one prompt (or, attention --out FILE.h5 / --store, a capture of --prompts prompts).
+struct InspectorArgs : AnalyzeArgs {
+    uint64_t prompt_seed = 0; ///< seed of the prompt (Inspector::samplePrompt)
+    std::string prompt_file; ///< the prompt read from this file instead (readPromptFile)
+    std::string out; ///< CSV of the result; attention also FILE.h5 (a capture)
+    bool force = false; ///< attention --out FILE.h5: replace an existing file
+    std::vector<std::string>
+        capture; ///< attention with --out FILE.h5: activation names (default every attn.pattern.{l})
+    bool store_capture = false; ///< attention --prompts N --store: the capture into RUN.h5 (/analysis/activations)
+    int64_t prompts = 0; ///< attention: prompts captured (0 = 1)
+    std::string corruption = "change_label"; ///< patching: change_label, different_w or shuffle_pairs
+    int64_t example = 1; ///< patching: change_label's example i of y_i (1-based, as the token labels)
+    uint64_t seed = 0; ///< patching: seed of the corruption's random draws
+};
+
+/// icl-iwl.
+struct IclIwlArgs : AnalyzeArgs {
+    std::string show_sequence; ///< print one sequence of this kind (FewShotSequenceKind names) instead
+    int64_t prompts = 0; ///< sequences per evaluation (0 = the run's eval.n_prompts)
+    uint64_t seed = 0;
+};
+
+/// algorithm-map.
+struct AlgorithmMapArgs : AnalyzeArgs {
+    std::vector<std::string> families; ///< families to compute (empty: gd, gdpp, newton, ridge)
+    bool all_checkpoints = false; ///< one map per checkpoint of the run
+    bool store = false; ///< store the map under /analysis/algorithm_map
+    int64_t prompts = 0;
+    uint64_t seed = 0;
+};
+
+/// The part of addAnalysis that is the same for every analysis: the subcommand `name` of `analyze` with `help`,
+/// the options every analysis has (--checkpoint, --threads, --max-memory, --json) bound to `common`, and a callback
+/// that sets common.path from analyze's file and runs `run` under the --max-memory budget.
+CLI::App* addAnalysisCommand(
+    CLI::App* analyze, const std::string& name, const std::string& help, AnalyzeArgs& common, std::function<int()> run);
+
+/// Adds the analysis `name` to `analyze` (icl-cli analyze RUN.h5 NAME) with its own `Args` (derived from
+/// AnalyzeArgs) and `run(const Args&)` as its callback; returns the subcommand, to which the caller adds the
+/// analysis' own options, and the Args they are bound to. An option of another analysis is refused in one line
+/// that names the analyses that have it.
+template <class Args, class Run>
+std::pair<CLI::App*, std::shared_ptr<Args>> addAnalysis(
+    CLI::App* analyze, const std::string& name, const std::string& help, Run run)
+{
+    auto args = std::make_shared<Args>();
+    CLI::App* kind = addAnalysisCommand(analyze, name, help, *args, [args, run] { return run(*args); });
+    return { kind, args };
+}
+
 /// `o` with the fields every analysis' options share set from the command line: checkpoint_step, seed, threads.
-template <class Options>
-Options withCommonOptions(Options o, const AnalyzeArgs& args)
+template <class Options, class Args> Options withCommonOptions(Options o, const Args& args)
 {
     o.checkpoint_step = args.checkpoint;
     o.seed = args.seed;
     o.threads = args.threads;
     return o;
 }
-/// The kinds runAnalyze accepts ("gd-alignment", "eta-scan", …, "icl-iwl"), in the order of the help text.
-std::vector<std::string> analysisKinds();
+/// The analyses attention, lens and patching (inspector_commands.cpp) and algorithm-map (algorithm_map_commands.cpp).
+void addInspectorAnalyses(CLI::App* analyze);
+void addAlgorithmMapAnalysis(CLI::App* analyze);
 
 /// `icl-cli analyze RUN.h5 icl-iwl --show-sequence KIND [--seed S] [--checkpoint STEP] [--json]`
 /// (sequence_commands.cpp): one sequence of a few-shot classification run (sampleFewShotSequence) with the
 /// checkpoint's prediction at its query, as text or one JSON object.
-int runShowSequence(const AnalyzeArgs& args);
+int runShowSequence(const IclIwlArgs& args);
 
 /// The inspector's analyses (inspector_commands.cpp): one prompt drawn from --prompt-seed, or read from
 /// --prompt FILE (checked against the run's d and the model's largest N).
-int runAttention(const AnalyzeArgs& args);
-int runLens(const AnalyzeArgs& args);
-int runPatching(const AnalyzeArgs& args);
+int runAttention(const InspectorArgs& args);
+int runLens(const InspectorArgs& args);
+int runPatching(const InspectorArgs& args);
 /// True for the plots `export` draws through the inspector: "attention", "patching", "lens".
 bool isInspectorPlot(const std::string& plot);
 /// Exports one of those plots (ExportArgs: prompt seed, layer/head, corruption).
@@ -177,7 +275,7 @@ void exportInspectorPlot(const ExportArgs& args);
 /// `icl-cli analyze RUN.h5 algorithm-map [--json] [--checkpoint S] [--prompts N] [--store] [--families …]
 /// [--all-checkpoints]` (algorithm_map_commands.cpp): computeAlgorithmMap (or one map per checkpoint), stored under
 /// /analysis/algorithm_map with --store.
-int runAlgorithmMap(const AnalyzeArgs& args);
+int runAlgorithmMap(const AlgorithmMapArgs& args);
 /// True for the algorithm map's plots: "algorithm_map" (alias "algorithm-map"; --family, --similarity),
 /// "algorithm_map_best_step", "algorithm_map_training".
 bool isAlgorithmMapPlot(const std::string& plot);

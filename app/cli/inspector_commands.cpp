@@ -22,6 +22,7 @@
 #include "core/training/trainer.h"
 #include "core/types/matrix_csv.h"
 #include "display.h"
+#include "options.h"
 #include "plot_export.h"
 #include "progress_bar.h"
 
@@ -46,7 +47,7 @@ std::map<std::string, std::string> promptMetadata(const std::string& path, int64
 }
 
 /// promptMetadata for the analyze commands: the prompt seed, or the prompt file it was read from.
-std::map<std::string, std::string> promptMetadata(const AnalyzeArgs& args, int64_t step)
+std::map<std::string, std::string> promptMetadata(const InspectorArgs& args, int64_t step)
 {
     auto m = promptMetadata(args.path, step, args.prompt_seed);
     if (!args.prompt_file.empty()) {
@@ -78,7 +79,7 @@ json promptJson(const Prompt& p)
 
 /// The prompt of attention, lens and patching: read from --prompt FILE (checked against the run's d and the
 /// model's largest N), else drawn from --prompt-seed.
-Prompt commandPrompt(const AnalyzeArgs& args, const Inspector& inspector)
+Prompt commandPrompt(const InspectorArgs& args, const Inspector& inspector)
 {
     if (args.prompt_file.empty())
         return inspector.samplePrompt(args.prompt_seed);
@@ -89,13 +90,13 @@ Prompt commandPrompt(const AnalyzeArgs& args, const Inspector& inspector)
 }
 
 /// Where the prompt came from, for the text output: "prompt seed 3" or "prompt FILE".
-std::string promptSource(const AnalyzeArgs& args)
+std::string promptSource(const InspectorArgs& args)
 {
     return args.prompt_file.empty() ? "prompt seed " + std::to_string(args.prompt_seed) : "prompt " + args.prompt_file;
 }
 
 /// The prompt's origin in the JSON output: "prompt_seed" for a drawn prompt, "prompt_file" for a file's.
-void addPromptSource(json& out, const AnalyzeArgs& args)
+void addPromptSource(json& out, const InspectorArgs& args)
 {
     if (args.prompt_file.empty())
         out["prompt_seed"] = args.prompt_seed;
@@ -141,7 +142,7 @@ void requireOutExtension(const std::string& out, std::initializer_list<const cha
 
 /// The start of a command that inspects one prompt: --out (when given) must end in one of `allowed`, and
 /// the command computes on --threads. Throws icl::Error naming the option.
-void startPromptCommand(const AnalyzeArgs& args, std::initializer_list<const char*> allowed, const std::string& what)
+void startPromptCommand(const InspectorArgs& args, std::initializer_list<const char*> allowed, const std::string& what)
 {
     if (!args.out.empty())
         requireOutExtension(args.out, allowed, what);
@@ -224,7 +225,7 @@ PatchingResult runPatchingWithProgress(Inspector& inspector, const Prompt& clean
 
 /// `analyze attention --out FILE.h5` (or `--store`: into the experiment file under /analysis/activations/<id>): the
 /// attention patterns (or the --capture names) of --prompts prompts, streamed in chunks after a size estimate.
-int runAttentionCapture(const AnalyzeArgs& args)
+int runAttentionCapture(const InspectorArgs& args)
 {
     if (args.store_capture && !args.out.empty())
         throw Error("--store: the capture goes into " + args.path + " itself; leave out --out " + args.out);
@@ -276,7 +277,7 @@ int runAttentionCapture(const AnalyzeArgs& args)
     return 0;
 }
 
-int runAttention(const AnalyzeArgs& args)
+int runAttention(const InspectorArgs& args)
 {
     if (!args.out.empty())
         requireOutExtension(args.out, {".csv", ".h5"}, "attention");
@@ -351,7 +352,7 @@ int runAttention(const AnalyzeArgs& args)
     return 0;
 }
 
-int runLens(const AnalyzeArgs& args)
+int runLens(const InspectorArgs& args)
 {
     startPromptCommand(args, {".csv"}, "lens");
     Inspector inspector(args.path, args.checkpoint);
@@ -386,7 +387,7 @@ int runLens(const AnalyzeArgs& args)
     return 0;
 }
 
-int runPatching(const AnalyzeArgs& args)
+int runPatching(const InspectorArgs& args)
 {
     startPromptCommand(args, {".csv"}, "patching");
     Inspector inspector(args.path, args.checkpoint);
@@ -455,7 +456,7 @@ void exportInspectorPlot(const ExportArgs& args)
 {
     Inspector inspector(args.path, args.checkpoint);
     // The same prompt as `analyze … --prompt FILE` / `--prompt-seed S`, and the same metadata.
-    AnalyzeArgs source;
+    InspectorArgs source;
     source.path = args.path;
     source.prompt_seed = args.prompt_seed;
     source.prompt_file = args.prompt_file;
@@ -488,6 +489,86 @@ void exportInspectorPlot(const ExportArgs& args)
     Matrix m = r.effect;
     m.name = "activation patching (" + r.corruption + "): 0 = corrupted, 1 = clean";
     exportHeatmap(m, metadata, args.out, args.format, args.dpi, 1.0);
+}
+
+namespace {
+
+/// --prompt-seed S and --prompt FILE (which exclude each other) of an analysis of one prompt; `patching` adds what
+/// --prompt means for the corruption.
+void addPromptOptions(CLI::App* kind, InspectorArgs& a, bool patching)
+{
+    auto* seed
+        = kind->add_option("--prompt-seed", a.prompt_seed, "seed of the prompt drawn from the run's task (default 0)")
+              ->check(unsignedInteger());
+    kind->add_option("--prompt", a.prompt_file,
+            std::string("your own prompt from FILE instead of a drawn one: JSON {\"x\": [[...], ...], \"y\": "
+                        "[...]} or CSV with header x_1,...,x_d,y, N+1 points with the query last (its label "
+                        "may be left out); checked against the run's d and the model's largest N; excludes "
+                        "--prompt-seed")
+                + (patching ? " (the corruption acts on this prompt, --seed still seeds it)" : ""))
+        ->type_name("FILE")
+        ->excludes(seed);
+}
+
+} // namespace
+
+namespace {
+
+/// analyze FILE attention.
+void addAttention(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<InspectorArgs>(analyze, "attention",
+        "attention patterns on one prompt, or the activations of --prompts prompts", runAttention);
+    InspectorArgs& a = *args;
+    addPromptOptions(k, a, false);
+    k->add_option(
+        "--out", a.out, "CSV of the patterns, or FILE.h5: the activations of --prompts prompts (--capture names)");
+    k->add_flag("--force", a.force, "with --out FILE.h5: replace an existing --out file");
+    k->add_option("--prompts", a.prompts,
+         "with --out FILE.h5 or --store: prompts captured, streamed to the file in chunks (default 1)")
+        ->check(atLeast(1));
+    k->add_option("--capture", a.capture,
+         "with --out FILE.h5 or --store: activation names to capture, e.g. resid_post.0,attn.pattern.1 "
+         "(default: every attn.pattern.{l})")
+        ->delimiter(',');
+    k->add_flag("--store", a.store_capture,
+        "capture the activations of --prompts prompts (--capture names) into the experiment file itself, "
+        "under /analysis/activations/<id>, instead of a FILE.h5");
+}
+
+/// analyze FILE lens.
+void addLens(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<InspectorArgs>(
+        analyze, "lens", "regression lens: the read-out at the query after each layer, on one prompt", runLens);
+    addPromptOptions(k, *args, false);
+    k->add_option("--out", args->out, "CSV of the lens");
+}
+
+/// analyze FILE patching.
+void addPatching(CLI::App* analyze)
+{
+    auto [k, args] = addAnalysis<InspectorArgs>(analyze, "patching",
+        "activation patching: the effect of each clean activation on a corrupted prompt", runPatching);
+    InspectorArgs& a = *args;
+    addPromptOptions(k, a, true);
+    k->add_option("--corruption", a.corruption,
+         "how the corrupted prompt differs: change_label (one y_i), different_w (all labels from another w) "
+         "or shuffle_pairs (labels permuted) (default change_label)")
+        ->check(CLI::IsMember({ "change_label", "different_w", "shuffle_pairs" }));
+    k->add_option("--example", a.example, "the label y_i that change_label changes, i = 1 … N (default 1)")
+        ->check(atLeast(1));
+    k->add_option("--seed", a.seed, "seed of the corruption's random draws (default 0)")->check(unsignedInteger());
+    k->add_option("--out", a.out, "CSV of the patching effect");
+}
+
+} // namespace
+
+void addInspectorAnalyses(CLI::App* analyze)
+{
+    addAttention(analyze);
+    addLens(analyze);
+    addPatching(analyze);
 }
 
 } // namespace icl::cli

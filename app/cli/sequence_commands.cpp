@@ -52,7 +52,7 @@ std::string exemplarText(const FewShotItem& item, const std::vector<int64_t>& sh
 
 } // namespace
 
-int runShowSequence(const AnalyzeArgs& args)
+int runShowSequence(const IclIwlArgs& args)
 {
     const auto kind = fewShotSequenceKindFromName(args.show_sequence);
     if (!kind)

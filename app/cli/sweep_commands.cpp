@@ -28,6 +28,7 @@
 #include "core/io/regular_file.h"
 #include "core/types/figure.h"
 #include "display.h"
+#include "options.h"
 #include "plot_export.h"
 
 extern char** environ;
@@ -563,6 +564,32 @@ int runAggregate(const AggregateArgs& args)
     for (const auto& file : files)
         std::cout << "  " << shown(file) << "\n";
     return 0;
+}
+
+void addSweepCommands(CLI::App& app)
+{
+    auto sweep = std::make_shared<SweepArgs>();
+    CLI::App* sw = app.add_subcommand("sweep",
+        "expand a grid of --set overrides into training runs (local processes or "
+        "Slurm)");
+    sw->add_option("file", sweep->path,
+          "SWEEP.json: {\"preset\" or \"config\", \"scale\", \"set\", \"grid\", "
+          "\"seeds\", \"steps\"}")
+        ->required();
+    sw->add_option("--out", sweep->out_dir, "directory of the runs (created)")->required();
+    sw->add_option("--jobs", sweep->jobs, "training processes at a time (default 1)")->check(CLI::Range(1, 1024));
+    sw->add_option(
+        "--emit-slurm", sweep->emit_slurm, "write a Slurm array script (one grid point per task) instead of running");
+    setCommand(
+        sw, [sweep] { return runSweep(*sweep); }, [sweep] { return sweep->path; });
+
+    auto aggregate = std::make_shared<AggregateArgs>();
+    CLI::App* ag = app.add_subcommand("aggregate", "table (CSV) and plots of the final metrics of a sweep directory");
+    ag->add_option("dir", aggregate->dir, "directory written by icl-cli sweep")->required();
+    addDpiOption(ag, aggregate->dpi);
+    addJsonFlag(ag, aggregate->json);
+    setCommand(
+        ag, [aggregate] { return runAggregate(*aggregate); }, [aggregate] { return aggregate->dir; });
 }
 
 } // namespace icl::cli

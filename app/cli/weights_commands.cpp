@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/io/display_text.h"
 #include "core/training/weights_import.h"
+#include "options.h"
 #include "progress_bar.h"
 
 namespace icl::cli {
@@ -143,6 +144,55 @@ int runExportWeights(const ExportWeightsArgs& args)
     else
         std::cout << "wrote " << args.out << " (" << args.layout << " layout)\n";
     return 0;
+}
+
+void addWeightsCommands(CLI::App& app)
+{
+    auto import = std::make_shared<ImportArgs>();
+    ImportRequest& request = import->request;
+    CLI::App* im = app.add_subcommand("import",
+        "write an experiment file from a foreign checkpoint: a PyTorch .pt, "
+        ".safetensors or .npz file, or a Garg et al. run folder (model_<step>.pt, "
+        "state.pt)");
+    im->add_option("source", request.source, "weights file or run folder")->required();
+    im->add_option("--out", request.out_path, "experiment file to write (RUN.h5)");
+    im->add_option("--config", request.config_file,
+          "Garg et al.'s config.yaml or a workbench JSON config "
+          "(default: config.yaml in / beside the source)")
+        ->check(CLI::ExistingFile);
+    addSetOption(im, request.sets,
+        "fill or override a config value: key.path=value (repeatable), e.g. "
+        "model.n_heads=8, task.n_context=40");
+    im->add_flag("--force", request.force, "replace an existing output file");
+    im->add_flag(
+        "--dry-run", import->dry_run, "show the detected format, key mapping and inferred model; write nothing");
+    addThreadsOption(im, request.threads);
+    addMaxMemoryOption(im, request.max_memory);
+    addJsonFlag(im, import->json);
+    setCommand(
+        im,
+        [import] {
+            if (import->request.out_path.empty() && !import->dry_run)
+                throw Error("import: give --out RUN.h5 (or --dry-run to see what would be imported)");
+            return runImport(*import);
+        },
+        [import] { return import->request.source; });
+
+    auto exportArgs = std::make_shared<ExportWeightsArgs>();
+    CLI::App* ew = app.add_subcommand("export-weights",
+        "write a checkpoint's weights as .safetensors or a PyTorch .pt "
+        "that Python reads without the workbench");
+    addExperimentFile(ew, exportArgs->path);
+    ew->add_option("--out", exportArgs->out, "FILE.safetensors or FILE.pt")->required();
+    addCheckpointOption(ew, exportArgs->checkpoint);
+    ew->add_option("--layout", exportArgs->layout,
+          "workbench (the workbench's names, config in the metadata) or garg (a state dict for Garg et al.'s "
+          "TransformerModel, load_state_dict(strict=True))")
+        ->check(CLI::IsMember({ "workbench", "garg" }));
+    ew->add_flag("--force", exportArgs->force, "replace an existing output file");
+    addJsonFlag(ew, exportArgs->json);
+    setCommand(
+        ew, [exportArgs] { return runExportWeights(*exportArgs); }, [exportArgs] { return exportArgs->path; });
 }
 
 } // namespace icl::cli

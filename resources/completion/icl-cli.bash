@@ -46,21 +46,24 @@ _icl_cli()
         --m | --seeds | --lr | --batch-size | --w-scale | --cut-layer | --points | --eta-max | --alpha | --jobs)
         return ;;
     esac
-    if [[ $cur == -* ]]; then
-        COMPREPLY=($(compgen -W "$(_icl_cli_options "$cli" "$sub")" -- "$cur"))
-        return
-    fi
-    # analyze RUN.h5 KIND: the second positional is the analysis.
+    # analyze RUN.h5 KIND [options]: the second positional is the analysis, which has its own options.
+    local kind=""
     if [[ $sub == analyze ]]; then
         local positional=0
         for ((i = 2; i < cword; i++)); do
-            [[ ${words[i]} != -* && ${words[i - 1]} != --* ]] && ((positional++))
+            if [[ ${words[i]} != -* && ${words[i - 1]} != --* ]]; then
+                ((positional++))
+                ((positional == 2)) && kind=${words[i]}
+            fi
         done
-        if ((positional == 1)); then
-            COMPREPLY=($(compgen -W "gd-alignment eta-scan layers ood interpolate copy kernel probe paste attention \
-                lens patching icl-iwl" -- "$cur"))
+        if ((positional == 1)) && [[ $cur != -* ]]; then
+            COMPREPLY=($(compgen -W "$(_icl_cli_help_section "$cli" ANALYSES analyze)" -- "$cur"))
             return
         fi
+    fi
+    if [[ $cur == -* ]]; then
+        COMPREPLY=($(compgen -W "$(_icl_cli_options "$cli" "$sub" $kind)" -- "$cur"))
+        return
     fi
     case $sub in
     sweep) _filedir json ;;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Writes a man page from a program's --help with help2man. For a program with subcommands (icl-cli), each
-# subcommand's --help becomes a paragraph of a COMMANDS section.
+# subcommand's --help becomes a paragraph of a COMMANDS section, and so does each analysis of analyze.
 # Usage: make-manpage.sh PROGRAM OUT.1 [HELP2MAN]
 set -euo pipefail
 program=$1 out=$2 help2man=${3:-help2man}
@@ -21,6 +21,14 @@ icl-cli)
                 # CLI11 prints argv[0] in "Usage:"; the page names the program as installed.
                 "$program" "$sub" --help | sed -e "s#$program#$name#g" -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"
                 echo ".fi"
+                # analyze: each analysis (listed under "Analyses:") has its own options and help.
+                "$program" "$sub" --help | awk 'tolower($0) ~ /^analyses:/ {on = 1; next} on && NF == 0 {on = 0} on {print $1}' |
+                    while read -r kind; do
+                        echo ".SS \"$name $sub file $kind\""
+                        echo ".nf"
+                        "$program" "$sub" "$kind" --help | sed -e "s#$program#$name#g" -e 's/\\/\\e/g' -e "s/^\([.']\)/\\\\\&\1/"
+                        echo ".fi"
+                    done
             done
         printf '[FILES]\nExperiment files (HDF5) are described in /usr/share/doc/icl-workbench/file-format.md.\n'
         printf '[SEE ALSO]\n\\fBicl-workbench\\fR(1)\n'

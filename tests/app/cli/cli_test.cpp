@@ -201,6 +201,58 @@ TEST(Cli, BadInputExitsNonZeroWithOneClearLine)
     EXPECT_LT(layer.err.size(), 120u) << layer.err;
 }
 
+// Each analysis is a subcommand of analyze with its own options and help: `analyze KIND --help` (and
+// `analyze RUN.h5 KIND --help`) lists that analysis' options only, every analysis has the shared --checkpoint,
+// --max-memory and --json, and an option of another analysis is refused in one line that names the analyses that
+// have it, before the file is read (the file here does not exist).
+TEST(Cli, EachAnalysisHasItsOwnOptionsAndHelp)
+{
+    const std::vector<std::string> kinds = {"gd-alignment", "eta-scan", "layers", "ood", "interpolate", "copy",
+                                            "kernel", "probe", "paste", "attention", "lens", "patching", "icl-iwl",
+                                            "algorithm-map"};
+    const Result all = run("analyze --help");
+    ASSERT_EQ(all.code, 0) << all.err;
+    const size_t heading = all.out.find("\nAnalyses:\n");
+    ASSERT_NE(heading, std::string::npos) << all.out;
+    for (const std::string& kind : kinds) {
+        EXPECT_NE(all.out.find("\n  " + kind + " ", heading), std::string::npos) << kind << " in " << all.out;
+        const Result help = run("analyze " + kind + " --help");
+        ASSERT_EQ(help.code, 0) << kind << ": " << help.err;
+        EXPECT_NE(help.out.find("analyze file " + kind + " [OPTIONS]"), std::string::npos) << help.out;
+        for (const char* shared : {"--checkpoint", "--max-memory", "--json"})
+            EXPECT_NE(help.out.find(shared), std::string::npos) << kind << " lacks " << shared;
+    }
+
+    const Result attention = run("analyze attention --help");
+    for (const char* own : {"--prompt-seed", "--prompt ", "--capture", "--store", "--prompts", "--threads", "--out"})
+        EXPECT_NE(attention.out.find(own), std::string::npos) << own << " in " << attention.out;
+    for (const char* other : {"--cut-layer", "--eta-max", "--corruption", "--families", "--reference", "--m "})
+        EXPECT_EQ(attention.out.find(other), std::string::npos) << other << " in " << attention.out;
+    const std::string missing = temp("cli_no_such_run.h5");
+    const Result paste = run("analyze " + missing + " paste --help");
+    ASSERT_EQ(paste.code, 0) << paste.err;
+    EXPECT_NE(paste.out.find("--cut-layer"), std::string::npos) << paste.out;
+    EXPECT_EQ(paste.out.find("--prompt-seed"), std::string::npos) << paste.out;
+    const Result layers = run("analyze layers --help");
+    EXPECT_EQ(layers.out.find("--prompts"), std::string::npos) << "layers reads no --prompts: " << layers.out;
+
+    expectOneLineError(run("analyze " + missing + " layers --prompt-seed 3"),
+                       "analyze layers: --prompt-seed is an option of attention, lens and patching, not of layers");
+    expectOneLineError(run("analyze " + missing + " eta-scan --cut-layer=1"),
+                       "--cut-layer is an option of paste, not of eta-scan");
+    expectOneLineError(run("analyze " + missing + " attention --corruption shuffle_pairs"),
+                       "--corruption is an option of patching, not of attention");
+    expectOneLineError(run("analyze " + missing + " kernel --frobnicate"), "analyze kernel: unknown option --frobnicate");
+    expectOneLineError(run("analyze " + missing + " --json layers"), "options go after the analysis");
+    expectOneLineError(run("analyze " + missing + " layers extra"), "unexpected argument \"extra\"");
+    expectOneLineError(run("analyze " + missing + " no-such-analysis"), "analysis: no-such-analysis not in {gd-alignment,");
+    expectOneLineError(run("analyze " + missing), "analysis is required");
+    expectOneLineError(run("analyze layers"), "file is required");
+    // The options of the analysis given are read; the file is then the first thing refused.
+    expectOneLineError(run("analyze " + missing + " layers --json --checkpoint 0 --max-memory 1G"), "no such file");
+    EXPECT_FALSE(fs::exists(missing));
+}
+
 // A damaged file gets the same one line from every command (never "internal error"), and verify lists it.
 TEST(Cli, ADamagedFileIsOneLineInEveryCommandAndVerifyListsIt)
 {
