@@ -7,9 +7,9 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
-#include "core/training/allocator.h"
-#include "core/training/blas.h"
-#include "core/training/cpu_kernels.h"
+#include "core/runtime/allocator.h"
+#include "core/runtime/blas.h"
+#include "core/runtime/cpu_kernels.h"
 #include "options.h"
 
 int main(int argc, char** argv)
