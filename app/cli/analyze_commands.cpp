@@ -32,24 +32,6 @@ namespace icl::cli {
 
 namespace analyze_cli {
 
-std::atomic<bool> g_pasteInterrupted{false};
-
-extern "C" void onPasteInterrupt(int)
-{
-    g_pasteInterrupted = true;
-}
-
-std::string fmt(double v, int precision = 4)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", precision, v);
-    return buf;
-}
-
-} // namespace analyze_cli
-
-namespace analyze_cli {
-
 /// Number of linear (GD-step) layers: softmax layers (the interleaved copy layer) do no GD step.
 int64_t modelLayers(const std::string& path)
 {
@@ -182,15 +164,13 @@ int runPaste(const PasteArgs& args)
     if (fs::exists(o.out_path) && !args.force)
         throw Error(o.out_path + " already exists; use --force to replace it");
     o.overwrite = args.force;
-    g_pasteInterrupted = false;
-    std::signal(SIGINT, onPasteInterrupt);
-    std::signal(SIGTERM, onPasteInterrupt);
+    const InterruptFlag interrupt;
     ProgressBar bar("paste");
     PastingResult r;
     try {
         r = computePasting(args.path, o, [&](int64_t done, int64_t total) {
             bar.update(done, total);
-            return !g_pasteInterrupted.load();
+            return !interrupt.raised();
         });
     } catch (...) {
         std::error_code ignored;

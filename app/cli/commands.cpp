@@ -38,20 +38,6 @@ namespace icl::cli {
 
 namespace {
 
-std::atomic<bool> g_interrupted{false};
-
-extern "C" void onInterrupt(int)
-{
-    g_interrupted = true;
-}
-
-std::string fmt(double v, int precision = 4)
-{
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", precision, v);
-    return buf;
-}
-
 json finalMetrics(const RunSummary& s)
 {
     json m = json::object();
@@ -183,8 +169,7 @@ int runTrain(const TrainArgs& args)
         }
     }
 
-    g_interrupted = false;
-    auto previous = std::signal(SIGINT, onInterrupt);
+    const InterruptFlag interrupt;
     ProgressBar bar("train");
     std::string lastEval;
     TrainResult result;
@@ -196,18 +181,16 @@ int runTrain(const TrainArgs& args)
                 lastEval = " eval " + fmt(p.eval_loss);
             if (p.phase == TrainProgress::Phase::Training)
                 bar.update(p.step, p.total_steps, "loss " + fmt(p.train_loss) + lastEval);
-            return !g_interrupted.load();
+            return !interrupt.raised();
         });
     } catch (...) {
         bar.finish();
-        std::signal(SIGINT, previous);
         throw;
     }
     bar.finish();
-    std::signal(SIGINT, previous);
 
     // Interrupted by Ctrl-C: the last checkpoint is saved; exit 130 (128 + SIGINT) so scripts can tell.
-    const int exitCode = (result.stopped && g_interrupted.load()) ? 130 : 0;
+    const int exitCode = (result.stopped && interrupt.raised()) ? 130 : 0;
     if (args.json) {
         json out;
         out["out"] = args.out;

@@ -1,5 +1,8 @@
 #include "options.h"
 
+#include <atomic>
+#include <csignal>
+#include <cstdio>
 #include <exception>
 #include <utility>
 
@@ -24,7 +27,39 @@ CommandOutcome& outcome()
     return o;
 }
 
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void onInterrupt(int)
+{
+    g_interrupted = true;
+}
+
 } // namespace
+
+std::string fmt(double v, int precision)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", precision, v);
+    return buf;
+}
+
+InterruptFlag::InterruptFlag()
+{
+    g_interrupted = false;
+    m_previousInt = std::signal(SIGINT, onInterrupt);
+    m_previousTerm = std::signal(SIGTERM, onInterrupt);
+}
+
+InterruptFlag::~InterruptFlag()
+{
+    std::signal(SIGINT, m_previousInt);
+    std::signal(SIGTERM, m_previousTerm);
+}
+
+bool InterruptFlag::raised() const
+{
+    return g_interrupted.load();
+}
 
 CLI::Validator atLeast(long long min)
 {

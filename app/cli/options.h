@@ -20,6 +20,25 @@ CLI::Validator atLeast(long long min);
 /// silently, which would run on a different seed than the one asked for.
 CLI::Validator unsignedInteger();
 
+/// `v` with `precision` decimals, as the commands' tables print numbers.
+std::string fmt(double v, int precision = 4);
+
+/// Ctrl-C (and SIGTERM) for a long command: the handler only sets a flag that its progress callback polls, so the
+/// command stops at its next step and keeps what it saved. Restores the previous handlers when destroyed.
+class InterruptFlag {
+public:
+    InterruptFlag();
+    ~InterruptFlag();
+    InterruptFlag(const InterruptFlag&) = delete;
+    InterruptFlag& operator=(const InterruptFlag&) = delete;
+    /// True once SIGINT or SIGTERM arrived.
+    bool raised() const;
+
+private:
+    void (*m_previousInt)(int);
+    void (*m_previousTerm)(int);
+};
+
 /// The positional argument "file" of a command that reads an experiment file (required).
 void addExperimentFile(CLI::App* command, std::string& path);
 
