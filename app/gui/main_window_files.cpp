@@ -221,9 +221,18 @@ void MainWindow::updateRecentMenu()
 {
     const QStringList files = recentFiles();
     m_recentMenu->clear();
-    for (const QString& path : files)
-        m_recentMenu->addAction(shownText(QFileInfo(path).fileName()), this, [this, path] { openExperiment(path); })
-            ->setToolTip(path);
+    // "run.h5 — ~/runs/sweep": two runs of the same name in different folders are told apart.
+    const QString home = QDir::homePath();
+    for (const QString& path : files) {
+        QString folder = QDir::toNativeSeparators(QFileInfo(path).absolutePath());
+        if (!home.isEmpty() && home != QStringLiteral("/")
+            && (folder == home || folder.startsWith(home + QDir::separator())))
+            folder = QStringLiteral("~") + folder.mid(home.size());
+        QString text = QStringLiteral("%1 — %2").arg(shownText(QFileInfo(path).fileName()), shownText(folder));
+        text.replace(QLatin1Char('&'), QStringLiteral("&&")); // no mnemonics from file names
+        m_recentMenu->addAction(text, this, [this, path] { openExperiment(path); })->setToolTip(shownText(path));
+    }
+    m_recentMenu->setToolTipsVisible(true);
     m_recentMenu->setEnabled(!files.isEmpty());
     m_experimentsPage->setRecentFiles(files);
 }
