@@ -1,6 +1,7 @@
 // MainWindow's file handling: what a path is (experiment, sweep, import source), opening it, the import dialog,
 // the recent-files list and drag and drop.
 #include "app/gui/main_window.h"
+#include "app/gui/page_widgets.h"
 
 #include <map>
 
@@ -118,6 +119,7 @@ bool MainWindow::openExperiment(const QString& path)
         return false;
     }
     m_experiment = summary;
+    setExperimentFolder(QFileInfo(path).absolutePath()); // where file dialogs start
     m_experimentsPage->showExperiment(summary);
     m_trainPage->showExperiment(summary);
     std::vector<int64_t> steps;

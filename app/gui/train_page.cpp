@@ -94,6 +94,7 @@ TrainPage::TrainPage(QWidget* parent)
     m_config.file = makeFileField(source, tr("experiment config (JSON)"), tr("Browse…"));
     m_config.output = makeFileField(source, tr("runs/<preset>-<date>.h5 (default)"), tr("Browse…"));
     m_config.output.path->setObjectName(QStringLiteral("outputPath"));
+    m_config.file.browse->setObjectName(QStringLiteral("configBrowse"));
     m_config.steps = makeSpinBox(source, "stepsSpin", 0, 100000000, 0, 1000);
     m_config.steps->setSpecialValueText(tr("from config"));
     m_config.steps->setToolTip(tr("Total optimisation steps (for Resume: the new total)"));
@@ -180,7 +181,7 @@ TrainPage::TrainPage(QWidget* parent)
     connect(m_config.fromFile, &QRadioButton::toggled, this, sourceChanged);
     connect(m_config.file.browse, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(
-            this, tr("Experiment config"), m_config.file.path->text(), tr("JSON config (*.json);;All files (*)"));
+            this, tr("Experiment config"), inExperimentFolder(m_config.file.path->text()), tr("JSON config (*.json);;All files (*)"));
         if (!path.isEmpty())
             setConfigFile(path);
     });

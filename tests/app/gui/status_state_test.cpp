@@ -3,8 +3,13 @@
 // files and the test's own folders, never from the window under test.
 
 #include <QAction>
+#include <QApplication>
 #include <QDir>
 #include <QFile>
+#include <QFileDialog>
+#include <QPushButton>
+#include <QRadioButton>
+#include <QTimer>
 #include <QMenu>
 #include <QProgressBar>
 #include <QSignalSpy>
@@ -89,6 +94,38 @@ TEST(StatusState, RecentFilesShowTheirFolders)
         EXPECT_EQ(actions[i]->toolTip(), QFileInfo(i == 0 ? second : first).absoluteFilePath());
     }
     EXPECT_NE(actions[0]->text(), actions[1]->text());
+}
+
+TEST(StatusState, FileDialogsStartInTheOpenExperimentsFolder)
+{
+    QTemporaryDir dir;
+    ASSERT_TRUE(QDir(dir.path()).mkpath("runs/here"));
+    const QString run = dir.filePath("runs/here/run.h5");
+    ASSERT_TRUE(QFile::copy(QString::fromStdString(icl::test::tinyRun(icl::test::TinyRun::Lsa)), run));
+    ASSERT_NE(QDir::currentPath(), QFileInfo(run).absolutePath()) << "the working directory is elsewhere";
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(run));
+    TrainPage* page = window.page<TrainPage>();
+    for (QRadioButton* radio : page->findChildren<QRadioButton*>())
+        if (radio->text() == QStringLiteral("Config file"))
+            radio->setChecked(true);
+    auto* browse = page->findChild<QPushButton*>("configBrowse");
+    ASSERT_NE(browse, nullptr);
+    ASSERT_TRUE(browse->isEnabled());
+    QString started;
+    auto* timer = new QTimer(&window);
+    timer->setInterval(20);
+    QObject::connect(timer, &QTimer::timeout, [&] {
+        if (auto* dialog = qobject_cast<QFileDialog*>(QApplication::activeModalWidget())) {
+            timer->stop();
+            started = dialog->directory().absolutePath();
+            dialog->reject();
+        }
+    });
+    timer->start();
+    browse->click();
+    EXPECT_EQ(started, QFileInfo(run).absolutePath());
 }
 
 } // namespace
