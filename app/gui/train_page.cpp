@@ -324,8 +324,9 @@ void TrainPage::showExperiment(const icl::RunSummary& summary)
     m_config.runName->setVisible(bool(m_openConfig));
     if (m_openConfig) {
         const icl::ExperimentConfig& c = *m_openConfig;
-        m_config.runName->setText(tr("%1 — %2, %3 steps%4")
-                                      .arg(name, shownText(c.preset.empty() ? std::string("config") : c.preset))
+        m_config.runName->setText(tr("%1 — its config (%2, %3, %4 steps)%5")
+                                      .arg(name, shownText(c.preset.empty() ? std::string("no preset") : c.preset),
+                                          shownText(c.task.kind))
                                       .arg(c.training.steps)
                                       .arg(summary.import_json.empty() ? QString() : tr(" (imported; trains anew)")));
         m_config.runName->setToolTip(shownText(summary.path));
