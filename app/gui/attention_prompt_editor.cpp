@@ -10,6 +10,7 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QDir>
 #include <QFileInfo>
 #include <QGridLayout>
 #include <QHBoxLayout>
@@ -147,7 +148,7 @@ PromptEditor::PromptEditor(QWidget* parent)
     connect(m_relabel, &QPushButton::clicked, this, [this] { requestEdit(PromptMutation::Kind::Relabel, 0); });
     connect(m_ablation, qOverload<int>(&QComboBox::currentIndexChanged), this, &PromptEditor::ablationChanged);
     connect(m_fileButtons.open, &QPushButton::clicked, this, [this] {
-        const QString path = QFileDialog::getOpenFileName(this, tr("Open prompt"), QString(),
+        const QString path = QFileDialog::getOpenFileName(this, tr("Open prompt"), inExperimentFolder(QString()),
             tr("Prompt files (*.json *.csv);;JSON (*.json);;CSV data (*.csv);;All files (*)"));
         if (!path.isEmpty())
             Q_EMIT openRequested(path);
@@ -309,7 +310,9 @@ void PromptEditor::chooseSavePath()
     const QString base = m_promptFile.isEmpty() ? QStringLiteral("prompt-seed%1").arg(m_prompt.seed)
                                                 : QFileInfo(m_promptFile).completeBaseName();
     QString path = QFileDialog::getSaveFileName(
-        this, tr("Save prompt"), base + QStringLiteral(".csv"), csv + QStringLiteral(";;") + json, &filter);
+        this, tr("Save prompt"), m_promptFile.isEmpty() ? inExperimentFolder(base + QStringLiteral(".csv"))
+                                                        : QFileInfo(m_promptFile).dir().filePath(base + QStringLiteral(".csv")),
+        csv + QStringLiteral(";;") + json, &filter);
     if (path.isEmpty())
         return;
     // The chosen filter decides the format when the name has neither extension.

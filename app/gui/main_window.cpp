@@ -124,6 +124,7 @@ MainWindow::MainWindow(QWidget* parent)
     m_progress->setRange(0, 100);
     m_progress->setValue(0);
     m_progress->setTextVisible(false);
+    m_progress->hide(); // shown only while a job runs (updateBusy)
     m_cancel = new QPushButton(tr("Cancel"), this);
     m_cancel->setObjectName(QStringLiteral("cancelButton"));
     m_cancel->setToolTip(tr("Stop the running job (Esc)"));
@@ -186,12 +187,24 @@ MainWindow::MainWindow(QWidget* parent)
         }
     });
     for (AnalysisPage* page : m_analysisPages) {
-        connect(page, &AnalysisPage::busyStarted, this, &MainWindow::updateBusy);
+        connect(page, &AnalysisPage::busyStarted, this, [this, page] {
+            m_cancelled.remove(page);
+            updateBusy();
+        });
+        connect(page, &AnalysisPage::cancelRequested, this, [this, page] {
+            if (page->isBusy())
+                m_cancelled.insert(page);
+        });
         connect(page, &AnalysisPage::busyFinished, this, [this, page] {
             if (page->reportsProgress() && !m_trainPage->isRunning()) {
-                m_progress->setRange(0, 100);
-                m_progress->setValue(100);
-                statusBar()->showMessage(page->doneMessage(), 5000);
+                const bool cancelled = m_cancelled.remove(page);
+                const auto row = std::find(m_pageList.begin(), m_pageList.end(), page) - m_pageList.begin();
+                const QString title = m_navigator->item(int(row)) ? m_navigator->item(int(row))->text() : QString();
+                const QString message = cancelled ? page->cancelledMessage() : page->doneMessage();
+                if (!message.isEmpty())
+                    statusBar()->showMessage(message, 5000);
+                else if (!title.isEmpty()) // never the last progress line ("pasting: 532 of 1000 steps") left standing
+                    statusBar()->showMessage(cancelled ? tr("%1 cancelled").arg(title) : tr("%1 done").arg(title), 5000);
             }
             updateBusy();
         });
@@ -344,6 +357,7 @@ void MainWindow::about()
 
 void MainWindow::showProgress(int percent, const QString& text)
 {
+    m_progress->show();
     if (percent < 0) {
         m_progress->setRange(0, 0);
     } else {
@@ -361,9 +375,10 @@ void MainWindow::updateBusy()
     m_progress->setTextVisible(busy);
     m_stopAction->setEnabled(training);
     m_startAction->setEnabled(!training);
-    if (!busy) {
+    m_progress->setVisible(busy);
+    if (!busy) { // no busy bar, and no full bar, once nothing runs
         m_progress->setRange(0, 100);
-        m_progress->setValue(m_progress->value());
+        m_progress->setValue(0);
         Q_EMIT idle();
     }
 }

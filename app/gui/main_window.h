@@ -10,6 +10,7 @@
 #include <QKeySequence>
 #include <QMainWindow>
 #include <QPointer>
+#include <QSet>
 #include <QStringList>
 #include <QStyle>
 
@@ -180,6 +181,7 @@ private:
     widgets::CheckpointTimeline* m_timeline = nullptr;
     QLabel* m_deviceLabel = nullptr;
     QProgressBar* m_progress = nullptr;
+    QSet<AnalysisPage*> m_cancelled; ///< pages whose running job was cancelled (their end says "cancelled")
     QPushButton* m_cancel = nullptr;
     QMenu* m_recentMenu = nullptr;
     QPointer<QObject> m_importDialog; ///< an ImportDialog (QPointer of the complete type lives in the .cpp)

@@ -1,6 +1,7 @@
 // MainWindow's file handling: what a path is (experiment, sweep, import source), opening it, the import dialog,
 // the recent-files list and drag and drop.
 #include "app/gui/main_window.h"
+#include "app/gui/page_widgets.h"
 
 #include <map>
 
@@ -118,6 +119,7 @@ bool MainWindow::openExperiment(const QString& path)
         return false;
     }
     m_experiment = summary;
+    setExperimentFolder(QFileInfo(path).absolutePath()); // where file dialogs start
     m_experimentsPage->showExperiment(summary);
     m_trainPage->showExperiment(summary);
     std::vector<int64_t> steps;
@@ -221,9 +223,18 @@ void MainWindow::updateRecentMenu()
 {
     const QStringList files = recentFiles();
     m_recentMenu->clear();
-    for (const QString& path : files)
-        m_recentMenu->addAction(shownText(QFileInfo(path).fileName()), this, [this, path] { openExperiment(path); })
-            ->setToolTip(path);
+    // "run.h5 — ~/runs/sweep": two runs of the same name in different folders are told apart.
+    const QString home = QDir::homePath();
+    for (const QString& path : files) {
+        QString folder = QDir::toNativeSeparators(QFileInfo(path).absolutePath());
+        if (!home.isEmpty() && home != QStringLiteral("/")
+            && (folder == home || folder.startsWith(home + QDir::separator())))
+            folder = QStringLiteral("~") + folder.mid(home.size());
+        QString text = QStringLiteral("%1 — %2").arg(shownText(QFileInfo(path).fileName()), shownText(folder));
+        text.replace(QLatin1Char('&'), QStringLiteral("&&")); // no mnemonics from file names
+        m_recentMenu->addAction(text, this, [this, path] { openExperiment(path); })->setToolTip(shownText(path));
+    }
+    m_recentMenu->setToolTipsVisible(true);
     m_recentMenu->setEnabled(!files.isEmpty());
     m_experimentsPage->setRecentFiles(files);
 }

@@ -112,6 +112,7 @@ void MainWindow::createMenus()
     QAction* open = file->addAction(tr("&Open experiment…"), this, &MainWindow::openWithDialog);
     open->setShortcut(QKeySequence::Open);
     m_recentMenu = file->addMenu(tr("Open &recent"));
+    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addSeparator();
     QAction* importFile = file->addAction(tr("&Import checkpoint…"), this, &MainWindow::importCheckpoint);
     importFile->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_I));

@@ -18,6 +18,8 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
+#include <QDir>
+#include <QFileInfo>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
@@ -228,9 +230,29 @@ FileField makeFileField(QWidget* parent, const QString& placeholder, const QStri
     return f;
 }
 
+namespace {
+QString& experimentFolderStore()
+{
+    static QString folder;
+    return folder;
+}
+} // namespace
+
+QString experimentFolder() { return experimentFolderStore(); }
+
+void setExperimentFolder(const QString& folder) { experimentFolderStore() = folder; }
+
+QString inExperimentFolder(const QString& name)
+{
+    const QString folder = experimentFolder();
+    if (folder.isEmpty() || (!name.isEmpty() && QFileInfo(name).isAbsolute()))
+        return name;
+    return name.isEmpty() ? folder : QDir(folder).filePath(name);
+}
+
 QString askExperimentFileToWrite(QWidget* parent, const QString& title, const QString& start, bool confirmOverwrite)
 {
-    const QString path = QFileDialog::getSaveFileName(parent, title, start,
+    const QString path = QFileDialog::getSaveFileName(parent, title, inExperimentFolder(start),
         QCoreApplication::translate("icl::gui::AnalysisPage", "Experiment files (*.h5)"), nullptr,
         confirmOverwrite ? QFileDialog::Options() : QFileDialog::DontConfirmOverwrite);
     if (path.isEmpty() || path.endsWith(QStringLiteral(".h5")))

@@ -143,6 +143,13 @@ struct FileField {
 /// A FileField, children of `parent`: the field with `placeholder`, then the button labelled `browseText`.
 FileField makeFileField(QWidget* parent, const QString& placeholder, const QString& browseText);
 
+/// The open experiment's folder, where file dialogs start ("" before one is open). MainWindow::openExperiment sets
+/// it. GUI thread only.
+QString experimentFolder();
+void setExperimentFolder(const QString& folder);
+/// `name` in the open experiment's folder when `name` is relative (a dialog's start), else `name` itself.
+QString inExperimentFolder(const QString& name);
+
 /// Asks for an experiment file to write: a save dialog titled `title` opened at `start` that asks before replacing an
 /// existing file only when `confirmOverwrite` (otherwise the caller decides). Returns the path with ".h5" appended
 /// when it lacks it, or "" when the user cancelled.

@@ -26,6 +26,7 @@ icl::Figure pastingEmptyFigure(bool icl)
     f.title.erase(f.title.find(" (pasted at"));
     f.series.clear();
     f.metadata.clear();
+    f.title += " — press Run to paste and train"; // an empty frame says what fills it
     return f;
 }
 

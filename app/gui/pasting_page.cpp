@@ -70,7 +70,8 @@ PastingPage::PastingPage(QWidget* parent)
         tr("Train the pasted and the scratch model on a worker thread"), tr("Pasting"), tr("training steps"),
         [this] { startPasting(true, false); });
     m_run->row().cancel->setToolTip(tr("Stop the running pasting at its next training step (nothing is kept)"));
-    m_run->row().progress->setToolTip(tr("Training steps done, pasted and scratch model together"));
+    m_run->row().progress->setToolTip(
+        tr("Training steps done of the Steps field (with the scratch model: the mean of the two models)"));
     layout->addLayout(m_run->row().layout);
 
     layout->addWidget(m_status);
@@ -245,7 +246,8 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
 
     clearResult();
     const Ticket request = newTicket();
-    const std::shared_ptr<RunState> state = m_run->start(o.steps * (o.train_scratch ? 2 : 1));
+    // Progress in the units of the Steps field: the core counts the pasted and scratch models' steps together.
+    const std::shared_ptr<RunState> state = m_run->start(o.steps);
     m_status->setText(tr("Pasting at ℓ = %1 (%2 embedding) from checkpoint %3: training…")
                           .arg(o.cut_layer)
                           .arg(shownText(o.embedding))
@@ -257,7 +259,9 @@ bool PastingPage::startPasting(bool ask, bool overwrite)
             icl::PastingResult result;
             try {
                 result = icl::computePasting(
-                    parentPath, o, [state](int64_t done, int64_t total) { return state->report(done, total); });
+                    parentPath, o, [state, steps = o.steps](int64_t done, int64_t total) {
+                        return state->report(total > 0 ? done * steps / total : done, steps);
+                    });
             } catch (const icl::Error&) {
                 // Progress is reported only after the output file was created, so a cancelled run wrote
                 // it: remove the half-trained model (its link to the parent is written only at the end).

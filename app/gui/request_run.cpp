@@ -15,7 +15,8 @@ RequestRun::RequestRun(AnalysisPage* page, const QString& name, QWidget* content
     , m_page(page)
     , m_what(what)
     , m_unit(unit)
-    , m_row(makeRunRow(name, content, runText, runToolTip, QStringLiteral("%v / %m ") + unit))
+    , m_format(QStringLiteral("%v / %m ") + unit)
+    , m_row(makeRunRow(name, content, runText, runToolTip, m_format))
     , m_timer(new QTimer(this))
 {
     m_page->m_requestRun = this;
@@ -31,6 +32,7 @@ std::shared_ptr<RunState> RequestRun::start(int64_t total)
 {
     m_state = std::make_shared<RunState>();
     m_state->total = total;
+    m_row.progress->setFormat(m_format);
     updateProgress();
     m_timer->start();
     return m_state;
@@ -47,6 +49,7 @@ void RequestRun::cancel()
     if (!m_page->isBusy() || !m_state)
         return;
     m_state->stop = true; // the job's error handler reports the cancellation
+    Q_EMIT m_page->cancelRequested();
     m_row.cancel->setEnabled(false);
     m_page->statusLabel()->setText(tr("Cancelling…"));
 }
@@ -61,6 +64,7 @@ void RequestRun::resetProgress()
 {
     m_row.progress->setRange(0, 1);
     m_row.progress->setValue(0);
+    m_row.progress->setFormat(QString()); // no "0 / 1 <unit>" before anything ran
 }
 
 void RequestRun::updateButtons(bool ready)

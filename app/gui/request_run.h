@@ -45,7 +45,7 @@ public:
     void cancel();
     /// The worker's queue emptied: polling stops and the final progress is shown.
     void finished();
-    /// Shows 0 / 1 in the progress bar.
+    /// Empties the progress bar (no text until a request starts).
     void resetProgress();
     /// Run on when `ready` and the page is idle; Cancel while busy until it was pressed.
     void updateButtons(bool ready);
@@ -59,6 +59,7 @@ private:
     AnalysisPage* m_page;
     QString m_what;
     QString m_unit;
+    QString m_format; ///< the bar's text while a request runs ("%v / %m <unit>")
     RunRow m_row;
     std::shared_ptr<RunState> m_state;
     QTimer* m_timer = nullptr;

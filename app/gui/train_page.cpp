@@ -64,6 +64,11 @@ TrainPage::TrainPage(QWidget* parent)
     auto* grid = new QGridLayout(source);
     m_config.fromPreset = new QRadioButton(tr("Preset"), source);
     m_config.fromFile = new QRadioButton(tr("Config file"), source);
+    m_config.fromRun = new QRadioButton(tr("Open run"), source);
+    m_config.fromRun->setObjectName(QStringLiteral("fromRunRadio"));
+    m_config.fromRun->setToolTip(tr("Train a new model from the open run's config"));
+    m_config.runName = new QLabel(source);
+    m_config.runName->setObjectName(QStringLiteral("runConfigLabel"));
     m_config.fromPreset->setChecked(true);
     m_config.preset = new QComboBox(source);
     m_config.preset->setObjectName(QStringLiteral("presetCombo"));
@@ -89,6 +94,7 @@ TrainPage::TrainPage(QWidget* parent)
     m_config.file = makeFileField(source, tr("experiment config (JSON)"), tr("Browse…"));
     m_config.output = makeFileField(source, tr("runs/<preset>-<date>.h5 (default)"), tr("Browse…"));
     m_config.output.path->setObjectName(QStringLiteral("outputPath"));
+    m_config.file.browse->setObjectName(QStringLiteral("configBrowse"));
     m_config.steps = makeSpinBox(source, "stepsSpin", 0, 100000000, 0, 1000);
     m_config.steps->setSpecialValueText(tr("from config"));
     m_config.steps->setToolTip(tr("Total optimisation steps (for Resume: the new total)"));
@@ -105,9 +111,13 @@ TrainPage::TrainPage(QWidget* parent)
     grid->addWidget(m_config.fromFile, 1, 0);
     grid->addWidget(m_config.file.path, 1, 1);
     grid->addWidget(m_config.file.browse, 1, 2, 1, 2, Qt::AlignLeft);
-    grid->addWidget(new QLabel(tr("Output file"), source), 2, 0);
-    grid->addWidget(m_config.output.path, 2, 1);
-    grid->addWidget(m_config.output.browse, 2, 2, 1, 2, Qt::AlignLeft);
+    grid->addWidget(m_config.fromRun, 2, 0);
+    grid->addWidget(m_config.runName, 2, 1, 1, 3);
+    m_config.fromRun->hide(); // until a run is open
+    m_config.runName->hide();
+    grid->addWidget(new QLabel(tr("Output file"), source), 3, 0);
+    grid->addWidget(m_config.output.path, 3, 1);
+    grid->addWidget(m_config.output.browse, 3, 2, 1, 2, Qt::AlignLeft);
     auto* options = new QHBoxLayout;
     options->addWidget(new QLabel(tr("Steps"), source));
     options->addWidget(m_config.steps);
@@ -115,7 +125,7 @@ TrainPage::TrainPage(QWidget* parent)
     options->addWidget(new QLabel(tr("Device"), source));
     options->addWidget(m_config.device);
     options->addStretch(1);
-    grid->addLayout(options, 3, 1, 1, 3);
+    grid->addLayout(options, 4, 1, 1, 3);
     grid->setColumnStretch(1, 1);
 
     // --- run controls ---
@@ -123,7 +133,7 @@ TrainPage::TrainPage(QWidget* parent)
     m_run.stop = makePushButton(
         this, "stopButton", tr("Stop"), tr("Stop after the current step; the last checkpoint is saved (Esc)"));
     m_run.resume
-        = makePushButton(this, "resumeButton", tr("Resume"), tr("Continue the output file from its last checkpoint"));
+        = makePushButton(this, "resumeButton", tr("Resume"), tr("Continue the open run from its last checkpoint"));
     m_run.progress = new QProgressBar(this);
     m_run.progress->setObjectName(QStringLiteral("trainProgress"));
     m_run.progress->setRange(0, 100);
@@ -165,12 +175,13 @@ TrainPage::TrainPage(QWidget* parent)
         const bool preset = m_config.fromPreset->isChecked();
         m_config.preset->setEnabled(preset && !isRunning());
         m_config.scale->setEnabled(preset && !isRunning());
-        m_config.file.setEnabled(!preset && !isRunning());
+        m_config.file.setEnabled(m_config.fromFile->isChecked() && !isRunning());
     };
     connect(m_config.fromPreset, &QRadioButton::toggled, this, sourceChanged);
+    connect(m_config.fromFile, &QRadioButton::toggled, this, sourceChanged);
     connect(m_config.file.browse, &QPushButton::clicked, this, [this] {
         const QString path = QFileDialog::getOpenFileName(
-            this, tr("Experiment config"), m_config.file.path->text(), tr("JSON config (*.json);;All files (*)"));
+            this, tr("Experiment config"), inExperimentFolder(m_config.file.path->text()), tr("JSON config (*.json);;All files (*)"));
         if (!path.isEmpty())
             setConfigFile(path);
     });
@@ -236,8 +247,42 @@ QString TrainPage::defaultOutputPath(const QString& preset)
     return QDir::current().filePath(QStringLiteral("runs/%1-%2.h5").arg(preset.isEmpty() ? "run" : preset, stamp));
 }
 
-nlohmann::json TrainPage::resolveChosenConfig()
+QString TrainPage::proposedOutputPath(const QString& run)
 {
+    const QFileInfo info(run);
+    const QDir dir = info.absoluteDir();
+    QString stem = info.completeBaseName();
+    // A proposal made from a proposal counts on ("run-2" → "run-3", not "run-2-2").
+    const int dash = stem.lastIndexOf(QLatin1Char('-'));
+    bool numbered = false;
+    if (dash > 0)
+        stem.mid(dash + 1).toInt(&numbered);
+    const QString base = numbered ? stem.left(dash) : stem;
+    for (int n = 2;; ++n) {
+        const QString candidate = dir.filePath(QStringLiteral("%1-%2.h5").arg(base).arg(n));
+        if (!QFileInfo::exists(candidate) && QFileInfo(candidate).absoluteFilePath() != info.absoluteFilePath())
+            return candidate;
+    }
+}
+
+QString TrainPage::resumePath() const
+{
+    return m_openRun.isEmpty() ? m_config.output.path->text().trimmed() : m_openRun;
+}
+
+nlohmann::json TrainPage::chosenConfig() const
+{
+    const QString device = m_config.device->currentData().toString();
+    if (m_config.fromRun->isChecked()) {
+        if (!m_openConfig)
+            throw icl::Error("no open run to take the config from");
+        icl::ExperimentConfig config = *m_openConfig;
+        if (m_config.steps->value() > 0)
+            config.training.steps = m_config.steps->value();
+        if (!device.isEmpty())
+            config.device = device.toStdString();
+        return icl::toJson(icl::parseConfig(icl::toJson(config))); // validated like any other source
+    }
     icl::ConfigRequest request;
     if (m_config.fromPreset->isChecked()) {
         request.preset = m_config.preset->currentData().toString().toStdString();
@@ -251,7 +296,6 @@ nlohmann::json TrainPage::resolveChosenConfig()
     }
     if (m_config.steps->value() > 0)
         request.steps = m_config.steps->value();
-    const QString device = m_config.device->currentData().toString();
     if (!device.isEmpty())
         request.device = device.toStdString();
     return icl::resolveConfig(request);
@@ -269,9 +313,25 @@ void TrainPage::showExperiment(const icl::RunSummary& summary)
         m_plot->setFigure(empty);
     }
     m_checkpoints->showRun(summary);
-    m_config.output.path->setText(qs(summary.path));
+    m_openRun = qs(summary.path);
+    m_openConfig = summary.config;
+    // A new run goes beside the open one, never over it; the default source is the open run's own config.
+    m_config.output.path->setText(proposedOutputPath(m_openRun));
     if (summary.config && !summary.config->preset.empty() && m_config.preset->findData(qs(summary.config->preset)) >= 0)
         setPreset(qs(summary.config->preset), qs(summary.config->scale.empty() ? "quick" : summary.config->scale));
+    const QString name = shownText(QFileInfo(m_openRun).fileName());
+    m_config.fromRun->setVisible(bool(m_openConfig));
+    m_config.runName->setVisible(bool(m_openConfig));
+    if (m_openConfig) {
+        const icl::ExperimentConfig& c = *m_openConfig;
+        m_config.runName->setText(tr("%1 — its config (%2, %3, %4 steps)%5")
+                                      .arg(name, shownText(c.preset.empty() ? std::string("no preset") : c.preset),
+                                          shownText(c.task.kind))
+                                      .arg(c.training.steps)
+                                      .arg(summary.import_json.empty() ? QString() : tr(" (imported; trains anew)")));
+        m_config.runName->setToolTip(shownText(summary.path));
+        m_config.fromRun->setChecked(true);
+    }
     m_run.result->setText(tr("%1: %2").arg(shownText(QFileInfo(qs(summary.path)).fileName()), finalMetricsText(summary)));
     m_run.progress->setRange(0, 100);
     m_run.progress->setValue(0);
@@ -287,13 +347,17 @@ void TrainPage::updateButtons()
     const bool running = isRunning();
     m_run.start->setEnabled(!running);
     m_run.stop->setEnabled(running && !m_job->stopRequested());
-    m_run.resume->setEnabled(!running && QFileInfo::exists(m_config.output.path->text().trimmed()));
+    const QString resume = resumePath();
+    m_run.resume->setEnabled(!running && QFileInfo::exists(resume));
+    m_run.resume->setToolTip(resume.isEmpty() ? tr("Continue the open run from its last checkpoint")
+                                              : tr("Continue %1 from its last checkpoint").arg(shownText(resume)));
     const bool preset = m_config.fromPreset->isChecked();
     m_config.fromPreset->setEnabled(!running);
     m_config.fromFile->setEnabled(!running);
+    m_config.fromRun->setEnabled(!running);
     m_config.preset->setEnabled(!running && preset);
     m_config.scale->setEnabled(!running && preset);
-    m_config.file.setEnabled(!running && !preset);
+    m_config.file.setEnabled(!running && m_config.fromFile->isChecked());
     m_config.output.setEnabled(!running);
     m_config.steps->setEnabled(!running);
     m_config.device->setEnabled(!running);

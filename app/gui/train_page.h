@@ -2,6 +2,7 @@
 // Train page: choose a preset or config file, start/stop/resume training, live loss curves.
 
 #include <cstdint>
+#include <memory>
 
 #include <QElapsedTimer>
 #include <QWidget>
@@ -35,9 +36,20 @@ public:
     void setOutputPath(const QString& path);
     QString outputPath() const;
 
-    /// Shows a saved experiment: its loss curves (icl::lossFigure) and checkpoints; the output path
-    /// becomes the file, so Resume continues it.
+    /// Shows a saved experiment: its loss curves (icl::lossFigure) and checkpoints. The config source becomes the
+    /// run's own config and the output a new file beside it (proposedOutputPath), so Start never replaces the open
+    /// run; Resume continues the open run.
     void showExperiment(const icl::RunSummary& summary);
+
+    /// The first of `<dir>/<stem>-2.h5`, `<stem>-3.h5`, … beside `run` that does not exist (never `run` itself).
+    static QString proposedOutputPath(const QString& run);
+
+    /// The file Resume continues: the open run, or the output file when no run is open.
+    QString resumePath() const;
+
+    /// The resolved config Start would train (the chosen source with the Steps and Device overrides). Throws
+    /// icl::Error when the source is missing or invalid.
+    nlohmann::json chosenConfig() const;
 
     bool isRunning() const;
 
@@ -53,8 +65,10 @@ public Q_SLOTS:
     /// otherwise the user is asked (or, when `ask` is false, an error is reported). Returns false
     /// (after reporting why) when the run could not start.
     bool startTraining(bool ask = true, bool overwrite = false);
-    /// Continues the run in the output file from its last checkpoint.
-    bool resumeTraining();
+    /// Continues resumePath() from its last checkpoint to the Steps total (0: the file's). A run already at that
+    /// total is not restarted silently: with `ask` the user is offered a new total, otherwise the result line says
+    /// "FILE already finished at step N" and false is returned.
+    bool resumeTraining(bool ask = true);
     /// Stops the running job after the current step.
     void stopTraining();
     /// Selects the checkpoint row of `step` in the checkpoint list.
@@ -81,7 +95,6 @@ private:
     void drainProgress();
     void onJobFinished(bool ok, const QString& message);
     void updateButtons();
-    nlohmann::json resolveChosenConfig();
 
     TrainingJob* m_job = nullptr;
     QTimer* m_redrawTimer = nullptr;
@@ -89,6 +102,8 @@ private:
     bool m_liveDirty = false;
     QString m_runPath;
     QElapsedTimer m_clock;
+    QString m_openRun;                                      ///< the run shown by showExperiment, "" before
+    std::shared_ptr<const icl::ExperimentConfig> m_openConfig; ///< its config (the "Open run" source)
 
     /// The config chooser: a preset at a scale or a config file (the radio buttons choose), the output file, and the
     /// steps and device that override the config.
@@ -98,6 +113,8 @@ private:
         QComboBox* scale = nullptr;
         QRadioButton* fromFile = nullptr;
         FileField file;
+        QRadioButton* fromRun = nullptr; ///< the open run's config (shown once a run is open)
+        QLabel* runName = nullptr;
         FileField output;
         QSpinBox* steps = nullptr;
         QComboBox* device = nullptr;

@@ -2,6 +2,7 @@
 // live loss curves and progress while it trains.
 #include "app/gui/train_page.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -14,6 +15,7 @@
 #include <QGroupBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
@@ -57,15 +59,22 @@ bool TrainPage::startTraining(bool ask, bool overwrite)
                 tr("Training not started"), tr("%1 already exists; choose another output file.").arg(out));
             return false;
         }
-        const auto answer = QMessageBox::question(
-            this, tr("Overwrite experiment?"), tr("%1 already exists. Replace it with a new run?").arg(out));
-        if (answer != QMessageBox::Yes)
+        // Replacing a file loses it: an explicit choice, with No as the default (Enter keeps the file).
+        QMessageBox box(QMessageBox::Warning, tr("Replace experiment?"),
+            tr("%1 already exists. Replace it with a new run? Its checkpoints and analyses are lost.")
+                .arg(shownText(out)),
+            QMessageBox::Yes | QMessageBox::No, this);
+        box.setObjectName(QStringLiteral("replaceExperimentBox"));
+        box.button(QMessageBox::Yes)->setText(tr("Replace"));
+        box.setDefaultButton(QMessageBox::No);
+        box.setEscapeButton(QMessageBox::No);
+        if (box.exec() != QMessageBox::Yes)
             return false;
         force = true;
     }
     nlohmann::json config;
     try {
-        config = resolveChosenConfig();
+        config = chosenConfig();
     } catch (const icl::Error& e) {
         Q_EMIT errorOccurred(tr("Invalid config"), QString::fromStdString(e.what()));
         return false;
@@ -80,11 +89,11 @@ bool TrainPage::startTraining(bool ask, bool overwrite)
     return launch(config, out, false, force);
 }
 
-bool TrainPage::resumeTraining()
+bool TrainPage::resumeTraining(bool ask)
 {
     if (isRunning())
         return false;
-    const QString out = m_config.output.path->text().trimmed();
+    const QString out = resumePath();
     icl::RunSummary saved;
     nlohmann::json config;
     try {
@@ -95,6 +104,32 @@ bool TrainPage::resumeTraining()
     } catch (const std::exception& e) { // raw: showError escapes it
         Q_EMIT errorOccurred(tr("Cannot resume"), QString::fromStdString(icl::fileErrorMessage(out.toStdString(), e)));
         return false;
+    }
+    // A run already at its total has nothing to continue: say so, and offer a larger total.
+    const int64_t total = m_config.steps->value() > 0 ? m_config.steps->value()
+        : saved.config                                ? saved.config->training.steps
+                                                      : 0;
+    const int64_t last = saved.checkpoints.empty() ? -1 : saved.checkpoints.back().step;
+    if (last >= 0 && total <= last) {
+        const QString finished = tr("%1 already finished at step %2").arg(shownText(QFileInfo(out).fileName())).arg(last);
+        const int most = m_config.steps->maximum();
+        if (!ask || last >= most) {
+            m_run.result->setText(tr("%1; set Steps to a new total above %2 to train on.").arg(finished).arg(last));
+            Q_EMIT statusMessage(m_run.result->text());
+            return false;
+        }
+        QInputDialog dialog(this);
+        dialog.setObjectName(QStringLiteral("moreStepsDialog"));
+        dialog.setWindowTitle(tr("Run already finished"));
+        dialog.setLabelText(tr("%1. Train on to a new total of steps:").arg(finished));
+        dialog.setInputMode(QInputDialog::IntInput);
+        dialog.setIntRange(int(last) + 1, most);
+        dialog.setIntValue(int(std::min<int64_t>(most, 2 * std::max<int64_t>(last, 1))));
+        if (dialog.exec() != QDialog::Accepted) {
+            m_run.result->setText(finished + QLatin1Char('.'));
+            return false;
+        }
+        m_config.steps->setValue(dialog.intValue());
     }
     m_live.resume(saved);
     m_checkpoints->showRun(saved);

@@ -343,7 +343,8 @@ TEST_F(MainWindowTest, ResumeContinuesTheFileToTheNewStepCount)
     window.setScripted(true);
     ASSERT_TRUE(window.openExperiment(run));
     icl::gui::TrainPage* page = window.page<TrainPage>();
-    EXPECT_EQ(page->outputPath(), run);
+    EXPECT_EQ(page->resumePath(), run);
+    EXPECT_EQ(page->outputPath(), dir.filePath("resumed-2.h5")) << "a new run goes beside the open one";
     auto* steps = page->findChild<QSpinBox*>("stepsSpin");
     ASSERT_NE(steps, nullptr);
     steps->setValue(60);

@@ -24,6 +24,7 @@
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSpinBox>
+#include <QStatusBar>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -371,6 +372,10 @@ TEST_F(PastingPageTest, BeforeAnyRunThePlotsHaveLabelledAxesAndNoSeries)
     }
     EXPECT_EQ(page->iclPlot()->figure().x_label, "number of in-context examples");
     EXPECT_EQ(page->lossPlot()->figure().x_label, "training step");
+    for (icl::widgets::PlotView* view : { page->iclPlot(), page->lossPlot() })
+        EXPECT_NE(view->figure().title.find("press Run"), std::string::npos) << "an empty plot says what fills it";
+    EXPECT_TRUE(page->progressBar()->text().isEmpty()) << "no \"0 / 1\" before any run";
+    EXPECT_TRUE(window.findChild<QProgressBar*>("statusProgress")->isHidden()) << "nothing runs";
 }
 
 TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
@@ -399,8 +404,11 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     ASSERT_TRUE(waitIdle(window, kTimeoutMs));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
     ASSERT_TRUE(page->result().has_value());
-    EXPECT_EQ(page->progressBar()->maximum(), 24) << "12 steps of the pasted and of the scratch model";
-    EXPECT_EQ(page->progressBar()->value(), 24);
+    // In the units of the Steps field (12), though the pasted and the scratch model each train 12 steps.
+    EXPECT_EQ(page->progressBar()->maximum(), 12);
+    EXPECT_EQ(page->progressBar()->value(), 12);
+    EXPECT_EQ(page->progressBar()->text(), QStringLiteral("12 / 12 training steps"));
+    EXPECT_TRUE(window.findChild<QProgressBar*>("statusProgress")->isHidden()) << "no full bar left when done";
     EXPECT_TRUE(page->runButton()->isEnabled());
     EXPECT_FALSE(page->cancelButton()->isEnabled());
 
@@ -548,6 +556,10 @@ TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
         ASSERT_TRUE(waitIdle(window, kTimeoutMs)) << button;
         EXPECT_TRUE(page->statusLabel()->text().startsWith("Cancelled after"))
             << page->statusLabel()->text().toStdString();
+        const QString status = window.statusBar()->currentMessage();
+        EXPECT_TRUE(status.contains(QStringLiteral("cancelled"))) << button << ": " << status.toStdString();
+        EXPECT_FALSE(status.contains(QStringLiteral("done"))) << status.toStdString();
+        EXPECT_TRUE(window.findChild<QProgressBar*>("statusProgress")->isHidden()) << button;
         EXPECT_FALSE(page->result().has_value());
         EXPECT_TRUE(page->iclPlot()->figure().series.empty());
         EXPECT_TRUE(page->lossPlot()->figure().series.empty());
