@@ -124,6 +124,8 @@ def fu_metrics(r, cfg):
             "gd_log_linear_r2": num(gd["fit"]["r2"]),
             "newton_r2_minus_gd_linear_r2": num(newton["fit"]["r2"]) - num(gd["fit_linear"]["r2"]),
             "middle_layers": f"{newton['fit']['first_layer']}-{newton['fit']['last_layer']}",
+            # a model still on the loss plateau (eval loss ≈ the zero predictor's) has no map to speak of
+            "eval_loss_over_zero": r["info"]["final"]["eval_loss"] / r["info"]["final"]["baselines"]["zero"],
             "newton_best_steps": newton["best_step"], "gd_best_steps": gd["best_step"]}
 
 
@@ -410,8 +412,9 @@ def summarise(args, records, selected):
             vals = [r["metrics"].get(k) for r in recs if isinstance(r["metrics"].get(k), (int, float))]
             if not vals:
                 continue
-            mean = statistics.fmean(vals)
-            sd = statistics.stdev(vals) if len(vals) > 1 else 0.0
+            finite = all(math.isfinite(v) for v in vals)  # statistics.stdev fails on NaN (Python 3.11)
+            mean = statistics.fmean(vals) if finite else math.nan
+            sd = (statistics.stdev(vals) if len(vals) > 1 else 0.0) if finite else math.nan
             entry["metrics"][k] = {"mean": mean, "sd": sd, "values": vals}
         target_keys = {t[0] for t in exp["targets"]}
         for k in keys:
