@@ -9,8 +9,9 @@
 // 2. OPENBLAS_CORETYPE: when the loaded OpenBLAS fell back to kernels older than the CPU supports
 //    (core/runtime/blas.h: Prescott on AVX-512 Xeons it does not recognise, 6× slower SGEMM), the
 //    best core for the CPU. OpenBLAS also reads it only when loaded.
-// So each executable re-executes itself once with the variables set, unless the user set them. Call
-// first thing in main(); returns normally when nothing needs doing or exec fails.
+// So each executable re-executes itself once with the variables set, unless the user (or icl-cli's launcher,
+// app/cli/launcher.cpp, which sets them before LibTorch loads) set them. Call first thing in main(); returns
+// normally when nothing needs doing or exec fails.
 // 3. ATEN_CPU_CAPABILITY=avx512 on CPUs with AVX-512 (core/runtime/cpu_kernels.h): ATen reads it at its
 //    first kernel call, so it needs no restart, but is set before one so that a restart keeps it.
 // 4. The malloc thresholds that let a training step reuse the previous step's memory
@@ -33,7 +34,7 @@ inline void ensureRuntimeEnvironment(char** argv)
         changed = true;
     }
     icl::preferBestAtenCpuCapability();
-    changed = icl::preferBestOpenBlasCore() || changed;
+    changed = icl::preferBestOpenBlasCore(icl::loadedOpenBlasCore()) || changed;
     if (changed)
         ::execv("/proc/self/exe", argv);
     // Nothing to change, or exec failed (no /proc?): carry on as we are.

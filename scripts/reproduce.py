@@ -386,10 +386,10 @@ def fmt(x):
 def summarise(args, records, selected):
     git = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"], stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, text=True).stdout.strip()
-    # `icl-cli --version`: "icl-cli X", then "BLAS: …", "CPU kernels: …", "allocator: …" lines.
+    # `icl-cli runtime`: "BLAS: …", "CPU kernels: …", "allocator: …" lines.
     version = {}
     try:
-        out = subprocess.run([args.cli, "--version"], stdout=subprocess.PIPE, text=True).stdout
+        out = subprocess.run([args.cli, "runtime"], stdout=subprocess.PIPE, text=True).stdout
         version = dict(line.split(": ", 1) for line in out.splitlines() if ": " in line)
     except OSError:
         pass

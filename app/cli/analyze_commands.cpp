@@ -720,7 +720,7 @@ void addIclIwl(CLI::App* analyze)
 void addAnalyzeCommand(CLI::App& app)
 {
     auto path = std::make_shared<std::string>(); // read by each analysis (addAnalysisCommand)
-    CLI::App* analyze = app.add_subcommand("analyze", "run an analysis on a checkpoint and store it in the file");
+    CLI::App* analyze = app.add_subcommand("analyze", torchCommandHelp("analyze"));
     analyze->add_option("file", *path, "experiment file (required; before the analysis)");
     analyze->require_subcommand(0, 1);
     analyze->allow_extras(); // an unknown analysis is refused below, as the option of the analysis was before

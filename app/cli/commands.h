@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -39,6 +40,31 @@ void addAnalyzeCommand(CLI::App& app);
 void addWeightsCommands(CLI::App& app);
 /// sweep and aggregate (sweep_commands.cpp).
 void addSweepCommands(CLI::App& app);
+
+/// icl-cli runtime [--json]: the BLAS, the CPU kernels and the allocator LibTorch runs on in this process
+/// (what `icl-cli --version` printed before the light commands stopped loading LibTorch).
+void addRuntimeCommand(CLI::App& app);
+
+/// The commands that need LibTorch, with their one-line help, in the order of --help: icl-cli (launcher.cpp)
+/// lists them and hands them to icl-cli-torch; each add…Command function takes its help from here.
+struct TorchCommand {
+    const char* name;
+    const char* help;
+};
+const std::vector<TorchCommand>& torchCommands();
+/// The help of the torch command `name` (torchCommands); throws std::logic_error for a name not listed.
+std::string torchCommandHelp(const std::string& name);
+
+/// The description of icl-cli at the top of --help, and the one-line form of every command-line error;
+/// for both executables.
+void describeCommandLine(CLI::App& app);
+
+/// The final metrics of `s` for JSON: the last value of each metric, baselines under "baselines".
+nlohmann::json finalMetrics(const RunSummary& s);
+/// Prints each baseline's eval loss and, for a K-layer model (`layers`), the model's ratio to gd_K and gdpp_K.
+void printBaselines(const std::map<std::string, double>& baselines, double model, int64_t layers = 1);
+/// model.n_layers of a run's config (1 when absent).
+int64_t layersOf(const nlohmann::json& config);
 
 /// Prints `out` on stdout as a command's one JSON object with --json (indented by 2, then a newline).
 void printJsonObj(const nlohmann::json& out);

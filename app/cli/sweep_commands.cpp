@@ -212,8 +212,11 @@ bool runFinished(const std::string& file)
     }
 }
 
+/// The icl-cli that users run (the launcher that started this process says where it is), else this executable.
 std::string selfExecutable()
 {
+    if (const char* launcher = std::getenv("ICL_CLI_LAUNCHER"); launcher != nullptr && ::access(launcher, X_OK) == 0)
+        return launcher;
     std::error_code ec;
     const fs::path p = fs::read_symlink("/proc/self/exe", ec);
     return ec ? std::string("icl-cli") : p.string();
@@ -569,9 +572,7 @@ int runAggregate(const AggregateArgs& args)
 void addSweepCommands(CLI::App& app)
 {
     auto sweep = std::make_shared<SweepArgs>();
-    CLI::App* sw = app.add_subcommand("sweep",
-        "expand a grid of --set overrides into training runs (local processes or "
-        "Slurm)");
+    CLI::App* sw = app.add_subcommand("sweep", torchCommandHelp("sweep"));
     sw->add_option("file", sweep->path,
           "SWEEP.json: {\"preset\" or \"config\", \"scale\", \"set\", \"grid\", "
           "\"seeds\", \"steps\"}")
@@ -584,7 +585,7 @@ void addSweepCommands(CLI::App& app)
         sw, [sweep] { return runSweep(*sweep); }, [sweep] { return sweep->path; });
 
     auto aggregate = std::make_shared<AggregateArgs>();
-    CLI::App* ag = app.add_subcommand("aggregate", "table (CSV) and plots of the final metrics of a sweep directory");
+    CLI::App* ag = app.add_subcommand("aggregate", torchCommandHelp("aggregate"));
     ag->add_option("dir", aggregate->dir, "directory written by icl-cli sweep")->required();
     addDpiOption(ag, aggregate->dpi);
     addJsonFlag(ag, aggregate->json);

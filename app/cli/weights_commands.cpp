@@ -150,10 +150,7 @@ void addWeightsCommands(CLI::App& app)
 {
     auto import = std::make_shared<ImportArgs>();
     ImportRequest& request = import->request;
-    CLI::App* im = app.add_subcommand("import",
-        "write an experiment file from a foreign checkpoint: a PyTorch .pt, "
-        ".safetensors or .npz file, or a Garg et al. run folder (model_<step>.pt, "
-        "state.pt)");
+    CLI::App* im = app.add_subcommand("import", torchCommandHelp("import"));
     im->add_option("source", request.source, "weights file or run folder")->required();
     im->add_option("--out", request.out_path, "experiment file to write (RUN.h5)");
     im->add_option("--config", request.config_file,
@@ -179,9 +176,7 @@ void addWeightsCommands(CLI::App& app)
         [import] { return import->request.source; });
 
     auto exportArgs = std::make_shared<ExportWeightsArgs>();
-    CLI::App* ew = app.add_subcommand("export-weights",
-        "write a checkpoint's weights as .safetensors or a PyTorch .pt "
-        "that Python reads without the workbench");
+    CLI::App* ew = app.add_subcommand("export-weights", torchCommandHelp("export-weights"));
     addExperimentFile(ew, exportArgs->path);
     ew->add_option("--out", exportArgs->out, "FILE.safetensors or FILE.pt")->required();
     addCheckpointOption(ew, exportArgs->checkpoint);

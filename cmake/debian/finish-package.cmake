@@ -13,7 +13,9 @@ foreach(_page IN LISTS _icl_pages)
         endif()
     endif()
 endforeach()
-file(GLOB _icl_exes "${CPACK_TEMPORARY_INSTALL_DIRECTORY}/usr/bin/*" "${CPACK_TEMPORARY_INSTALL_DIRECTORY}/*/usr/bin/*")
+file(GLOB _icl_exes "${CPACK_TEMPORARY_INSTALL_DIRECTORY}/usr/bin/*" "${CPACK_TEMPORARY_INSTALL_DIRECTORY}/*/usr/bin/*"
+     "${CPACK_TEMPORARY_INSTALL_DIRECTORY}/usr/libexec/icl-workbench/*"
+     "${CPACK_TEMPORARY_INSTALL_DIRECTORY}/*/usr/libexec/icl-workbench/*")
 foreach(_exe IN LISTS _icl_exes)
     file(READ_ELF "${_exe}" RUNPATH _runpath RPATH _rpath CAPTURE_ERROR _not_elf)
     if(_not_elf)

@@ -12,12 +12,6 @@ namespace icl {
 
 namespace {
 
-std::string lower(std::string s)
-{
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return s;
-}
-
 /// An OpenBLAS function of the loaded library, or nullptr when the BLAS is not OpenBLAS. Looked up
 /// at run time so that the core also works over MKL or the reference BLAS.
 template <typename Fn>
@@ -33,80 +27,6 @@ std::string envOr(const char* name, const std::string& fallback)
 }
 
 } // namespace
-
-CpuVectorFeatures cpuVectorFeatures()
-{
-    CpuVectorFeatures f;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_cpu_init();
-    f.avx = __builtin_cpu_supports("avx");
-    f.avx2 = __builtin_cpu_supports("avx2");
-    f.fma = __builtin_cpu_supports("fma");
-    f.avx512f = __builtin_cpu_supports("avx512f");
-    f.avx512bw = __builtin_cpu_supports("avx512bw");
-    f.avx512vl = __builtin_cpu_supports("avx512vl");
-    f.avx512dq = __builtin_cpu_supports("avx512dq");
-#endif
-    return f;
-}
-
-std::string bestOpenBlasCore(const CpuVectorFeatures& cpu)
-{
-    if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq)
-        return "SkylakeX";
-    if (cpu.avx2 && cpu.fma)
-        return "Haswell";
-    if (cpu.avx)
-        return "Sandybridge";
-    return "";
-}
-
-int openBlasCoreLevel(const std::string& core)
-{
-    const std::string c = lower(core);
-    for (const char* name : {"skylakex", "cooperlake", "sapphirerapids"})
-        if (c == name)
-            return 3;
-    for (const char* name : {"haswell", "zen"})
-        if (c == name)
-            return 2;
-    for (const char* name : {"sandybridge", "bulldozer", "piledriver", "steamroller", "excavator"})
-        if (c == name)
-            return 1;
-    return 0;
-}
-
-std::string openBlasCoreToForce(const std::string& chosen, const CpuVectorFeatures& cpu)
-{
-    const std::string best = bestOpenBlasCore(cpu);
-    if (best.empty() || openBlasCoreLevel(chosen) >= openBlasCoreLevel(best))
-        return "";
-    return best;
-}
-
-std::string loadedOpenBlasCore()
-{
-    auto corename = openBlasFunction<char* (*)()>("openblas_get_corename");
-    if (corename == nullptr)
-        return "";
-    const char* name = corename();
-    return name != nullptr ? std::string(name) : std::string();
-}
-
-bool preferBestOpenBlasCore()
-{
-    if (std::getenv("OPENBLAS_CORETYPE") != nullptr)
-        return false;  // the user's (or an earlier start's) choice stands
-    const std::string chosen = loadedOpenBlasCore();
-    if (chosen.empty())
-        return false;
-    const std::string force = openBlasCoreToForce(chosen, cpuVectorFeatures());
-    if (force.empty())
-        return false;
-    ::setenv("OPENBLAS_CORETYPE", force.c_str(), 1);
-    ::setenv("ICL_OPENBLAS_FALLBACK", chosen.c_str(), 1);
-    return true;
-}
 
 int defaultThreads()
 {

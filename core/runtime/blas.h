@@ -5,51 +5,15 @@
 // OpenBLAS built with DYNAMIC_ARCH (Debian's) picks its kernels from the CPU's identification. On CPUs
 // it does not recognise (recent Xeons that report only "Intel(R) Xeon(R) Processor", many VMs) it falls
 // back to its Prescott (SSE3) kernels, 2× or more slower (docs/performance.md, "OpenBLAS kernels"). The
-// variable is read once, when the library is loaded, so the executables re-execute themselves with it set
-// (app/runtime_env.h).
+// variable is read once, when the library is loaded, so icl-cli's launcher sets it before LibTorch loads, and
+// the other executables re-execute themselves with it set (app/runtime_env.h). The check itself is torch-free:
+// core/runtime/cpu_features.h.
 
 #include <string>
 
+#include "core/runtime/cpu_features.h"
+
 namespace icl {
-
-/// The vector extensions of this CPU that select OpenBLAS kernels, as the OS enables them
-/// (cpuid and xgetbv through the compiler's __builtin_cpu_supports).
-struct CpuVectorFeatures {
-    bool avx = false;
-    bool avx2 = false;
-    bool fma = false;
-    bool avx512f = false;
-    bool avx512bw = false;
-    bool avx512vl = false;
-    bool avx512dq = false;
-};
-
-/// This CPU's features. Thread-safe.
-CpuVectorFeatures cpuVectorFeatures();
-
-/// The best OpenBLAS core for `cpu`: "SkylakeX" (AVX-512 F/BW/VL/DQ), "Haswell" (AVX2 + FMA),
-/// "Sandybridge" (AVX), "" (older: nothing to gain over OpenBLAS's own choice).
-std::string bestOpenBlasCore(const CpuVectorFeatures& cpu);
-
-/// Instruction-set level of an OpenBLAS core name as openblas_get_corename() reports it
-/// (case-insensitive): 3 = AVX-512 kernels (SkylakeX, Cooperlake, SapphireRapids), 2 = AVX2
-/// (Haswell, Zen), 1 = AVX (Sandybridge, Bulldozer … Excavator), 0 = anything older or unknown.
-int openBlasCoreLevel(const std::string& core);
-
-/// The core to force with OPENBLAS_CORETYPE when OpenBLAS chose `chosen` on `cpu`: bestOpenBlasCore
-/// when `chosen` uses an older instruction set than the CPU has, else "" (OpenBLAS's choice stands,
-/// e.g. Cooperlake or Zen kernels are kept on CPUs they fit).
-std::string openBlasCoreToForce(const std::string& chosen, const CpuVectorFeatures& cpu);
-
-/// The core the loaded OpenBLAS uses (openblas_get_corename), "" when the BLAS is not OpenBLAS.
-std::string loadedOpenBlasCore();
-
-/// Environment changes to make before the process (re-)starts so that OpenBLAS runs its best
-/// kernels: sets OPENBLAS_CORETYPE (and ICL_OPENBLAS_FALLBACK, the core OpenBLAS had chosen) when the
-/// loaded OpenBLAS fell back and the user did not set OPENBLAS_CORETYPE. Returns true when it set
-/// something, i.e. the process must re-execute for OpenBLAS to see it. Call from main() only, before
-/// any thread starts (it calls setenv).
-bool preferBestOpenBlasCore();
 
 /// Sets LibTorch's intra-op threads: `threads` when > 0, else the hardware concurrency (LibTorch's own
 /// default follows OpenMP's, which can be 1 in containers). Call from the thread that computes: with

@@ -6,26 +6,6 @@
 
 namespace icl {
 
-std::string bestAtenCpuCapability(const CpuVectorFeatures& cpu)
-{
-    if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.avx512dq)
-        return "avx512";
-    if (cpu.avx2 && cpu.fma)
-        return "avx2";
-    return "default";
-}
-
-bool preferBestAtenCpuCapability()
-{
-    if (std::getenv("ATEN_CPU_CAPABILITY") != nullptr)
-        return false;  // the user's (or an earlier start's) choice stands
-    if (bestAtenCpuCapability(cpuVectorFeatures()) != "avx512")
-        return false;  // LibTorch already picks AVX2 where the CPU has it
-    ::setenv("ATEN_CPU_CAPABILITY", "avx512", 1);
-    ::setenv("ICL_ATEN_CPU_CAPABILITY_SET", "1", 1);
-    return true;
-}
-
 std::string AtenCpuInfo::summary() const
 {
     return capability + " (" + source + ")";

@@ -13,16 +13,6 @@
 
 namespace icl {
 
-/// The best ATEN_CPU_CAPABILITY value for `cpu`: "avx512" (AVX-512 F/BW/VL/DQ, what ATen's AVX-512
-/// kernels are compiled for), "avx2" (AVX2 + FMA), else "default".
-std::string bestAtenCpuCapability(const CpuVectorFeatures& cpu);
-
-/// Sets ATEN_CPU_CAPABILITY=avx512 (and ICL_ATEN_CPU_CAPABILITY_SET=1, so that atenCpuInfo can say who
-/// chose it) when the CPU has AVX-512 and the user did not set the variable. ATen reads the variable at
-/// its first kernel call, so no restart is needed: call from main() before any tensor operation and
-/// before any thread starts (it calls setenv). Returns true when it set the variable.
-bool preferBestAtenCpuCapability();
-
 /// What ATen's CPU kernels run on in this process.
 struct AtenCpuInfo {
     std::string capability;  ///< as LibTorch reports it (at::show_config): "AVX512", "AVX2", "NO AVX"

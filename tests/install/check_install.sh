@@ -16,10 +16,11 @@ mkdir -m 700 "$work/runtime"
 bare=(env -i "PATH=/usr/bin:/bin" "HOME=$work" "XDG_RUNTIME_DIR=$work/runtime" "QT_QPA_PLATFORM=offscreen")
 
 # Executables: no run path into the build tree; icl-cli presets lists every preset of the source tree.
-for exe in icl-cli icl-workbench; do
-    [[ -x $usr/bin/$exe ]] || fail "$usr/bin/$exe is missing"
-    if readelf -d "$usr/bin/$exe" | grep -E 'R(UN)?PATH' | grep -q -e "$src" -e /build; then
-        fail "$exe keeps a run path into the source or build tree: $(readelf -d "$usr/bin/$exe" | grep -E 'R(UN)?PATH')"
+# icl-cli-torch, which the launcher icl-cli starts for the commands that need LibTorch, is in libexec.
+for exe in bin/icl-cli bin/icl-workbench libexec/icl-workbench/icl-cli-torch; do
+    [[ -x $usr/$exe ]] || fail "$usr/$exe is missing"
+    if readelf -d "$usr/$exe" | grep -E 'R(UN)?PATH' | grep -q -e "$src" -e /build; then
+        fail "$exe keeps a run path into the source or build tree: $(readelf -d "$usr/$exe" | grep -E 'R(UN)?PATH')"
     fi
 done
 presets=$("${bare[@]}" "$usr/bin/icl-cli" presets) || fail "icl-cli presets failed"
@@ -36,6 +37,9 @@ v=$("${bare[@]}" "$usr/bin/icl-cli" --version)
 v=$("${bare[@]}" "$usr/bin/icl-workbench" --version)
 [[ $v == *"$version"* ]] || fail "icl-workbench --version printed '$v', expected $version"
 ok "icl-cli and icl-workbench --version: $version"
+v=$("${bare[@]}" "$usr/bin/icl-cli" runtime) || fail "the installed icl-cli cannot start icl-cli-torch"
+[[ $v == "BLAS: "* ]] || fail "icl-cli runtime printed '$v'"
+ok "installed icl-cli starts icl-cli-torch: ${v%%$'\n'*}"
 run=$work/run.h5
 "${bare[@]}" "$usr/bin/icl-cli" train --preset vonoswald-lsa-1layer --steps 0 --set eval.n_prompts=16 \
     --set eval.bootstrap=0 --threads 1 --out "$run" >/dev/null || fail "the installed icl-cli cannot train"

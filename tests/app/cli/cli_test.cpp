@@ -341,33 +341,33 @@ TEST(Cli, ConfigListPrintsEveryKey)
     EXPECT_NE(bare.err.find("config: give --list"), std::string::npos) << bare.err;
 }
 
-// --version names the BLAS and the kernel core that matrix products run on (the core the loaded
-// OpenBLAS reports; with OPENBLAS_CORETYPE set, that core), and the restarted process does not
-// restart again (it returns at all).
-TEST(Cli, VersionNamesTheBlasAndItsCore)
+// `runtime` names the BLAS and the kernel core that matrix products run on (the core the loaded OpenBLAS
+// reports; with OPENBLAS_CORETYPE set, that core), and icl-cli-torch, started with the environment set by the
+// launcher, does not restart itself (it returns at all).
+TEST(Cli, RuntimeNamesTheBlasAndItsCore)
 {
-    const Result r = run("--version");
+    const Result r = run("runtime");
     ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_EQ(r.out.rfind("icl-cli ", 0), 0u) << r.out;
-    const size_t blas = r.out.find("\nBLAS: OpenBLAS ");
-    ASSERT_NE(blas, std::string::npos) << r.out;
-    EXPECT_NE(r.out.find(", core ", blas), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.rfind("BLAS: OpenBLAS ", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find(", core "), std::string::npos) << r.out;
     if (const char* forced = std::getenv("OPENBLAS_CORETYPE")) {
         std::string lowerOut = r.out, lowerCore = forced;
         for (std::string* s : {&lowerOut, &lowerCore})
             std::transform(s->begin(), s->end(), s->begin(), [](unsigned char c) { return char(std::tolower(c)); });
         EXPECT_NE(lowerOut.find("core " + lowerCore + " ("), std::string::npos) << r.out;
     }
+    const nlohmann::json j = nlohmann::json::parse(run("runtime --json").out);
+    EXPECT_EQ(j["blas"]["library"].get<std::string>().rfind("OpenBLAS ", 0), 0u) << j.dump();
 }
 
-// --version names the instruction set of LibTorch's own CPU kernels: AVX-512, chosen by the workbench,
-// exactly where /proc/cpuinfo lists AVX-512 F, BW, VL and DQ (LibTorch 1.13 alone stays on AVX2), and a
-// value the user set is kept.
-TEST(Cli, VersionNamesTheCpuKernels)
+// `runtime` names the instruction set of LibTorch's own CPU kernels: AVX-512, chosen by the workbench (the
+// launcher sets it before icl-cli-torch loads LibTorch), exactly where /proc/cpuinfo lists AVX-512 F, BW, VL and
+// DQ (LibTorch 1.13 alone stays on AVX2), and a value the user set is kept.
+TEST(Cli, RuntimeNamesTheCpuKernels)
 {
     {
         icl::test::ScopedEnv unset("ATEN_CPU_CAPABILITY", std::nullopt), flag("ICL_ATEN_CPU_CAPABILITY_SET", std::nullopt);
-        const Result r = run("--version");
+        const Result r = run("runtime");
         ASSERT_EQ(r.code, 0) << r.err;
         const bool avx512 = icl::test::cpuinfoHas({"avx512f", "avx512bw", "avx512vl", "avx512dq"});
         const bool avx2 = icl::test::cpuinfoHas({"avx2", "fma"});
@@ -377,10 +377,67 @@ TEST(Cli, VersionNamesTheCpuKernels)
         EXPECT_NE(r.out.find(expected), std::string::npos) << r.out;
     }
     icl::test::ScopedEnv user("ATEN_CPU_CAPABILITY", std::string("default"));
-    const Result r = run("--version");
+    const Result r = run("runtime");
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.out.find("\nCPU kernels: NO AVX (ATEN_CPU_CAPABILITY from the environment"), std::string::npos)
         << r.out;
+}
+
+// The light commands are answered by icl-cli itself, which does not link LibTorch: a copy of icl-cli alone (no
+// icl-cli-torch beside it) prints its version, help, presets, config reference, and a run's info and verify, and
+// refuses a torch command in one line that names what is missing.
+TEST(Cli, LightCommandsRunWithoutLibTorch)
+{
+    const std::string run_file = temp("cli_light.h5");
+    ASSERT_EQ(run("train --preset vonoswald-lsa-1layer --steps 20 --set training.eval_every=10 --force --out "
+                  + run_file).code, 0);
+    const fs::path dir = fs::path(icl::test::scratchPrefix() + "cli_light_alone_" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    const fs::path alone = dir / "icl-cli";
+    fs::copy_file(ICL_CLI_PATH, alone, fs::copy_options::overwrite_existing);
+    const auto runAlone = [&](const std::string& args) {
+        const std::string cmd = alone.string() + " " + args + " 2>&1";
+        Result r;
+        FILE* pipe = popen(cmd.c_str(), "r");
+        std::array<char, 4096> buf;
+        size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0)
+            r.out.append(buf.data(), n);
+        const int status = pclose(pipe);
+        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        return r;
+    };
+    const std::string libs = [&] {
+        Result r;
+        FILE* pipe = popen(("ldd " + alone.string()).c_str(), "r");
+        std::array<char, 4096> buf;
+        size_t n;
+        while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0)
+            r.out.append(buf.data(), n);
+        pclose(pipe);
+        return r.out;
+    }();
+    EXPECT_NE(libs.find("libc.so"), std::string::npos) << libs;  // ldd ran
+    EXPECT_EQ(libs.find("libtorch"), std::string::npos) << libs;
+    EXPECT_EQ(libs.find("libQt"), std::string::npos) << libs;
+    const Result version = runAlone("--version");
+    EXPECT_EQ(version.code, 0);
+    EXPECT_EQ(version.out, std::string("icl-cli ") + ICL_APP_VERSION_STRING + "\n");
+    const Result help = runAlone("--help");
+    EXPECT_EQ(help.code, 0);
+    for (const char* command : {"train", "info", "analyze", "export-weights", "runtime"})
+        EXPECT_NE(help.out.find(std::string("\n  ") + command + " "), std::string::npos) << command << help.out;
+    EXPECT_EQ(runAlone("presets").code, 0);
+    EXPECT_EQ(runAlone("config --list --json").code, 0);
+    const Result info = runAlone("info " + run_file);
+    EXPECT_EQ(info.code, 0) << info.out;
+    EXPECT_NE(info.out.find("\ncheckpoints "), std::string::npos) << info.out;
+    EXPECT_EQ(runAlone("verify " + run_file).code, 0);
+    const Result train = runAlone("train --preset vonoswald-lsa-1layer --out " + (dir / "x.h5").string());
+    EXPECT_EQ(train.code, 2);
+    EXPECT_NE(train.out.find("icl-cli: cannot find icl-cli-torch"), std::string::npos) << train.out;
+    EXPECT_FALSE(fs::exists(dir / "x.h5"));
+    fs::remove_all(dir);
 }
 
 // The kernel view from the command line on a freshly trained renliu-kernel run: the exact-kernel
