@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <QApplication>
+#include <QDir>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
@@ -205,6 +206,27 @@ bool writePlotFile(QCustomPlot* plot, const std::string& path, const std::string
     return true;
 }
 
+namespace {
+QString& exportDirectory()
+{
+    static QString dir;
+    return dir;
+}
+} // namespace
+
+void setExportDirectory(const QString& dir)
+{
+    exportDirectory() = dir;
+}
+
+QString suggestedExportPath(const QString& base)
+{
+    const QString file = base + QStringLiteral(".png");
+    if (exportDirectory().isEmpty() || QFileInfo(base).isAbsolute())
+        return file;
+    return QDir(exportDirectory()).filePath(file);
+}
+
 bool askExportTarget(QWidget* parent, const QString& title, const QString& base, ExportTarget* target)
 {
     const QString pngFilter = QObject::tr("PNG image (*.png)");
@@ -212,7 +234,7 @@ bool askExportTarget(QWidget* parent, const QString& title, const QString& base,
     const QString pdfFilter = QObject::tr("PDF document (*.pdf)");
     const QString csvFilter = QObject::tr("CSV data (*.csv)");
     QString selected = pngFilter;
-    QString path = QFileDialog::getSaveFileName(parent, title, base + QStringLiteral(".png"),
+    QString path = QFileDialog::getSaveFileName(parent, title, suggestedExportPath(base),
         QStringList { pngFilter, svgFilter, pdfFilter, csvFilter }.join(";;"), &selected);
     if (path.isEmpty())
         return false;

@@ -41,7 +41,15 @@ struct ExportTarget {
     int dpi = 300;
 };
 
-/// Asks for an export file (PNG/SVG/PDF/CSV filters, `base`.png suggested) and, for PNG, the DPI.
+/// The folder the export dialog opens in: MainWindow sets the open experiment's folder ("" = the working
+/// directory, the default). Thread affinity: GUI thread.
+void setExportDirectory(const QString& dir);
+
+/// The path the export dialog suggests for `base`: `base`.png in the export directory (setExportDirectory) unless
+/// `base` is absolute. Thread affinity: GUI thread.
+QString suggestedExportPath(const QString& base);
+
+/// Asks for an export file (PNG/SVG/PDF/CSV filters, suggestedExportPath(`base`)) and, for PNG, the DPI.
 /// Returns false when the user cancels. Thread affinity: GUI thread.
 bool askExportTarget(QWidget* parent, const QString& title, const QString& base, ExportTarget* target);
 

@@ -2,6 +2,7 @@
 // the recent-files list and drag and drop.
 #include "app/gui/main_window.h"
 #include "app/gui/page_widgets.h"
+#include "widgets/plot_export.h"
 
 #include <map>
 
@@ -142,8 +143,11 @@ bool MainWindow::openExperiment(const QString& path)
         page->showExperiment(summary, m_timeline->currentStep());
     addRecentFile(QFileInfo(path).absoluteFilePath());
     setWindowTitle(tr("%1 — ICL Workbench").arg(shownText(QFileInfo(path).fileName())));
-    statusBar()->showMessage(
-        tr("Opened %1: %2 checkpoints").arg(shownText(QFileInfo(path).fileName())).arg(summary.checkpoints.size()),
+    icl::widgets::setExportDirectory(QFileInfo(path).absolutePath());  // plot exports go beside the experiment
+    const QString name = shownText(QFileInfo(path).fileName());
+    statusBar()->showMessage(summary.checkpoints.size() == 1
+            ? tr("Opened %1: 1 checkpoint").arg(name)
+            : tr("Opened %1: %2 checkpoints").arg(name).arg(summary.checkpoints.size()),
         10000);
     return true;
 }

@@ -24,6 +24,7 @@
 #include "app/gui/train_page.h"
 #include "core/io/experiment_file.h"
 #include "tests/support/gui_helpers.h"
+#include "widgets/plot_export.h"
 #include "tests/support/tiny_runs.h"
 
 using icl::gui::MainWindow;
@@ -126,6 +127,22 @@ TEST(StatusState, FileDialogsStartInTheOpenExperimentsFolder)
     timer->start();
     browse->click();
     EXPECT_EQ(started, QFileInfo(run).absolutePath());
+}
+
+// A plot's Export dialog suggests its file beside the open experiment, not in the working directory.
+TEST(StatusState, PlotExportsStartInTheOpenExperimentsFolder)
+{
+    QTemporaryDir dir;
+    ASSERT_TRUE(QDir(dir.path()).mkpath("runs/there"));
+    const QString run = dir.filePath("runs/there/run.h5");
+    ASSERT_TRUE(QFile::copy(QString::fromStdString(icl::test::tinyRun(icl::test::TinyRun::Lsa)), run));
+    ASSERT_NE(QDir::currentPath(), QFileInfo(run).absolutePath()) << "the working directory is elsewhere";
+    MainWindow window;
+    window.setScripted(true);
+    ASSERT_TRUE(window.openExperiment(run));
+    EXPECT_EQ(QFileInfo(icl::widgets::suggestedExportPath(QStringLiteral("loss"))).absoluteFilePath(),
+              QDir(dir.filePath("runs/there")).filePath("loss.png"));
+    EXPECT_EQ(icl::widgets::suggestedExportPath(dir.filePath("elsewhere/plot")), dir.filePath("elsewhere/plot.png"));
 }
 
 } // namespace
