@@ -31,13 +31,9 @@ struct Result {
     std::string err;  // stderr
 };
 
-Result run(const std::string& args)
+/// Runs a shell command line: its stdout and exit code (err left empty).
+Result shell(const std::string& cmd)
 {
-    // ctest runs tests as parallel processes: one stderr file per process and call.
-    static int calls = 0;
-    const std::string errFile
-        = icl::test::scratchPrefix() + "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(++calls) + ".txt";
-    const std::string cmd = std::string(ICL_CLI_PATH) + " " + args + " 2>" + errFile;
     Result r;
     FILE* pipe = popen(cmd.c_str(), "r");
     if (!pipe)
@@ -48,6 +44,16 @@ Result run(const std::string& args)
         r.out.append(buf.data(), n);
     const int status = pclose(pipe);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
+}
+
+Result run(const std::string& args)
+{
+    // ctest runs tests as parallel processes: one stderr file per process and call.
+    static int calls = 0;
+    const std::string errFile
+        = icl::test::scratchPrefix() + "cli_stderr_" + std::to_string(::getpid()) + "_" + std::to_string(++calls) + ".txt";
+    Result r = shell(std::string(ICL_CLI_PATH) + " " + args + " 2>" + errFile);
     std::ifstream f(errFile);
     std::stringstream ss;
     ss << f.rdbuf();
@@ -395,28 +401,8 @@ TEST(Cli, LightCommandsRunWithoutLibTorch)
     fs::create_directories(dir);
     const fs::path alone = dir / "icl-cli";
     fs::copy_file(ICL_CLI_PATH, alone, fs::copy_options::overwrite_existing);
-    const auto runAlone = [&](const std::string& args) {
-        const std::string cmd = alone.string() + " " + args + " 2>&1";
-        Result r;
-        FILE* pipe = popen(cmd.c_str(), "r");
-        std::array<char, 4096> buf;
-        size_t n;
-        while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0)
-            r.out.append(buf.data(), n);
-        const int status = pclose(pipe);
-        r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-        return r;
-    };
-    const std::string libs = [&] {
-        Result r;
-        FILE* pipe = popen(("ldd " + alone.string()).c_str(), "r");
-        std::array<char, 4096> buf;
-        size_t n;
-        while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0)
-            r.out.append(buf.data(), n);
-        pclose(pipe);
-        return r.out;
-    }();
+    const auto runAlone = [&](const std::string& args) { return shell(alone.string() + " " + args + " 2>&1"); };
+    const std::string libs = shell("ldd " + alone.string()).out;
     EXPECT_NE(libs.find("libc.so"), std::string::npos) << libs;  // ldd ran
     EXPECT_EQ(libs.find("libtorch"), std::string::npos) << libs;
     EXPECT_EQ(libs.find("libQt"), std::string::npos) << libs;
