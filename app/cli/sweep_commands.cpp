@@ -26,6 +26,7 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/io/regular_file.h"
+#include "core/report/sweep_figure.h"
 #include "core/types/figure.h"
 #include "display.h"
 #include "options.h"
@@ -450,86 +451,32 @@ int runAggregate(const AggregateArgs& args)
             throw Error(csvPath + ": failed writing");
     }
 
-    // One figure per grid key with ≥ 2 values: ICL and IWL accuracy (or eval loss) against it, one line per
-    // combination of the other keys (seeds averaged). A numeric key is the x axis itself; a key with other values
-    // (model.kind: gpt2, lstm, rnn) gets one named tick per value, in the order of the grid, and markers.
-    const bool classification = std::any_of(rows.begin(), rows.end(), [](const Row& r) {
-        return std::isfinite(r.final.at("icl_accuracy"));
-    });
+    // One figure per grid key with ≥ 2 values (core/report/sweep_figure.h, as the GUI's Sweep tab draws it), from the
+    // table's rows with the metrics at full precision.
+    SweepTable table;
+    table.source = (dir / "sweep.json").string();
+    table.columns = keys;
+    table.n_grid = keys.size();
+    table.columns.push_back("step");
+    table.columns.insert(table.columns.end(), metrics.begin(), metrics.end());
+    for (const Row& r : rows) {
+        std::vector<std::string> cells;
+        for (const auto& k : keys)
+            cells.push_back(valueText(r.values.at(k)));
+        cells.push_back(std::to_string(r.step));
+        for (const auto& m : metrics) {
+            char buf[32] = "";
+            if (std::isfinite(r.final.at(m)))
+                std::snprintf(buf, sizeof buf, "%.17g", r.final.at(m));
+            cells.emplace_back(buf);
+        }
+        table.rows.push_back(std::move(cells));
+    }
     std::vector<std::string> files = {csvPath};
     const std::vector<std::string> formats = plotImagesAvailable() ? std::vector<std::string>{"png", "svg", "pdf", "csv"}
                                                                    : std::vector<std::string>{"csv"};
-    for (const std::string& x : keys) {
-        if (x == "seed")
-            continue;
-        const bool numeric
-            = std::all_of(rows.begin(), rows.end(), [&](const Row& r) { return r.values.at(x).is_number(); });
-        std::vector<std::string> categories;  // !numeric: distinct values in grid order
-        std::set<double> xs;
-        for (const Row& r : rows) {
-            if (numeric) {
-                xs.insert(r.values.at(x).get<double>());
-            } else if (std::find(categories.begin(), categories.end(), valueText(r.values.at(x))) == categories.end()) {
-                categories.push_back(valueText(r.values.at(x)));
-            }
-        }
-        if ((numeric ? xs.size() : categories.size()) < 2)
-            continue;
-        auto position = [&](const Row& r) {
-            if (numeric)
-                return r.values.at(x).get<double>();
-            const std::string v = valueText(r.values.at(x));
-            return double(std::find(categories.begin(), categories.end(), v) - categories.begin());
-        };
-        Figure f;
-        f.name = "sweep_" + x;
-        f.title = classification ? "ICL and IWL accuracy vs " + x : "eval loss vs " + x;
-        f.x_label = x;
-        f.y_label = classification ? "accuracy" : "eval loss";
-        f.metadata = {{"sweep", (dir / "sweep.json").string()}, {"runs", std::to_string(rows.size())}};
-        // Values spanning two decades or more (number of classes 100 … 12,800) on a log axis, as in the paper.
-        f.log_x = numeric && *xs.begin() > 0 && *xs.rbegin() >= 100 * *xs.begin();
-        std::string legend;  // the CSV's x column holds the tick positions; this line names them
-        for (size_t i = 0; i < categories.size(); ++i) {
-            f.x_ticks.push_back(double(i));
-            f.x_tick_labels.push_back(categories[i]);
-            legend += (i ? ", " : "") + std::to_string(i) + " = " + categories[i];
-        }
-        if (!numeric)
-            f.metadata["x_values"] = legend;
-        // Group by the other non-seed keys.
-        std::map<std::string, std::map<double, std::vector<const Row*>>> groups;
-        for (const Row& r : rows) {
-            std::string group;
-            for (const auto& k : keys)
-                if (k != x && k != "seed")
-                    group += (group.empty() ? "" : ", ") + k.substr(k.rfind('.') + 1) + " " + valueText(r.values.at(k));
-            groups[group][position(r)].push_back(&r);
-        }
-        const std::vector<std::pair<std::string, std::string>> shown
-            = classification ? std::vector<std::pair<std::string, std::string>>{{"icl_accuracy", "ICL"},
-                                                                                 {"iwl_accuracy", "IWL"}}
-                             : std::vector<std::pair<std::string, std::string>>{{"eval_loss", "eval loss"}};
-        for (const auto& [group, points] : groups)
-            for (const auto& [metric, label] : shown) {
-                Series s;
-                s.name = label + (group.empty() ? "" : " (" + group + ")");
-                s.style = !numeric                    ? Series::Style::Markers
-                          : metric == "iwl_accuracy" ? Series::Style::Dashed
-                                                      : Series::Style::Line;
-                for (const auto& [xv, rs] : points) {
-                    double sum = 0;
-                    int n = 0;
-                    for (const Row* r : rs)
-                        if (std::isfinite(r->final.at(metric)))
-                            sum += r->final.at(metric), ++n;
-                    if (n == 0)
-                        continue;
-                    s.x.push_back(xv);
-                    s.y.push_back(sum / n);
-                }
-                f.series.push_back(std::move(s));
-            }
+    for (const std::string& x : sweepPlotColumns(table)) {
+        const Figure f = sweepFigure(table, x);
         for (const std::string& format : formats) {
             const std::string out = (outDir / (f.name + "." + format)).string();
             exportPlot(f, out, format, args.dpi);

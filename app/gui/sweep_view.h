@@ -9,6 +9,7 @@
 #include <QWidget>
 
 #include "app/gui/gui_forward.h"
+#include "core/report/sweep_figure.h"
 
 namespace icl::gui {
 
@@ -39,14 +40,8 @@ public:
 private:
     void showSweep();
 
-    /// The open sweep table: column names and one row of cells per run.
-    struct SweepTable {
-        QString path;
-        QStringList columns;           ///< grid columns, "step", then the metrics
-        int n_grid = 0;                ///< the grid columns come first
-        std::vector<QStringList> rows; ///< cells as written
-    };
-    SweepTable m_sweep;
+    /// The open sweep table (cells already escaped for display), drawn by icl::sweepFigure.
+    icl::SweepTable m_sweep;
 
     QPushButton* m_openSweep = nullptr;
     QComboBox* m_sweepColumn = nullptr;

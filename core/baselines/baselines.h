@@ -76,8 +76,8 @@ std::map<int64_t, double> lineSearchEtas(const PromptBatch& batch, const std::ve
 ///   W_k = Σ_{t<k} (I − ηA)^t η b,   ŷ_k = x_qᵀW_k = Σ_j c_j · η·Σ_{t<k} (1 − ηλ_j)^t,
 /// with c_j = (x_qᵀq_j)(q_jᵀb): predictGd for any (k, η) from one eigendecomposition of each
 /// prompt's A. The geometric sum is accumulated term by term (no division by λ_j, exact for λ_j = 0).
-/// The decomposition runs on one intra-op thread; the evaluations are plain loops. Const methods may
-/// be called from several threads at once.
+/// The decomposition runs on one intra-op thread; the evaluations split the prompts over the intra-op threads. Const
+/// methods may be called from several threads at once.
 class GdSpectrum {
 public:
     /// Decomposes each prompt of `batch` (x [B, N+1, d], y [B, N+1]; the query is the last token).

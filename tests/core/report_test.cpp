@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "core/report.h"
+#include "core/error.h"
+#include "core/report/sweep_figure.h"
 
 namespace {
 
@@ -90,6 +92,30 @@ TEST(Report, IclIwlFigureDrawsCommonAndRareCurvesWhenRecorded)
     EXPECT_EQ(f.series[5].x, s.metrics["step"]);
     EXPECT_EQ(f.series[5].y, s.metrics["iwl_accuracy_common"]);
     EXPECT_EQ(f.series[5].style, icl::Series::Style::Dashed);
+}
+
+// A regression sweep (no icl_accuracy values) is drawn as final eval loss; the means are worked out by hand from
+// the table; 0.5 and 0.50 are one value of the key; a key that is not a grid column is refused.
+TEST(Report, SweepFigureOfARegressionSweepDrawsEvalLossAveragedOverSeeds)
+{
+    icl::SweepTable t;
+    t.source = "runs/sweep.json";
+    t.columns = {"training.lr", "seed", "step", "icl_accuracy", "eval_loss"};
+    t.n_grid = 2;
+    t.rows = {{"0.001", "0", "100", "", "0.5"}, {"0.001", "1", "100", "", "0.25"}, {"0.01", "0", "100", "", "2"},
+              {"1e-2", "1", "100", "", "nan"}, {"0.1", "0", "100", "", "4"}};
+    EXPECT_EQ(icl::sweepPlotColumns(t), (std::vector<std::string>{"training.lr"}));
+    const icl::Figure f = icl::sweepFigure(t, "training.lr");
+    EXPECT_EQ(f.title, "eval loss vs training.lr");
+    EXPECT_EQ(f.y_label, "final eval loss");
+    EXPECT_TRUE(f.log_x);  // 0.001 … 0.1 spans two decades
+    ASSERT_EQ(f.series.size(), 1u);
+    EXPECT_EQ(f.series[0].name, "eval loss");
+    EXPECT_EQ(f.series[0].x, (std::vector<double>{0.001, 0.01, 0.1}));
+    EXPECT_EQ(f.series[0].y, (std::vector<double>{0.375, 2.0, 4.0}));  // the "nan" cell is no value
+    EXPECT_EQ(f.metadata.at("runs"), "5");
+    EXPECT_THROW(icl::sweepFigure(t, "seed"), icl::Error);
+    EXPECT_THROW(icl::sweepFigure(t, "eval_loss"), icl::Error);
 }
 
 } // namespace
