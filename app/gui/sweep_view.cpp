@@ -166,10 +166,12 @@ void SweepView::showSweep()
     const QString column = m_sweepColumn->currentText();
     if (!sweepColumns().contains(column))
         return;
-    m_sweepPlot->setFigure(icl::sweepFigure(m_sweep, column.toStdString()));
-    m_sweepStatus->setText(tr("%1: %2 runs; final accuracies, averaged over seeds")
+    const icl::Figure f = icl::sweepFigure(m_sweep, column.toStdString());
+    m_sweepPlot->setFigure(f);
+    m_sweepStatus->setText(tr("%1: %2 runs; %3, averaged over seeds")
                                .arg(QString::fromStdString(m_sweep.source))
-                               .arg(m_sweep.rows.size()));
+                               .arg(m_sweep.rows.size())
+                               .arg(QString::fromStdString(f.y_label)));
 }
 
 } // namespace icl::gui

@@ -13,10 +13,10 @@
 
 namespace icl::gui {
 
-/// Reads DIR/aggregate/table.csv (written by `icl-cli aggregate`) and draws the final ICL and IWL accuracy
-/// against a chosen grid column, one line per combination of the other non-seed columns, averaged over seeds (as
-/// the aggregate's own plots: a numeric column spanning two decades or more on a log axis, a non-numeric one such
-/// as model.kind as named ticks with markers). Thread affinity: GUI thread only.
+/// Reads DIR/aggregate/table.csv (written by `icl-cli aggregate`) and draws icl::sweepFigure for a chosen grid
+/// column: the final ICL and IWL accuracy (the final eval loss of a regression sweep), one line per combination of
+/// the other non-seed columns, averaged over seeds, the same figure as the aggregate's own plots.
+/// Thread affinity: GUI thread only.
 class SweepView : public QWidget {
     Q_OBJECT
 public:
