@@ -226,6 +226,7 @@ void AttentionPage::request(std::optional<PromptMutation> mutation)
     r.prompt = m_editor->prompt();
     r.mutation = m_pendingMutation;
     r.ablations = ablations();
+    r.scale = patternView()->scaleMode();
     runner()->enqueue(
         InspectJob, tr("attention"),
         [this, id, worker = m_worker, r]() -> AnalysisRunner::Continuation {
