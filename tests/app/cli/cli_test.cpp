@@ -703,8 +703,16 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     std::ifstream sf(svg);
     std::stringstream svgText;
     svgText << sf.rdbuf();
-    EXPECT_NE(svgText.str().find("attention pattern, layer 0, head 0"), std::string::npos) << "the title";
+    EXPECT_NE(svgText.str().find("Attention pattern, layer 0, head 0"), std::string::npos) << "the GUI's title";
     EXPECT_NE(svgText.str().find("prompt_seed: 0"), std::string::npos) << "the prompt in the metadata";
+    // The Attention page's view draws it: its colour bar and axis titles, not the patching heatmap's −1 … 1 scale.
+    EXPECT_NE(svgText.str().find("key token"), std::string::npos);
+    EXPECT_NE(svgText.str().find("query token"), std::string::npos);
+    EXPECT_NE(svgText.str().find("attention score (linear)"), std::string::npos) << "the LSA head's colour bar";
+    EXPECT_NE(svgText.str().find("attention_scale: linear"), std::string::npos);
+    expectOneLineError(
+        run("export " + out + " --plot attention --attention-scale cubic --format svg --out " + temp("x.svg")),
+        "--attention-scale");
     expectOneLineError(run("export " + out + " --plot attention --layer 3 --format csv --out " + temp("x.csv")),
                        "--layer 3");
     expectOneLineError(run("analyze " + out + " attention --out " + temp("x.txt")), "writes .csv or .h5 files");
