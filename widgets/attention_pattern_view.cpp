@@ -350,12 +350,21 @@ void AttentionPatternView::updateTicks()
     const double keyPitch = rotate ? lineHeight : widest + 8;
     m_keyStride = labelStride(cols, keyPitch, axisW);
     m_queryStride = labelStride(rows, lineHeight, axisH);
-    auto colTicks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    for (int c = 0; c < cols; c += m_keyStride)
-        colTicks->addTick(c, colLabel(c));
-    auto rowTicks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    for (int r = 0; r < rows; r += m_queryStride)
-        rowTicks->addTick(r, rowLabel(r));
+    // Every stride-th token, and the last one (the query) in place of the tick before it when they would crowd.
+    auto ticksOf = [](int count, int stride, const auto& label) {
+        auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+        for (int i = 0; i < count; i += stride)
+            ticks->addTick(i, label(i));
+        const int last = count > 0 ? (count - 1) / stride * stride : 0;
+        if (count > 1 && last != count - 1) {
+            if (last > 0 && count - 1 - last < stride)
+                ticks->ticks().remove(last);
+            ticks->addTick(count - 1, label(count - 1));
+        }
+        return ticks;
+    };
+    auto colTicks = ticksOf(cols, m_keyStride, [this](int c) { return colLabel(c); });
+    auto rowTicks = ticksOf(rows, m_queryStride, [this](int r) { return rowLabel(r); });
     m_plot->xAxis->setTicker(colTicks);
     m_plot->yAxis->setTicker(rowTicks);
     m_plot->xAxis->setTickLabelRotation(rotate ? 90 : 0);

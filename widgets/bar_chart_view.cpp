@@ -179,8 +179,16 @@ void BarChartView::updateTicks()
         ++stride;
     m_stride = stride;
     auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    for (int i = 0; i < n; i += stride)
+    int last = 0;
+    for (int i = 0; i < n; i += stride) {
         ticks->addTick(i, QString::fromStdString(m_chart.labels[size_t(i)]));
+        last = i;
+    }
+    if (n > 1 && last != n - 1) { // the last bar (the query) in place of the tick before it when they would crowd
+        if (last > 0 && n - 1 - last < stride)
+            ticks->ticks().remove(last);
+        ticks->addTick(n - 1, QString::fromStdString(m_chart.labels[size_t(n - 1)]));
+    }
     m_plot->xAxis->setTicker(ticks);
     m_plot->xAxis->setTickLabelRotation(n > 12 ? 90 : 0);
 }

@@ -322,7 +322,7 @@ TEST(AttentionPatternView, DensePromptsKeepBothTokenKindsAmongTheLabels)
             ys += l.startsWith('y');
         }
         EXPECT_GT(xs, 3) << labels.join(' ').toStdString();
-        EXPECT_GT(ys, 3) << labels.join(' ').toStdString();
+        EXPECT_GT(ys, 3) << labels.join(' ').toStdString();        EXPECT_TRUE(labels.contains(QStringLiteral("query"))) << "the last token keeps its label";
     }
     EXPECT_EQ(view.keyLabelStride() % 2, 1);
     EXPECT_EQ(view.queryLabelStride() % 2, 1);
@@ -509,4 +509,5 @@ TEST(BarChartView, LabelsEveryBarThatFitsWithOddStrides)
     EXPECT_TRUE(std::any_of(labels.begin(), labels.end(), [](const QString& l) { return l.startsWith('y'); }))
         << labels.join(' ').toStdString();
     EXPECT_TRUE(std::any_of(labels.begin(), labels.end(), [](const QString& l) { return l.startsWith('x'); }));
+    EXPECT_TRUE(labels.contains(QStringLiteral("query")));
 }
