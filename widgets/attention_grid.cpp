@@ -111,7 +111,8 @@ void AttentionGrid::setPatterns(
 }
 
 void AttentionGrid::setThumbnails(int64_t nLayers, int64_t nHeads, std::vector<QImage> thumbnails,
-    const std::vector<bool>& softmax, std::vector<double> largest, AttentionScale mode, std::vector<icl::Matrix> patterns)
+    const std::vector<bool>& softmax, std::vector<double> largest, AttentionScale mode,
+    std::vector<icl::Matrix> patterns)
 {
     m_layers = std::max<int64_t>(0, nLayers);
     m_heads = std::max<int64_t>(0, nHeads);
@@ -291,8 +292,8 @@ void AttentionGrid::paintEvent(QPaintEvent*)
     p.drawRect(bar.adjusted(0, 0, -1, -1));
     p.setPen(palette().color(QPalette::Text));
     const QRect text(bar.right() + 6, bar.top() - 4, width() - bar.right() - 8, bar.height() + 8);
-    p.drawText(text, Qt::AlignLeft | Qt::AlignVCenter,
-        p.fontMetrics().elidedText(legendText(), Qt::ElideRight, text.width()));
+    p.drawText(
+        text, Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(legendText(), Qt::ElideRight, text.width()));
 }
 
 void AttentionGrid::mousePressEvent(QMouseEvent* event)
@@ -314,8 +315,11 @@ bool AttentionGrid::event(QEvent* event)
         if (headAt(help->pos(), &layer, &head)) {
             const size_t i = size_t(layer * m_heads + head);
             const QString scale = m_softmax[i]
-                ? tr("softmax weights, %1 (largest: %2)").arg(legendText().section(QLatin1Char(';'), 0, 0)).arg(m_scaleMax[i], 0, 'g', 3)
-                : tr("linear scores, colour scale ±%1").arg(m_mode == AttentionScale::Row ? 1.0 : m_scaleMax[i], 0, 'g', 3);
+                ? tr("softmax weights, %1 (largest: %2)")
+                      .arg(legendText().section(QLatin1Char(';'), 0, 0))
+                      .arg(m_scaleMax[i], 0, 'g', 3)
+                : tr("linear scores, colour scale ±%1")
+                      .arg(m_mode == AttentionScale::Row ? 1.0 : m_scaleMax[i], 0, 'g', 3);
             QToolTip::showText(help->globalPos(), tr("layer %1, head %2\n%3\nclick to show it large")
                                                       .arg(layer)
                                                       .arg(head)

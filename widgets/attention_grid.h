@@ -37,8 +37,8 @@ public:
     /// that the GUI thread only paints): `thumbnails` and `softmax` have nLayers·nHeads entries,
     /// `largest` the largest |value| of each pattern (for tooltips). `patterns` (optional, same order) lets a later
     /// setScaleMode re-render; when `mode` is not the grid's mode they are re-rendered now.
-    void setThumbnails(int64_t nLayers, int64_t nHeads, std::vector<QImage> thumbnails, const std::vector<bool>& softmax,
-        std::vector<double> largest, AttentionScale mode = AttentionScale::Linear,
+    void setThumbnails(int64_t nLayers, int64_t nHeads, std::vector<QImage> thumbnails,
+        const std::vector<bool>& softmax, std::vector<double> largest, AttentionScale mode = AttentionScale::Linear,
         std::vector<icl::Matrix> patterns = {});
     /// The colour-scale mode of every thumbnail (that of the large view); re-renders the patterns it has.
     void setScaleMode(AttentionScale mode);

@@ -9,6 +9,7 @@ namespace {
 
 // Viridis (van der Walt & Smith, matplotlib 2.0's default colour map, CC0): the published 256-entry table
 // (matplotlib lib/matplotlib/_cm_listed.py, _viridis_data) rounded to 8 bits per channel.
+// clang-format off
 constexpr QRgb kViridis[kColorLevels] = {
     0x440154, 0x440256, 0x450457, 0x450559, 0x46075A, 0x46085C, 0x460A5D, 0x460B5E,
     0x470D60, 0x470E61, 0x471063, 0x471164, 0x471365, 0x481467, 0x481668, 0x481769,
@@ -43,6 +44,7 @@ constexpr QRgb kViridis[kColorLevels] = {
     0xD8E219, 0xDAE319, 0xDDE318, 0xDFE318, 0xE2E418, 0xE5E419, 0xE7E419, 0xEAE51A,
     0xECE51B, 0xEFE51C, 0xF1E51D, 0xF4E61E, 0xF6E620, 0xF8E621, 0xFBE723, 0xFDE725,
 };
+// clang-format on
 
 /// 256 entries linearly interpolated (RGB) between `stops` (position in [0, 1], colour).
 std::vector<QRgb> interpolate(const std::vector<std::pair<double, QColor>>& stops)

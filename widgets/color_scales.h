@@ -45,8 +45,8 @@ QRgb divergingColor(double value, double limit);
 /// masked cells), the range and scale type of the colour bar, and which table. Shared by AttentionPatternView and
 /// AttentionGrid so that a thumbnail and the large map agree cell by cell.
 struct AttentionColoring {
-    bool diverging = false;    ///< linear (LSA) scores: diverging table; else sequential
-    bool logarithmic = false;  ///< colour-bar data scale is log₁₀
+    bool diverging = false; ///< linear (LSA) scores: diverging table; else sequential
+    bool logarithmic = false; ///< colour-bar data scale is log₁₀
     double lower = 0.0;
     double upper = 1.0;
     std::vector<double> values; ///< [rows·cols] the values coloured

@@ -84,8 +84,9 @@ bool exportMatrix(const icl::Matrix& matrix, const std::map<std::string, std::st
     return view.exportTo(path, format, dpi, error);
 }
 
-bool exportAttentionPattern(const icl::Matrix& pattern, bool softmax, const std::map<std::string, std::string>& metadata,
-    const std::string& path, const std::string& format, int dpi, AttentionScale scale, std::string* error)
+bool exportAttentionPattern(const icl::Matrix& pattern, bool softmax,
+    const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& format, int dpi,
+    AttentionScale scale, std::string* error)
 {
     if (format != "png" && format != "svg" && format != "pdf" && format != "csv")
         return fail(error, "unknown export format \"" + format + "\" (expected png, svg, pdf or csv)");

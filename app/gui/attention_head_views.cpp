@@ -35,8 +35,8 @@ AttentionHeadViews::AttentionHeadViews(QSplitter* columns)
     m_patternView->setObjectName(QStringLiteral("attentionPatternView"));
     m_patternView->setCaptionVisible(false); // the page's heading says it; exports carry the caption
     // The thumbnails follow the large view's colour-scale mode.
-    connect(m_patternView, &widgets::AttentionPatternView::scaleModeChanged, m_grid,
-        &widgets::AttentionGrid::setScaleMode);
+    connect(
+        m_patternView, &widgets::AttentionPatternView::scaleModeChanged, m_grid, &widgets::AttentionGrid::setScaleMode);
     m_lowerTabs = new QTabWidget(middle);
     m_lowerTabs->setObjectName(QStringLiteral("attentionLowerTabs"));
     m_rowChart = new widgets::BarChartView(m_lowerTabs);

@@ -14,12 +14,12 @@
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
+#include "tests/support/qt_files.h"
 #include "widgets/attention_grid.h"
 #include "widgets/attention_pattern_view.h"
 #include "widgets/bar_chart_view.h"
 #include "widgets/color_scales.h"
 #include "widgets/figure_export.h"
-#include "tests/support/qt_files.h"
 
 using icl::Matrix;
 using icl::widgets::AttentionGrid;
@@ -148,7 +148,8 @@ TEST(AttentionGrid, AThumbnailPixelIsTheLargeMapsColourOfItsCellInEveryMode)
             ASSERT_EQ(thumb.width(), 7);
             for (int r = 0; r < 7; ++r)
                 for (int c = 0; c < 7; ++c)
-                    EXPECT_EQ(QColor(shot.pixel(view.cellCenter(r, c).toPoint())).rgb(), QColor(thumb.pixel(c, r)).rgb())
+                    EXPECT_EQ(
+                        QColor(shot.pixel(view.cellCenter(r, c).toPoint())).rgb(), QColor(thumb.pixel(c, r)).rgb())
                         << "softmax " << softmax << " mode " << icl::widgets::attentionScaleName(mode) << " cell " << r
                         << "," << c;
         }
@@ -165,7 +166,8 @@ TEST(AttentionGrid, AThumbnailPixelIsTheLargeMapsColourOfItsCellInEveryMode)
     const QRect bar = grid.legendBarRect();
     ASSERT_FALSE(bar.isEmpty());
     auto near = [](QRgb a, QRgb b) {
-        return std::abs(qRed(a) - qRed(b)) <= 8 && std::abs(qGreen(a) - qGreen(b)) <= 8 && std::abs(qBlue(a) - qBlue(b)) <= 8;
+        return std::abs(qRed(a) - qRed(b)) <= 8 && std::abs(qGreen(a) - qGreen(b)) <= 8
+            && std::abs(qBlue(a) - qBlue(b)) <= 8;
     };
     EXPECT_TRUE(near(g.pixel(bar.left() + 1, bar.center().y()), qRgb(0x44, 0x01, 0x54))) << "colour bar: low end";
     EXPECT_TRUE(near(g.pixel(bar.right() - 1, bar.center().y()), qRgb(0xFD, 0xE7, 0x25))) << "high end";
@@ -322,7 +324,8 @@ TEST(AttentionPatternView, DensePromptsKeepBothTokenKindsAmongTheLabels)
             ys += l.startsWith('y');
         }
         EXPECT_GT(xs, 3) << labels.join(' ').toStdString();
-        EXPECT_GT(ys, 3) << labels.join(' ').toStdString();        EXPECT_TRUE(labels.contains(QStringLiteral("query"))) << "the last token keeps its label";
+        EXPECT_GT(ys, 3) << labels.join(' ').toStdString();
+        EXPECT_TRUE(labels.contains(QStringLiteral("query"))) << "the last token keeps its label";
     }
     EXPECT_EQ(view.keyLabelStride() % 2, 1);
     EXPECT_EQ(view.queryLabelStride() % 2, 1);
@@ -403,8 +406,8 @@ TEST(AttentionPatternView, TheCliExportIsTheViewsExport)
         if (mode == AttentionScale::Linear)
             EXPECT_FALSE(text.contains("-1")) << "no −1 … 1 scale";
     }
-    EXPECT_FALSE(icl::widgets::exportAttentionPattern(m, true, meta, dir.filePath("x.gif").toStdString(), "gif", 100,
-        AttentionScale::Linear, &error));
+    EXPECT_FALSE(icl::widgets::exportAttentionPattern(
+        m, true, meta, dir.filePath("x.gif").toStdString(), "gif", 100, AttentionScale::Linear, &error));
 }
 
 TEST(AttentionPatternView, ExportsCarryLabelsLegendMetadataAndTheMatrix)

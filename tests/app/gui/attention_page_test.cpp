@@ -734,15 +734,16 @@ TEST_F(AttentionPageTest, FitsTheDefaultWindowAndTheThumbnailsFollowTheScaleMode
         for (int h = 0; h < in.n_heads; ++h) {
             const size_t i = size_t(l * in.n_heads + h);
             EXPECT_EQ(page->grid()->thumbnail(l, h),
-                icl::widgets::AttentionGrid::renderThumbnail(in.patterns[i], in.softmax_head[i], icl::widgets::AttentionScale::Log))
+                icl::widgets::AttentionGrid::renderThumbnail(
+                    in.patterns[i], in.softmax_head[i], icl::widgets::AttentionScale::Log))
                 << l << "," << h;
         }
     // A re-run (a new prompt) renders the thumbnails on the worker in the mode in use.
     page->setPrompt(page->prompt());
     waitForRerun(window);
     EXPECT_EQ(page->grid()->thumbnail(0, 0),
-        icl::widgets::AttentionGrid::renderThumbnail(page->inspection()->patterns[0], page->inspection()->softmax_head[0],
-            icl::widgets::AttentionScale::Log));
+        icl::widgets::AttentionGrid::renderThumbnail(
+            page->inspection()->patterns[0], page->inspection()->softmax_head[0], icl::widgets::AttentionScale::Log));
 }
 
 TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrollingSideways)
