@@ -17,6 +17,9 @@ namespace {
 constexpr int kLabelWidth = 28;  // "L11" left of each row
 constexpr int kLabelHeight = 16; // "H7" above each column
 constexpr int kMinCell = 24;
+constexpr int kLegendHeight = 22; // colour bar and its text under the grid
+constexpr int kLegendBarWidth = 96;
+constexpr int kLegendBarHeight = 10;
 
 } // namespace
 
@@ -37,55 +40,52 @@ AttentionGrid::AttentionGrid(QWidget* parent)
     setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Expanding);
 }
 
-QImage AttentionGrid::renderThumbnail(const icl::Matrix& pattern, bool softmax, int maxSide)
+QImage AttentionGrid::renderThumbnail(const icl::Matrix& pattern, bool softmax, AttentionScale mode, int maxSide)
 {
     const int rows = int(pattern.rows), cols = int(pattern.cols);
     if (rows <= 0 || cols <= 0 || pattern.data.size() < size_t(rows) * size_t(cols))
         return QImage();
-    const double limit = largestMagnitude(pattern);
-    // Softmax rows are normalised by their largest weight: causal heads put weight 1 on the first key of
-    // the first row and spread thin over later rows, which a per-head scale would leave almost white.
-    std::vector<double> rowScale(size_t(rows), limit > 0 ? 1.0 / limit : 0.0);
-    if (softmax)
-        for (int r = 0; r < rows; ++r) {
-            double mx = 0.0;
-            const double* row = pattern.data.data() + size_t(r) * size_t(cols);
-            for (int c = 0; c < cols; ++c)
-                if (std::isfinite(row[c]))
-                    mx = std::max(mx, row[c]);
-            rowScale[size_t(r)] = mx > 0 ? 1.0 / mx : 0.0;
-        }
-    // Blocks of br × bc cells become one pixel (max-pooled by |value|, so a sharp peak stays visible).
+    // The large view's colouring, so that a thumbnail pixel of a short prompt is the colour of its cell there.
+    const AttentionColoring coloring = attentionColoring(pattern, softmax, mode);
+    // Blocks of br × bc cells become one pixel (max-pooled by |value|, so a sharp peak stays visible; a block
+    // entirely under the causal mask stays masked).
     const int br = (rows + maxSide - 1) / maxSide, bc = (cols + maxSide - 1) / maxSide;
     const int h = (rows + br - 1) / br, w = (cols + bc - 1) / bc;
     QImage image(w, h, QImage::Format_RGB32);
-    const std::vector<QRgb>& table = softmax ? sequentialTable() : divergingTable();
     for (int y = 0; y < h; ++y) {
         auto* line = reinterpret_cast<QRgb*>(image.scanLine(y));
         const int r0 = y * br, r1 = std::min(rows, r0 + br);
         for (int x = 0; x < w; ++x) {
             const int c0 = x * bc, c1 = std::min(cols, c0 + bc);
-            double best = 0.0;
+            double best = std::nan("");
             for (int r = r0; r < r1; ++r) {
-                const double* row = pattern.data.data() + size_t(r) * size_t(cols);
-                const double rs = rowScale[size_t(r)];
-                if (softmax) { // weights are ≥ 0: the largest is the largest |value|
-                    double mx = 0.0;
-                    for (int c = c0; c < c1; ++c)
-                        mx = std::max(mx, row[c]);
-                    best = std::max(best, mx * rs);
-                } else {
-                    for (int c = c0; c < c1; ++c)
-                        if (std::abs(row[c] * rs) > std::abs(best))
-                            best = row[c] * rs;
-                }
+                const double* row = coloring.values.data() + size_t(r) * size_t(cols);
+                for (int c = c0; c < c1; ++c)
+                    if (!std::isnan(row[c]) && (std::isnan(best) || std::abs(row[c]) > std::abs(best)))
+                        best = row[c];
             }
-            double t = softmax ? best : 0.5 + 0.5 * best;
-            t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0);
-            line[x] = table[size_t(t * 255.0 + 0.5)];
+            line[x] = attentionColor(coloring, best);
         }
     }
     return image;
+}
+
+void AttentionGrid::renderAll()
+{
+    const size_t n = size_t(m_layers * m_heads);
+    m_thumbnails.assign(n, QImage());
+    for (size_t i = 0; i < n && i < m_patterns.size(); ++i)
+        m_thumbnails[i] = renderThumbnail(m_patterns[i], m_softmax[i], m_mode);
+}
+
+void AttentionGrid::setScaleMode(AttentionScale mode)
+{
+    if (mode == m_mode)
+        return;
+    m_mode = mode;
+    if (!m_patterns.empty())
+        renderAll();
+    update();
 }
 
 void AttentionGrid::setPatterns(
@@ -94,14 +94,14 @@ void AttentionGrid::setPatterns(
     m_layers = std::max<int64_t>(0, nLayers);
     m_heads = std::max<int64_t>(0, nHeads);
     const size_t n = size_t(m_layers * m_heads);
-    m_thumbnails.assign(n, QImage());
     m_softmax.assign(n, true);
     m_scaleMax.assign(n, 0.0);
+    m_patterns.assign(patterns.begin(), patterns.begin() + std::ptrdiff_t(std::min(n, patterns.size())));
     for (size_t i = 0; i < n && i < patterns.size(); ++i) {
         m_softmax[i] = i < softmax.size() ? bool(softmax[i]) : true;
-        m_thumbnails[i] = renderThumbnail(patterns[i], m_softmax[i]);
         m_scaleMax[i] = largestMagnitude(patterns[i]);
     }
+    renderAll();
     if (m_selectedLayer >= m_layers || m_selectedHead >= m_heads) {
         m_selectedLayer = -1;
         m_selectedHead = -1;
@@ -111,7 +111,8 @@ void AttentionGrid::setPatterns(
 }
 
 void AttentionGrid::setThumbnails(int64_t nLayers, int64_t nHeads, std::vector<QImage> thumbnails,
-    const std::vector<bool>& softmax, std::vector<double> largest)
+    const std::vector<bool>& softmax, std::vector<double> largest, AttentionScale mode,
+    std::vector<icl::Matrix> patterns)
 {
     m_layers = std::max<int64_t>(0, nLayers);
     m_heads = std::max<int64_t>(0, nHeads);
@@ -123,6 +124,11 @@ void AttentionGrid::setThumbnails(int64_t nLayers, int64_t nHeads, std::vector<Q
         m_softmax[i] = softmax[i];
     m_scaleMax = std::move(largest);
     m_scaleMax.resize(n, 0.0);
+    m_patterns = std::move(patterns);
+    if (m_patterns.size() > n)
+        m_patterns.resize(n);
+    if (mode != m_mode && !m_patterns.empty())
+        renderAll(); // rendered in another mode (the user switched while the worker ran)
     if (m_selectedLayer >= m_layers || m_selectedHead >= m_heads) {
         m_selectedLayer = -1;
         m_selectedHead = -1;
@@ -157,7 +163,7 @@ AttentionGrid::Geometry AttentionGrid::geometry() const
     g.top = kLabelHeight;
     if (m_layers <= 0 || m_heads <= 0)
         return g;
-    const int availW = width() - kLabelWidth - 2, availH = height() - kLabelHeight - 2;
+    const int availW = width() - kLabelWidth - 2, availH = height() - kLabelHeight - 2 - kLegendHeight;
     const int pitch = std::max(4, int(std::min(availW / m_heads, availH / m_layers)));
     g.gap = std::clamp(pitch / 12, 2, 6);
     g.cell = std::max(2, pitch - g.gap);
@@ -191,13 +197,49 @@ QSize AttentionGrid::sizeHint() const
 {
     const int pitch = 64;
     return QSize(kLabelWidth + int(std::max<int64_t>(1, m_heads)) * pitch + 4,
-        kLabelHeight + int(std::max<int64_t>(1, m_layers)) * pitch + 4);
+        kLabelHeight + int(std::max<int64_t>(1, m_layers)) * pitch + 4 + kLegendHeight);
 }
 
 QSize AttentionGrid::minimumSizeHint() const
 {
     return QSize(kLabelWidth + int(std::max<int64_t>(1, m_heads)) * kMinCell,
-        kLabelHeight + int(std::min<int64_t>(std::max<int64_t>(1, m_layers), 4)) * kMinCell);
+        kLabelHeight + int(std::min<int64_t>(std::max<int64_t>(1, m_layers), 4)) * kMinCell + kLegendHeight);
+}
+
+QString AttentionGrid::legendText() const
+{
+    const bool anySoftmax = std::find(m_softmax.begin(), m_softmax.end(), true) != m_softmax.end();
+    const bool anyLinear = std::find(m_softmax.begin(), m_softmax.end(), false) != m_softmax.end();
+    if (m_softmax.empty())
+        return QString();
+    QString text;
+    if (anySoftmax) {
+        switch (m_mode) {
+        case AttentionScale::Linear:
+            text = tr("attention weight 0 – 1");
+            break;
+        case AttentionScale::Row:
+            text = tr("attention weight ÷ row max 0 – 1");
+            break;
+        case AttentionScale::Log:
+            text = tr("attention weight 10⁻³ – 1 (log)");
+            break;
+        }
+    }
+    if (anyLinear) {
+        const QString linear = m_mode == AttentionScale::Row ? tr("attention score ÷ row max |score| −1 – 1")
+                                                             : tr("attention score ±(each head's largest |score|)");
+        text = anySoftmax ? text + tr("; linear heads: %1").arg(linear) : linear;
+    }
+    return text;
+}
+
+QRect AttentionGrid::legendBarRect() const
+{
+    if (m_layers <= 0 || m_heads <= 0)
+        return QRect();
+    const QRect last = thumbnailRect(int(m_layers) - 1, 0);
+    return QRect(kLabelWidth, last.bottom() + 8, kLegendBarWidth, kLegendBarHeight);
 }
 
 void AttentionGrid::paintEvent(QPaintEvent*)
@@ -238,6 +280,20 @@ void AttentionGrid::paintEvent(QPaintEvent*)
         p.setPen(QPen(QColor(0xD5, 0x5E, 0x00), 3));
         p.drawRect(r.adjusted(-2, -2, 1, 1));
     }
+    // Legend: the colour bar of the scale in use, its name and range.
+    const QRect bar = legendBarRect();
+    const bool anySoftmax = std::find(m_softmax.begin(), m_softmax.end(), true) != m_softmax.end();
+    const std::vector<QRgb>& table = anySoftmax ? sequentialTable() : divergingTable();
+    for (int x = 0; x < bar.width(); ++x) {
+        const int index = bar.width() > 1 ? x * (int(table.size()) - 1) / (bar.width() - 1) : 0;
+        p.fillRect(QRect(bar.left() + x, bar.top(), 1, bar.height()), QColor(table[size_t(index)]));
+    }
+    p.setPen(QPen(QColor(0x88, 0x88, 0x88), 1));
+    p.drawRect(bar.adjusted(0, 0, -1, -1));
+    p.setPen(palette().color(QPalette::Text));
+    const QRect text(bar.right() + 6, bar.top() - 4, width() - bar.right() - 8, bar.height() + 8);
+    p.drawText(
+        text, Qt::AlignLeft | Qt::AlignVCenter, p.fontMetrics().elidedText(legendText(), Qt::ElideRight, text.width()));
 }
 
 void AttentionGrid::mousePressEvent(QMouseEvent* event)
@@ -259,8 +315,11 @@ bool AttentionGrid::event(QEvent* event)
         if (headAt(help->pos(), &layer, &head)) {
             const size_t i = size_t(layer * m_heads + head);
             const QString scale = m_softmax[i]
-                ? tr("softmax weights, each row relative to its largest weight (largest: %1)").arg(m_scaleMax[i], 0, 'g', 3)
-                : tr("linear scores, colour scale ±%1").arg(m_scaleMax[i], 0, 'g', 3);
+                ? tr("softmax weights, %1 (largest: %2)")
+                      .arg(legendText().section(QLatin1Char(';'), 0, 0))
+                      .arg(m_scaleMax[i], 0, 'g', 3)
+                : tr("linear scores, colour scale ±%1")
+                      .arg(m_mode == AttentionScale::Row ? 1.0 : m_scaleMax[i], 0, 'g', 3);
             QToolTip::showText(help->globalPos(), tr("layer %1, head %2\n%3\nclick to show it large")
                                                       .arg(layer)
                                                       .arg(head)

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include <QAction>
+#include <QActionGroup>
 #include <QEvent>
 #include <QMenu>
 #include <QMessageBox>
@@ -31,18 +32,10 @@ QCPColorGradient gradientOf(const std::vector<std::pair<double, QColor>>& stops)
     for (const auto& [t, c] : stops)
         g.setColorStopAt(t, c);
     g.setColorInterpolation(QCPColorGradient::ciRGB);
-    g.setNanHandling(QCPColorGradient::nhTransparent);
-    g.setLevelCount(256);
+    g.setNanHandling(QCPColorGradient::nhNanColor); // the causal mask
+    g.setNanColor(QColor::fromRgba(kMaskedColor));
+    g.setLevelCount(kColorLevels);
     return g;
-}
-
-double largestMagnitude(const icl::Matrix& m)
-{
-    double mx = 0.0;
-    for (double v : m.data)
-        if (std::isfinite(v))
-            mx = std::max(mx, std::abs(v));
-    return mx;
 }
 
 } // namespace
@@ -60,12 +53,31 @@ AttentionPatternView::AttentionPatternView(QWidget* parent)
     QAction* exportAction = m_toolBar->addAction(tr("Export…"), this, &AttentionPatternView::exportWithDialog);
     exportAction->setObjectName(QStringLiteral("exportAction"));
     exportAction->setToolTip(tr("Export the attention pattern as PNG, SVG, PDF or its values as CSV"));
-    m_rowAction = m_toolBar->addAction(tr("Scale rows"));
-    m_rowAction->setObjectName(QStringLiteral("rowNormalizeAction"));
-    m_rowAction->setCheckable(true);
-    m_rowAction->setToolTip(tr("Colour each query row relative to its largest weight (the hover text keeps the "
-                               "weights)"));
-    connect(m_rowAction, &QAction::toggled, this, &AttentionPatternView::setRowNormalized);
+    m_toolBar->addSeparator();
+    auto* modes = new QActionGroup(this);
+    const struct {
+        AttentionScale mode;
+        QString text, name, tip;
+    } modeActions[] = {
+        { AttentionScale::Linear, tr("Linear"), QStringLiteral("linearScaleAction"),
+            tr("Colour softmax weights linearly over 0 … 1") },
+        { AttentionScale::Row, tr("÷ row max"), QStringLiteral("rowNormalizeAction"),
+            tr("Colour each query row relative to its largest weight (the hover text keeps the weights)") },
+        { AttentionScale::Log, tr("Log"), QStringLiteral("logScaleAction"),
+            tr("Colour log₁₀ of the softmax weights over 10⁻³ … 1, so that small weights show (linear heads keep "
+               "their scale)") },
+    };
+    for (const auto& m : modeActions) {
+        QAction* a = m_toolBar->addAction(m.text);
+        a->setObjectName(m.name);
+        a->setToolTip(m.tip);
+        a->setCheckable(true);
+        a->setChecked(m.mode == m_mode);
+        modes->addAction(a);
+        const AttentionScale mode = m.mode;
+        connect(a, &QAction::triggered, this, [this, mode] { setScaleMode(mode); });
+        m_modeActions[int(m.mode)] = a;
+    }
     layout->addWidget(m_toolBar);
     layout->addWidget(m_plot, 1);
 
@@ -184,27 +196,25 @@ void AttentionPatternView::setSelectedQuery(int row)
 
 double AttentionPatternView::colorLower() const
 {
-    return m_softmax ? 0.0 : -colorUpper();
+    return m_lower;
 }
 
 double AttentionPatternView::colorUpper() const
 {
-    if (m_rowNormalized)
-        return 1.0;
-    const double m = largestMagnitude(m_pattern);
-    return m > 0 ? m : 1.0;
+    return m_upper;
 }
 
-void AttentionPatternView::setRowNormalized(bool on)
+void AttentionPatternView::setScaleMode(AttentionScale mode)
 {
-    if (on == m_rowNormalized)
+    if (mode == m_mode)
         return;
-    m_rowNormalized = on;
-    {
-        const QSignalBlocker block(m_rowAction);
-        m_rowAction->setChecked(on);
+    m_mode = mode;
+    for (QAction* a : m_modeActions) {
+        const QSignalBlocker block(a);
+        a->setChecked(a == m_modeActions[int(mode)]);
     }
     rebuild();
+    Q_EMIT scaleModeChanged(mode);
 }
 
 void AttentionPatternView::setToolBarVisible(bool visible)
@@ -260,35 +270,43 @@ void AttentionPatternView::rebuild()
     const int rows = int(std::max<int64_t>(0, m_pattern.rows));
     const int cols = int(std::max<int64_t>(0, m_pattern.cols));
     const bool valid = rows > 0 && cols > 0 && m_pattern.data.size() >= size_t(rows) * size_t(cols);
+    const AttentionColoring coloring = attentionColoring(m_pattern, m_softmax, m_mode);
     QCPColorMapData* data = m_colorMap->data();
     if (valid) {
         data->setSize(cols, rows);
         data->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
-        for (int r = 0; r < rows; ++r) {
-            const double* row = m_pattern.data.data() + size_t(r) * size_t(cols);
-            double scale = 1.0;
-            if (m_rowNormalized) {
-                double mx = 0.0;
-                for (int c = 0; c < cols; ++c)
-                    if (std::isfinite(row[c]))
-                        mx = std::max(mx, std::abs(row[c]));
-                scale = mx > 0 ? 1.0 / mx : 0.0;
-            }
+        for (int r = 0; r < rows; ++r)
             for (int c = 0; c < cols; ++c)
-                data->setCell(c, r, row[c] * scale);
-        }
+                data->setCell(c, r, coloring.values[size_t(r) * size_t(cols) + size_t(c)]);
     } else {
         data->clear();
     }
-    const QCPRange range(colorLower(), colorUpper());
-    const QCPColorGradient gradient = gradientOf(m_softmax ? sequentialStops() : divergingStops());
+    m_lower = coloring.lower;
+    m_upper = coloring.upper;
+    const QCPRange range(m_lower, m_upper);
+    const QCPColorGradient gradient = gradientOf(coloring.diverging ? divergingStops() : sequentialStops());
+    const QCPAxis::ScaleType scaleType = coloring.logarithmic ? QCPAxis::stLogarithmic : QCPAxis::stLinear;
     m_colorScale->setGradient(gradient);
     m_colorMap->setGradient(gradient);
+    m_colorScale->setDataScaleType(scaleType);
+    m_colorMap->setDataScaleType(scaleType);
     m_colorMap->setDataRange(range);
     m_colorScale->setDataRange(range);
+    if (coloring.logarithmic) {
+        auto ticker = QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog);
+        m_colorScale->axis()->setTicker(ticker);
+        m_colorScale->axis()->setNumberFormat(QStringLiteral("eb"));
+        m_colorScale->axis()->setNumberPrecision(0);
+    } else {
+        m_colorScale->axis()->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+        m_colorScale->axis()->setNumberFormat(QStringLiteral("gbd"));
+        m_colorScale->axis()->setNumberPrecision(3);
+    }
     QString legend = m_softmax ? tr("attention weight") : tr("attention score (linear)");
-    if (m_rowNormalized)
+    if (m_mode == AttentionScale::Row)
         legend += tr(" ÷ row maximum");
+    else if (m_mode == AttentionScale::Log && m_softmax)
+        legend += tr(" (log scale)");
     m_colorScale->axis()->setLabel(legend);
 
     m_plot->xAxis->setRange(-0.5, std::max(cols, 1) - 0.5);
@@ -298,14 +316,30 @@ void AttentionPatternView::rebuild()
     m_plot->replot(QCustomPlot::rpQueuedReplot);
 }
 
+static int labelStride(int count, double pitch, int room)
+{
+    if (count <= 0)
+        return 1;
+    int stride = std::max(1, int(std::ceil(pitch * count / std::max(1, room))));
+    // Odd strides: prompts alternate x and y tokens, an even stride would label only one kind.
+    if (stride > 1 && stride % 2 == 0)
+        ++stride;
+    return stride;
+}
+
 void AttentionPatternView::updateTicks()
 {
     const int rows = int(std::max<int64_t>(0, m_pattern.rows));
     const int cols = int(std::max<int64_t>(0, m_pattern.cols));
-    // Level of detail: label every k-th token so that labels never overlap. The axis rect size is
-    // estimated from the widget before the first layout.
-    const QFontMetrics fm(m_plot->xAxis->tickLabelFont());
-    const int lineHeight = fm.height() + 2;
+    // Level of detail: label every k-th token so that labels never overlap; dense axes use a smaller font first.
+    // The axis rect size is estimated from the widget before the first layout.
+    QFont tickFont = font();
+    if (std::max(rows, cols) > 12)
+        tickFont.setPointSizeF(tickFont.pointSizeF() * 0.85);
+    m_plot->xAxis->setTickLabelFont(tickFont);
+    m_plot->yAxis->setTickLabelFont(tickFont);
+    const QFontMetrics fm(tickFont);
+    const int lineHeight = fm.height();
     const QRect ar = m_plot->axisRect()->rect();
     const int axisW = ar.width() > 10 ? ar.width() : std::max(100, m_plot->width() - 160);
     const int axisH = ar.height() > 10 ? ar.height() : std::max(80, m_plot->height() - 120);
@@ -314,14 +348,23 @@ void AttentionPatternView::updateTicks()
     for (int c = 0; c < cols && c < 64; ++c)
         widest = std::max(widest, fm.horizontalAdvance(colLabel(c)));
     const double keyPitch = rotate ? lineHeight : widest + 8;
-    m_keyStride = cols > 0 ? std::max(1, int(std::ceil(keyPitch * cols / std::max(1, axisW)))) : 1;
-    m_queryStride = rows > 0 ? std::max(1, int(std::ceil(double(lineHeight) * rows / std::max(1, axisH)))) : 1;
-    auto colTicks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    for (int c = 0; c < cols; c += m_keyStride)
-        colTicks->addTick(c, colLabel(c));
-    auto rowTicks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    for (int r = 0; r < rows; r += m_queryStride)
-        rowTicks->addTick(r, rowLabel(r));
+    m_keyStride = labelStride(cols, keyPitch, axisW);
+    m_queryStride = labelStride(rows, lineHeight, axisH);
+    // Every stride-th token, and the last one (the query) in place of the tick before it when they would crowd.
+    auto ticksOf = [](int count, int stride, const auto& label) {
+        auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+        for (int i = 0; i < count; i += stride)
+            ticks->addTick(i, label(i));
+        const int last = count > 0 ? (count - 1) / stride * stride : 0;
+        if (count > 1 && last != count - 1) {
+            if (last > 0 && count - 1 - last < stride)
+                ticks->ticks().remove(last);
+            ticks->addTick(count - 1, label(count - 1));
+        }
+        return ticks;
+    };
+    auto colTicks = ticksOf(cols, m_keyStride, [this](int c) { return colLabel(c); });
+    auto rowTicks = ticksOf(rows, m_queryStride, [this](int r) { return rowLabel(r); });
     m_plot->xAxis->setTicker(colTicks);
     m_plot->yAxis->setTicker(rowTicks);
     m_plot->xAxis->setTickLabelRotation(rotate ? 90 : 0);
@@ -411,8 +454,8 @@ bool AttentionPatternView::exportTo(
     view.m_captionVisible = true;
     view.m_pattern = m_pattern;
     view.m_softmax = m_softmax;
-    view.m_rowNormalized = m_rowNormalized;
-    view.m_selectedRow = m_selectedRow;
+    view.m_mode = m_mode;
+    view.m_selectedRow = -1; // the selection frame is on screen only
     view.resize(kExportLogicalWidth, kExportLogicalHeight);
     view.plot()->resize(kExportLogicalWidth, kExportLogicalHeight);
     view.rebuild();

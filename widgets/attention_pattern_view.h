@@ -8,6 +8,7 @@
 #include <QWidget>
 
 #include "core/types/matrix.h"
+#include "widgets/attention_scale.h"
 
 class QCPColorMap;
 class QCPColorScale;
@@ -19,11 +20,13 @@ class QToolBar;
 namespace icl::widgets {
 
 /// Draws one attention pattern [T, T_keys] (Matrix rows = query tokens from the top, columns = key
-/// tokens, labels from the matrix, its name as title). Softmax patterns use the sequential scale over
-/// [0, largest weight] with the legend "attention weight"; linear (LSA) patterns the diverging scale
-/// symmetric around 0 with the legend "attention score". Token labels are thinned to what fits (level
-/// of detail), so a 1,024-token pattern draws in one colour-map image. Hovering a cell shows
-/// "query token → key token: value"; clicking a cell selects its query row (querySelected) and frames it.
+/// tokens, labels from the matrix, its name as title). Softmax patterns use the sequential scale (viridis) in the
+/// toolbar's scale mode (AttentionScale: linear over [0, 1], each row ÷ its maximum, or log₁₀ over [10⁻³, 1]) with
+/// the legend "attention weight", the causal mask in light grey; linear (LSA) patterns the diverging scale
+/// symmetric around 0 with the legend "attention score" (attentionColoring). Token labels are thinned to what fits
+/// (a smaller font on dense axes, then an odd stride so that neither x nor y tokens drop out), so a 1,024-token
+/// pattern draws in one colour-map image. Hovering a cell shows "query token → key token: value"; clicking a cell
+/// selects its query row (querySelected) and frames it (on screen only: exports carry no frame).
 /// Thread affinity: GUI thread only.
 class AttentionPatternView : public QWidget {
     Q_OBJECT
@@ -41,16 +44,20 @@ public:
     void setMetadata(const std::map<std::string, std::string>& metadata);
     const std::map<std::string, std::string>& metadata() const { return m_metadata; }
 
-    /// Colours each row relative to its largest |value| (toolbar "Scale rows"; off by default): shows the
-    /// structure of diffuse rows next to peaked ones. Hover text and CSV keep the pattern's values.
-    void setRowNormalized(bool on);
-    bool isRowNormalized() const { return m_rowNormalized; }
+    /// The colour-scale mode (toolbar "Linear" / "÷ row max" / "Log"; Linear by default). Row shows the structure
+    /// of diffuse rows next to peaked ones, Log the small weights. Hover text and CSV keep the pattern's values.
+    /// Emits scaleModeChanged when it changes.
+    void setScaleMode(AttentionScale mode);
+    AttentionScale scaleMode() const { return m_mode; }
+    /// setScaleMode(Row) or setScaleMode(Linear).
+    void setRowNormalized(bool on) { setScaleMode(on ? AttentionScale::Row : AttentionScale::Linear); }
+    bool isRowNormalized() const { return m_mode == AttentionScale::Row; }
 
     /// Frames query row `row` (−1: none) without emitting querySelected.
     void setSelectedQuery(int row);
     int selectedQuery() const { return m_selectedRow; }
 
-    /// Colour scale range in use: [0, max] for softmax, [−L, L] for linear patterns ([0, 1] and [−1, 1]
+    /// Colour scale range in use: [0, 1] for softmax ([10⁻³, 1] in Log), [−L, L] for linear patterns ([−1, 1]
     /// with rows normalised).
     double colorLower() const;
     double colorUpper() const;
@@ -85,6 +92,7 @@ public Q_SLOTS:
 Q_SIGNALS:
     /// The user clicked a cell of query row `row`.
     void querySelected(int row);
+    void scaleModeChanged(icl::widgets::AttentionScale mode);
     void exported(const QString& path);
 
 protected:
@@ -102,8 +110,10 @@ private:
     std::map<std::string, std::string> m_metadata;
     int m_selectedRow = -1;
     bool m_captionVisible = true;
-    bool m_rowNormalized = false;
-    class QAction* m_rowAction = nullptr;
+    AttentionScale m_mode = AttentionScale::Linear;
+    double m_lower = 0.0; ///< colour range of the last rebuild
+    double m_upper = 1.0;
+    class QAction* m_modeActions[3] = {};
     int m_keyStride = 1;
     int m_queryStride = 1;
     QCustomPlot* m_plot = nullptr;

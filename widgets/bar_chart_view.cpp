@@ -151,19 +151,61 @@ void BarChartView::rebuild()
     m_bars->setName(QString::fromStdString(m_chart.y_label));
     m_plot->xAxis->setLabel(QString::fromStdString(m_chart.x_label));
     m_plot->yAxis->setLabel(QString::fromStdString(m_chart.y_label));
-    // Level of detail: label every k-th bar so that rotated labels never overlap.
-    const QFontMetrics fm(m_plot->xAxis->tickLabelFont());
-    const int axisW = std::max(200, m_plot->width() - 100);
-    const int stride = n > 0 ? std::max(1, int(std::ceil(double(fm.height() + 2) * n / axisW))) : 1;
-    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
-    for (int i = 0; i < n; i += stride)
-        ticks->addTick(i, QString::fromStdString(m_chart.labels[size_t(i)]));
-    m_plot->xAxis->setTicker(ticks);
-    m_plot->xAxis->setTickLabelRotation(n > 12 ? 90 : 0);
+    updateTicks();
     m_plot->xAxis->setRange(-0.6, std::max(n, 1) - 0.4);
     const double pad = 0.05 * std::max(hi - lo, 1e-12);
     m_plot->yAxis->setRange(lo < 0 ? lo - pad : 0.0, hi > 0 ? hi + pad : (lo < 0 ? pad : 1.0));
     m_plot->replot(QCustomPlot::rpQueuedReplot);
+}
+
+void BarChartView::updateTicks()
+{
+    // Level of detail: label every k-th bar so that rotated labels never overlap (the Attention pattern's rule: a
+    // smaller font on dense axes, then an odd stride).
+    const int n = int(std::min(m_chart.labels.size(), m_chart.values.size()));
+    QFont tickFont = font();
+    if (n > 12)
+        tickFont.setPointSizeF(tickFont.pointSizeF() * 0.85);
+    m_plot->xAxis->setTickLabelFont(tickFont);
+    const QFontMetrics fm(tickFont);
+    const int rectW = m_plot->axisRect()->width();
+    const int axisW = rectW > 10 ? rectW : std::max(200, m_plot->width() - 100);
+    int widest = 0;
+    for (int i = 0; i < n && i < 64; ++i)
+        widest = std::max(widest, fm.horizontalAdvance(QString::fromStdString(m_chart.labels[size_t(i)])));
+    const double pitch = n > 12 ? fm.height() : widest + 8;
+    int stride = n > 0 ? std::max(1, int(std::ceil(pitch * n / axisW))) : 1;
+    if (stride > 1 && stride % 2 == 0)
+        ++stride;
+    m_stride = stride;
+    auto ticks = QSharedPointer<QCPAxisTickerText>(new QCPAxisTickerText);
+    int last = 0;
+    for (int i = 0; i < n; i += stride) {
+        ticks->addTick(i, QString::fromStdString(m_chart.labels[size_t(i)]));
+        last = i;
+    }
+    if (n > 1 && last != n - 1) { // the last bar (the query) in place of the tick before it when they would crowd
+        if (last > 0 && n - 1 - last < stride)
+            ticks->ticks().remove(last);
+        ticks->addTick(n - 1, QString::fromStdString(m_chart.labels[size_t(n - 1)]));
+    }
+    m_plot->xAxis->setTicker(ticks);
+    m_plot->xAxis->setTickLabelRotation(n > 12 ? 90 : 0);
+}
+
+void BarChartView::resizeEvent(QResizeEvent* event)
+{
+    QWidget::resizeEvent(event);
+    // Relabel for the new size once QCustomPlot has laid itself out.
+    QMetaObject::invokeMethod(
+        this,
+        [this] {
+            const int before = m_stride;
+            updateTicks();
+            if (before != m_stride)
+                m_plot->replot(QCustomPlot::rpQueuedReplot);
+        },
+        Qt::QueuedConnection);
 }
 
 int BarChartView::barAt(const QPointF& pos) const
@@ -185,6 +227,7 @@ QString BarChartView::barText(int index) const
 
 void BarChartView::replotNow()
 {
+    updateTicks();
     m_plot->replot(QCustomPlot::rpImmediateRefresh);
 }
 

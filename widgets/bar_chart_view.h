@@ -59,14 +59,23 @@ public:
 public Q_SLOTS:
     void exportWithDialog();
 
+    /// Tick label stride of the bars (1 = every bar labelled; odd when > 1, so alternating x and y tokens both keep
+    /// labels).
+    int labelStride() const { return m_stride; }
+
 Q_SIGNALS:
     void exported(const QString& path);
 
+protected:
+    void resizeEvent(QResizeEvent* event) override;
+
 private:
     void rebuild();
+    void updateTicks();
 
     BarChart m_chart;
     bool m_captionVisible = true;
+    int m_stride = 1;
     QCustomPlot* m_plot = nullptr;
     QToolBar* m_toolBar = nullptr;
     QCPBars* m_bars = nullptr;

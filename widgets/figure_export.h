@@ -8,6 +8,7 @@
 #include "core/types/algorithm_map.h"
 #include "core/types/figure.h"
 #include "core/types/matrix.h"
+#include "widgets/attention_scale.h"
 
 namespace icl::widgets {
 
@@ -39,6 +40,15 @@ bool exportFigure(
 /// sets `*error` on failure. Thread affinity: as exportFigure.
 bool exportMatrix(const icl::Matrix& matrix, const std::map<std::string, std::string>& metadata,
     const std::string& path, const std::string& format, int dpi, double color_limit, std::string* error);
+
+/// Writes one head's attention pattern [T, T_keys] (rows: query tokens, columns: key tokens, labels and name from
+/// the matrix) through the GUI's AttentionPatternView, so that the picture equals the Attention page's export:
+/// viridis for softmax weights in `scale` mode (colour bar "attention weight"), the diverging scale for linear
+/// scores, axis titles "key token" / "query token", the metadata caption. "png" (at `dpi`), "svg", "pdf" or "csv"
+/// (icl::matrixCsv). Returns false and sets `*error` on failure. Thread affinity: as exportFigure.
+bool exportAttentionPattern(const icl::Matrix& pattern, bool softmax,
+    const std::map<std::string, std::string>& metadata, const std::string& path, const std::string& format, int dpi,
+    AttentionScale scale, std::string* error);
 
 /// Writes one family of an algorithm map (AlgorithmMapView: heatmap layer × step on a fixed [−1, 1] colour bar with
 /// the best-match curve over it; the similarity of induced weights when `weights`) to `path` as "png" (at `dpi`),

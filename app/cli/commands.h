@@ -140,6 +140,7 @@ struct ExportArgs {
     std::string prompt_file;             ///< attention, lens, patching: the prompt read from this file instead (readPromptFile)
     int64_t layer = 0;                   ///< attention: 0-based layer of the head drawn
     int64_t head = 0;                    ///< attention: 0-based head
+    std::string attention_scale = "linear";  ///< attention: colour scale of softmax weights, linear, row or log
     std::string corruption = "change_label";  ///< patching: change_label, different_w or shuffle_pairs
     int64_t example = 1;                 ///< patching: change_label's example i of y_i (1-based)
     uint64_t seed = 0;                   ///< patching: seed of the corruption's random draws

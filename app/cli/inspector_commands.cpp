@@ -472,12 +472,14 @@ void exportInspectorPlot(const ExportArgs& args)
     }
     if (args.plot == "attention") {
         const Inspection view = inspector.inspect(prompt);
-        const Matrix m = headPattern(view, args.layer, args.head);
+        Matrix m = headPattern(view, args.layer, args.head);
+        m.name = "Attention pattern, layer " + std::to_string(args.layer) + ", head " + std::to_string(args.head);
         metadata["layer"] = std::to_string(args.layer);
         metadata["head"] = std::to_string(args.head);
-        // Softmax weights are in [0, 1]: a colour scale over [−1, 1] keeps 0 white and shows weights in red.
+        // Drawn by the Attention page's own view: the same colours, colour bar and axis titles as its export.
         const bool softmax = view.softmax_head.at(size_t(args.layer * view.n_heads + args.head));
-        exportHeatmap(m, metadata, args.out, args.format, args.dpi, softmax ? 1.0 : 0.0);
+        metadata["attention_scale"] = args.attention_scale;
+        exportAttentionPlot(m, softmax, metadata, args.out, args.format, args.dpi, args.attention_scale);
         return;
     }
     const PatchingOptions o = patchingOptions(args.corruption, args.example, args.seed);

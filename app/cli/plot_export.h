@@ -24,6 +24,13 @@ void exportPlot(const Figure& figure, const std::string& path, const std::string
 void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string>& metadata, const std::string& path,
                    const std::string& format, int dpi, double color_limit = 0.0);
 
+/// Writes one head's attention pattern as the Attention page exports it (AttentionPatternView: viridis for softmax
+/// weights in `scale` mode — "linear", "row" or "log" — with the colour bar "attention weight", the diverging scale
+/// for linear scores, axis titles "key token" / "query token") in `format` to `path` (csv: the matrix). Throws
+/// icl::Error on failure, for an unknown `scale`, or when images are requested from a build without the GUI.
+void exportAttentionPlot(const Matrix& pattern, bool softmax, const std::map<std::string, std::string>& metadata,
+                         const std::string& path, const std::string& format, int dpi, const std::string& scale);
+
 /// Writes one family of an algorithm map (heatmap layer × step with the best-match curve; induced weights when
 /// `weights`) as `format` to `path` (csv: icl::algorithmMapCsv). Throws icl::Error for an absent or unavailable
 /// family, a failed write, or images from a build without the GUI.

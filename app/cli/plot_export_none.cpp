@@ -31,6 +31,17 @@ void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string
                 "export is available");
 }
 
+void exportAttentionPlot(const Matrix& pattern, bool, const std::map<std::string, std::string>& metadata,
+                         const std::string& path, const std::string& format, int, const std::string& scale)
+{
+    if (scale != "linear" && scale != "row" && scale != "log")
+        throw Error("--attention-scale " + scale + ": expected linear, row or log");
+    if (format == "csv")
+        return writeMatrixCsv(pattern, metadata, path);
+    throw Error("--format " + format + ": this icl-cli was built without the GUI (ICL_BUILD_GUI=OFF); only csv "
+                "export is available");
+}
+
 void exportAlgorithmMapPlot(const AlgorithmMap& map, const std::string& family, bool weights,
                             const std::map<std::string, std::string>& metadata, const std::string& path,
                             const std::string& format, int)

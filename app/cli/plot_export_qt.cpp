@@ -60,6 +60,19 @@ void exportHeatmap(const Matrix& matrix, const std::map<std::string, std::string
         throw Error(path + ": " + error);
 }
 
+void exportAttentionPlot(const Matrix& pattern, bool softmax, const std::map<std::string, std::string>& metadata,
+                         const std::string& path, const std::string& format, int dpi, const std::string& scale)
+{
+    icl::widgets::AttentionScale mode = icl::widgets::AttentionScale::Linear;
+    if (!icl::widgets::parseAttentionScale(scale, &mode))
+        throw Error("--attention-scale " + scale + ": expected linear, row or log");
+    if (format != "csv")
+        ensureApplication();
+    std::string error;
+    if (!icl::widgets::exportAttentionPattern(pattern, softmax, metadata, path, format, dpi, mode, &error))
+        throw Error(path + ": " + error);
+}
+
 void exportAlgorithmMapPlot(const AlgorithmMap& map, const std::string& family, bool weights,
                             const std::map<std::string, std::string>& metadata, const std::string& path,
                             const std::string& format, int dpi)

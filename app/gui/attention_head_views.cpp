@@ -33,6 +33,10 @@ AttentionHeadViews::AttentionHeadViews(QSplitter* columns)
     middle->setChildrenCollapsible(false);
     m_patternView = new widgets::AttentionPatternView(middle);
     m_patternView->setObjectName(QStringLiteral("attentionPatternView"));
+    m_patternView->setCaptionVisible(false); // the page's heading says it; exports carry the caption
+    // The thumbnails follow the large view's colour-scale mode.
+    connect(
+        m_patternView, &widgets::AttentionPatternView::scaleModeChanged, m_grid, &widgets::AttentionGrid::setScaleMode);
     m_lowerTabs = new QTabWidget(middle);
     m_lowerTabs->setObjectName(QStringLiteral("attentionLowerTabs"));
     m_rowChart = new widgets::BarChartView(m_lowerTabs);
@@ -44,8 +48,8 @@ AttentionHeadViews::AttentionHeadViews(QSplitter* columns)
     m_lowerTabs->addTab(m_lensPlot, tr("Regression lens"));
     middle->addWidget(m_patternView);
     middle->addWidget(m_lowerTabs);
-    middle->setStretchFactor(0, 3);
-    middle->setStretchFactor(1, 2);
+    middle->setStretchFactor(0, 2);
+    middle->setStretchFactor(1, 1);
 
     columns->addWidget(left);
     columns->addWidget(middle);

@@ -55,14 +55,15 @@ AttentionPage::AttentionPage(QWidget* parent)
     m_predictions.target->setWordWrap(true);
     m_editor->columnLayout()->addWidget(m_predictions.target);
     m_predictions.table = new PredictionTable(m_editor);
-    m_editor->columnLayout()->addWidget(m_predictions.table, 2);
+    m_editor->columnLayout()->addWidget(m_predictions.table, 3);
     m_editor->columnLayout()->addWidget(m_status);
 
     columns->addWidget(m_editor);
     columns->setStretchFactor(0, 3);
     columns->setStretchFactor(1, 4);
     columns->setStretchFactor(2, 3);
-    columns->setSizes({ 290, 430, 380 }); // the prompt editor: x_1 … x_8 and y side by side
+    // The head table's five columns; the prompt editor: x_1 … x_8 and y side by side.
+    columns->setSizes({ 310, 410, 380 });
     layout->addWidget(columns, 1);
 
     // --- wiring ---
@@ -226,6 +227,7 @@ void AttentionPage::request(std::optional<PromptMutation> mutation)
     r.prompt = m_editor->prompt();
     r.mutation = m_pendingMutation;
     r.ablations = ablations();
+    r.scale = patternView()->scaleMode();
     runner()->enqueue(
         InspectJob, tr("attention"),
         [this, id, worker = m_worker, r]() -> AnalysisRunner::Continuation {

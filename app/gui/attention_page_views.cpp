@@ -40,7 +40,7 @@ void AttentionPage::showResult(const InspectResult& result)
     m_inspection = result.inspection;
     m_lens = result.lens;
     grid()->setThumbnails(result.inspection.n_layers, result.inspection.n_heads, result.thumbnails,
-        result.inspection.softmax_head, result.largest);
+        result.inspection.softmax_head, result.largest, result.scale, result.inspection.patterns);
     showInspection();
     QString status = tr("Model and baselines re-run in %1 ms.").arg(result.inspection.elapsed_ms, 0, 'f', 1);
     const icl::Prompt& prompt = m_editor->prompt();

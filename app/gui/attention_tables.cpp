@@ -28,6 +28,8 @@ QTableWidgetItem* numberItem(double v, int digits = 6)
     auto* item = new NumberItem;
     item->setData(Qt::UserRole, v);
     item->setText(std::isfinite(v) ? QString::number(v, 'g', digits) : QStringLiteral("—"));
+    if (std::isfinite(v))
+        item->setToolTip(QString::number(v, 'g', 17)); // the exact value
     item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
     item->setFlags(Qt::ItemIsSelectable | Qt::ItemIsEnabled);
     return item;
@@ -107,19 +109,27 @@ HeadSummaryTable::HeadSummaryTable(QWidget* parent)
 {
     setObjectName(QStringLiteral("attentionHeads"));
     setColumnCount(5);
-    setHorizontalHeaderLabels({ tr("layer"), tr("head"), tr("entropy"), tr("copy mass"), tr("query → ex.") });
+    // Short headers so that every column fits the left column at 1280 × 800; the tooltips say what they are.
+    setHorizontalHeaderLabels({ tr("L"), tr("H"), tr("entropy"), tr("copy"), tr("query → ex.") });
+    horizontalHeaderItem(0)->setToolTip(tr("Layer (0-based)"));
+    horizontalHeaderItem(1)->setToolTip(tr("Head (0-based)"));
     horizontalHeaderItem(2)->setToolTip(
         tr("Mean Shannon entropy (nats) of the head's rows (linear heads: |score| normalised per row)"));
     horizontalHeaderItem(3)->setToolTip(
-        tr("Mean weight of each y_i token on its own x_i token (copying; interleaved layout only)"));
-    horizontalHeaderItem(4)->setToolTip(tr("The in-context example the query token attends to most, and that weight"));
+        tr("Copy mass: mean weight of each y_i token on its own x_i token (copying; interleaved layout only)"));
+    horizontalHeaderItem(4)->setToolTip(
+        tr("The in-context example i the query token attends to most, and that weight: \"i (weight)\""));
     verticalHeader()->setVisible(false);
     setSelectionBehavior(QAbstractItemView::SelectRows);
     setSelectionMode(QAbstractItemView::SingleSelection);
     setEditTriggers(QAbstractItemView::NoEditTriggers);
     setSortingEnabled(true);
+    // No sort arrow: it would widen every section (ResizeToContents) past the left column; clicking still sorts.
+    horizontalHeader()->setSortIndicatorShown(false);
     horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    horizontalHeader()->setMinimumSectionSize(20);
     horizontalHeader()->setStretchLastSection(true);
+    verticalHeader()->setDefaultSectionSize(20);
     connect(this, &QTableWidget::itemSelectionChanged, this, [this] {
         if (m_filling)
             return;
@@ -154,9 +164,12 @@ void HeadSummaryTable::fill(const std::vector<icl::HeadSummary>& heads, int sele
         if (!h.query_to_example.empty()) {
             const auto best = std::max_element(h.query_to_example.begin(), h.query_to_example.end());
             auto* it = numberItem(*best);
-            it->setText(QStringLiteral("example %1 (%2)")
+            it->setText(QStringLiteral("%1 (%2)")
                             .arg(best - h.query_to_example.begin() + 1)
                             .arg(QString::number(*best, 'g', 3)));
+            it->setToolTip(tr("example %1, weight %2")
+                               .arg(best - h.query_to_example.begin() + 1)
+                               .arg(QString::number(*best, 'g', 17)));
             setItem(r, 4, it);
         } else {
             setItem(r, 4, textItem(QStringLiteral("—")));
@@ -165,6 +178,7 @@ void HeadSummaryTable::fill(const std::vector<icl::HeadSummary>& heads, int sele
             selected = true;
     }
     setSortingEnabled(true);
+    horizontalHeader()->setSortIndicatorShown(false);
     m_filling = false;
     if (selected)
         selectHead(selectedLayer, selectedHead);
@@ -209,8 +223,9 @@ void PredictionTable::fill(const std::vector<icl::PredictorValue>& predictions)
             name->setFont(bold);
         }
         setItem(int(i), 0, name);
-        setItem(int(i), 1, numberItem(p.prediction));
-        setItem(int(i), 2, numberItem(p.error));
+        // 4 significant digits on screen; the tooltip (and Qt::UserRole) keeps the exact value.
+        setItem(int(i), 1, numberItem(p.prediction, 4));
+        setItem(int(i), 2, numberItem(p.error, 4));
     }
 }
 

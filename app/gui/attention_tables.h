@@ -28,7 +28,8 @@ protected:
     void initStyleOption(QStyleOptionViewItem* option, const QModelIndex& index) const override;
 };
 
-/// One row per head (layer, head, entropy, copy mass, query → example), sortable by the exact values; selecting
+/// One row per head (layer "L", head "H", entropy, copy mass "copy", query → example "i (weight)"; short headers with
+/// tooltips so that every column fits 1280 × 800), sortable by the exact values; selecting
 /// a row emits headSelected. Thread affinity: GUI thread only.
 class HeadSummaryTable : public QTableWidget {
     Q_OBJECT
@@ -48,7 +49,8 @@ private:
 };
 
 /// The predictions ŷ of the model (bold) and every baseline with the run's loss against the query's label
-/// (column 0 keeps the predictor's name in Qt::UserRole). Thread affinity: GUI thread only.
+/// (column 0 keeps the predictor's name in Qt::UserRole; numbers with 4 significant digits, the exact value in the
+/// tooltip and in Qt::UserRole). Thread affinity: GUI thread only.
 class PredictionTable : public QTableWidget {
     Q_OBJECT
 public:

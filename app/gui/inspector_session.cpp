@@ -68,9 +68,10 @@ InspectResult InspectorSession::inspect(const InspectRequest& request)
     result.inspection = insp.inspect(result.prompt, request.ablations);
     result.lens = insp.lens(result.prompt, request.ablations);
     const icl::Inspection& in = result.inspection;
+    result.scale = request.scale;
     for (size_t i = 0; i < in.patterns.size(); ++i) {
         const bool softmax = i < in.softmax_head.size() ? bool(in.softmax_head[i]) : true;
-        result.thumbnails.push_back(widgets::AttentionGrid::renderThumbnail(in.patterns[i], softmax));
+        result.thumbnails.push_back(widgets::AttentionGrid::renderThumbnail(in.patterns[i], softmax, request.scale));
         result.largest.push_back(widgets::AttentionGrid::largestMagnitude(in.patterns[i]));
     }
     return result;

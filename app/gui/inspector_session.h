@@ -13,6 +13,7 @@
 
 #include "core/analysis/inspector.h"
 #include "core/types/inspection.h"
+#include "widgets/attention_scale.h"
 
 namespace icl::gui {
 
@@ -34,6 +35,7 @@ struct InspectRequest {
     icl::Prompt prompt;
     std::optional<PromptMutation> mutation;
     std::vector<icl::Ablation> ablations;
+    widgets::AttentionScale scale = widgets::AttentionScale::Linear; ///< colour-scale mode of the thumbnails
 };
 
 /// What one request computed.
@@ -43,7 +45,8 @@ struct InspectResult {
     icl::Inspection inspection;
     icl::RegressionLens lens;
     std::vector<QImage> thumbnails; ///< rendered on the worker: the GUI thread only paints them
-    std::vector<double> largest; ///< each pattern's largest |weight| (the grid's colour scale)
+    std::vector<double> largest; ///< each pattern's largest |weight| (the grid's tooltips)
+    widgets::AttentionScale scale = widgets::AttentionScale::Linear; ///< the mode the thumbnails were rendered in
 };
 
 /// The worker's Inspector and what it has loaded. Thread affinity: only the page's worker thread, one request

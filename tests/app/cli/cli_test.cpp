@@ -454,6 +454,39 @@ TEST(Cli, AnalyzeKernelJson)
     expectOneLineError(run("analyze " + out + " kernel --layer 1"), "layer 1 is not a softmax layer");
 }
 
+// export --plot attention of a softmax (GPT-2) head draws the Attention page's figure: viridis weights on a 0 … 1
+// colour bar titled "attention weight" (log10 with --attention-scale log), key/query axis titles, token labels.
+TEST(Cli, ExportAttentionOfAGpt2HeadIsTheAttentionPagesFigure)
+{
+    const std::string out = temp("cli_attention_gpt2.h5");
+    const Result tr = run("train --preset guo-representation --set task.d=4 --set task.rep_dim=4"
+                          " --set task.n_context=4 --set model.n_layers=1 --set model.n_heads=2 --set model.d_model=16"
+                          " --set training.eval_every=5 --set training.checkpoint_every=5 --set eval.n_prompts=16"
+                          " --steps 5 --device cpu --threads 1 --force --out " + out);
+    ASSERT_EQ(tr.code, 0) << tr.err;
+    auto svgOf = [&](const std::string& scale) {
+        const std::string svg = temp("cli_attention_gpt2_" + scale + ".svg");
+        const Result ex = run("export " + out + " --plot attention --head 1 --attention-scale " + scale
+                              + " --format svg --out " + svg);
+        EXPECT_EQ(ex.code, 0) << ex.err;
+        std::ifstream f(svg);
+        std::stringstream ss;
+        ss << f.rdbuf();
+        return ss.str();
+    };
+    const std::string linear = svgOf("linear");
+    EXPECT_NE(linear.find("Attention pattern, layer 0, head 1"), std::string::npos);
+    EXPECT_NE(linear.find(">attention weight<"), std::string::npos) << "the colour bar's title";
+    EXPECT_NE(linear.find(">key token<"), std::string::npos);
+    EXPECT_NE(linear.find(">query token<"), std::string::npos);
+    EXPECT_NE(linear.find(">query<"), std::string::npos) << "token labels";
+    EXPECT_EQ(linear.find(">-1<"), std::string::npos) << "no -1 ... 1 scale";
+    EXPECT_NE(linear.find("attention_scale: linear"), std::string::npos);
+    const std::string log = svgOf("log");
+    EXPECT_NE(log.find("attention weight (log scale)"), std::string::npos);
+    EXPECT_NE(log.find("attention_scale: log"), std::string::npos);
+}
+
 // The pasting experiment from the command line: a tiny GPT-2 parent, then `analyze paste --json` trains a
 // new embedding under its frozen upper blocks and a same-size model from scratch, writes the pasted model
 // as an experiment file (readable by info) and stores the comparison in the parent.
@@ -703,8 +736,16 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     std::ifstream sf(svg);
     std::stringstream svgText;
     svgText << sf.rdbuf();
-    EXPECT_NE(svgText.str().find("attention pattern, layer 0, head 0"), std::string::npos) << "the title";
+    EXPECT_NE(svgText.str().find("Attention pattern, layer 0, head 0"), std::string::npos) << "the GUI's title";
     EXPECT_NE(svgText.str().find("prompt_seed: 0"), std::string::npos) << "the prompt in the metadata";
+    // The Attention page's view draws it: its colour bar and axis titles, not the patching heatmap's −1 … 1 scale.
+    EXPECT_NE(svgText.str().find("key token"), std::string::npos);
+    EXPECT_NE(svgText.str().find("query token"), std::string::npos);
+    EXPECT_NE(svgText.str().find("attention score (linear)"), std::string::npos) << "the LSA head's colour bar";
+    EXPECT_NE(svgText.str().find("attention_scale: linear"), std::string::npos);
+    expectOneLineError(
+        run("export " + out + " --plot attention --attention-scale cubic --format svg --out " + temp("x.svg")),
+        "--attention-scale");
     expectOneLineError(run("export " + out + " --plot attention --layer 3 --format csv --out " + temp("x.csv")),
                        "--layer 3");
     expectOneLineError(run("analyze " + out + " attention --out " + temp("x.txt")), "writes .csv or .h5 files");

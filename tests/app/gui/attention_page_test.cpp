@@ -129,7 +129,7 @@ bool sameValue(double a, double b)
         if (table->item(r, 1)->data(Qt::UserRole).toDouble() != p.prediction)
             return ::testing::AssertionFailure() << p.name << ": " << table->item(r, 1)->data(Qt::UserRole).toDouble()
                                                  << " != " << p.prediction;
-        if (table->item(r, 1)->text() != QString::number(p.prediction, 'g', 6))
+        if (table->item(r, 1)->text() != QString::number(p.prediction, 'g', 4)) // 4 significant digits on screen
             return ::testing::AssertionFailure() << p.name << " shows " << table->item(r, 1)->text().toStdString();
         if (!sameValue(table->item(r, 2)->data(Qt::UserRole).toDouble(), p.error))
             return ::testing::AssertionFailure() << p.name << " error differs";
@@ -691,6 +691,59 @@ TEST_F(AttentionPageTest, AHostilePromptFileIsShownEscaped)
         << text.toStdString();
     EXPECT_FALSE(text.contains(QChar(0x1b))) << text.toStdString();
     EXPECT_FALSE(text.contains(QLatin1Char('\r'))) << text.toStdString();
+}
+
+TEST_F(AttentionPageTest, FitsTheDefaultWindowAndTheThumbnailsFollowTheScaleMode)
+{
+    MainWindow window; // scripted: the default 1280×800 window
+    openOnAttention(window, s_gpt2);
+    QTest::qWait(50); // pending layout requests
+    AttentionPage* page = window.page<AttentionPage>();
+    // The head table shows its five columns without a horizontal scrollbar.
+    QTableWidget* heads = page->headTable();
+    ASSERT_EQ(heads->columnCount(), 5);
+    EXPECT_FALSE(heads->horizontalScrollBar()->isVisible());
+    EXPECT_LE(heads->columnViewportPosition(4) + heads->columnWidth(4), heads->viewport()->width());
+    // The predictor table: 4 significant digits, the exact value in the tooltip.
+    QTableWidget* predictions = page->predictionTable();
+    ASSERT_GT(predictions->rowCount(), 0);
+    const double v = predictions->item(0, 1)->data(Qt::UserRole).toDouble();
+    EXPECT_EQ(predictions->item(0, 1)->text(), QString::number(v, 'g', 4));
+    EXPECT_EQ(predictions->item(0, 1)->toolTip().toDouble(), v);
+    // A 21-token pattern (N = 10) in the page's pattern view at this size: every token labelled.
+    icl::Matrix p;
+    p.rows = p.cols = 21;
+    p.data.assign(21 * 21, 0.0);
+    for (int r = 0; r < 21; ++r) {
+        for (int c = 0; c <= r; ++c)
+            p.data[size_t(r * 21 + c)] = 1.0 / (r + 1);
+        p.row_labels.push_back(r == 20 ? "query" : (r % 2 ? "y" : "x") + std::to_string(r / 2 + 1));
+    }
+    p.col_labels = p.row_labels;
+    icl::widgets::AttentionPatternView* view = page->patternView();
+    view->setPattern(p, true);
+    view->replotNow();
+    EXPECT_EQ(view->keyLabelStride(), 1);
+    EXPECT_EQ(view->queryLabelStride(), 1);
+    view->setPattern(page->inspection()->patterns[0], page->inspection()->softmax_head[0]);
+    // The toolbar's Log mode: the thumbnails are re-rendered in it, as the large view.
+    view->findChild<QAction*>(QStringLiteral("logScaleAction"))->trigger();
+    EXPECT_EQ(page->grid()->scaleMode(), icl::widgets::AttentionScale::Log);
+    const icl::Inspection& in = *page->inspection();
+    for (int l = 0; l < in.n_layers; ++l)
+        for (int h = 0; h < in.n_heads; ++h) {
+            const size_t i = size_t(l * in.n_heads + h);
+            EXPECT_EQ(page->grid()->thumbnail(l, h),
+                icl::widgets::AttentionGrid::renderThumbnail(
+                    in.patterns[i], in.softmax_head[i], icl::widgets::AttentionScale::Log))
+                << l << "," << h;
+        }
+    // A re-run (a new prompt) renders the thumbnails on the worker in the mode in use.
+    page->setPrompt(page->prompt());
+    waitForRerun(window);
+    EXPECT_EQ(page->grid()->thumbnail(0, 0),
+        icl::widgets::AttentionGrid::renderThumbnail(
+            page->inspection()->patterns[0], page->inspection()->softmax_head[0], icl::widgets::AttentionScale::Log));
 }
 
 TEST_F(AttentionPageTest, ThePromptEditorShowsXAndYOfEightDimensionsWithoutScrollingSideways)
