@@ -67,7 +67,7 @@ train lsa vonoswald-lsa-1layer
 train kernel renliu-kernel
 train garg garg-linear-regression 1500
 train guo guo-pasting 500
-train chan chan-bursty 1500
+train chan chan-bursty 3000
 
 # name | run | arguments
 SHOTS=(
