@@ -105,9 +105,11 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
     m_presets->setSelectionBehavior(QAbstractItemView::SelectRows);
     m_presets->setSelectionMode(QAbstractItemView::SingleSelection);
     m_presets->setWordWrap(false);
+    // "reproduces" and "description" share the width (elided, the whole text in the tool tip): sized to its contents
+    // "reproduces" alone filled 1280 pixels and left the description behind a scroll bar.
     m_presets->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
-    m_presets->horizontalHeader()->setSectionResizeMode(1, QHeaderView::ResizeToContents);
-    m_presets->horizontalHeader()->setStretchLastSection(true);
+    m_presets->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
+    m_presets->horizontalHeader()->setSectionResizeMode(2, QHeaderView::Stretch);
     const std::vector<icl::PresetInfo> presets = availablePresets();
     m_presets->setRowCount(int(presets.size()));
     for (size_t i = 0; i < presets.size(); ++i) {
@@ -115,7 +117,9 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
         auto* name = new QTableWidgetItem(qs(p.name));
         name->setData(Qt::UserRole, qs(p.name));
         m_presets->setItem(int(i), 0, name);
-        m_presets->setItem(int(i), 1, new QTableWidgetItem(qs(p.reproduces)));
+        auto* reproduces = new QTableWidgetItem(qs(p.reproduces));
+        reproduces->setToolTip(qs(p.reproduces));
+        m_presets->setItem(int(i), 1, reproduces);
         auto* description = new QTableWidgetItem(qs(p.description));
         description->setToolTip(qs(p.description));
         m_presets->setItem(int(i), 2, description);
@@ -124,8 +128,12 @@ ExperimentsPage::ExperimentsPage(QWidget* parent)
         m_presets->selectRow(0);
     auto* presetBox = makeGroupBox(tr("Presets — reproduce a figure (double-click to train)"), this, m_presets);
 
-    auto* top = makeSplitter(Qt::Horizontal, this, recentBox, 1, summaryBox, 2);
-    auto* vertical = makeSplitter(Qt::Vertical, this, top, 3, presetBox, 1);
+    // The file names of the recent list need less room than the summary's metric names and values; the presets get
+    // about five rows at 1280 × 800.
+    auto* top = makeSplitter(Qt::Horizontal, this, recentBox, 1, summaryBox, 3);
+    top->setSizes({ 300, 900 });
+    auto* vertical = makeSplitter(Qt::Vertical, this, top, 2, presetBox, 1);
+    vertical->setSizes({ 440, 220 });
 
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(buttons);

@@ -104,13 +104,20 @@ KernelViewPage::KernelViewPage(QWidget* parent)
     variantLayout->addLayout(variantControls);
     variantLayout->addWidget(m_variants.plot, 1);
 
-    grid->addWidget(m_views.exact, 0, 0);
-    grid->addWidget(m_views.approx, 0, 1);
-    grid->addWidget(m_views.error, 0, 2);
-    grid->addWidget(m_views.loss, 1, 0);
-    grid->addWidget(variantBox, 1, 1, 1, 2);
-    for (int c = 0; c < 3; ++c)
-        grid->setColumnStretch(c, 1);
+    // Two rows with their own columns: the two heatmaps and the error plot (a log-log plot with a legend, wider than a
+    // heatmap needs), then the reference model's loss and the variants' curves side by side. In one 3-column grid the
+    // error plot and the loss plot got a third of 1280 pixels each, half of it their legend's.
+    auto* top = new QHBoxLayout;
+    top->setSpacing(4);
+    top->addWidget(m_views.exact, 4);
+    top->addWidget(m_views.approx, 4);
+    top->addWidget(m_views.error, 5);
+    auto* bottom = new QHBoxLayout;
+    bottom->setSpacing(4);
+    bottom->addWidget(m_views.loss, 1);
+    bottom->addWidget(variantBox, 1);
+    grid->addLayout(top, 0, 0);
+    grid->addLayout(bottom, 1, 0);
     grid->setRowStretch(0, 1);
     grid->setRowStretch(1, 1);
     layout->addLayout(grid, 1);

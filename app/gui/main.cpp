@@ -2,7 +2,7 @@
 //
 //   icl-workbench [RUN.h5 [MORE.h5 ...] | SWEEP_DIR | WEIGHTS | RUN_FOLDER] [--preset NAME] [--scale quick|paper]
 //                 [--train] [--out RUN.h5] [--page NAME] [--tab NAME]
-//                 [--checkpoint STEP] [--run] [--screenshot OUT.png] [--quit]
+//                 [--checkpoint STEP] [--run] [--size WxH] [--screenshot OUT.png] [--quit]
 //
 // A weights file (PyTorch .pt, .safetensors, .npz, … recognised from its bytes) or a run folder in Garg et al.'s
 // layout (model_<step>.pt or state.pt) opens File ▸ Import checkpoint…'s dialog on it, as a drop does.
@@ -13,6 +13,8 @@
 // `--page pasting --run` first runs a pasting with the page's default options (the output file must not exist yet);
 // `--page patching --run` runs activation patching with the page's default options. `--page attention` waits for the
 // first inspection of the sampled prompt; `--page icl-iwl --tab sequence` for the sequence viewer's first draw.
+// `--size 1920x1080` sets the window's size (the screenshot's, in device-independent pixels) instead of the
+// remembered one (1280 × 800 on a first start and in scripted runs); scripts/screenshots.sh uses it.
 
 #include "app/runtime_env.h"
 
@@ -27,6 +29,8 @@
 #include <QIcon>
 #include <QLabel>
 #include <QPixmap>
+#include <QRegularExpression>
+#include <QSize>
 #include <QTimer>
 
 #include "app/gui/analysis_page.h"
@@ -51,6 +55,23 @@ QString listOr(const QStringList& names)
     if (names.size() < 2)
         return names.join(QString());
     return names.mid(0, names.size() - 1).join(QStringLiteral(", ")) + QStringLiteral(" or ") + names.back();
+}
+
+// --size's bounds: the window's smallest useful size and an 8K screen.
+constexpr int kMinWidth = 640, kMinHeight = 480, kMaxWidth = 7680, kMaxHeight = 4320;
+
+/// "1920x1080" (or "1920X1080") → a size within the bounds above; an invalid size otherwise.
+QSize parseWindowSize(const QString& text)
+{
+    static const QRegularExpression pattern(QStringLiteral("^([0-9]{1,5})[xX]([0-9]{1,5})$"));
+    const QRegularExpressionMatch match = pattern.match(text.trimmed());
+    if (!match.hasMatch())
+        return {};
+    const QSize size(match.captured(1).toInt(), match.captured(2).toInt());
+    if (size.width() < kMinWidth || size.width() > kMaxWidth || size.height() < kMinHeight
+        || size.height() > kMaxHeight)
+        return {};
+    return size;
 }
 } // namespace
 
@@ -109,6 +130,14 @@ int main(int argc, char** argv)
     const QCommandLineOption runOpt(QStringLiteral("run"),
         QStringLiteral("With --page pasting or patching: start a pasting or an activation patching with the page's "
                        "default options (waited for before the screenshot)."));
+    const QCommandLineOption sizeOpt(QStringLiteral("size"),
+        QStringLiteral("Window size in pixels, WIDTHxHEIGHT (e.g. 1920x1080; %1x%2 to %3x%4) instead of the "
+                       "remembered size (1280x800 on a first start and with --screenshot or --quit).")
+            .arg(kMinWidth)
+            .arg(kMinHeight)
+            .arg(kMaxWidth)
+            .arg(kMaxHeight),
+        QStringLiteral("WxH"));
     const QCommandLineOption screenshotOpt(QStringLiteral("screenshot"),
         QStringLiteral("When the page's jobs are done, save a screenshot of the "
                        "window."),
@@ -119,8 +148,8 @@ int main(int argc, char** argv)
         QStringLiteral("With --screenshot or --quit: print on stderr how long the page took from opening the file to "
                        "its first result (its jobs done), in ms; pages that show a first look before it (ICL curve, "
                        "Probes, Patching, GD alignment, ICL vs IWL, Algorithm map) also print when it appeared."));
-    parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, screenshotOpt,
-        quitOpt, timingOpt });
+    parser.addOptions({ presetOpt, scaleOpt, trainOpt, outOpt, pageOpt, tabOpt, checkpointOpt, runOpt, sizeOpt,
+        screenshotOpt, quitOpt, timingOpt });
     parser.process(app);
 
     auto fail = [](const QString& message) { // escaped: the message may quote a path or a file's name
@@ -174,6 +203,17 @@ int main(int argc, char** argv)
             return fail(
                 QStringLiteral("--checkpoint: expected a step >= 0, got \"%1\"").arg(parser.value(checkpointOpt)));
     }
+    QSize windowSize;
+    if (parser.isSet(sizeOpt)) {
+        windowSize = parseWindowSize(parser.value(sizeOpt));
+        if (!windowSize.isValid())
+            return fail(QStringLiteral("--size: expected WIDTHxHEIGHT from %1x%2 to %3x%4, got \"%5\"")
+                            .arg(kMinWidth)
+                            .arg(kMinHeight)
+                            .arg(kMaxWidth)
+                            .arg(kMaxHeight)
+                            .arg(parser.value(sizeOpt)));
+    }
     if (parser.isSet(presetOpt)) {
         bool known = false;
         QStringList names;
@@ -192,6 +232,18 @@ int main(int argc, char** argv)
 
     MainWindow window;
     window.setScripted(scripted);
+    if (windowSize.isValid()) {
+        // Below the pages' smallest layout the window would come out larger than asked (and the screenshot too).
+        const QSize smallest = window.minimumSizeHint().expandedTo(window.minimumSize());
+        if (windowSize.width() < smallest.width() || windowSize.height() < smallest.height())
+            return fail(QStringLiteral("--size: %1x%2 is smaller than the window's smallest size, %3x%4")
+                            .arg(windowSize.width())
+                            .arg(windowSize.height())
+                            .arg(smallest.width())
+                            .arg(smallest.height()));
+        window.setWindowState(Qt::WindowNoState); // a remembered maximised window would ignore the size
+        window.resize(windowSize);
+    }
     window.show();
     QElapsedTimer sinceOpen;
     sinceOpen.start();
