@@ -11,6 +11,7 @@
 #include "core/io/bounded_json.h"
 #include "core/io/config.h"
 #include "core/io/display_text.h"
+#include "core/types/number_format.h"
 
 namespace icl {
 
@@ -227,8 +228,10 @@ Figure lossFigure(const RunSummary& summary)
         if (!s.x.empty())  // an imported run has no train loss: no empty legend entry
             f.series.push_back(std::move(s));
     };
-    add("train_loss", "train loss", Series::Style::Line, "");
+    // The model's evaluation loss first: it gets the model's colour, the loss on the training batches (the model's
+    // second series) a lighter shade of it (widgets/plot_view.h).
     add("eval_loss", "model (eval)", Series::Style::Line, "model");
+    add("train_loss", "train loss", Series::Style::Line, "model");
     for (const auto& [key, values] : summary.metrics)
         if (key.rfind("baseline/", 0) == 0)
             add(key, prettyBaseline(key.substr(9)), Series::Style::Dashed, key.substr(9));
@@ -322,6 +325,7 @@ Figure predictionScatterFigure(const AlignmentResult& r, const RunSummary& summa
     f.metadata["checkpoint_step"] = std::to_string(r.checkpoint_step);
     Series s;
     s.name = "prompts";
+    s.predictor = "model";  // the model's predictions (y), in the model's colour
     s.style = Series::Style::Markers;
     s.x = r.reference_predictions;
     s.y = r.model_predictions;
@@ -343,13 +347,20 @@ Figure etaScanFigure(const EtaScan& scan, const RunSummary& summary)
 {
     Figure f;
     f.name = "eta_scan";
-    f.title = "GD with " + std::to_string(scan.k) + " step" + (scan.k == 1 ? "" : "s") + ": loss against step size";
-    f.x_label = "learning rate η";
+    const std::string gdName = "GD-" + std::to_string(scan.k);
+    f.title = "GD with " + std::to_string(scan.k) + " step" + (scan.k == 1 ? "" : "s") + ": loss against step size η";
+    f.x_label = "step size η";
     f.y_label = "loss  0.5·(ŷ − y)²";
     f.log_y = true;  // GD's loss explodes for large η; a linear axis hides the minimum
     f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(scan.checkpoint_step);
-    f.metadata["best_eta"] = std::to_string(scan.best_eta);
+    // Two η, two sets of prompts: the scan's minimum on the evaluation prompts, and the η fitted in training on the
+    // tuning prompts (the GD-k of the alignment metrics, the construction and the loss curves).
+    f.metadata["best_eta"] = formatSignificant(scan.best_eta) + " (minimum of this scan, evaluation prompts)";
+    if (std::isfinite(scan.fitted_eta))
+        f.metadata["fitted_eta"] = formatSignificant(scan.fitted_eta) + " (" + gdName
+                                   + " fitted in training on the tuning prompts"
+                                   + (scan.k == 1 ? ", closed form" : ", line search") + "; used by the other views)";
     Series gd;
     gd.name = "GD, " + std::to_string(scan.k) + " step" + (scan.k == 1 ? "" : "s");
     gd.predictor = "gd_" + std::to_string(scan.k);
@@ -362,11 +373,19 @@ Figure etaScanFigure(const EtaScan& scan, const RunSummary& summary)
     model.x = {scan.eta.front(), scan.eta.back()};
     model.y = {scan.model_loss, scan.model_loss};
     Series best;
-    best.name = "best η";
+    best.name = "best η = " + formatSignificant(scan.best_eta) + " (scan's minimum)";
     best.style = Series::Style::Markers;
     best.x = {scan.best_eta};
     best.y = {scan.best_loss};
     f.series = {gd, model, best};
+    if (std::isfinite(scan.fitted_eta) && std::isfinite(scan.fitted_loss)) {
+        Series fitted;
+        fitted.name = "fitted η = " + formatSignificant(scan.fitted_eta) + " (training's " + gdName + ")";
+        fitted.style = Series::Style::Markers;
+        fitted.x = {scan.fitted_eta};
+        fitted.y = {scan.fitted_loss};
+        f.series.push_back(std::move(fitted));
+    }
     return f;
 }
 
@@ -588,6 +607,7 @@ Figure algorithmMapBestStepFigure(const AlgorithmMap& map, const RunSummary& sum
             continue;
         Series s;
         s.name = algorithmFamilyTitle(fam.family) + (fam.step_name == "lambda" ? " λ*" : " k*");
+        s.predictor = fam.family;  // the family's colour; its fit line below gets the lighter shade
         s.style = Series::Style::Markers;
         for (size_t l = 0; l < map.layers.size() && l < fam.best_step.size(); ++l)
             if (std::isfinite(fam.best_step[l]) && fam.best_step[l] > 0) {
@@ -605,6 +625,7 @@ Figure algorithmMapBestStepFigure(const AlgorithmMap& map, const RunSummary& sum
             std::snprintf(name, sizeof name, "%s fit (%s, slope %.3g, R² %s)", algorithmFamilyTitle(fam.family).c_str(),
                           fit.kind.c_str(), fit.slope, r2);
             line.name = name;
+            line.predictor = fam.family;
             line.style = Series::Style::Dashed;
             for (int64_t l = fit.first_layer; l <= fit.last_layer; ++l) {
                 const double y = fit.intercept + fit.slope * double(l);
@@ -675,7 +696,7 @@ std::map<std::string, std::string> algorithmMapMetadata(const AlgorithmMap& map,
     if (family == "newton")
         m["newton_alpha"] = map.newton_alpha;
     if (family == "gd")
-        m["gd_step"] = map.gd_step == "fixed" ? "eta " + std::to_string(map.gd_eta) : std::string("1/||X^T X||_2");
+        m["gd_step"] = map.gd_step == "fixed" ? "η = " + formatSignificant(map.gd_eta) : std::string("η = 1/‖XᵀX‖₂");
     return m;
 }
 

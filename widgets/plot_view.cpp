@@ -17,6 +17,7 @@
 
 #include <qcustomplot.h>
 
+#include "core/types/number_format.h"
 #include "widgets/figure_export.h"
 #include "widgets/plot_export.h"
 
@@ -29,6 +30,39 @@ bool drawable(double value, bool log)
 {
     return !log || std::isnan(value) || value > 0.0;
 }
+
+/// On a log y axis, a series whose largest value is below this fraction of the figure's largest is left out.
+constexpr double kBelowLogAxis = 1e-6;
+
+/// The fewest labelled ticks an axis shows (issue 49: an η scan's log axis had two around its minimum).
+constexpr int kMinTicks = 4;
+
+/// The largest step among 1, 2, 2.5 and 5 × 10^k that is at most `raw`.
+double niceStep(double raw)
+{
+    const double decade = std::pow(10.0, std::floor(std::log10(raw)));
+    double step = decade;
+    for (double m : { 2.0, 2.5, 5.0 })
+        if (m * decade <= raw * (1 + 1e-9))
+            step = m * decade;
+    return step;
+}
+
+/// Linear ticker that gives at least kMinTicks labelled ticks: QCustomPlot's readable steps can leave two or three
+/// on a small range.
+class LinearTicker : public QCPAxisTicker {
+public:
+    LinearTicker() { setTickCount(5); }
+
+protected:
+    double getTickStep(const QCPRange& range) override
+    {
+        double step = QCPAxisTicker::getTickStep(range);
+        for (int i = 0; i < 8 && step > 0 && range.size() / step < double(kMinTicks); ++i)
+            step = niceStep(step / 2.0 * (1 - 1e-9));
+        return step;
+    }
+};
 
 /// Log ticker that labels 1, 2 and 5 × 10^k (with minor ticks at the other integer multiples)
 /// when the axis spans under three decades, where powers of ten alone leave one or two labels.
@@ -46,22 +80,39 @@ public:
             subTicks->clear();
         const int first = int(std::floor(std::log10(range.lower)));
         const int last = int(std::floor(std::log10(range.upper)));
-        for (int k = first; k <= last; ++k) {
-            const double decade = std::pow(10.0, k);
-            for (int m = 1; m <= 9; ++m) {
-                const double v = m * decade;
-                if (v < range.lower || v > range.upper)
-                    continue;
-                if (m == 1 || m == 2 || m == 5)
-                    ticks.push_back(v);
-                else if (subTicks)
-                    subTicks->push_back(v);
+        auto multiples = [&](bool all) {
+            ticks.clear();
+            if (subTicks)
+                subTicks->clear();
+            for (int k = first; k <= last; ++k) {
+                const double decade = std::pow(10.0, k);
+                for (int m = 1; m <= 9; ++m) {
+                    const double v = m * decade;
+                    if (v < range.lower || v > range.upper)
+                        continue;
+                    if (all || m == 1 || m == 2 || m == 5)
+                        ticks.push_back(v);
+                    else if (subTicks)
+                        subTicks->push_back(v);
+                }
             }
+        };
+        multiples(false);
+        if (ticks.size() < kMinTicks)
+            multiples(true); // under a decade: every integer multiple of 10^k
+        if (ticks.size() < kMinTicks) {
+            // Under a factor of about 2 (e.g. an η scan's loss from 0.8 to 1.6): evenly stepped ticks.
+            ticks.clear();
+            if (subTicks)
+                subTicks->clear();
+            const double step = niceStep((range.upper - range.lower) / double(kMinTicks));
+            for (double v = std::ceil(range.lower / step) * step; v <= range.upper; v += step)
+                ticks.push_back(v);
         }
         if (tickLabels) {
             tickLabels->clear();
             for (double t : ticks)
-                tickLabels->push_back(locale.toString(t, 'g', 3));
+                tickLabels->push_back(locale.toString(t, 'g', 4));
         }
     }
 };
@@ -101,6 +152,11 @@ QColor PlotView::predictorColor(const std::string& predictor)
         {"oracle_ridge_phi", QColor(0x56, 0xB4, 0xE9)}, // sky blue
         {"least_squares", QColor(0x00, 0x00, 0x00)},    // black
         {"zero", QColor(0x88, 0x88, 0x88)},             // grey: the reference every other predictor beats
+        // Beyond Okabe & Ito's eight: Tol's (2021) dark colours, apart from the eight and from each other.
+        {"averaging", QColor(0x99, 0x99, 0x33)},         // olive
+        {"knn", QColor(0x88, 0x22, 0x55)},               // wine
+        {"mixture_posterior", QColor(0x33, 0x22, 0x88)}, // indigo
+        {"features_gd", QColor(0x11, 0x77, 0x33)},       // green
     };
     const auto it = colors.find(family);
     return it == colors.end() ? QColor() : it->second;
@@ -111,12 +167,22 @@ std::vector<QColor> PlotView::seriesColors(const icl::Figure& figure)
     const size_t n = figure.series.size();
     std::vector<QColor> out(n);
     std::vector<QColor> used;
+    std::map<QRgb, int> members; // series of each family colour so far
     for (size_t i = 0; i < n; ++i) {
         const QColor c = predictorColor(figure.series[i].predictor);
-        if (c.isValid() && std::find(used.begin(), used.end(), c) == used.end()) {
-            out[i] = c;
-            used.push_back(c);
+        if (!c.isValid())
+            continue;
+        // The family's first series gets its colour, later ones (GD-2 after GD-1, the train loss after the model's
+        // eval loss, a fit line after its points) lighter shades of it: mixed with white 40 %, 60 %, 75 %, …
+        const int member = members[c.rgb()]++;
+        QColor shade = c;
+        if (member > 0) {
+            const double w = std::min(0.9, 1.0 - 0.6 * std::pow(0.6, member - 1));
+            shade = QColor::fromRgbF(float(c.redF() + (1 - c.redF()) * w), float(c.greenF() + (1 - c.greenF()) * w),
+                float(c.blueF() + (1 - c.blueF()) * w));
         }
+        out[i] = shade;
+        used.push_back(shade);
     }
     int next = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -189,6 +255,18 @@ PlotView::PlotView(QWidget* parent)
     legendColumn->addElement(1, 0, new QCPLayoutElement(m_plot)); // pushes the legend to the top
     legendColumn->setRowStretchFactor(0, 0.001);
     legendColumn->setMargins(QMargins(0, 10, 6, 0));
+    // Below the axis rect, for a plot too narrow for the legend beside it (placeLegend): in the body only while it
+    // holds the legend (an empty grid's maximum width of 0 would pin the axis rect to its minimum).
+    auto* legendRow = new QCPLayoutGrid;
+    body->addElement(1, 0, legendRow);
+    legendRow->setMargins(QMargins(0, 0, 0, 0));
+    body->take(legendRow);
+    body->simplify();
+    m_body = body;
+    m_legendColumn = legendColumn;
+    m_legendRow = legendRow;
+    // Every replot (resize, export at its own size) places the legend for the width it is drawn at.
+    connect(m_plot, &QCustomPlot::beforeReplot, this, &PlotView::placeLegend);
 
     m_plot->setContextMenuPolicy(Qt::CustomContextMenu);
     connect(m_plot, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
@@ -235,6 +313,8 @@ PlotView::~PlotView()
         delete m_title;
     if (!m_caption->layout())
         delete m_caption;
+    if (!m_legendRow->layout())
+        delete m_legendRow;
 }
 
 void PlotView::setFigure(const icl::Figure& figure)
@@ -298,7 +378,7 @@ void PlotView::rebuild()
             axis->setNumberPrecision(0);
         } else {
             axis->setScaleType(QCPAxis::stLinear);
-            axis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+            axis->setTicker(QSharedPointer<QCPAxisTicker>(new LinearTicker));
             axis->setNumberFormat(QStringLiteral("gbd"));
             axis->setNumberPrecision(6);
         }
@@ -314,6 +394,19 @@ void PlotView::rebuild()
 
     bool anyData = false;
     const std::vector<QColor> colors = seriesColors(m_figure);
+    // On a log y axis, a series far below all others (least squares of a noiseless square system: float noise
+    // near 1e-11) would stretch the axis over ten decades and flatten every other line: it is left out of the
+    // axis and its legend entry says so (issue 49).
+    double top = 0.0;
+    std::vector<double> seriesTop(m_figure.series.size(), 0.0);
+    if (m_figure.log_y)
+        for (size_t i = 0; i < m_figure.series.size(); ++i) {
+            const icl::Series& s = m_figure.series[i];
+            for (size_t k = 0; k < s.y.size() && k < s.x.size(); ++k)
+                if (std::isfinite(s.y[k]) && s.y[k] > 0 && drawable(s.x[k], m_figure.log_x))
+                    seriesTop[i] = std::max(seriesTop[i], s.y[k]);
+            top = std::max(top, seriesTop[i]);
+        }
     for (size_t i = 0; i < m_figure.series.size(); ++i) {
         const icl::Series& series = m_figure.series[i];
         const QColor color = colors[i];
@@ -350,10 +443,11 @@ void PlotView::rebuild()
             upper->setSelectable(QCP::stNone);
         }
 
+        const bool belowAxis = m_figure.log_y && seriesTop[i] > 0 && seriesTop[i] < kBelowLogAxis * top;
         QVector<double> x, y;
         x.reserve(int(n));
         y.reserve(int(n));
-        for (size_t k = 0; k < n; ++k) {
+        for (size_t k = 0; k < n && !belowAxis; ++k) {
             if (!drawable(series.x[k], m_figure.log_x) || !drawable(series.y[k], m_figure.log_y))
                 continue;
             x.push_back(series.x[k]);
@@ -363,7 +457,9 @@ void PlotView::rebuild()
 
         QCPGraph* graph = m_plot->addGraph(xAxis, yAxis);
         QString name = QString::fromStdString(series.name);
-        if (x.isEmpty() && n > 0 && (m_figure.log_x || m_figure.log_y))
+        if (belowAxis)
+            name += tr(" (≤ %1, below the axis)").arg(QString::fromStdString(icl::formatSignificant(seriesTop[i])));
+        else if (x.isEmpty() && n > 0 && (m_figure.log_x || m_figure.log_y))
             name += tr(" (≤ 0: not on the log axis)");  // listed, so a missing line is not a mystery
         graph->setName(name);
         graph->setData(x, y);
@@ -395,6 +491,46 @@ void PlotView::rebuild()
         yAxis->setRange(m_figure.log_y ? QCPRange(1e-3, 1) : QCPRange(0, 1));
         m_plot->replot(QCustomPlot::rpQueuedReplot);
     }
+}
+
+void PlotView::placeLegend()
+{
+    QCPLegend* legend = m_plot->legend;
+    // Beside the axis rect while it takes at most a third of the width; otherwise below it, in as many columns as
+    // fit (the Attention page's lens plot and narrow panes: the legend took half the plot).
+    int widest = 0;
+    for (int i = 0; i < legend->itemCount(); ++i)
+        widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+    const int width = std::max(1, m_plot->viewport().width());
+    const int margins = legend->margins().left() + legend->margins().right() + 20;
+    const bool below = legend->itemCount() > 0 && widest + margins > width / 3;
+    QCPLayoutGrid* from = below ? m_legendColumn : m_legendRow;
+    QCPLayoutGrid* to = below ? m_legendRow : m_legendColumn;
+    if (legend->layout() == from) {
+        from->take(legend);
+        from->simplify();
+        if (to == m_legendColumn) {
+            m_body->take(m_legendRow);
+            m_body->simplify();
+            to->insertRow(0); // the column: the legend (row 0) above a spacer that pushes it to the top
+            to->addElement(0, 0, legend);
+            to->setRowStretchFactor(0, 0.001);
+        } else {
+            to->addElement(0, 0, legend);
+            m_body->addElement(1, 0, m_legendRow);
+            m_body->setRowStretchFactor(1, 0.001);
+        }
+    }
+    m_legendBelow = below;
+    if (below) {
+        const int columns = std::max(1, std::min(legend->itemCount(), (width - 40) / std::max(1, widest + 8)));
+        legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, false);
+        legend->setWrap(columns);
+    } else {
+        legend->setWrap(0);
+        legend->setFillOrder(QCPLayoutGrid::foRowsFirst, false);
+    }
+    legend->setFillOrder(legend->fillOrder(), true); // re-flows the items for the new wrap
 }
 
 void PlotView::resetView()

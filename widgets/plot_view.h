@@ -6,6 +6,7 @@
 #include "core/types/figure.h"
 
 class QCPGraph;
+class QCPLayoutGrid;
 class QCPTextElement;
 class QCustomPlot;
 class QToolBar;
@@ -36,6 +37,9 @@ public:
     /// Shows or hides the toolbar above the plot (hidden for off-screen export).
     void setToolBarVisible(bool visible);
 
+    /// True while the legend sits below the axis rect (a plot too narrow for it beside the data).
+    bool legendBelow() const { return m_legendBelow; }
+
     /// Draws pending changes now instead of on the next event-loop pass (screenshots, export).
     void replotNow();
 
@@ -62,6 +66,9 @@ Q_SIGNALS:
 
 private:
     void rebuild();
+    /// Puts the legend beside the axis rect, or below it in several columns when beside it would take more than a
+    /// third of the plot's width.
+    void placeLegend();
 
     icl::Figure m_figure;
     QCustomPlot* m_plot = nullptr;
@@ -69,6 +76,10 @@ private:
     QCPTextElement* m_title = nullptr;
     QCPTextElement* m_caption = nullptr;
     std::vector<QCPGraph*> m_seriesGraphs;
+    QCPLayoutGrid* m_body = nullptr; ///< the axis rect, the legend column beside it and, when used, the row below
+    QCPLayoutGrid* m_legendColumn = nullptr;
+    QCPLayoutGrid* m_legendRow = nullptr;
+    bool m_legendBelow = false;
 };
 
 } // namespace icl::widgets

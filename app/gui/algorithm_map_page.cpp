@@ -323,7 +323,7 @@ bool AlgorithmMapPage::showCell(int layerIndex, int stepIndex)
     diagonal.y = {lo, hi};
     fig.series = {pts, diagonal};
     fig.metadata = icl::algorithmMapMetadata(m_map, family, false, m_summary);
-    fig.metadata["similarity_of_errors"] = std::to_string(f.errorsAt(layerIndex, stepIndex));
+    fig.metadata["similarity_of_errors"] = icl::formatSignificant(f.errorsAt(layerIndex, stepIndex));
     m_scatter->setFigure(fig);
     return true;
 }

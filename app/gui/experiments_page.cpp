@@ -293,7 +293,7 @@ void ExperimentsPage::showExperiment(const icl::RunSummary& summary)
         if (!summary.import_json.empty() && key == "wall_time_s" && v == 0.0)
             v = std::numeric_limits<double>::quiet_NaN();
         html += QStringLiteral("<tr><td style='color:gray'>%1</td><td align='right'>%2</td></tr>")
-                    .arg(esc(key), std::isnan(v) ? QStringLiteral("–") : QString::number(v, 'g', 6));
+                    .arg(esc(key), formatValue(v));
     }
     html += QStringLiteral("</table>");
 

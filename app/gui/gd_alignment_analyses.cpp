@@ -2,6 +2,7 @@
 // each runs on the page's worker and shows its result in its own tab.
 #include "app/gui/gd_alignment_page.h"
 
+#include <cmath>
 #include <memory>
 
 #include <QCheckBox>
@@ -99,10 +100,17 @@ void GdAlignmentPage::runEtaScan()
         },
         [this, k](const Result& r) {
             m_eta.plot->setFigure(r.second);
-            setStatus(m_eta.status,
-                tr("Best η for %1 step(s): %2 (loss %3); trained model: loss %4")
-                    .arg(k)
-                    .arg(metricText(r.first.best_eta), metricText(r.first.best_loss), metricText(r.first.model_loss)));
+            const icl::EtaScan& s = r.first;
+            QString text = tr("Best η for %1 step(s) on the evaluation prompts (the scan's minimum): %2 (loss %3); "
+                              "trained model: loss %4.")
+                               .arg(k)
+                               .arg(metricText(s.best_eta), metricText(s.best_loss), metricText(s.model_loss));
+            if (std::isfinite(s.fitted_eta))
+                text += tr(" GD-%1's η fitted in training on the tuning prompts, which the other views use: %2 "
+                           "(loss %3 here); the two η differ by the prompts they are fitted on.")
+                            .arg(k)
+                            .arg(metricText(s.fitted_eta), metricText(s.fitted_loss));
+            setStatus(m_eta.status, text);
         },
         [this] { m_eta.plot->setFigure(icl::Figure {}); });
 }

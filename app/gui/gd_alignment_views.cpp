@@ -18,6 +18,14 @@ namespace icl::gui {
 
 namespace {
 
+} // namespace
+
+const char* const kSignNote
+    = "Sign: the layer computes P·W_V·Z·Zᵀ·W_KᵀW_Q, so the two products are determined only up to a joint sign "
+      "(both flipped is the same layer); compare them with the construction as a pair.";
+
+namespace {
+
 QLabel* valueLabel(const QString& objectName, QWidget* parent)
 {
     auto* label = new QLabel(QStringLiteral("—"), parent);
@@ -46,7 +54,7 @@ QString prettyReference(const std::string& ref)
 
 QString metricText(double v)
 {
-    return std::isnan(v) ? QStringLiteral("—") : QString::number(v, 'g', 6);
+    return formatValue(v);
 }
 
 QLabel* makeTabStatusLabel(const QString& objectName, QWidget* parent)
@@ -96,6 +104,7 @@ AlignmentMetricsStrip::AlignmentMetricsStrip(QWidget* parent)
         caption->setPalette(pal);
         caption->setToolTip(tips[i]);
         m_values[size_t(i)]->setToolTip(tips[i]);
+        m_tips.push_back(tips[i]);
         grid->addWidget(caption, 0, i + 1);
         grid->addWidget(m_values[size_t(i)], 1, i + 1);
     }
@@ -124,13 +133,19 @@ void AlignmentMetricsStrip::showResult(const icl::AlignmentResult& result)
     const icl::AlignmentMetrics& m = result.metrics;
     const double values[] = { m.model_cosine, m.prediction_difference, m.model_difference, m.relative_model_difference,
         m.model_loss, m.reference_loss };
-    for (size_t i = 0; i < m_values.size(); ++i)
+    for (size_t i = 0; i < m_values.size(); ++i) {
         m_values[i]->setText(metricText(values[i]));
+        // Full precision in the tool tip; the label shows 4 significant digits.
+        m_values[i]->setToolTip(m_tips[i] + QStringLiteral("\n") + formatFullPrecision(values[i]));
+    }
     m_title->setText(tr("Checkpoint %1 vs %2\n(η = %3, %4 prompts)")
                          .arg(result.checkpoint_step)
                          .arg(prettyReference(result.reference))
-                         .arg(QString::number(result.reference_eta, 'g', 4))
+                         .arg(formatValue(result.reference_eta))
                          .arg(result.n_prompts));
+    m_title->setToolTip(tr("η: the step size of %1 fitted during training on the tuning prompts (closed form for "
+                           "one step, line search for more), %2")
+                            .arg(prettyReference(result.reference), formatFullPrecision(result.reference_eta)));
 }
 
 LsaWeightsTab::LsaWeightsTab(QLabel* status, QWidget* parent)
@@ -145,8 +160,10 @@ LsaWeightsTab::LsaWeightsTab(QLabel* status, QWidget* parent)
     m_layer->setMinimumWidth(110);
     wc->addWidget(m_layer);
     auto* weightNote = new QLabel(tr("Learned products (left) next to the GD construction of Proposition 1 "
-                                     "(right); each heatmap has its own colour scale, symmetric around 0."),
+                                     "(right); each heatmap has its own colour scale, symmetric around 0.\n%1")
+                                      .arg(QString::fromUtf8(kSignNote)),
         weightControls);
+    weightNote->setObjectName(QStringLiteral("weightsNote"));
     weightNote->setWordWrap(true);
     wc->addWidget(weightNote, 1);
     auto* heatmaps = new QWidget(this);
@@ -212,6 +229,7 @@ void LsaWeightsTab::showLayer(int index)
     const icl::LsaWeightView& v = m_views[size_t(index)];
     auto meta = m_metadata;
     meta["layer"] = std::to_string(v.layer);
+    meta["sign"] = kSignNote; // in every exported heatmap's caption
     const std::pair<widgets::HeatmapView*, const icl::Matrix*> views[] = {
         { m_kq, &v.learned_kq },
         { m_kqConstruction, &v.construction_kq },

@@ -16,9 +16,13 @@
 
 namespace icl::gui {
 
+/// The weights tab's note (on the view and in every exported heatmap's caption, metadata key "sign"): W_KᵀW_Q and
+/// P·W_V are determined up to a joint sign, so a learned pair may show the opposite signs of the construction.
+extern const char* const kSignNote;
+
 /// "gd_2" → "GD-2", "gdpp_3" → "GD++-3", "features_gd_1" → "features + GD-1".
 QString prettyReference(const std::string& ref);
-/// A metric with 6 significant digits, "—" for NaN (not computed).
+/// A metric with 4 significant digits (formatValue), "—" for NaN (not computed).
 QString metricText(double v);
 /// A tab's status line (object name `objectName`), hidden while empty.
 QLabel* makeTabStatusLabel(const QString& objectName, QWidget* parent);
@@ -42,6 +46,7 @@ private:
 
     QLabel* m_title = nullptr;
     std::vector<QLabel*> m_values; ///< in the order of AlignmentMetrics' fields shown
+    std::vector<QString> m_tips;   ///< each value's tool tip (its full-precision value is appended)
 };
 
 /// The weights tab: a layer chooser and four heatmaps (learned and constructed W_KᵀW_Q above, P·W_V below),

@@ -31,7 +31,12 @@ namespace icl::gui {
 
 QString formatValue(double v, int digits)
 {
-    return std::isfinite(v) ? QString::number(v, 'g', digits) : QStringLiteral("—");
+    return std::isfinite(v) ? QString::fromStdString(icl::formatSignificant(v, digits)) : QStringLiteral("—");
+}
+
+QString formatFullPrecision(double v)
+{
+    return QString::fromStdString(icl::formatFullPrecision(v));
 }
 
 RunRow makeRunRow(const QString& name, QWidget* parent, const QString& runText, const QString& runToolTip,

@@ -14,6 +14,7 @@
 #include "app/gui/gui_forward.h"
 #include "app/gui/shown_text.h"
 #include "core/io/kinds.h"
+#include "core/types/number_format.h"
 #include "core/types/run_summary.h"
 
 namespace icl::gui {
@@ -24,8 +25,11 @@ inline QString qs(const std::string& s)
     return QString::fromStdString(s);
 }
 
-/// `v` with `digits` significant digits, or "—" when it is not finite (NaN: not computed).
-QString formatValue(double v, int digits = 3);
+/// `v` with `digits` significant digits (the figure style's 4 by default, core/types/number_format.h), or "—" when
+/// it is not finite (NaN: not computed).
+QString formatValue(double v, int digits = icl::kShownDigits);
+/// `v` in full precision (the tool tip of a value shown with formatValue).
+QString formatFullPrecision(double v);
 
 /// The Run / Cancel / progress row of a page that computes on request. Object names "<name>Run",
 /// "<name>Cancel", "<name>Progress"; the progress bar shows `progressFormat` ("%v / %m …") and starts at 0 / 1.

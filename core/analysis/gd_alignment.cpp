@@ -10,6 +10,7 @@
 #include "core/models/lsa.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/types/number_format.h"
 #include "core/tasks/prompts.h"
 #include "core/io/experiment_file.h"
 #include "core/models/model.h"
@@ -158,6 +159,11 @@ EtaScan computeEtaScan(const std::string& path, int64_t checkpoint_step, int64_t
     s.best_eta = lineSearchEta(prompts, k, 0.0, eta_max);
     s.best_loss = lossOf(predictGd(prompts, k, s.best_eta), prompts);
     s.model_loss = lossOf(run.model.predict(prompts), prompts);
+    const auto fitted = run.fitted.eta.find("gd_" + std::to_string(k));
+    if (fitted != run.fitted.eta.end() && std::isfinite(fitted->second)) {
+        s.fitted_eta = fitted->second;
+        s.fitted_loss = spectrum.loss(k, s.fitted_eta);
+    }
     if (store) {
         nlohmann::json result = {{"k", k}, {"eta", s.eta}, {"loss", s.loss}, {"best_eta", s.best_eta},
                                  {"best_loss", s.best_loss}, {"model_loss", s.model_loss}};
@@ -229,10 +235,11 @@ std::vector<LsaWeightView> lsaWeightViews(const std::string& path, int64_t check
         auto pv = [](const LsaLayerWeights& x) { return torch::einsum("hfe,hed->fd", {x.w_o, x.w_v}); };
         LsaWeightView v;
         v.layer = l + 1;
-        v.learned_kq = toMatrix("W_K^T W_Q (layer " + std::to_string(l + 1) + ")", kq(w));
-        v.learned_pv = toMatrix("P W_V (layer " + std::to_string(l + 1) + ")", pv(w));
-        v.construction_kq = toMatrix("GD construction W_K^T W_Q", kq(c));
-        v.construction_pv = toMatrix("GD construction P W_V (η = " + nlohmann::json(eta).dump() + ")", pv(c));
+        // Labels in the figure style: Unicode ᵀ, subscripts as _K, _Q, _V (Unicode has no subscript Q), 4 digits.
+        v.learned_kq = toMatrix("learned W_KᵀW_Q (layer " + std::to_string(l + 1) + ")", kq(w));
+        v.learned_pv = toMatrix("learned P·W_V (layer " + std::to_string(l + 1) + ")", pv(w));
+        v.construction_kq = toMatrix("GD construction W_KᵀW_Q", kq(c));
+        v.construction_pv = toMatrix("GD construction P·W_V (η = " + formatSignificant(eta) + ")", pv(c));
         out.push_back(std::move(v));
     }
     return out;

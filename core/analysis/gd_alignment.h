@@ -36,6 +36,10 @@ struct EtaScan {
     double best_eta = 0.0;         ///< argmin over the grid, refined by golden-section search
     double best_loss = 0.0;
     double model_loss = 0.0;       ///< the checkpoint's loss on the same prompts
+    /// η of GD-k fitted during training on the tuning prompts (closed form for k = 1, line search otherwise): the η
+    /// of the alignment metrics and of the construction; NaN when the run fitted no GD-k.
+    double fitted_eta = std::numeric_limits<double>::quiet_NaN();
+    double fitted_loss = std::numeric_limits<double>::quiet_NaN();  ///< GD-k's loss with fitted_eta, same prompts
     int64_t checkpoint_step = 0;
 };
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/types/number_format.h"
 #include "core/types/algorithm_map.h"
 #include "core/types/matrix.h"
 #include "core/types/matrix_csv.h"
@@ -31,12 +32,7 @@ inline std::string algorithmFamilyTitle(const std::string& family)
 /// Label of a step: "k=3" (iterations; GD++: layers of the fitted GD++) or "λ=0.1".
 inline std::string algorithmStepLabel(const AlgorithmFamilyMap& f, double step)
 {
-    char buf[64];
-    if (f.step_name == "lambda")
-        std::snprintf(buf, sizeof buf, "λ=%g", step);
-    else
-        std::snprintf(buf, sizeof buf, "k=%g", step);
-    return buf;
+    return (f.step_name == "lambda" ? "λ=" : "k=") + formatSignificant(step);
 }
 
 /// The family that `family` names in `map`; throws icl::Error naming the choices when it is not there or is

@@ -1,9 +1,16 @@
 // Figures built from results: what a reader of the plot sees.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <string>
+#include <vector>
+
 #include "core/report.h"
 #include "core/error.h"
 #include "core/report/sweep_figure.h"
+#include "core/types/number_format.h"
 
 namespace {
 
@@ -47,13 +54,16 @@ TEST(Report, LossFigureHoldsEveryMetricSeriesAgainstStep)
     s.metrics["baseline/least_squares"] = {0.0, 0.0, 0.0};
     const icl::Figure f = icl::lossFigure(s);
     ASSERT_EQ(f.series.size(), 4u);
-    EXPECT_EQ(f.series[1].name, "model (eval)");
-    EXPECT_EQ(f.series[1].y, s.metrics["eval_loss"]);
+    EXPECT_EQ(f.series[0].name, "model (eval)");
+    EXPECT_EQ(f.series[0].y, s.metrics["eval_loss"]);
+    EXPECT_EQ(f.series[1].name, "train loss");
+    EXPECT_EQ(f.series[1].y, s.metrics["train_loss"]);
     EXPECT_EQ(f.series[2].name, "GD, 1 step");
     EXPECT_EQ(f.series[2].x, s.metrics["step"]);
     EXPECT_EQ(f.series[3].name, "least squares");
     // the predictor each line shows, which gives it its colour on every figure
-    EXPECT_EQ(f.series[0].predictor, "");
+    // (the train loss is the model's too: a lighter shade of its colour)
+    EXPECT_EQ(f.series[0].predictor, "model");
     EXPECT_EQ(f.series[1].predictor, "model");
     EXPECT_EQ(f.series[2].predictor, "gd_1");
     EXPECT_EQ(f.series[3].predictor, "least_squares");
@@ -143,4 +153,102 @@ TEST(Report, OodFigureSaysWhichLineIsBelowTheLogAxis)
     EXPECT_EQ(f.series[2].predictor, "least_squares");
     c.least_squares_loss = {1e-11, 0.05, 0.5};
     EXPECT_EQ(icl::oodFigure(c, s).series[2].name, "least squares (points ≈ 0 not drawn)");
+}
+
+namespace {
+
+/// The most significant digits of any number written in `text` ("1.4937" → 5, "0.0921924" → 6, "3.922e-11" → 4,
+/// "3000" → 1: an integer's trailing zeros are not significant).
+int mostSignificantDigits(const std::string& text)
+{
+    int most = 0;
+    size_t i = 0;
+    while (i < text.size()) {
+        if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
+            ++i;
+            continue;
+        }
+        std::string intPart, fracPart;
+        while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+            intPart += text[i++];
+        if (i + 1 < text.size() && text[i] == '.' && std::isdigit(static_cast<unsigned char>(text[i + 1]))) {
+            ++i;
+            while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])))
+                fracPart += text[i++];
+        }
+        std::string digits = intPart + fracPart;
+        digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));  // leading zeros
+        if (fracPart.empty())
+            digits.erase(std::min(digits.find_last_not_of('0') + 1, digits.size()));  // an integer's trailing zeros
+        most = std::max(most, int(digits.size()));
+    }
+    return most;
+}
+
+/// Everything a reader sees of a figure: title, axis labels, legend entries and caption.
+std::vector<std::string> shownTexts(const icl::Figure& f)
+{
+    std::vector<std::string> out = {f.title, f.x_label, f.y_label, f.caption()};
+    for (const icl::Series& s : f.series)
+        out.push_back(s.name);
+    return out;
+}
+
+} // namespace
+
+// The figure style's number format (issue 49 item 3: η = 1.4937181828736623, metrics 0.0921924, 3.92246e-11,
+// 11.9529 on screen): 4 significant digits, values worked out by hand.
+TEST(FigureStyle, NumbersShowFourSignificantDigits)
+{
+    EXPECT_EQ(icl::formatSignificant(1.4937181828736623), "1.494");
+    EXPECT_EQ(icl::formatSignificant(3.92246e-11), "3.922e-11");
+    EXPECT_EQ(icl::formatSignificant(11.9529), "11.95");
+    EXPECT_EQ(icl::formatSignificant(0.0921924), "0.09219");
+    EXPECT_EQ(icl::formatSignificant(1.50595), "1.506");
+    EXPECT_EQ(icl::formatSignificant(-0.804472), "-0.8045");
+    EXPECT_EQ(icl::formatSignificant(0.5), "0.5");
+    EXPECT_EQ(icl::formatSignificant(12345.6), "1.235e+04");
+    EXPECT_EQ(icl::formatSignificant(3000.0), "3000");  // steps and counts in full
+    EXPECT_EQ(icl::formatSignificant(20000.0), "20000");
+    EXPECT_EQ(icl::formatSignificant(0.0), "0");
+    EXPECT_EQ(icl::formatSignificant(std::nan("")), "—");
+    EXPECT_EQ(icl::formatSignificant(1.4937181828736623, 6), "1.49372");
+    // Tool tips: the shortest text that reads back as the same double.
+    EXPECT_EQ(icl::formatFullPrecision(1.4937181828736623), "1.4937181828736623");
+    EXPECT_EQ(icl::formatFullPrecision(0.1), "0.1");
+    EXPECT_EQ(mostSignificantDigits("η = 1.4937181828736623, 3000 steps, 3.922e-11"), 17);
+    EXPECT_EQ(mostSignificantDigits("η = 1.494, 3000 steps, 3.922e-11, 0.09219"), 4);
+}
+
+// The η scan names both of its η in the legend and the caption, with 4 significant digits: the scan's minimum on
+// the evaluation prompts and the η fitted in training (the one the alignment header shows).
+TEST(FigureStyle, EtaScanFigureExplainsItsTwoEtaWithFourDigits)
+{
+    icl::EtaScan scan;
+    scan.k = 1;
+    scan.eta = {0.0, 1.0, 2.0, 3.0};
+    scan.loss = {1.7, 0.85, 0.9, 1.6};
+    scan.best_eta = 1.5059461234;
+    scan.best_loss = 0.803055123;
+    scan.model_loss = 0.804472123;
+    scan.fitted_eta = 1.4937181828736623;
+    scan.fitted_loss = 0.8031113;
+    scan.checkpoint_step = 3000;
+    icl::RunSummary s;
+    s.path = "run.h5";
+    s.config_json = R"({"seed": 0})";
+    const icl::Figure f = icl::etaScanFigure(scan, s);
+    for (const std::string& text : shownTexts(f))
+        EXPECT_LE(mostSignificantDigits(text), 4) << text;
+    ASSERT_EQ(f.series.size(), 4u);
+    EXPECT_EQ(f.series[2].name, "best η = 1.506 (scan's minimum)");
+    EXPECT_EQ(f.series[2].x, (std::vector<double>{scan.best_eta}));
+    EXPECT_EQ(f.series[3].name, "fitted η = 1.494 (training's GD-1)");
+    EXPECT_EQ(f.series[3].x, (std::vector<double>{scan.fitted_eta}));
+    EXPECT_EQ(f.series[3].y, (std::vector<double>{scan.fitted_loss}));
+    EXPECT_EQ(f.metadata.at("best_eta").rfind("1.506 (", 0), 0u) << f.metadata.at("best_eta");
+    EXPECT_NE(f.metadata.at("fitted_eta").find("fitted in training"), std::string::npos);
+    // A run that fitted no GD-k: no second η.
+    scan.fitted_eta = std::nan("");
+    EXPECT_EQ(icl::etaScanFigure(scan, s).series.size(), 3u);
 }

@@ -67,10 +67,10 @@ double labelValue(const GdAlignmentPage* page, const char* name)
     return v;
 }
 
-/// Equal to the 6 significant digits the labels show.
+/// Equal to the 4 significant digits the labels show (the figure style, core/types/number_format.h).
 void expectShown(double shown, double expected, const char* what)
 {
-    EXPECT_NEAR(shown, expected, 5e-6 * std::max(1.0, std::abs(expected))) << what;
+    EXPECT_NEAR(shown, expected, 5.01e-4 * std::abs(expected)) << what;
 }
 
 class GdAlignmentPageTest : public ::testing::Test {
