@@ -15,6 +15,8 @@ PACKAGES=(
     xvfb xauth
     python3-h5py python3-numpy python3-venv python3-pip
     help2man desktop-file-utils appstream shared-mime-info libglib2.0-bin bash-completion man-db file
+    # scripts/screenshots.sh: palette-quantised PNGs for docs/screenshots/
+    pngquant
     dataset-fashion-mnist
     # tests/slurm: a one-node Slurm cluster (slurm-wlm's daemons and client) with munge; lintian on the .deb
     munge slurmctld slurmd slurm-client lintian

@@ -12,8 +12,9 @@
 # It first trains short runs with `icl-cli train --steps` (about 3 minutes on 2 cores): a 1-layer LSA (GD
 # alignment, Train, Experiments), a softmax-attention layer (Kernel view), a Garg et al. GPT-2 (ICL curve, Probes,
 # Attention, Patching, Algorithm map), a Guo et al. pasting parent (Pasting) and a Chan et al. few-shot classifier
-# (ICL vs IWL). Every step is seeded and single-threaded, the settings live in a fresh $HOME (no remembered window,
-# no recent files), and each screenshot is killed after SHOT_TIMEOUT seconds (default 300) with a message.
+# (ICL vs IWL), each with its preset's seed on one thread; the settings live in a fresh $HOME (no remembered window,
+# no recent files), and each screenshot is killed after SHOT_TIMEOUT seconds with a message (default 600; the
+# pasting, 1,000 steps of two models, takes 1–4 minutes on 2 busy cores).
 # The PNGs are palette-quantised with pngquant when it is installed (Debian's pngquant; the repository carries them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,14 +36,15 @@ for b in "$cli" "$gui"; do
     [[ -x $b ]] || { echo "screenshots: $b: no such program (build it: cmake --build $build --target icl-cli icl-workbench)" >&2; exit 1; }
 done
 cli=$(realpath "$cli") gui=$(realpath "$gui")
-shot_timeout=${SHOT_TIMEOUT:-300}
+shot_timeout=${SHOT_TIMEOUT:-600}
 if [[ -z $work ]]; then
     work=$(mktemp -d "${TMPDIR:-/tmp}/icl-screenshots.XXXXXX")
     trap 'rm -rf "$work"' EXIT
 fi
 mkdir -p "$work" "$out"
 work=$(realpath "$work")
-mkdir -p -m 700 "$work/home/runtime"
+mkdir -p "$work/home/runtime"
+chmod 700 "$work/home/runtime"
 # A first start: no remembered geometry, splitters or recent files; Qt's offscreen warnings are not our output.
 export QT_QPA_PLATFORM=offscreen QT_SCALE_FACTOR=1 HOME=$work/home XDG_CONFIG_HOME=$work/home/config \
     XDG_RUNTIME_DIR=$work/home/runtime QT_LOGGING_RULES="default.warning=false" LC_ALL=C.UTF-8 TZ=UTC
