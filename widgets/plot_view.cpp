@@ -499,11 +499,15 @@ void PlotView::placeLegend()
     // Beside the axis rect while it takes at most a third of the width; otherwise below it, in as many columns as
     // fit (the Attention page's lens plot and narrow panes: the legend took half the plot).
     int widest = 0;
+    int items = 0;  // a wrapped legend's grid has empty cells: item(i) is null there
     for (int i = 0; i < legend->itemCount(); ++i)
-        widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+        if (QCPAbstractLegendItem* item = legend->item(i)) {
+            widest = std::max(widest, item->minimumOuterSizeHint().width());
+            ++items;
+        }
     const int width = std::max(1, m_plot->viewport().width());
     const int margins = legend->margins().left() + legend->margins().right() + 20;
-    const bool below = legend->itemCount() > 0 && widest + margins > width / 3;
+    const bool below = items > 0 && widest + margins > width / 3;
     QCPLayoutGrid* from = below ? m_legendColumn : m_legendRow;
     QCPLayoutGrid* to = below ? m_legendRow : m_legendColumn;
     if (legend->layout() == from) {
@@ -523,7 +527,7 @@ void PlotView::placeLegend()
     }
     m_legendBelow = below;
     if (below) {
-        const int columns = std::max(1, std::min(legend->itemCount(), (width - 40) / std::max(1, widest + 8)));
+        const int columns = std::max(1, std::min(items, (width - 40) / std::max(1, widest + 8)));
         legend->setFillOrder(QCPLayoutGrid::foColumnsFirst, false);
         legend->setWrap(columns);
     } else {

@@ -410,7 +410,7 @@ TEST(GdAlignmentCopyTab, ShowsTheCopyAnalysisOfInterleavedRuns)
         EXPECT_DOUBLE_EQ(shown.data[i], expected.gradient_norm[i]);
     EXPECT_EQ(shown.row_labels.front(), "x1");
     EXPECT_EQ(shown.row_labels.back(), "query");
-    EXPECT_TRUE(page->copySummary()->text().contains(QString::number(expected.next, 'g', 6)))
+    EXPECT_TRUE(page->copySummary()->text().contains(QString::fromStdString(icl::formatSignificant(expected.next))))
         << page->copySummary()->text().toStdString();
     // The alignment reference of an interleaved run with one copy layer is one GD step.
     EXPECT_EQ(page->reference(), "gd_1");

@@ -35,6 +35,7 @@
 #include "core/analysis/pasting.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
+#include "core/types/number_format.h"
 #include "core/training/trainer.h"
 #include "widgets/figure_export.h"
 #include "widgets/plot_view.h"
@@ -491,8 +492,8 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
 
     // The summary names the query losses, parameter counts and the new file.
     const QString summary = page->summaryLabel()->text();
-    EXPECT_TRUE(summary.contains(QString::number(want.pasted_loss, 'g', 3))) << summary.toStdString();
-    EXPECT_TRUE(summary.contains(QString::number(want.scratch_loss, 'g', 3))) << summary.toStdString();
+    EXPECT_TRUE(summary.contains(QString::fromStdString(icl::formatSignificant(want.pasted_loss)))) << summary.toStdString();
+    EXPECT_TRUE(summary.contains(QString::fromStdString(icl::formatSignificant(want.scratch_loss)))) << summary.toStdString();
     EXPECT_TRUE(summary.contains(out)) << summary.toStdString();
     EXPECT_TRUE(summary.contains("/analysis/pasting/" + QString::fromStdString(got.analysis_id)))
         << summary.toStdString();
