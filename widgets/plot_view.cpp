@@ -293,8 +293,9 @@ PlotView::PlotView(QWidget* parent)
             const auto it = graph->data()->at(selection.dataRange().begin());
             best = distance;
             text = QStringLiteral("%1\n%2 = %3\n%4 = %5")
-                       .arg(graph->name(), m_plot->xAxis->label(), QString::number(it->key, 'g', 6),
-                           m_plot->yAxis->label(), QString::number(it->value, 'g', 6));
+                       .arg(graph->name(), m_plot->xAxis->label(),
+                           QString::fromStdString(icl::formatFullPrecision(it->key)), m_plot->yAxis->label(),
+                           QString::fromStdString(icl::formatFullPrecision(it->value)));
         }
         if (text.isEmpty())
             QToolTip::hideText();

@@ -95,8 +95,8 @@ void PatchingPage::showOutput(const Output& out)
 
     const icl::PatchingResult& r = out.result;
     QString text = tr("Clean prediction ŷ = <b>%1</b> · corrupted ŷ = <b>%2</b> · true label of the clean query %3")
-                       .arg(formatValue(r.clean_prediction, 6), formatValue(r.corrupted_prediction, 6),
-                           formatValue(out.clean.y.empty() ? NAN : out.clean.y.back(), 6));
+                       .arg(formatValue(r.clean_prediction), formatValue(r.corrupted_prediction),
+                           formatValue(out.clean.y.empty() ? NAN : out.clean.y.back()));
     if (r.n_skipped > 0)
         text += tr("<br><span style='color:#B2182B'>The clean and corrupted predictions agree (|Δŷ| < 1e-6): the "
                    "effect is undefined; try another corruption or seed.</span>");
@@ -108,8 +108,10 @@ void PatchingPage::showOutput(const Output& out)
         rows << (i + 1 < n ? QString::number(i + 1) : tr("query"));
         const double a = out.clean.y[i];
         const double b = i < out.corrupted.y.size() ? out.corrupted.y[i] : NAN;
-        auto* ca = new QTableWidgetItem(formatValue(a, 6));
-        auto* cb = new QTableWidgetItem(formatValue(b, 6));
+        auto* ca = new QTableWidgetItem(formatValue(a));
+        auto* cb = new QTableWidgetItem(formatValue(b));
+        ca->setToolTip(formatFullPrecision(a)); // 4 digits shown, the exact label in the tool tip
+        cb->setToolTip(formatFullPrecision(b));
         if (a != b) {
             QFont bold = cb->font();
             bold.setBold(true);
