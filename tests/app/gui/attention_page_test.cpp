@@ -30,6 +30,7 @@
 #include <qcustomplot.h>
 
 #include "app/gui/main_window.h"
+#include "core/types/number_format.h"
 #include "core/analysis/inspector.h"
 #include "tests/app/gui/pdf_text.h"
 #include "core/io/config.h"
@@ -455,8 +456,8 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
                 << i << ": " << shown.data[i] << " vs " << want.effect.data[i];
         EXPECT_EQ(shown.row_labels.size(), size_t(shown.rows));
         EXPECT_EQ(shown.col_labels.back(), "query");
-        EXPECT_TRUE(page->summaryLabel()->text().contains(QString::number(want.clean_prediction, 'g', 6)));
-        EXPECT_TRUE(page->summaryLabel()->text().contains(QString::number(want.corrupted_prediction, 'g', 6)));
+        EXPECT_TRUE(page->summaryLabel()->text().contains(QString::fromStdString(icl::formatSignificant(want.clean_prediction))));
+        EXPECT_TRUE(page->summaryLabel()->text().contains(QString::fromStdString(icl::formatSignificant(want.corrupted_prediction))));
         EXPECT_EQ(page->labelTable()->rowCount(), int(clean.y.size()));
         // Hover of a cell gives its effect.
         page->heatmap()->replotNow();
