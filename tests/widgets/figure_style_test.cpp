@@ -126,6 +126,24 @@ TEST(FigureStyle, ANarrowPlotPutsItsLegendBelowInColumns)
         << " parent " << (plot->legend->layout() ? plot->legend->layout()->outerRect().width() : -1);
 }
 
+// A legend wrapped into columns whose last row is not full has empty grid cells; placing it again (the next replot)
+// read them as items and crashed the Kernel view and the GD alignment training tab at start.
+TEST(FigureStyle, AWrappedLegendWithAnUnevenLastRowIsPlacedAgain)
+{
+    Figure f;
+    for (const char* name : { "exact, λ=0", "exact, λ=1", "m=4096, λ=0", "least squares (reference)", "zero" })
+        f.series.push_back(seriesOf(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
+    PlotView view;
+    view.setFigure(f);
+    drawAtExportSize(view, 460, 300);
+    ASSERT_TRUE(view.legendBelow());
+    ASSERT_GT(view.plot()->legend->rowCount() * view.plot()->legend->columnCount(), 5); // an empty cell
+    drawAtExportSize(view, 470, 300);
+    drawAtExportSize(view, 1400, 500);
+    EXPECT_FALSE(view.legendBelow());
+    EXPECT_EQ(view.plot()->legend->itemCount(), 5);
+}
+
 // Every predictor of the pages has a colour of its own (GPT-2's 3-nearest neighbours and averaging changed colour
 // between pages), and a family's later series (GD-2 after GD-1, the train loss after the model's eval loss) get
 // lighter shades of the family's colour, never another family's.

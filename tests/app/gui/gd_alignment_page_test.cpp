@@ -31,6 +31,7 @@
 #include "core/analysis/gd_alignment.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
+#include "core/types/number_format.h"
 #include "core/training/trainer.h"
 #include "widgets/checkpoint_timeline.h"
 #include "widgets/heatmap_view.h"
