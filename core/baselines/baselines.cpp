@@ -1,4 +1,5 @@
 #include "core/baselines/baselines.h"
+#include "core/baselines/gd_spectrum_kernel.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +9,6 @@
 #include <utility>
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
@@ -209,30 +209,7 @@ GdSpectrum::GdSpectrum(const PromptBatch& batch)
 
 void GdSpectrum::predictAll(int64_t kMax, double eta, double* pred) const
 {
-    // For each prompt, the directions j advance together (the inner loops vectorise): r_j = 1 − ηλ_j,
-    // g_j = Σ_{t<k} r_j^t, and ŷ_k = η·Σ_j c_j g_j after step k. Prompts are independent, so chunks of
-    // them run on the intra-op threads with the same result on any thread count.
-    at::parallel_for(0, m_B, 64, [&](int64_t begin, int64_t end) {
-        std::vector<double> r(static_cast<size_t>(m_d)), g(static_cast<size_t>(m_d)), p(static_cast<size_t>(m_d));
-        for (int64_t b = begin; b < end; ++b) {
-            const double* lambda = m_lambda.data() + b * m_d;
-            const double* coef = m_coef.data() + b * m_d;
-            for (int64_t j = 0; j < m_d; ++j) {
-                r[size_t(j)] = 1.0 - eta * lambda[j];
-                g[size_t(j)] = 0.0;
-                p[size_t(j)] = 1.0;
-            }
-            for (int64_t t = 0; t < kMax; ++t) {
-                double sum = 0.0;
-                for (int64_t j = 0; j < m_d; ++j) {
-                    g[size_t(j)] += p[size_t(j)];
-                    p[size_t(j)] *= r[size_t(j)];
-                    sum += coef[j] * g[size_t(j)];
-                }
-                pred[b * kMax + t] = eta * sum;
-            }
-        }
-    });
+    gdSpectrumPredictions(m_lambda.data(), m_coef.data(), m_B, m_d, kMax, eta, pred);
 }
 
 std::vector<double> GdSpectrum::predictions(int64_t k, double eta) const

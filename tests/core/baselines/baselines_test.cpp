@@ -8,6 +8,7 @@
 #include <torch/linalg.h>  // not part of <torch/torch.h> in LibTorch 2.x
 
 #include "core/baselines/baselines.h"
+#include "core/runtime/blas.h"
 #include "core/tasks/prompts.h"
 #include "tests/support/core_checks.h"
 
@@ -116,6 +117,25 @@ TEST(GradientDescent, SpectralFormEqualsIteratedSteps)
     const auto empty = linearPrompts(4, 3, 0, 1);
     for (double y : icl::GdSpectrum(empty).predictions(3, 1.0))
         EXPECT_EQ(y, 0.0);
+}
+
+TEST(GradientDescent, SpectralFormIsTheSameOnAnyThreadCount)
+{
+    // The prompts are evaluated in blocks split over the intra-op threads: one, two or three threads give the
+    // same bits, and a batch that is no whole number of blocks (70 prompts) still equals the iterated steps.
+    const auto b = linearPrompts(70, 7, 9, 77, 0.1);
+    const icl::GdSpectrum spectrum(b);
+    std::vector<std::vector<double>> byThreads;
+    for (int threads : {1, 2, 3}) {
+        const icl::ScopedThreads scope(threads);
+        byThreads.push_back(spectrum.predictions(6, 0.8));
+    }
+    EXPECT_TRUE(icl::test::sameBits(byThreads[0], byThreads[1]));
+    EXPECT_TRUE(icl::test::sameBits(byThreads[0], byThreads[2]));
+    const torch::Tensor iterated = icl::predictGd(b, 6, 0.8);
+    const double scale = 1.0 + iterated.abs().max().item<double>();
+    for (int64_t i = 0; i < 70; ++i)
+        EXPECT_NEAR(byThreads[0][size_t(i)], iterated[i].item<double>(), 1e-10 * scale) << "prompt " << i;
 }
 
 TEST(GradientDescent, LineSearchFindsTheMinimumOfIteratedSteps)
