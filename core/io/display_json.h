@@ -19,19 +19,19 @@ inline std::string jsonForDisplay(const nlohmann::json& value, int indent = -1)
     static const char* hex = "0123456789abcdef";
     std::string out;
     out.reserve(s.size());
-    for (size_t i = 0; i < s.size(); ++i) {
-        const auto c = static_cast<unsigned char>(s[i]);
+    // dump()'s output is valid UTF-8, so 0xC2 is a lead byte; U+0080–U+009F occur only inside strings.
+    size_t from = 0;
+    for (size_t i = s.find('\xc2'); i != std::string::npos; i = s.find('\xc2', i + 1)) {
         const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
-        // dump()'s output is valid UTF-8, so 0xC2 is a lead byte; U+0080–U+009F occur only inside strings.
-        if (c == 0xc2 && next >= 0x80 && next <= 0x9f) {
-            out += "\\u00";
-            out += hex[next >> 4];
-            out += hex[next & 0xf];
-            ++i;
-        } else {
-            out += static_cast<char>(c);
-        }
+        if (next < 0x80 || next > 0x9f)
+            continue;
+        out.append(s, from, i - from);
+        out += "\\u00";
+        out += hex[next >> 4];
+        out += hex[next & 0xf];
+        from = i + 2;
     }
+    out.append(s, from, std::string::npos);
     return out;
 }
 
