@@ -22,6 +22,7 @@
 #include "app/gui/analysis_runner.h"
 #include "app/gui/page_widgets.h"
 #include "core/analysis/kernel_view.h"
+#include "core/report/kernel_figures.h"
 #include "core/io/experiment_file.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/analysis/kernel_view.h"
+#include "core/report/kernel_figures.h"
 #include "core/error.h"
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
