@@ -590,6 +590,52 @@ Figure iclIwlFigure(const RunSummary& summary)
     return f;
 }
 
+Figure algorithmMapCellFigure(const AlgorithmMap& map, const std::string& family, int64_t layerIndex, int64_t stepIndex,
+                              const RunSummary& summary)
+{
+    size_t fi = 0;
+    while (fi < map.families.size() && map.families[fi].family != family)
+        ++fi;
+    if (fi == map.families.size() || !map.families[fi].available())
+        throw Error("algorithm map: the family '" + family + "' is not available");
+    const AlgorithmFamilyMap& f = map.families[fi];
+    const int64_t n = map.n_scatter;
+    if (layerIndex < 0 || stepIndex < 0 || layerIndex >= int64_t(map.layers.size()) || stepIndex >= f.nSteps())
+        throw Error("algorithm map: no cell at layer index " + std::to_string(layerIndex) + ", step index "
+                    + std::to_string(stepIndex));
+    if (n <= 0 || fi >= map.scatter_algorithm.size())
+        throw Error("algorithm map: the map holds no per-prompt predictions");
+    const std::vector<double>& alg = map.scatter_algorithm[fi];
+    Figure fig;
+    fig.name = "algorithm_map_scatter";
+    fig.title = "Layer " + std::to_string(map.layers[size_t(layerIndex)]) + " vs " + algorithmFamilyTitle(family) + " "
+              + algorithmStepLabel(f, f.steps[size_t(stepIndex)]);
+    fig.x_label = "algorithm's prediction ŷ_q";
+    fig.y_label = "layer's prediction ŷ_q";
+    Series pts;
+    pts.name = "prompts (" + std::to_string(n) + ")";
+    pts.style = Series::Style::Markers;
+    double lo = 0.0, hi = 0.0;
+    for (int64_t b = 0; b < n; ++b) {
+        const double x = alg[size_t(stepIndex * n + b)], y = map.scatter_model[size_t(layerIndex * n + b)];
+        pts.x.push_back(x);
+        pts.y.push_back(y);
+        if (std::isfinite(x) && std::isfinite(y)) {
+            lo = std::min({lo, x, y});
+            hi = std::max({hi, x, y});
+        }
+    }
+    Series diagonal;
+    diagonal.name = "ŷ_layer = ŷ_algorithm";
+    diagonal.style = Series::Style::Dashed;
+    diagonal.x = {lo, hi};
+    diagonal.y = {lo, hi};
+    fig.series = {pts, diagonal};
+    fig.metadata = algorithmMapMetadata(map, family, false, summary);
+    fig.metadata["similarity_of_errors"] = formatSignificant(f.errorsAt(layerIndex, stepIndex));
+    return fig;
+}
+
 Figure algorithmMapBestStepFigure(const AlgorithmMap& map, const RunSummary& summary)
 {
     Figure f;

@@ -86,6 +86,13 @@ Figure algorithmMapBestStepFigure(const AlgorithmMap& map, const RunSummary& sum
 Figure algorithmMapTrainingFigure(const std::vector<AlgorithmMap>& maps, const std::string& family,
                                   const RunSummary& summary);
 
+/// One cell of the algorithm map: the layer's prediction against the algorithm's on the map's n_scatter prompts
+/// (markers) with the diagonal ŷ_layer = ŷ_algorithm (dashed), for layer index `layerIndex` and step index
+/// `stepIndex` of `family` (indices into map.layers and the family's steps). Name "algorithm_map_scatter". Throws
+/// icl::Error for a family that is not available, an index out of range or a map without scatter predictions.
+Figure algorithmMapCellFigure(const AlgorithmMap& map, const std::string& family, int64_t layerIndex, int64_t stepIndex,
+                              const RunSummary& summary);
+
 /// Metadata of an exported algorithm-map heatmap: the run's (experiment, seed, preset), checkpoint_step, family,
 /// similarity ("errors" or "induced weights"), readout, prompts, and Newton's α or GD's step rule.
 std::map<std::string, std::string> algorithmMapMetadata(const AlgorithmMap& map, const std::string& family, bool weights,

@@ -283,48 +283,14 @@ void AlgorithmMapPage::redraw()
 
 bool AlgorithmMapPage::showCell(int layerIndex, int stepIndex)
 {
-    const std::string family = currentFamily().toStdString();
-    size_t fi = 0;
-    for (; fi < m_map.families.size() && m_map.families[fi].family != family; ++fi) {
+    try {
+        m_scatter->setFigure(
+            icl::algorithmMapCellFigure(m_map, currentFamily().toStdString(), layerIndex, stepIndex, m_summary));
+    } catch (const icl::Error&) {
+        return false;  // no such cell, or the family is not available
     }
-    if (fi == m_map.families.size() || !m_map.families[fi].available())
-        return false;
-    const icl::AlgorithmFamilyMap& f = m_map.families[fi];
-    const int64_t n = m_map.n_scatter;
-    if (layerIndex < 0 || stepIndex < 0 || layerIndex >= int(m_map.layers.size()) || stepIndex >= f.nSteps() || n <= 0
-        || fi >= m_map.scatter_algorithm.size())
-        return false;
     m_cellLayer = layerIndex;
     m_cellStep = stepIndex;
-    const std::vector<double>& alg = m_map.scatter_algorithm[fi];
-    icl::Figure fig;
-    fig.name = "algorithm_map_scatter";
-    fig.title = "Layer " + std::to_string(m_map.layers[size_t(layerIndex)]) + " vs "
-              + icl::algorithmFamilyTitle(family) + " " + icl::algorithmStepLabel(f, f.steps[size_t(stepIndex)]);
-    fig.x_label = "algorithm's prediction ŷ_q";
-    fig.y_label = "layer's prediction ŷ_q";
-    icl::Series pts;
-    pts.name = "prompts (" + std::to_string(n) + ")";
-    pts.style = icl::Series::Style::Markers;
-    double lo = 0.0, hi = 0.0;
-    for (int64_t b = 0; b < n; ++b) {
-        const double x = alg[size_t(stepIndex * n + b)], y = m_map.scatter_model[size_t(layerIndex * n + b)];
-        pts.x.push_back(x);
-        pts.y.push_back(y);
-        if (std::isfinite(x) && std::isfinite(y)) {
-            lo = std::min({lo, x, y});
-            hi = std::max({hi, x, y});
-        }
-    }
-    icl::Series diagonal;
-    diagonal.name = "ŷ_layer = ŷ_algorithm";
-    diagonal.style = icl::Series::Style::Dashed;
-    diagonal.x = {lo, hi};
-    diagonal.y = {lo, hi};
-    fig.series = {pts, diagonal};
-    fig.metadata = icl::algorithmMapMetadata(m_map, family, false, m_summary);
-    fig.metadata["similarity_of_errors"] = icl::formatSignificant(f.errorsAt(layerIndex, stepIndex));
-    m_scatter->setFigure(fig);
     return true;
 }
 
