@@ -129,6 +129,20 @@ bool writePlotFile(QCustomPlot* plot, const std::string& path, const std::string
     const QString file = QString::fromStdString(path);
     const QString qtitle = QString::fromStdString(title);
     const QString caption = captionOf(metadata);
+    // Lay the plot out at the export size first (the legend beside or below the data, the ticks): toPixmap and
+    // toPainter only draw, with the layout of the last replot at the widget's own size. Restored afterwards.
+    const QRect shown = plot->viewport();
+    plot->setViewport(QRect(0, 0, width, height));
+    plot->replot(QCustomPlot::rpImmediateRefresh);
+    struct RestoreViewport {
+        QCustomPlot* plot;
+        QRect rect;
+        ~RestoreViewport()
+        {
+            plot->setViewport(rect);
+            plot->replot(QCustomPlot::rpQueuedReplot);
+        }
+    } restore{plot, shown};
 
     if (format == "png") {
         const double scale = double(dpi) / kExportLogicalDpi;

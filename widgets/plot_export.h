@@ -27,7 +27,8 @@ bool ensureExportApplication(std::string* error);
 
 /// Renders `plot` at kExportLogicalWidth × kExportLogicalHeight into `path` as "png" (at `dpi`),
 /// "svg" or "pdf", with `title` and `metadata` in the file (PNG text chunks, SVG title/description,
-/// PDF title and XMP). The caller has resized `plot` to the logical size.
+/// PDF title and XMP). The plot is laid out again at that size for the export (legend placement, ticks), then at
+/// its own viewport again.
 /// Returns false and sets `*error` (when non-null) to a one-line reason on failure.
 /// Thread affinity: the QApplication's thread.
 bool writePlotFile(QCustomPlot* plot, const std::string& path, const std::string& format, int dpi,

@@ -5,10 +5,12 @@
 #include <cmath>
 
 #include <QApplication>
+#include <QTemporaryDir>
 
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
 
+#include "widgets/plot_export.h"
 #include "widgets/plot_view.h"
 
 using icl::Figure;
@@ -142,6 +144,31 @@ TEST(FigureStyle, AWrappedLegendWithAnUnevenLastRowIsPlacedAgain)
     drawAtExportSize(view, 1400, 500);
     EXPECT_FALSE(view.legendBelow());
     EXPECT_EQ(view.plot()->legend->itemCount(), 5);
+}
+
+// `icl-cli report` drew the alignment figure with its legend beside the data at 640 logical pixels, where it took
+// almost half the width: an export only drew the layout of the widget's last replot at its own size.
+TEST(FigureStyle, AnExportLaysTheLegendOutAtTheExportSize)
+{
+    Figure f;
+    for (const char* name : { "model cosine vs GD, 1 step", "prediction difference vs GD, 1 step",
+             "relative model difference vs GD, 1 step" })
+        f.series.push_back(seriesOf(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
+    PlotView view;
+    view.setFigure(f);
+    drawAtExportSize(view, 1400, 500);
+    ASSERT_FALSE(view.legendBelow());
+    std::vector<std::pair<int, bool>> layouts; // (viewport width, legend below) at every layout
+    QObject::connect(view.plot(), &QCustomPlot::afterLayout, [&] {
+        layouts.emplace_back(view.plot()->viewport().width(), view.legendBelow());
+    });
+    std::string error;
+    QTemporaryDir dir;
+    const std::string path = dir.filePath(QStringLiteral("legend_at_export_size.png")).toStdString();
+    ASSERT_TRUE(icl::widgets::writePlotFile(view.plot(), path, "png", 100, "t", {}, &error)) << error;
+    ASSERT_FALSE(layouts.empty());
+    EXPECT_EQ(layouts.front(), std::make_pair(icl::widgets::kExportLogicalWidth, true));
+    EXPECT_EQ(view.plot()->viewport().width(), 1400); // the widget's own size again
 }
 
 // Every predictor of the pages has a colour of its own (GPT-2's 3-nearest neighbours and averaging changed colour
