@@ -28,4 +28,31 @@ inline QString svgText(const QString& path)
     return text;
 }
 
+/// What a reader finds in an SVG file's bytes: whether they hold an <svg> element, its <title> and <desc>, the text of
+/// its <text> elements (one per line, as svgText) and the XML error (empty when the bytes are well-formed XML).
+struct SvgContent {
+    bool has_svg = false;
+    QString title, desc, text, error;
+};
+inline SvgContent svgContent(const QByteArray& bytes)
+{
+    QXmlStreamReader xml(bytes);
+    SvgContent svg;
+    while (!xml.atEnd()) {
+        if (xml.readNext() != QXmlStreamReader::StartElement)
+            continue;
+        if (xml.name() == QLatin1String("svg"))
+            svg.has_svg = true;
+        else if (xml.name() == QLatin1String("title"))
+            svg.title = xml.readElementText();
+        else if (xml.name() == QLatin1String("desc"))
+            svg.desc = xml.readElementText();
+        else if (xml.name() == QLatin1String("text"))
+            svg.text += xml.readElementText(QXmlStreamReader::IncludeChildElements) + "\n";
+    }
+    if (xml.hasError())
+        svg.error = xml.errorString();
+    return svg;
+}
+
 } // namespace icl::test

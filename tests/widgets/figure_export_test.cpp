@@ -1,4 +1,5 @@
 #include "widgets/figure_export.h"
+#include "tests/support/plot_helpers.h"
 #include "tests/support/qt_files.h"
 
 #include <cmath>
@@ -7,7 +8,6 @@
 #include <QImage>
 #include <QImageReader>
 #include <QTemporaryDir>
-#include <QXmlStreamReader>
 
 #include <gtest/gtest.h>
 
@@ -16,27 +16,29 @@ using icl::Series;
 using icl::widgets::exportFigure;
 
 namespace {
-using icl::test::readAll;
+using namespace icl::test;
 
 Figure testFigure()
 {
-    Figure f;
+    Figure f = figureOf("in-context examples", "squared error",
+        { seriesOf("transformer model", { 1, 2, 3 }, { 0.75, 0.5, 0.125 }),
+            seriesOf("least squares", { 1, 2, 3 }, { 0.875, 0.375, 0.0625 }, Series::Style::Dashed) });
     f.name = "icl_curve";
     f.title = "ICL error";
-    f.x_label = "in-context examples";
-    f.y_label = "squared error";
-    Series model;
-    model.name = "transformer model";
-    model.x = { 1, 2, 3 };
-    model.y = { 0.75, 0.5, 0.125 };
-    Series ls;
-    ls.name = "least squares";
-    ls.x = { 1, 2, 3 };
-    ls.y = { 0.875, 0.375, 0.0625 };
-    ls.style = Series::Style::Dashed;
-    f.series = { model, ls };
     f.metadata = { { "experiment", "runs/demo.h5" }, { "checkpoint_step", "4000" }, { "seed", "7" } };
     return f;
+}
+
+/// The bytes of testFigure() exported as `format` at 300 dpi into a temporary folder; a failure shows the error.
+::testing::AssertionResult exportedTestFigure(const char* format, QByteArray* bytes)
+{
+    QTemporaryDir dir;
+    const QString path = dir.filePath(QStringLiteral("fig.") + QLatin1String(format));
+    std::string error;
+    if (!exportFigure(testFigure(), path.toStdString(), format, 300, &error))
+        return ::testing::AssertionFailure() << "export as " << format << ": " << error;
+    *bytes = readAll(path);
+    return ::testing::AssertionSuccess();
 }
 
 } // namespace
@@ -79,43 +81,23 @@ TEST(FigureExport, PngCarriesMetadataAndIsNotBlank)
 
 TEST(FigureExport, SvgIsXmlWithSeriesNamesAndMetadata)
 {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("fig.svg");
-    std::string error;
-    ASSERT_TRUE(exportFigure(testFigure(), path.toStdString(), "svg", 300, &error)) << error;
-    const QByteArray svg = readAll(path);
-    QXmlStreamReader xml(svg);
-    QString title, desc, text;
-    bool sawSvg = false;
-    while (!xml.atEnd()) {
-        if (xml.readNext() != QXmlStreamReader::StartElement)
-            continue;
-        if (xml.name() == QLatin1String("svg"))
-            sawSvg = true;
-        else if (xml.name() == QLatin1String("title"))
-            title = xml.readElementText();
-        else if (xml.name() == QLatin1String("desc"))
-            desc = xml.readElementText();
-        else if (xml.name() == QLatin1String("text"))
-            text += xml.readElementText(QXmlStreamReader::IncludeChildElements) + "\n";
-    }
-    ASSERT_FALSE(xml.hasError()) << xml.errorString().toStdString();
-    EXPECT_TRUE(sawSvg);
-    EXPECT_EQ(title, "ICL error");
-    EXPECT_TRUE(desc.contains("experiment: runs/demo.h5")) << desc.toStdString();
-    EXPECT_TRUE(desc.contains("seed: 7"));
-    EXPECT_TRUE(text.contains("transformer model")) << text.toStdString();
-    EXPECT_TRUE(text.contains("least squares"));
-    EXPECT_TRUE(text.contains("in-context examples"));
+    QByteArray svg;
+    ASSERT_TRUE(exportedTestFigure("svg", &svg));
+    const SvgContent content = svgContent(svg);
+    ASSERT_TRUE(content.error.isEmpty()) << content.error.toStdString();
+    EXPECT_TRUE(content.has_svg);
+    EXPECT_EQ(content.title, "ICL error");
+    EXPECT_TRUE(content.desc.contains("experiment: runs/demo.h5")) << content.desc.toStdString();
+    EXPECT_TRUE(content.desc.contains("seed: 7"));
+    EXPECT_TRUE(content.text.contains("transformer model")) << content.text.toStdString();
+    EXPECT_TRUE(content.text.contains("least squares"));
+    EXPECT_TRUE(content.text.contains("in-context examples"));
 }
 
 TEST(FigureExport, PdfIsAPdfWithTitleAndMetadata)
 {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("fig.pdf");
-    std::string error;
-    ASSERT_TRUE(exportFigure(testFigure(), path.toStdString(), "pdf", 300, &error)) << error;
-    const QByteArray pdf = readAll(path);
+    QByteArray pdf;
+    ASSERT_TRUE(exportedTestFigure("pdf", &pdf));
     ASSERT_GT(pdf.size(), 1000);
     EXPECT_TRUE(pdf.startsWith("%PDF"));
     EXPECT_TRUE(pdf.contains("runs/demo.h5")); // XMP packet
@@ -127,11 +109,9 @@ TEST(FigureExport, PdfIsAPdfWithTitleAndMetadata)
 
 TEST(FigureExport, CsvHoldsThePlottedValues)
 {
-    QTemporaryDir dir;
-    const QString path = dir.filePath("fig.csv");
-    std::string error;
-    ASSERT_TRUE(exportFigure(testFigure(), path.toStdString(), "csv", 300, &error)) << error;
-    const QString csv = QString::fromUtf8(readAll(path));
+    QByteArray bytes;
+    ASSERT_TRUE(exportedTestFigure("csv", &bytes));
+    const QString csv = QString::fromUtf8(bytes);
     EXPECT_TRUE(csv.contains("# experiment: runs/demo.h5"));
     EXPECT_TRUE(csv.contains("in-context examples,transformer model,least squares\n")) << csv.toStdString();
     EXPECT_TRUE(csv.contains("\n1,0.75,0.875\n"));

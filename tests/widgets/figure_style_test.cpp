@@ -12,22 +12,14 @@
 
 #include "widgets/plot_export.h"
 #include "widgets/plot_view.h"
+#include "tests/support/plot_helpers.h"
 
 using icl::Figure;
 using icl::Series;
 using icl::widgets::PlotView;
 
 namespace {
-
-Series seriesOf(const std::string& name, const std::string& predictor, std::vector<double> x, std::vector<double> y)
-{
-    Series s;
-    s.name = name;
-    s.predictor = predictor;
-    s.x = std::move(x);
-    s.y = std::move(y);
-    return s;
-}
+using icl::test::predictorSeries;
 
 /// The labelled ticks QCustomPlot draws on `axis` within its range, after a replot at the export size.
 int ticksInRange(QCPAxis* axis)
@@ -52,7 +44,7 @@ TEST(FigureStyle, ALogAxisOverLessThanADecadeHasAtLeastFourTicks)
 {
     Figure f;
     f.log_y = true;
-    f.series = { seriesOf("GD, 1 step", "gd_1", { 0, 1, 2, 3, 4 }, { 1.7, 0.85, 0.80, 1.6, 2.6 }) };
+    f.series = { predictorSeries("GD, 1 step", "gd_1", { 0, 1, 2, 3, 4 }, { 1.7, 0.85, 0.80, 1.6, 2.6 }) };
     PlotView view;
     view.setFigure(f);
     drawAtExportSize(view);
@@ -70,7 +62,7 @@ TEST(FigureStyle, ALinearAxisWithASmallRangeHasAtLeastFourTicks)
     for (const std::vector<double>& y : { std::vector<double> { 0.8044, 0.8046 }, { 0.80, 0.81 }, { 0.0, 1.0 },
              { 1e-5, 3e-5 }, { 100.0, 101.0 } }) {
         Figure f;
-        f.series = { seriesOf("model", "model", { 0, 1 }, y) };
+        f.series = { predictorSeries("model", "model", { 0, 1 }, y) };
         PlotView view;
         view.setFigure(f);
         drawAtExportSize(view, 640, 300);
@@ -85,8 +77,8 @@ TEST(FigureStyle, ALogAxisSaysWhichSeriesAreBelowItsRange)
 {
     Figure f;
     f.log_y = true;
-    f.series = { seriesOf("model", "model", { 1, 2, 3 }, { 3.0, 1.0, 0.1 }),
-        seriesOf("least squares", "least_squares", { 1, 2, 3 }, { 1e-11, 3.92246e-11, 2e-11 }) };
+    f.series = { predictorSeries("model", "model", { 1, 2, 3 }, { 3.0, 1.0, 0.1 }),
+        predictorSeries("least squares", "least_squares", { 1, 2, 3 }, { 1e-11, 3.92246e-11, 2e-11 }) };
     PlotView view;
     view.setFigure(f);
     drawAtExportSize(view);
@@ -107,7 +99,7 @@ TEST(FigureStyle, ANarrowPlotPutsItsLegendBelowInColumns)
     Figure f;
     for (const char* name : { "model (regression lens)", "GD-k (k = layers)", "ridge", "least squares",
              "oracle (ridge on Φ*(x))", "true label y_q" })
-        f.series.push_back(seriesOf(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
+        f.series.push_back(predictorSeries(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
     PlotView view;
     view.setFigure(f);
     drawAtExportSize(view, 100, 100); // a child widget before its first layout
@@ -134,7 +126,7 @@ TEST(FigureStyle, AWrappedLegendWithAnUnevenLastRowIsPlacedAgain)
 {
     Figure f;
     for (const char* name : { "exact, λ=0", "exact, λ=1", "m=4096, λ=0", "least squares (reference)", "zero" })
-        f.series.push_back(seriesOf(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
+        f.series.push_back(predictorSeries(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
     PlotView view;
     view.setFigure(f);
     drawAtExportSize(view, 460, 300);
@@ -187,8 +179,9 @@ TEST(FigureStyle, EveryPredictorFamilyHasItsOwnColourAndLaterMembersLighterShade
         seen.push_back(c);
     }
     Figure f;
-    f.series = { seriesOf("GD, 1 step", "gd_1", { 0, 1 }, { 1, 1 }), seriesOf("GD, 2 steps", "gd_2", { 0, 1 }, { 1, 1 }),
-        seriesOf("GD, 3 steps", "gd_3", { 0, 1 }, { 1, 1 }) };
+    f.series = { predictorSeries("GD, 1 step", "gd_1", { 0, 1 }, { 1, 1 }),
+        predictorSeries("GD, 2 steps", "gd_2", { 0, 1 }, { 1, 1 }),
+        predictorSeries("GD, 3 steps", "gd_3", { 0, 1 }, { 1, 1 }) };
     const std::vector<QColor> c = PlotView::seriesColors(f);
     const QColor gd = PlotView::predictorColor("gd");
     EXPECT_EQ(c[0], gd);

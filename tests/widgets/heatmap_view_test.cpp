@@ -6,7 +6,6 @@
 #include <QImageReader>
 #include <QMouseEvent>
 #include <QTemporaryDir>
-#include <QXmlStreamReader>
 
 #include <gtest/gtest.h>
 #include <qcustomplot.h>
@@ -186,23 +185,11 @@ TEST(HeatmapView, ExportsValidPngSvgPdfAndCsv)
 
     const QString svg = dir.filePath("h.svg");
     ASSERT_TRUE(view.exportTo(svg.toStdString(), "svg", 300, &error)) << error;
-    QXmlStreamReader xml(readAll(svg));
-    QString title, desc;
-    bool sawSvg = false;
-    while (!xml.atEnd()) {
-        if (xml.readNext() != QXmlStreamReader::StartElement)
-            continue;
-        if (xml.name() == QLatin1String("svg"))
-            sawSvg = true;
-        else if (xml.name() == QLatin1String("title"))
-            title = xml.readElementText();
-        else if (xml.name() == QLatin1String("desc"))
-            desc = xml.readElementText();
-    }
-    ASSERT_FALSE(xml.hasError()) << xml.errorString().toStdString();
-    EXPECT_TRUE(sawSvg);
-    EXPECT_EQ(title, "W_K^T W_Q (layer 1)");
-    EXPECT_TRUE(desc.contains("checkpoint_step: 300")) << desc.toStdString();
+    const icl::test::SvgContent content = icl::test::svgContent(readAll(svg));
+    ASSERT_TRUE(content.error.isEmpty()) << content.error.toStdString();
+    EXPECT_TRUE(content.has_svg);
+    EXPECT_EQ(content.title, "W_K^T W_Q (layer 1)");
+    EXPECT_TRUE(content.desc.contains("checkpoint_step: 300")) << content.desc.toStdString();
 
     const QString pdf = dir.filePath("h.pdf");
     ASSERT_TRUE(view.exportTo(pdf.toStdString(), "pdf", 300, &error)) << error;

@@ -1,4 +1,5 @@
 #include "widgets/plot_view.h"
+#include "tests/support/plot_helpers.h"
 
 #include <QAction>
 #include <QApplication>
@@ -13,37 +14,9 @@ using icl::Series;
 using icl::widgets::PlotView;
 
 namespace {
+using namespace icl::test;
 
-Figure lossLikeFigure()
-{
-    Figure f;
-    f.name = "loss";
-    f.title = "Training loss";
-    f.x_label = "step";
-    f.y_label = "loss";
-    f.log_y = true;
-    Series train;
-    train.name = "train loss";
-    train.x = { 0, 10, 20, 30 };
-    train.y = { 2.0, 1.0, 0.5, 0.25 };
-    Series gd;
-    gd.name = "gd_1";
-    gd.x = { 0, 10, 20, 30 };
-    gd.y = { 0.3, 0.3, 0.3, 0.3 };
-    gd.style = Series::Style::Dashed;
-    f.series = { train, gd };
-    f.metadata = { { "experiment", "run.h5" }, { "seed", "3" }, { "checkpoint_step", "30" } };
-    return f;
-}
-
-std::vector<std::pair<double, double>> graphData(QCPGraph* graph)
-{
-    std::vector<std::pair<double, double>> out;
-    for (auto it = graph->data()->constBegin(); it != graph->data()->constEnd(); ++it)
-        out.emplace_back(it->key, it->value);
-    return out;
-}
-
+/// The texts of the plot's layout (title and caption rows).
 std::vector<QString> textElements(QCustomPlot* plot)
 {
     std::vector<QString> texts;
@@ -51,6 +24,18 @@ std::vector<QString> textElements(QCustomPlot* plot)
         if (auto* t = qobject_cast<QCPTextElement*>(e))
             texts.push_back(t->text());
     return texts;
+}
+
+Figure lossLikeFigure()
+{
+    Figure f = figureOf("step", "loss",
+        { seriesOf("train loss", { 0, 10, 20, 30 }, { 2.0, 1.0, 0.5, 0.25 }),
+            seriesOf("gd_1", { 0, 10, 20, 30 }, { 0.3, 0.3, 0.3, 0.3 }, Series::Style::Dashed) });
+    f.name = "loss";
+    f.title = "Training loss";
+    f.log_y = true;
+    f.metadata = { { "experiment", "run.h5" }, { "seed", "3" }, { "checkpoint_step", "30" } };
+    return f;
 }
 
 } // namespace
@@ -64,9 +49,9 @@ TEST(PlotView, DrawsEverySeriesWithItsData)
     EXPECT_EQ(plot->graph(0)->name(), "train loss");
     EXPECT_EQ(plot->graph(1)->name(), "gd_1");
     const std::vector<std::pair<double, double>> train = { { 0, 2.0 }, { 10, 1.0 }, { 20, 0.5 }, { 30, 0.25 } };
-    EXPECT_EQ(graphData(plot->graph(0)), train);
+    EXPECT_EQ(graphPoints(plot->graph(0)), train);
     const std::vector<std::pair<double, double>> gd = { { 0, 0.3 }, { 10, 0.3 }, { 20, 0.3 }, { 30, 0.3 } };
-    EXPECT_EQ(graphData(plot->graph(1)), gd);
+    EXPECT_EQ(graphPoints(plot->graph(1)), gd);
     EXPECT_EQ(view.seriesGraph(1), plot->graph(1));
     EXPECT_EQ(view.seriesGraph(2), nullptr);
 }
@@ -112,20 +97,13 @@ TEST(PlotView, LogAxesWhenTheFigureAsks)
 
 TEST(PlotView, LogAxisOmitsNonPositiveValues)
 {
-    Figure f;
-    f.x_label = "n";
-    f.y_label = "error";
+    Figure f = figureOf("n", "error", { seriesOf("least_squares", { 1, 2, 3 }, { 1.0, 0.0, 0.1 }) });
     f.log_y = true;
-    Series s;
-    s.name = "least_squares";
-    s.x = { 1, 2, 3 };
-    s.y = { 1.0, 0.0, 0.1 };
-    f.series = { s };
     PlotView view;
     view.setFigure(f);
     ASSERT_EQ(view.plot()->graphCount(), 1);
     const std::vector<std::pair<double, double>> expected = { { 1, 1.0 }, { 3, 0.1 } };
-    EXPECT_EQ(graphData(view.plot()->graph(0)), expected);
+    EXPECT_EQ(graphPoints(view.plot()->graph(0)), expected);
 }
 
 TEST(PlotView, BaselinesDashedAndSeriesColoursDistinct)
@@ -183,17 +161,9 @@ TEST(PlotView, APredictorHasTheSameColourOnEveryFigure)
 // A series with values but none a log axis can draw is still listed, with the reason.
 TEST(PlotView, ASeriesWithNothingOnTheLogAxisSaysSoInTheLegend)
 {
-    Figure f;
+    Figure f = figureOf(
+        "", "", { seriesOf("model", { 1, 2 }, { 1.0, 0.5 }), seriesOf("least squares", { 1, 2 }, { 0.0, -1e-12 }) });
     f.log_y = true;
-    Series s;
-    s.name = "least squares";
-    s.x = {1, 2};
-    s.y = {0.0, -1e-12};
-    Series m;
-    m.name = "model";
-    m.x = {1, 2};
-    m.y = {1.0, 0.5};
-    f.series = {m, s};
     PlotView view;
     view.setFigure(f);
     EXPECT_EQ(view.seriesGraph(0)->name(), "model");
@@ -202,16 +172,10 @@ TEST(PlotView, ASeriesWithNothingOnTheLogAxisSaysSoInTheLegend)
 
 TEST(PlotView, ConfidenceBandIsATranslucentFillOutsideTheLegend)
 {
-    Figure f;
-    f.x_label = "number of in-context examples";
-    f.y_label = "squared error";
-    Series s;
-    s.name = "model";
-    s.x = { 1, 2, 3 };
-    s.y = { 0.9, 0.5, 0.2 };
+    Series s = seriesOf("model", { 1, 2, 3 }, { 0.9, 0.5, 0.2 });
     s.y_lower = { 0.8, 0.4, 0.1 };
     s.y_upper = { 1.0, 0.6, 0.3 };
-    f.series = { s };
+    const Figure f = figureOf("number of in-context examples", "squared error", { s });
     PlotView view;
     view.setFigure(f);
     QCustomPlot* plot = view.plot();
@@ -219,7 +183,7 @@ TEST(PlotView, ConfidenceBandIsATranslucentFillOutsideTheLegend)
     QCPGraph* line = view.seriesGraph(0);
     ASSERT_NE(line, nullptr);
     const std::vector<std::pair<double, double>> y = { { 1, 0.9 }, { 2, 0.5 }, { 3, 0.2 } };
-    EXPECT_EQ(graphData(line), y);
+    EXPECT_EQ(graphPoints(line), y);
     QCPGraph* filled = nullptr;
     for (int i = 0; i < plot->graphCount(); ++i)
         if (plot->graph(i)->channelFillGraph())
@@ -227,8 +191,8 @@ TEST(PlotView, ConfidenceBandIsATranslucentFillOutsideTheLegend)
     ASSERT_NE(filled, nullptr);
     const std::vector<std::pair<double, double>> upper = { { 1, 1.0 }, { 2, 0.6 }, { 3, 0.3 } };
     const std::vector<std::pair<double, double>> lower = { { 1, 0.8 }, { 2, 0.4 }, { 3, 0.1 } };
-    EXPECT_EQ(graphData(filled), upper);
-    EXPECT_EQ(graphData(filled->channelFillGraph()), lower);
+    EXPECT_EQ(graphPoints(filled), upper);
+    EXPECT_EQ(graphPoints(filled->channelFillGraph()), lower);
     EXPECT_GT(filled->brush().color().alpha(), 0);
     EXPECT_LT(filled->brush().color().alpha(), 255);
     EXPECT_EQ(plot->legend->itemCount(), 1);
@@ -236,15 +200,8 @@ TEST(PlotView, ConfidenceBandIsATranslucentFillOutsideTheLegend)
 
 TEST(PlotView, MarkersStyleDrawsPointsWithoutLine)
 {
-    Figure f;
-    f.x_label = "x";
-    f.y_label = "y";
-    Series s;
-    s.name = "model vs GD";
-    s.x = { 0.1, 0.2 };
-    s.y = { 0.1, 0.25 };
-    s.style = Series::Style::Markers;
-    f.series = { s };
+    const Figure f
+        = figureOf("x", "y", { seriesOf("model vs GD", { 0.1, 0.2 }, { 0.1, 0.25 }, Series::Style::Markers) });
     PlotView view;
     view.setFigure(f);
     EXPECT_EQ(view.seriesGraph(0)->lineStyle(), QCPGraph::lsNone);
@@ -255,15 +212,7 @@ TEST(PlotView, NewFigureReplacesTheOldOne)
 {
     PlotView view;
     view.setFigure(lossLikeFigure());
-    Figure f;
-    f.x_label = "a";
-    f.y_label = "b";
-    Series s;
-    s.name = "only";
-    s.x = { 1 };
-    s.y = { 2 };
-    f.series = { s };
-    view.setFigure(f);
+    view.setFigure(figureOf("a", "b", { seriesOf("only", { 1 }, { 2 }) }));
     ASSERT_EQ(view.plot()->graphCount(), 1);
     EXPECT_EQ(view.plot()->graph(0)->name(), "only");
     EXPECT_EQ(view.figure().series.size(), 1u);
@@ -329,14 +278,9 @@ TEST(PlotView, LongCaptionWrapsAndNeverSqueezesTheLegend)
 
 TEST(PlotView, ScatterHasRoomAroundTheExtremeMarkersOnBothAxes)
 {
-    Figure f;
+    Figure f = figureOf(
+        "", "", { seriesOf("prompts", { -2.0, 0.0, 1.0, 2.0 }, { -1.0, 0.5, 0.0, 1.0 }, Series::Style::Markers) });
     f.title = "scatter";
-    Series s;
-    s.name = "prompts";
-    s.style = Series::Style::Markers;
-    s.x = { -2.0, 0.0, 1.0, 2.0 };
-    s.y = { -1.0, 0.5, 0.0, 1.0 };
-    f.series = { s };
     PlotView view;
     view.setFigure(f);
     EXPECT_LT(view.plot()->xAxis->range().lower, -2.0);

@@ -68,6 +68,39 @@ std::string temp(const std::string& name)
     return p;
 }
 
+/// Success when the command exited with 0; a failure shows its exit code and stderr.
+::testing::AssertionResult succeeded(const Result& r)
+{
+    if (r.code == 0)
+        return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "exit code " << r.code << ": " << r.err;
+}
+
+/// The stdout of a command run with --json, parsed into `json`; a failure shows the exit code and stderr, or the
+/// output that is not JSON.
+::testing::AssertionResult jsonOutput(const Result& r, nlohmann::json* json)
+{
+    if (r.code != 0)
+        return succeeded(r);
+    try {
+        *json = nlohmann::json::parse(r.out);
+    } catch (const nlohmann::json::exception& e) {
+        return ::testing::AssertionFailure() << "not JSON (" << e.what() << "): " << r.out;
+    }
+    return ::testing::AssertionSuccess();
+}
+
+/// `train --preset <preset> --set <s>… --steps <steps> --device cpu --threads 1 <more>--out <out>`: a tiny run on the
+/// CPU with one thread (the same on every machine).
+std::string trainCommand(const std::string& preset, const std::vector<std::string>& sets, int steps,
+    const std::string& out, const std::string& more = {})
+{
+    std::string command = "train --preset " + preset;
+    for (const std::string& set : sets)
+        command += " --set " + set;
+    return command + " --steps " + std::to_string(steps) + " --device cpu --threads 1 " + more + "--out " + out;
+}
+
 const char* kTiny = " --preset vonoswald-lsa-1layer --set task.d=5 --set task.n_context=5"
                     " --set training.batch_size=256 --set training.lr=0.003 --set training.eval_every=50"
                     " --set training.checkpoint_every=100 --set eval.n_prompts=1000"
@@ -153,14 +186,12 @@ void expectOneLineError(const Result& r, const std::string& needle)
 TEST(Cli, AnalyzeCopyOnAnInterleavedRun)
 {
     const std::string out = temp("cli_copy.h5");
-    const Result tr = run("train --preset vonoswald-interleaved-copy --set task.d=3 --set task.n_context=4"
-                          " --set model.pos_dim=4 --set training.batch_size=64 --set training.eval_every=10"
-                          " --set training.checkpoint_every=10 --set eval.n_prompts=200 --steps 20"
-                          " --device cpu --threads 1 --out " + out);
-    ASSERT_EQ(tr.code, 0) << tr.err;
-    const Result copy = run("analyze " + out + " copy --prompts 16 --json");
-    ASSERT_EQ(copy.code, 0) << copy.err;
-    const auto c = nlohmann::json::parse(copy.out);
+    ASSERT_TRUE(succeeded(run(trainCommand("vonoswald-interleaved-copy",
+        { "task.d=3", "task.n_context=4", "model.pos_dim=4", "training.batch_size=64", "training.eval_every=10",
+            "training.checkpoint_every=10", "eval.n_prompts=200" },
+        20, out))));
+    nlohmann::json c;
+    ASSERT_TRUE(jsonOutput(run("analyze " + out + " copy --prompts 16 --json"), &c));
     ASSERT_EQ(c["gradient_norm"].size(), 81u);  // (2N + 1)² with N = 4
     EXPECT_EQ(c["token_labels"][1], "y1");
     // own = mean of G[k][k], next = mean of G[k][k+1] over the x-tokens k = 0, 2, 4, 6
@@ -432,13 +463,11 @@ TEST(Cli, LightCommandsRunWithoutLibTorch)
 TEST(Cli, AnalyzeKernelJson)
 {
     const std::string out = temp("cli_kernel.h5");
-    const Result tr = run("train --preset renliu-kernel --set training.batch_size=64 --set training.eval_every=10"
-                          " --set training.checkpoint_every=10 --set eval.n_prompts=200 --steps 20"
-                          " --device cpu --threads 1 --out " + out);
-    ASSERT_EQ(tr.code, 0) << tr.err;
-    const Result k = run("analyze " + out + " kernel --m 16,64,256 --seeds 3 --prompts 32 --json");
-    ASSERT_EQ(k.code, 0) << k.err;
-    const auto j = nlohmann::json::parse(k.out);
+    ASSERT_TRUE(succeeded(run(trainCommand("renliu-kernel",
+        { "training.batch_size=64", "training.eval_every=10", "training.checkpoint_every=10", "eval.n_prompts=200" },
+        20, out))));
+    nlohmann::json j;
+    ASSERT_TRUE(jsonOutput(run("analyze " + out + " kernel --m 16,64,256 --seeds 3 --prompts 32 --json"), &j));
     EXPECT_EQ(j["analysis"], "kernel");
     EXPECT_EQ(j["checkpoint_step"], 20);
     EXPECT_EQ(j["attention_variant"], "softmax");
@@ -459,11 +488,10 @@ TEST(Cli, AnalyzeKernelJson)
 TEST(Cli, ExportAttentionOfAGpt2HeadIsTheAttentionPagesFigure)
 {
     const std::string out = temp("cli_attention_gpt2.h5");
-    const Result tr = run("train --preset guo-representation --set task.d=4 --set task.rep_dim=4"
-                          " --set task.n_context=4 --set model.n_layers=1 --set model.n_heads=2 --set model.d_model=16"
-                          " --set training.eval_every=5 --set training.checkpoint_every=5 --set eval.n_prompts=16"
-                          " --steps 5 --device cpu --threads 1 --force --out " + out);
-    ASSERT_EQ(tr.code, 0) << tr.err;
+    ASSERT_TRUE(succeeded(run(trainCommand("guo-representation",
+        { "task.d=4", "task.rep_dim=4", "task.n_context=4", "model.n_layers=1", "model.n_heads=2", "model.d_model=16",
+            "training.eval_every=5", "training.checkpoint_every=5", "eval.n_prompts=16" },
+        5, out, "--force "))));
     auto svgOf = [&](const std::string& scale) {
         const std::string svg = temp("cli_attention_gpt2_" + scale + ".svg");
         const Result ex = run("export " + out + " --plot attention --head 1 --attention-scale " + scale
@@ -494,11 +522,10 @@ TEST(Cli, AnalyzePasteJson)
 {
     const std::string out = temp("cli_paste_parent.h5");
     const std::string pasted = temp("cli_paste_child.h5");
-    const Result tr = run("train --preset guo-representation --set task.d=4 --set task.rep_dim=4"
-                          " --set task.n_context=6 --set model.n_layers=3 --set model.n_heads=2 --set model.d_model=16"
-                          " --set training.eval_every=10 --set training.checkpoint_every=10 --set eval.n_prompts=64"
-                          " --steps 10 --device cpu --threads 1 --out " + out);
-    ASSERT_EQ(tr.code, 0) << tr.err;
+    ASSERT_TRUE(succeeded(run(trainCommand("guo-representation",
+        { "task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=3", "model.n_heads=2", "model.d_model=16",
+            "training.eval_every=10", "training.checkpoint_every=10", "eval.n_prompts=64" },
+        10, out))));
     const Result p = run("analyze " + out + " paste --cut-layer 1 --embedding transformer1 --steps 8 --prompts 64"
                          " --threads 1 --json --out " + pasted);
     ASSERT_EQ(p.code, 0) << p.err;
@@ -631,6 +658,23 @@ std::vector<double> solveSquare(std::vector<std::vector<double>> a, std::vector<
     return w;
 }
 
+// GD-1's prediction at x_q from the in-context examples (x_i, y_i), i < n, with the step η the run `path` fitted
+// (info's eta_gd_1): one GD step from w = 0, ŷ = (η/n)·Σ_i y_i ⟨x_i, x_q⟩ (von Oswald et al. 2023, Prop. 1).
+double gdOneStep(const std::string& path, const std::vector<std::vector<double>>& x, const std::vector<double>& y,
+    const std::vector<double>& xq, size_t n)
+{
+    const auto info = nlohmann::json::parse(run("info " + path + " --json").out);
+    const double eta = info["final"]["baselines"]["eta_gd_1"].get<double>();
+    double gd = 0;
+    for (size_t i = 0; i < n; ++i) {
+        double dot = 0;
+        for (size_t k = 0; k < xq.size(); ++k)
+            dot += x[i][k] * xq[k];
+        gd += eta / double(n) * y[i] * dot;
+    }
+    return gd;
+}
+
 // The inspector from the command line on a 1-layer LSA run (d = N = 5): the predictions of `analyze
 // attention` agree with least squares and one GD step computed here from the printed prompt; the lens
 // ends at the model's prediction; patching matches the closed form of a linear layer; the CSV outputs
@@ -640,9 +684,8 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     const std::string out = temp("cli_inspect.h5");
     const Result tr = run(std::string("train") + kTiny + " --steps 200 --out " + out);
     ASSERT_EQ(tr.code, 0) << tr.err;
-    const Result a = run("analyze " + out + " attention --prompt-seed 3 --json");
-    ASSERT_EQ(a.code, 0) << a.err;
-    const auto j = nlohmann::json::parse(a.out);
+    nlohmann::json j;
+    ASSERT_TRUE(jsonOutput(run("analyze " + out + " attention --prompt-seed 3 --json"), &j));
     EXPECT_EQ(j["analysis"], "attention");
     EXPECT_EQ(j["checkpoint_step"], 200);
     EXPECT_EQ(j["n_layers"], 1);
@@ -671,17 +714,8 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     EXPECT_NEAR(p["least_squares"]["error"].get<double>(), 0.5 * (ls - yq) * (ls - yq), 1e-6);
     EXPECT_DOUBLE_EQ(j["target"].get<double>(), yq);
 
-    // One GD step from 0 with the run's fitted η: ŷ = (η/N)·Σ y_i ⟨x_i, x_q⟩ (von Oswald et al. Prop. 1).
-    const auto info = nlohmann::json::parse(run("info " + out + " --json").out);
-    const double eta = info["final"]["baselines"]["eta_gd_1"].get<double>();
-    double gd = 0;
-    for (int i = 0; i < 5; ++i) {
-        double dot = 0;
-        for (int k = 0; k < 5; ++k)
-            dot += X[size_t(i)][size_t(k)] * xq[size_t(k)];
-        gd += eta / 5.0 * Y[size_t(i)] * dot;
-    }
-    EXPECT_NEAR(p["gd_1"]["prediction"].get<double>(), gd, 1e-5);
+    // One GD step from 0 with the run's fitted η.
+    EXPECT_NEAR(p["gd_1"]["prediction"].get<double>(), gdOneStep(out, X, Y, xq, 5), 1e-5);
 
     const Result l = run("analyze " + out + " lens --prompt-seed 3 --json");
     ASSERT_EQ(l.code, 0) << l.err;
@@ -885,17 +919,8 @@ TEST(Cli, AnalyzeWithAPromptFile)
     for (size_t k = 0; k < 5; ++k)
         ls8 += w8[k] * X8[8][k];
     EXPECT_NEAR(jc["predictions"]["least_squares"]["prediction"].get<double>(), ls8, 1e-6);
-    // One GD step from 0 with the run's fitted η: ŷ = (η/N)·Σ y_i ⟨x_i, x_q⟩.
-    const auto info = nlohmann::json::parse(run("info " + out + " --json").out);
-    const double eta = info["final"]["baselines"]["eta_gd_1"].get<double>();
-    double gd = 0;
-    for (size_t i = 0; i < 8; ++i) {
-        double dot = 0;
-        for (size_t k = 0; k < 5; ++k)
-            dot += X8[i][k] * X8[8][k];
-        gd += eta / 8.0 * Y8[i] * dot;
-    }
-    EXPECT_NEAR(jc["predictions"]["gd_1"]["prediction"].get<double>(), gd, 1e-5);
+    // One GD step from 0 with the run's fitted η.
+    EXPECT_NEAR(jc["predictions"]["gd_1"]["prediction"].get<double>(), gdOneStep(out, X8, Y8, X8[8], 8), 1e-5);
 
     // The lens ends at the model's prediction on the file's prompt.
     const Result l = run("analyze " + out + " lens --prompt " + jsonPath + " --json");
@@ -1325,13 +1350,12 @@ TEST(Cli, MaxMemoryBoundsWhatAFileMayMakeACommandAllocate)
 TEST(Cli, AnalyzeAlgorithmMapStoreReportAndExport)
 {
     const std::string out = temp("cli_algorithm_map.h5");
-    const Result tr = run("train --preset vonoswald-lsa-multilayer --set model.init=gd_construction --set task.d=5"
-                          " --set task.n_context=8 --set eval.n_prompts=500 --set 'eval.baselines=[\"zero\",\"gd\"]'"
-                          " --set 'eval.alignment=[\"gd_3\"]' --steps 0 --device cpu --threads 1 --out " + out);
-    ASSERT_EQ(tr.code, 0) << tr.err;
-    const Result m = run("analyze " + out + " algorithm-map --prompts 300 --store --json --threads 1");
-    ASSERT_EQ(m.code, 0) << m.err;
-    const auto j = nlohmann::json::parse(m.out);
+    ASSERT_TRUE(succeeded(run(trainCommand("vonoswald-lsa-multilayer",
+        { "model.init=gd_construction", "task.d=5", "task.n_context=8", "eval.n_prompts=500",
+            "'eval.baselines=[\"zero\",\"gd\"]'", "'eval.alignment=[\"gd_3\"]'" },
+        0, out))));
+    nlohmann::json j;
+    ASSERT_TRUE(jsonOutput(run("analyze " + out + " algorithm-map --prompts 300 --store --json --threads 1"), &j));
     EXPECT_EQ(j["analysis"], "algorithm_map");
     EXPECT_EQ(j["layers"], (std::vector<int64_t>{1, 2, 3}));
     EXPECT_EQ(j["positions"], "query");

@@ -28,7 +28,7 @@ using icl::gui::AlgorithmMapPage;
 using icl::gui::MainWindow;
 
 namespace {
-using icl::test::waitIdle;
+using namespace icl::test;
 
 constexpr int kMapPrompts = 80;
 
@@ -41,18 +41,27 @@ icl::AlgorithmMap expectedMap(const std::string& path, int64_t step)
     return icl::computeAlgorithmMap(path, o);
 }
 
+/// Opens `path` in the scripted `window` and shows its Algorithm map on kMapPrompts prompts, once computed.
+::testing::AssertionResult openOnMap(MainWindow& window, const std::string& path)
+{
+    ::testing::AssertionResult opened = openScripted(window, path);
+    if (!opened)
+        return opened;
+    window.page<AlgorithmMapPage>()->setPromptCount(kMapPrompts);
+    window.showPage<AlgorithmMapPage>();
+    if (!waitIdle(window))
+        return ::testing::AssertionFailure() << "the map of " << path << " is not done in time";
+    return ::testing::AssertionSuccess();
+}
+
 } // namespace
 
 TEST(AlgorithmMapPage, ShowsTheFacadesMapWithGreyedOutFamiliesAndAScatterPerCell)
 {
-    const std::string& lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa);
+    const std::string& lsa = tinyRun(TinyRun::Lsa);
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(lsa)));
+    ASSERT_TRUE(openOnMap(window, lsa));
     AlgorithmMapPage* page = window.page<AlgorithmMapPage>();
-    page->setPromptCount(kMapPrompts);
-    window.showPage<AlgorithmMapPage>();
-    ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
 
     const icl::AlgorithmMap want = expectedMap(lsa, page->checkpointStep());
@@ -113,14 +122,10 @@ TEST(AlgorithmMapPage, ShowsTheFacadesMapWithGreyedOutFamiliesAndAScatterPerCell
 
 TEST(AlgorithmMapPage, ReadsAGpt2ThroughProbesAndRefusesWhatHasNoMap)
 {
-    const std::string& gpt2 = icl::test::tinyRun(icl::test::TinyRun::Gpt2);
+    const std::string& gpt2 = tinyRun(TinyRun::Gpt2);
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(gpt2)));
+    ASSERT_TRUE(openOnMap(window, gpt2));
     AlgorithmMapPage* page = window.page<AlgorithmMapPage>();
-    page->setPromptCount(kMapPrompts);
-    window.showPage<AlgorithmMapPage>();
-    ASSERT_TRUE(waitIdle(window));
     EXPECT_EQ(page->map().readout, "probe");
     EXPECT_TRUE(page->summaryLabel()->text().contains("probes")) << page->summaryLabel()->text().toStdString();
 

@@ -52,9 +52,7 @@ using icl::gui::MainWindow;
 using icl::gui::PatchingPage;
 
 namespace {
-using icl::test::waitIdle;
-using icl::test::readAll;
-using icl::test::svgText;
+using namespace icl::test;
 
 constexpr int kTimeoutMs = 120000;
 
@@ -322,13 +320,9 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
     const QString svg = dir.filePath("pattern.svg");
     ASSERT_TRUE(view->exportTo(svg.toStdString(), "svg", 300, &error)) << error;
     const QString text = svgText(svg);
-    EXPECT_TRUE(text.contains("key token")) << text.toStdString();
-    EXPECT_TRUE(text.contains("query token"));
-    EXPECT_TRUE(text.contains("attention weight"));
-    EXPECT_TRUE(text.contains("query"));
-    EXPECT_TRUE(text.contains("experiment: gpt2.h5"));
-    EXPECT_TRUE(text.contains(QStringLiteral("checkpoint_step: %1").arg(want.checkpoint_step)));
-    EXPECT_TRUE(text.contains("seed: 1"));
+    EXPECT_TRUE(containsAll(text,
+        { "key token", "query token", "attention weight", "query", "experiment: gpt2.h5",
+            QStringLiteral("checkpoint_step: %1").arg(want.checkpoint_step), "seed: 1" }));
     const QString pdf = dir.filePath("pattern.pdf");
     ASSERT_TRUE(view->exportTo(pdf.toStdString(), "pdf", 300, &error)) << error;
     const QByteArray pdfBytes = readAll(pdf);
@@ -395,11 +389,8 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
     const QString lensSvg = dir.filePath("lens.svg");
     ASSERT_TRUE(icl::widgets::exportFigure(figure, lensSvg.toStdString(), "svg", 300, &error)) << error;
     const QString lensText = svgText(lensSvg);
-    EXPECT_TRUE(lensText.contains("model (regression lens)")) << lensText.toStdString();
-    EXPECT_TRUE(lensText.contains("GD-k (k = layers)"));
-    EXPECT_TRUE(lensText.contains("ridge"));
-    EXPECT_TRUE(lensText.contains("least squares"));
-    EXPECT_TRUE(lensText.contains("prediction ŷ_q"));
+    EXPECT_TRUE(containsAll(
+        lensText, { "model (regression lens)", "GD-k (k = layers)", "ridge", "least squares", "prediction ŷ_q" }));
     const QString lensPdf = dir.filePath("lens.pdf");
     ASSERT_TRUE(icl::widgets::exportFigure(figure, lensPdf.toStdString(), "pdf", 300, &error)) << error;
     const QString lensPdfText = icl::test::pdfText(lensPdf);
@@ -500,9 +491,7 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
 TEST_F(AttentionPageTest, PatchingWithItsOwnPromptSeed)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    window.showPage<PatchingPage>();
+    ASSERT_TRUE(openOnPage<PatchingPage>(window, s_lsa));
     PatchingPage* page = window.page<PatchingPage>();
     EXPECT_FALSE(page->isBusy()) << "nothing runs before Run is pressed";
     page->sharedPromptCheck()->setChecked(false);

@@ -30,6 +30,7 @@ using icl::gui::TrainPage;
 using icl::widgets::PlotView;
 
 namespace {
+using namespace icl::test;
 
 /// "gd_3" → "gd", "features_gd_1" → "features_gd", "zero" → "zero" (results name predictors this way).
 std::string family(const std::string& predictor)
@@ -184,9 +185,7 @@ TEST(FigureStyle, EachPredictorHasOneColourOnThePages)
 {
     const std::string run = icl::test::tinyRun(icl::test::TinyRun::Lsa);
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(run)));
-    window.showPage<IclCurvePage>();
+    ASSERT_TRUE(openOnPage<IclCurvePage>(window, run));
     ASSERT_TRUE(icl::test::waitIdle(window));
     window.showPage<GdAlignmentPage>();
     ASSERT_TRUE(icl::test::waitIdle(window));

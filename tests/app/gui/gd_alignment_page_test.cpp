@@ -20,7 +20,6 @@
 #include <QStandardItemModel>
 #include <QTabWidget>
 #include <QTableWidget>
-#include <QTemporaryDir>
 #include <QTest>
 
 #include <gtest/gtest.h>
@@ -37,13 +36,13 @@
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_view.h"
 #include "tests/support/gui_helpers.h"
+#include "tests/support/tiny_runs.h"
 
 using icl::gui::GdAlignmentPage;
 using icl::gui::MainWindow;
 
 namespace {
-using icl::test::graphPoints;
-using icl::test::waitIdle;
+using namespace icl::test;
 
 constexpr int64_t kD = 4; // task dimension: heatmaps are (d+1) × (d+1)
 constexpr int64_t kLayers = 2; // K
@@ -74,30 +73,30 @@ void expectShown(double shown, double expected, const char* what)
     EXPECT_NEAR(shown, expected, 5.01e-4 * std::abs(expected)) << what;
 }
 
+/// The graph draws the points (x[i], y[i]): the same keys, values within 1e-9 (relative above 1).
+void expectGraphOf(QCPGraph* graph, const std::vector<double>& x, const std::vector<double>& y)
+{
+    ASSERT_NE(graph, nullptr);
+    const Points drawn = graphPoints(graph);
+    ASSERT_EQ(drawn.size(), x.size());
+    for (size_t i = 0; i < drawn.size(); ++i) {
+        EXPECT_DOUBLE_EQ(drawn[i].first, x[i]);
+        EXPECT_NEAR(drawn[i].second, y[i], 1e-9 * std::max(1.0, y[i]));
+    }
+}
+
 class GdAlignmentPageTest : public ::testing::Test {
 protected:
+    /// A 2-layer LSA on d = 4, 40 steps, checkpoints at 0, 20, 40, aligned with GD-2.
     static void SetUpTestSuite()
     {
-        s_dir = new QTemporaryDir;
-        ASSERT_TRUE(s_dir->isValid());
-        s_run = s_dir->filePath("lsa2.h5").toStdString();
-        icl::ConfigRequest request;
-        request.preset = "vonoswald-lsa-1layer";
-        request.scale = "quick";
-        request.sets = { "task.d=" + std::to_string(kD), "task.n_context=8",
-            "model.n_layers=" + std::to_string(kLayers), "training.batch_size=64", "training.grad_clip=10",
-            "training.eval_every=10", "training.checkpoint_every=20", "eval.n_prompts=256", "eval.gd_steps=[1,2]",
-            "eval.alignment=[\"gd_2\"]" };
-        request.steps = 40;
-        request.device = "cpu";
-        icl::TrainOptions options;
-        options.out_path = s_run;
-        icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
+        s_run = scratchFolder("gd-alignment").filePath("lsa2.h5").toStdString();
+        trainTinyRun(s_run, "vonoswald-lsa-1layer",
+            { "task.d=" + std::to_string(kD), "task.n_context=8", "model.n_layers=" + std::to_string(kLayers),
+                "training.batch_size=64", "training.grad_clip=10", "training.eval_every=10",
+                "training.checkpoint_every=20", "eval.n_prompts=256", "eval.gd_steps=[1,2]",
+                "eval.alignment=[\"gd_2\"]" },
+            40);
     }
 
     /// Opens the file on the GD alignment page and waits until its analyses are done.
@@ -111,12 +110,8 @@ protected:
         ASSERT_TRUE(waitIdle(window));
     }
 
-    static QTemporaryDir* s_dir;
-    static std::string s_run;
+    static inline std::string s_run;
 };
-
-QTemporaryDir* GdAlignmentPageTest::s_dir = nullptr;
-std::string GdAlignmentPageTest::s_run;
 
 } // namespace
 
@@ -265,24 +260,10 @@ TEST_F(GdAlignmentPageTest, EtaScanAndOodPlotsAreDrawnAndDepthNeedsATiedModel)
     const int64_t step = file.checkpoints.back().step;
 
     const icl::EtaScan scan = icl::computeEtaScan(s_run, step, kLayers, 4.0, 200, false);
-    QCPGraph* gd = page->etaPlot()->seriesGraph(0);
-    ASSERT_NE(gd, nullptr);
-    const Points eta = graphPoints(gd);
-    ASSERT_EQ(eta.size(), scan.eta.size());
-    for (size_t i = 0; i < eta.size(); ++i) {
-        EXPECT_DOUBLE_EQ(eta[i].first, scan.eta[i]);
-        EXPECT_NEAR(eta[i].second, scan.loss[i], 1e-9 * std::max(1.0, scan.loss[i]));
-    }
+    ASSERT_NO_FATAL_FAILURE(expectGraphOf(page->etaPlot()->seriesGraph(0), scan.eta, scan.loss));
 
     const icl::OodCurve ood = icl::computeOod(s_run, step, "x_scale", {}, 4000, false);
-    QCPGraph* model = page->oodPlot()->seriesGraph(0);
-    ASSERT_NE(model, nullptr);
-    const Points drawn = graphPoints(model);
-    ASSERT_EQ(drawn.size(), ood.alpha.size());
-    for (size_t i = 0; i < drawn.size(); ++i) {
-        EXPECT_DOUBLE_EQ(drawn[i].first, ood.alpha[i]);
-        EXPECT_NEAR(drawn[i].second, ood.model_loss[i], 1e-9 * std::max(1.0, ood.model_loss[i]));
-    }
+    ASSERT_NO_FATAL_FAILURE(expectGraphOf(page->oodPlot()->seriesGraph(0), ood.alpha, ood.model_loss));
 
     // The model is untied: the depth shift is offered but disabled.
     QComboBox* kinds = page->oodKindChooser();
@@ -381,23 +362,14 @@ TEST_F(GdAlignmentPageTest, ARunWithoutAnLsaModelGetsAMessage)
 // checkpoint (an independent call), and the tab is disabled for pair-layout runs.
 TEST(GdAlignmentCopyTab, ShowsTheCopyAnalysisOfInterleavedRuns)
 {
-    QTemporaryDir dir;
-    const std::string run = dir.filePath("copy.h5").toStdString();
-    icl::ConfigRequest request;
-    request.preset = "vonoswald-interleaved-copy";
-    request.scale = "quick";
-    request.sets = { "task.d=3", "task.n_context=4", "model.pos_dim=4", "training.batch_size=32",
-        "training.eval_every=5", "training.checkpoint_every=10", "eval.n_prompts=128", "eval.bootstrap=0" };
-    request.steps = 10;
-    request.device = "cpu";
-    icl::TrainOptions options;
-    options.out_path = run;
-    icl::train(icl::resolveConfig(request), options, [](const icl::TrainProgress&) { return true; });
+    const std::string run = scratchFolder("gd-alignment-copy").filePath("copy.h5").toStdString();
+    trainTinyRun(run, "vonoswald-interleaved-copy",
+        { "task.d=3", "task.n_context=4", "model.pos_dim=4", "training.batch_size=32", "training.eval_every=5",
+            "training.checkpoint_every=10", "eval.n_prompts=128", "eval.bootstrap=0" },
+        10);
 
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(run)));
-    window.showPage<GdAlignmentPage>();
+    ASSERT_TRUE(openOnPage<GdAlignmentPage>(window, run));
     ASSERT_TRUE(waitIdle(window));
     GdAlignmentPage* page = window.page<GdAlignmentPage>();
     EXPECT_TRUE(page->tabs()->isTabEnabled(6));

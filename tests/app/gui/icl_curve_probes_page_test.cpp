@@ -35,7 +35,7 @@ using icl::gui::MainWindow;
 using icl::gui::ProbesPage;
 
 namespace {
-using icl::test::waitIdle;
+using namespace icl::test;
 
 constexpr int kFit = 48; // prompts the page's probes are fitted and scored on (kept small: fast)
 
@@ -90,8 +90,7 @@ std::string IclCurveProbesPageTest::s_lsa;
 TEST_F(IclCurveProbesPageTest, IclCurveShowsComputeIclCurveAndFollowsTheTimeline)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    ASSERT_TRUE(openScripted(window, s_gpt2));
     IclCurvePage* page = window.page<IclCurvePage>();
     EXPECT_FALSE(page->isBusy()) << "nothing runs while the page is hidden";
     window.showPage<IclCurvePage>();
@@ -133,9 +132,7 @@ TEST_F(IclCurveProbesPageTest, IclCurveShowsComputeIclCurveAndFollowsTheTimeline
 TEST_F(IclCurveProbesPageTest, IclCurveWorksForLsaRuns)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    window.showPage<IclCurvePage>();
+    ASSERT_TRUE(openOnPage<IclCurvePage>(window, s_lsa));
     ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(window.page<IclCurvePage>()->statusLabel()->text().isEmpty())
         << window.page<IclCurvePage>()->statusLabel()->text().toStdString();
@@ -212,9 +209,7 @@ TEST_F(IclCurveProbesPageTest, ProbesShowComputeProbePerTargetAndFollowTheTimeli
 TEST_F(IclCurveProbesPageTest, ProbesRefuseLsaRunsWithAMessage)
 {
     MainWindow window;
-    window.setScripted(true);
-    window.showPage<ProbesPage>();
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
+    ASSERT_TRUE(openOnShownPage<ProbesPage>(window, s_lsa));
     ProbesPage* page = window.page<ProbesPage>();
     EXPECT_FALSE(page->isBusy());
     EXPECT_TRUE(page->messageLabel()->isVisibleTo(page));

@@ -39,7 +39,7 @@ using icl::gui::IclIwlPage;
 using icl::gui::MainWindow;
 
 namespace {
-using icl::test::waitIdle;
+using namespace icl::test;
 
 /// A few-shot classification run that trains in about a second (as in classification_trainer_test.cpp):
 /// evaluations at steps 0, 5, …, 20 on 64 sequences, checkpoints at 0, 10, 20.
@@ -62,19 +62,11 @@ class IclIwlPageTest : public ::testing::Test {
 protected:
     static void SetUpTestSuite()
     {
-        s_dir = new QTemporaryDir;
-        ASSERT_TRUE(s_dir->isValid());
-        s_fewshot = s_dir->filePath("fewshot.h5").toStdString();
+        s_dir = scratchFolder("icl-iwl");
         icl::TrainOptions options;
-        options.out_path = s_fewshot;
+        options.out_path = s_fewshot = s_dir.filePath("fewshot.h5").toStdString();
         icl::train(fewShotConfig(), options, {});
-
-        s_lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa); // a regression run
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
+        s_lsa = tinyRun(TinyRun::Lsa); // a regression run
     }
 
     /// "value with 4 decimals (count/n)", written here independently of the page.
@@ -110,14 +102,9 @@ protected:
         return want;
     }
 
-    static QTemporaryDir* s_dir;
-    static std::string s_fewshot;
-    static std::string s_lsa;
+    static inline QDir s_dir;
+    static inline std::string s_fewshot, s_lsa;
 };
-
-QTemporaryDir* IclIwlPageTest::s_dir = nullptr;
-std::string IclIwlPageTest::s_fewshot;
-std::string IclIwlPageTest::s_lsa;
 
 } // namespace
 
@@ -127,8 +114,7 @@ TEST_F(IclIwlPageTest, CurvesAreTheFileMetricsAndThePanelIsComputeIclIwlOfTheSel
     ASSERT_EQ(file.metrics.at("step"), (std::vector<double> { 0, 5, 10, 15, 20 }));
 
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
+    ASSERT_TRUE(openScripted(window, s_fewshot));
     IclIwlPage* page = window.page<IclIwlPage>();
     EXPECT_TRUE(page->isSupported());
     EXPECT_FALSE(page->isBusy()) << "nothing runs while the page is hidden";
@@ -188,15 +174,13 @@ TEST_F(IclIwlPageTest, PanelShowsCommonAndRareAccuraciesOfASplitRun)
     config["task"]["n_common_classes"] = 10;
     config["task"]["p_bursty_zipfian"] = 0.0;
     config["task"]["non_bursty_type"] = "common";
-    const std::string split = s_dir->filePath("split.h5").toStdString();
+    const std::string split = s_dir.filePath("split.h5").toStdString();
     icl::TrainOptions options;
     options.out_path = split;
     icl::train(config, options, {});
 
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(split)));
-    window.showPage<IclIwlPage>();
+    ASSERT_TRUE(openOnPage<IclIwlPage>(window, split));
     IclIwlPage* page = window.page<IclIwlPage>();
     ASSERT_TRUE(waitIdle(window));
     ASSERT_TRUE(page->result().has_value()) << page->statusLabel()->text().toStdString();
@@ -224,9 +208,7 @@ TEST_F(IclIwlPageTest, PanelShowsCommonAndRareAccuraciesOfASplitRun)
 TEST_F(IclIwlPageTest, RegressionRunShowsOneLineSayingThePageIsForFewShotClassification)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
-    window.showPage<IclIwlPage>();
+    ASSERT_TRUE(openOnPage<IclIwlPage>(window, s_lsa));
     IclIwlPage* page = window.page<IclIwlPage>();
     EXPECT_FALSE(page->isSupported());
     EXPECT_FALSE(page->isBusy()) << "nothing to evaluate";
@@ -406,8 +388,7 @@ icl::FewShotSequence expectSequenceOfFacade(const IclIwlPage* page, const std::s
 TEST_F(IclIwlPageTest, SequenceTabShowsTheSampledSequenceAndThePredictionOfTheSelectedCheckpoint)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_fewshot)));
+    ASSERT_TRUE(openScripted(window, s_fewshot));
     IclIwlPage* page = window.page<IclIwlPage>();
     EXPECT_EQ(IclIwlPage::tabNames(), (QStringList { "training", "sweep", "sequence" }));
     ASSERT_TRUE(page->showTab("sequence"));

@@ -46,7 +46,7 @@ using icl::gui::ImportDialog;
 using icl::gui::MainWindow;
 
 namespace {
-using icl::test::waitIdle;
+using namespace icl::test;
 
 /// Saves a picture of `widget` when ICL_GUI_SCREENSHOT_DIR is set (documentation; no effect on the test).
 void maybeScreenshot(QWidget& widget, const char* name)
@@ -59,22 +59,28 @@ void maybeScreenshot(QWidget& widget, const char* name)
 }
 
 /// Files in `dir` (names), to check that a refused or cancelled import wrote nothing.
-QStringList filesIn(const QTemporaryDir& dir)
+QStringList filesIn(const QDir& dir)
 {
-    return QDir(dir.path()).entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot);
+    return dir.entryList(QDir::Files | QDir::Hidden | QDir::NoDotAndDotDot);
+}
+
+/// Sets `dialog` to import the fixture `source` into `output`, shows it when `shown` (as File ▸ Import does) and waits
+/// for its plan (or the refusal); false on time-out.
+bool planned(ImportDialog& dialog, const char* source, const QString& output, bool shown = true)
+{
+    dialog.setOutputPath(output);
+    dialog.setSource(foreignFixture(source));
+    if (shown)
+        dialog.show();
+    return waitIdle(dialog);
 }
 
 } // namespace
 
 TEST(ImportDialog, GargRunShowsThreeCheckpointsAndTheMappingOfThePlan)
 {
-    QTemporaryDir out;
-    ASSERT_TRUE(out.isValid());
     ImportDialog dialog;
-    dialog.setOutputPath(out.filePath(QStringLiteral("garg.h5")));
-    dialog.setSource(foreignFixture("garg_run"));
-    dialog.show();
-    ASSERT_TRUE(waitIdle(dialog));
+    ASSERT_TRUE(planned(dialog, "garg_run", scratchFolder("import").filePath(QStringLiteral("garg.h5"))));
     ASSERT_TRUE(dialog.hasPlan()) << dialog.errorMessage().toStdString();
 
     // Steps: model_100.pt, model_200.pt and state.pt's train_step 300 (make_fixtures.py).
@@ -117,14 +123,9 @@ TEST(ImportDialog, GargRunShowsThreeCheckpointsAndTheMappingOfThePlan)
 
 TEST(ImportDialog, BarePtAsksForTheHeadsAndImportsOnceTheyAreGiven)
 {
-    QTemporaryDir out;
-    ASSERT_TRUE(out.isValid());
-    const QString path = out.filePath(QStringLiteral("bare.h5"));
+    const QString path = scratchFolder("import").filePath(QStringLiteral("bare.h5"));
     ImportDialog dialog;
-    dialog.setOutputPath(path);
-    dialog.setSource(foreignFixture("bare.pt"));
-    dialog.show();
-    ASSERT_TRUE(waitIdle(dialog));
+    ASSERT_TRUE(planned(dialog, "bare.pt", path));
     ASSERT_TRUE(dialog.hasPlan()) << dialog.errorMessage().toStdString();
     const auto& missing = dialog.plan().missing;
     ASSERT_NE(std::find(missing.begin(), missing.end(), "model.n_heads"), missing.end());
@@ -171,12 +172,9 @@ TEST(ImportDialog, BarePtAsksForTheHeadsAndImportsOnceTheyAreGiven)
 
 TEST(ImportDialog, AConfigErrorIsShownInRedAndDisablesImport)
 {
-    QTemporaryDir out;
-    ASSERT_TRUE(out.isValid());
+    const QDir out = scratchFolder("import");
     ImportDialog dialog;
-    dialog.setOutputPath(out.filePath(QStringLiteral("bare.h5")));
-    dialog.setSource(foreignFixture("bare.pt"));
-    ASSERT_TRUE(waitIdle(dialog));
+    ASSERT_TRUE(planned(dialog, "bare.pt", out.filePath(QStringLiteral("bare.h5")), false));
     auto* heads = qobject_cast<QSpinBox*>(dialog.missingField(QStringLiteral("model.n_heads")));
     auto* kind = qobject_cast<QComboBox*>(dialog.missingField(QStringLiteral("task.kind")));
     ASSERT_NE(heads, nullptr);
@@ -206,13 +204,9 @@ TEST(ImportDialog, HostilePickleIsRefusedNamingTheGlobalAndNothingIsWritten)
 {
     const QString marker = QStringLiteral("/tmp/icl_workbench_hostile_pickle_ran"); // make_fixtures.py
     QFile::remove(marker);
-    QTemporaryDir out;
-    ASSERT_TRUE(out.isValid());
+    const QDir out = scratchFolder("import");
     ImportDialog dialog;
-    dialog.setOutputPath(out.filePath(QStringLiteral("hostile.h5")));
-    dialog.setSource(foreignFixture("hostile.pt"));
-    dialog.show();
-    ASSERT_TRUE(waitIdle(dialog));
+    ASSERT_TRUE(planned(dialog, "hostile.pt", out.filePath(QStringLiteral("hostile.h5"))));
     EXPECT_FALSE(dialog.hasPlan());
     const QString shown = dialog.errorLabel()->text();
     EXPECT_TRUE(dialog.errorLabel()->isVisible());
@@ -239,12 +233,9 @@ TEST(ImportDialog, HostilePickleIsRefusedNamingTheGlobalAndNothingIsWritten)
 
 TEST(ImportDialog, TruncatedFileIsRefusedWithOneLine)
 {
-    QTemporaryDir out;
-    ASSERT_TRUE(out.isValid());
+    const QDir out = scratchFolder("import");
     ImportDialog dialog;
-    dialog.setOutputPath(out.filePath(QStringLiteral("truncated.h5")));
-    dialog.setSource(foreignFixture("truncated.pt"));
-    ASSERT_TRUE(waitIdle(dialog));
+    ASSERT_TRUE(planned(dialog, "truncated.pt", out.filePath(QStringLiteral("truncated.h5")), false));
     EXPECT_FALSE(dialog.hasPlan());
     EXPECT_FALSE(dialog.errorMessage().isEmpty());
     EXPECT_TRUE(dialog.errorMessage().contains(QStringLiteral("truncated.pt"))) << dialog.errorMessage().toStdString();
@@ -254,14 +245,10 @@ TEST(ImportDialog, TruncatedFileIsRefusedWithOneLine)
 
 TEST(ImportDialog, CancelDuringImportWritesNoOutputFile)
 {
-    QTemporaryDir out;
-    ASSERT_TRUE(out.isValid());
+    const QDir out = scratchFolder("import");
     const QString path = out.filePath(QStringLiteral("cancelled.h5"));
     ImportDialog dialog;
-    dialog.setOutputPath(path);
-    dialog.setSource(foreignFixture("garg_run"));
-    dialog.show();
-    ASSERT_TRUE(waitIdle(dialog));
+    ASSERT_TRUE(planned(dialog, "garg_run", path));
     ASSERT_TRUE(dialog.importButton()->isEnabled()) << dialog.errorMessage().toStdString();
 
     QSignalSpy finished(&dialog, &ImportDialog::importFinished);
@@ -339,9 +326,7 @@ TEST(ImportDialog, DroppingAFolderOnTheMainWindowOpensTheDialogWithIt)
 
 TEST(ImportDialog, ImportedRunOpensOnTheAttentionPage)
 {
-    QTemporaryDir out;
-    ASSERT_TRUE(out.isValid());
-    const QString path = out.filePath(QStringLiteral("garg.h5"));
+    const QString path = scratchFolder("import").filePath(QStringLiteral("garg.h5"));
     MainWindow window;
     window.setScripted(true);
     ImportDialog* dialog = window.importSource(foreignFixture("garg_run"));

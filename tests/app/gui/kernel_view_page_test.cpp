@@ -9,7 +9,6 @@
 #include <QFileInfo>
 #include <QLabel>
 #include <QSpinBox>
-#include <QTemporaryDir>
 #include <QTest>
 
 #include <gtest/gtest.h>
@@ -26,9 +25,9 @@
 
 using icl::gui::KernelViewPage;
 using icl::gui::MainWindow;
+using namespace icl::test;
 
 namespace {
-using icl::test::waitIdle;
 
 class KernelViewPageTest : public ::testing::Test {
 protected:
@@ -41,35 +40,24 @@ protected:
     }
     static void SetUpTestSuite()
     {
-        s_dir = new QTemporaryDir;
-        ASSERT_TRUE(s_dir->isValid());
-        s_run = s_dir->filePath("kernel.h5").toStdString();
+        s_dir = icl::test::scratchFolder("kernel-view");
+        s_run = s_dir.filePath("kernel.h5").toStdString();
         trainRun(s_run, {});
-        trainRun(s_dir->filePath("negative.h5").toStdString(),
+        trainRun(s_dir.filePath("negative.h5").toStdString(),
             { "model.attention_variant=negative_samples", "model.variant_strength=1" });
         // Another task: not a variant of this run.
-        trainRun(s_dir->filePath("other_task.h5").toStdString(), { "task.d=3" });
+        trainRun(s_dir.filePath("other_task.h5").toStdString(), { "task.d=3" });
     }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
-    }
-    static QTemporaryDir* s_dir;
-    static std::string s_run;
+    static inline QDir s_dir; // the runs side by side: the page looks for variants next to the file
+    static inline std::string s_run;
 };
-
-QTemporaryDir* KernelViewPageTest::s_dir = nullptr;
-std::string KernelViewPageTest::s_run;
 
 } // namespace
 
 TEST_F(KernelViewPageTest, ShowsTheFacadesNumbersAndTheVariantsOnTheSameTask)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-    window.showPage<KernelViewPage>();
+    ASSERT_TRUE(openOnPage<KernelViewPage>(window, s_run));
     KernelViewPage* page = window.page<KernelViewPage>();
     ASSERT_TRUE(page->isBusy()) << "showing the page starts its analysis";
     ASSERT_TRUE(waitIdle(window));
@@ -107,14 +95,14 @@ TEST_F(KernelViewPageTest, ShowsTheFacadesNumbersAndTheVariantsOnTheSameTask)
     EXPECT_EQ(names[1], "negative_samples β=1 (negative.h5)");
     for (const auto& n : names)
         EXPECT_EQ(n.find("other_task"), std::string::npos);
-    const icl::RunSummary neg = icl::readRunSummary(s_dir->filePath("negative.h5").toStdString());
+    const icl::RunSummary neg = icl::readRunSummary(s_dir.filePath("negative.h5").toStdString());
     EXPECT_EQ(variants.series[1].y.back(), neg.metrics.at("eval_loss").back());
 
     // A file added by the user joins the comparison; exports carry the plotted data.
-    page->addVariantFiles({ s_dir->filePath("other_task.h5") });
+    page->addVariantFiles({ s_dir.filePath("other_task.h5") });
     ASSERT_TRUE(waitIdle(window, 60000));
     EXPECT_EQ(page->variantFiles().size(), 3);
-    const std::string csv = s_dir->filePath("err.csv").toStdString();
+    const std::string csv = s_dir.filePath("err.csv").toStdString();
     std::string error;
     ASSERT_TRUE(page->exactHeatmap()->exportTo(csv, "csv", 100, &error)) << error;
     EXPECT_GT(QFileInfo(QString::fromStdString(csv)).size(), 100);
@@ -123,17 +111,15 @@ TEST_F(KernelViewPageTest, ShowsTheFacadesNumbersAndTheVariantsOnTheSameTask)
 TEST_F(KernelViewPageTest, FollowsTheTimelineAndRefusesLinearModels)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-    window.showPage<KernelViewPage>();
+    ASSERT_TRUE(openOnPage<KernelViewPage>(window, s_run));
     ASSERT_TRUE(waitIdle(window));
     ASSERT_EQ(window.selectCheckpoint(10), 10);
     ASSERT_TRUE(waitIdle(window));
     EXPECT_TRUE(window.page<KernelViewPage>()->summaryLabel()->text().startsWith("Checkpoint 10,"))
         << window.page<KernelViewPage>()->summaryLabel()->text().toStdString();
 
-    const std::string linear = s_dir->filePath("linear/lsa.h5").toStdString();
-    QDir().mkpath(s_dir->filePath("linear"));
+    const std::string linear = s_dir.filePath("linear/lsa.h5").toStdString();
+    QDir().mkpath(s_dir.filePath("linear"));
     trainRun(linear, { "model.softmax_layers=0" });
     ASSERT_TRUE(window.openExperiment(QString::fromStdString(linear)));
     EXPECT_FALSE(window.page<KernelViewPage>()->isBusy());

@@ -40,16 +40,12 @@
 #include "widgets/checkpoint_timeline.h"
 #include "widgets/plot_view.h"
 #include "tests/support/gui_helpers.h"
+#include "tests/support/tiny_runs.h"
 
-using icl::gui::MainWindow;
-using icl::gui::ExperimentsPage;
-using icl::gui::GdAlignmentPage;
-using icl::gui::IclIwlPage;
-using icl::gui::TrainPage;
+using namespace icl::gui; // the window and its pages
+using namespace icl::test;
 
 namespace {
-using icl::test::graphPoints;
-using icl::test::waitIdle;
 
 const std::vector<std::string> kTinySets = { "training.batch_size=64", "training.steps=40", "training.eval_every=10",
     "training.checkpoint_every=20", "eval.n_prompts=256" };
@@ -68,43 +64,32 @@ nlohmann::json tinyConfig(int64_t steps = 40, const std::vector<std::string>& mo
 
 class MainWindowTest : public ::testing::Test {
 protected:
+    /// tinyConfig() trained on the CPU (one thread) into the suite's own folder.
     static void SetUpTestSuite()
     {
-        s_dir = new QTemporaryDir;
-        ASSERT_TRUE(s_dir->isValid());
-        s_run = s_dir->filePath("tiny.h5").toStdString();
-        icl::TrainOptions options;
-        options.out_path = s_run;
-        icl::train(tinyConfig(), options, [](const icl::TrainProgress&) { return true; });
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
+        s_run = icl::test::scratchFolder("main-window").filePath("tiny.h5").toStdString();
+        icl::test::trainTinyRun(s_run, icl::kDefaultPreset, kTinySets, 40);
     }
 
-    static QTemporaryDir* s_dir;
-    static std::string s_run;
+    static inline std::string s_run;
 };
 
-QTemporaryDir* MainWindowTest::s_dir = nullptr;
-
-/// The Train page of a scripted `window`, set to train the config file `config` into `out`.
-TrainPage* trainPageFor(MainWindow& window, const QString& config, const QString& out)
+/// The Train page of a scripted `window`, set to train `config` (written to the config file `configPath`) into `out`;
+/// with `shown`, the window is shown on the Train page first (as for watching the live plots).
+TrainPage* trainPageFor(
+    MainWindow& window, const QString& configPath, const nlohmann::json& config, const QString& out, bool shown = false)
 {
+    std::ofstream(configPath.toStdString()) << config.dump(2);
     window.setScripted(true);
+    if (shown) {
+        window.show();
+        window.showPage<TrainPage>();
+    }
     TrainPage* page = window.page<TrainPage>();
-    page->setConfigFile(config);
+    page->setConfigFile(configPath);
     page->setOutputPath(out);
     return page;
 }
-
-void writeConfig(const QString& path, const nlohmann::json& config)
-{
-    std::ofstream f(path.toStdString());
-    f << config.dump(2);
-}
-std::string MainWindowTest::s_run;
 
 /// (step, value) pairs of a metric series of the file, skipping NaN (rows without that metric).
 std::vector<std::pair<double, double>> metricPoints(const icl::RunSummary& s, const std::string& key)
@@ -135,9 +120,7 @@ TEST_F(MainWindowTest, TrainPagePlotsTheLossSeriesOfTheFile)
     ASSERT_GE(lossKeys.size(), 3u) << "the preset measures baselines";
 
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
-    window.showPage<TrainPage>();
+    ASSERT_TRUE(openOnPage<TrainPage>(window, s_run));
     auto* plot = window.findChild<icl::widgets::PlotView*>("trainLossPlot");
     ASSERT_NE(plot, nullptr);
     EXPECT_EQ(window.currentPlot(), plot);
@@ -169,8 +152,7 @@ TEST_F(MainWindowTest, CheckpointListAndTimelineShowTheSavedCheckpoints)
     const icl::RunSummary file = icl::readRunSummary(s_run);
     ASSERT_FALSE(file.checkpoints.empty());
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
+    ASSERT_TRUE(openScripted(window, s_run));
 
     auto* table = window.findChild<QTableWidget*>("checkpointTable");
     ASSERT_NE(table, nullptr);
@@ -194,8 +176,7 @@ TEST_F(MainWindowTest, CheckpointListAndTimelineShowTheSavedCheckpoints)
 TEST_F(MainWindowTest, ExperimentsPageShowsSummaryAndRecentFile)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_run)));
+    ASSERT_TRUE(openScripted(window, s_run));
     const QString text = window.page<ExperimentsPage>()->summaryView()->toPlainText();
     EXPECT_TRUE(text.contains("tiny.h5"));
     EXPECT_TRUE(text.contains("icl-workbench")); // format attribute
@@ -274,15 +255,10 @@ TEST_F(MainWindowTest, PresetsListedOnTheExperimentsPage)
 TEST_F(MainWindowTest, TrainsFromAConfigFileOnAWorkerThreadAndOpensTheResult)
 {
     QTemporaryDir dir;
-    const QString configPath = dir.filePath("tiny.json");
-    {
-        std::ofstream f(configPath.toStdString());
-        f << tinyConfig().dump(2);
-    }
     const QString out = dir.filePath("gui-run.h5");
     MainWindow window;
-    TrainPage* page = trainPageFor(window, configPath, out);
-    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    TrainPage* page = trainPageFor(window, dir.filePath("tiny.json"), tinyConfig(), out);
+    QSignalSpy finished(page, &TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
     EXPECT_TRUE(window.isBusy());
     EXPECT_TRUE(window.findChild<QPushButton*>("cancelButton")->isEnabled());
@@ -307,16 +283,12 @@ TEST_F(MainWindowTest, TrainsFromAConfigFileOnAWorkerThreadAndOpensTheResult)
 TEST_F(MainWindowTest, StopEndsTrainingEarlyAndKeepsAResumableFile)
 {
     QTemporaryDir dir;
-    const QString configPath = dir.filePath("long.json");
-    {
-        std::ofstream f(configPath.toStdString());
-        f << tinyConfig(1000000).dump(2); // far more steps than the test waits for
-    }
     const QString out = dir.filePath("stopped.h5");
     MainWindow window;
-    TrainPage* page = trainPageFor(window, configPath, out);
-    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
-    QSignalSpy progress(page, &icl::gui::TrainPage::progressChanged);
+    // Far more steps than the test waits for.
+    TrainPage* page = trainPageFor(window, dir.filePath("long.json"), tinyConfig(1000000), out);
+    QSignalSpy finished(page, &TrainPage::trainingFinished);
+    QSignalSpy progress(page, &TrainPage::progressChanged);
     ASSERT_TRUE(page->startTraining(false));
     // Wait for real training steps (not only the preparation), then stop.
     while (finished.isEmpty()) {
@@ -348,7 +320,7 @@ TEST_F(MainWindowTest, ResumeContinuesTheFileToTheNewStepCount)
     auto* steps = page->findChild<QSpinBox*>("stepsSpin");
     ASSERT_NE(steps, nullptr);
     steps->setValue(60);
-    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    QSignalSpy finished(page, &TrainPage::trainingFinished);
     ASSERT_TRUE(page->resumeTraining());
     ASSERT_TRUE(finished.wait(300000));
     EXPECT_TRUE(finished.at(0).at(0).toBool());
@@ -361,13 +333,12 @@ TEST_F(MainWindowTest, ResumeContinuesTheFileToTheNewStepCount)
 TEST_F(MainWindowTest, DivergenceIsReportedAndTheLastCheckpointOpened)
 {
     QTemporaryDir dir;
-    const QString configPath = dir.filePath("diverging.json");
-    writeConfig(configPath, tinyConfig(40, { "training.lr=1e30", "training.grad_clip=0", "training.optimizer=sgd" }));
     const QString out = dir.filePath("diverged.h5");
     MainWindow window;
-    TrainPage* page = trainPageFor(window, configPath, out);
-    QSignalSpy errors(page, &icl::gui::TrainPage::errorOccurred);
-    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    TrainPage* page = trainPageFor(window, dir.filePath("diverging.json"),
+        tinyConfig(40, { "training.lr=1e30", "training.grad_clip=0", "training.optimizer=sgd" }), out);
+    QSignalSpy errors(page, &TrainPage::errorOccurred);
+    QSignalSpy finished(page, &TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
     ASSERT_TRUE(finished.wait(300000));
     EXPECT_FALSE(finished.at(0).at(0).toBool());
@@ -388,7 +359,7 @@ TEST_F(MainWindowTest, BadConfigFileIsAnErrorNotACrash)
     icl::gui::TrainPage* page = window.page<TrainPage>();
     page->setConfigFile(dir.filePath("missing.json"));
     page->setOutputPath(dir.filePath("never.h5"));
-    QSignalSpy errors(page, &icl::gui::TrainPage::errorOccurred);
+    QSignalSpy errors(page, &TrainPage::errorOccurred);
     EXPECT_FALSE(page->startTraining(false));
     ASSERT_EQ(errors.count(), 1);
     EXPECT_TRUE(errors.at(0).at(1).toString().contains("missing.json"));
@@ -399,17 +370,11 @@ TEST_F(MainWindowTest, BadConfigFileIsAnErrorNotACrash)
 TEST_F(MainWindowTest, LivePlotShowsTrainEvalAndBaselineLossesWhileTraining)
 {
     QTemporaryDir dir;
-    const QString configPath = dir.filePath("live.json");
-    writeConfig(configPath, tinyConfig(1000000));
     MainWindow window;
-    window.setScripted(true);
-    window.show();
-    window.showPage<TrainPage>();
-    icl::gui::TrainPage* page = window.page<TrainPage>();
-    page->setConfigFile(configPath);
-    page->setOutputPath(dir.filePath("live.h5"));
-    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
-    QSignalSpy progress(page, &icl::gui::TrainPage::progressChanged);
+    TrainPage* page
+        = trainPageFor(window, dir.filePath("live.json"), tinyConfig(1000000), dir.filePath("live.h5"), true);
+    QSignalSpy finished(page, &TrainPage::trainingFinished);
+    QSignalSpy progress(page, &TrainPage::progressChanged);
     ASSERT_TRUE(page->startTraining(false));
     QCustomPlot* qcp = page->lossPlot()->plot();
     // Until at least three evaluations (eval_every = 10) have been drawn.
@@ -453,16 +418,10 @@ TEST_F(MainWindowTest, LivePlotShowsTrainEvalAndBaselineLossesWhileTraining)
 TEST_F(MainWindowTest, AlignmentCurvesUpdateWhileTraining)
 {
     QTemporaryDir dir;
-    const QString configPath = dir.filePath("live-align.json");
-    writeConfig(configPath, tinyConfig(1000000, { "eval.alignment=[\"gd_1\"]" }));
     MainWindow window;
-    window.setScripted(true);
-    window.show();
-    window.showPage<TrainPage>();
-    icl::gui::TrainPage* page = window.page<TrainPage>();
-    page->setConfigFile(configPath);
-    page->setOutputPath(dir.filePath("live-align.h5"));
-    QSignalSpy finished(page, &icl::gui::TrainPage::trainingFinished);
+    TrainPage* page = trainPageFor(window, dir.filePath("live-align.json"),
+        tinyConfig(1000000, { "eval.alignment=[\"gd_1\"]" }), dir.filePath("live-align.h5"), true);
+    QSignalSpy finished(page, &TrainPage::trainingFinished);
     ASSERT_TRUE(page->startTraining(false));
     QCustomPlot* qcp = window.page<GdAlignmentPage>()->alignmentPlot()->plot();
     auto mostPoints = [&] {
@@ -495,21 +454,16 @@ TEST_F(MainWindowTest, AnImportedRunShowsWhereItCameFromAndARunTrainedHereDoesNo
 {
     QTemporaryDir dir;
     ASSERT_TRUE(dir.isValid());
-    icl::ImportRequest request;
-    request.source = foreignFixture("garg_run").toStdString();
-    request.out_path = dir.filePath("garg.h5").toStdString();
-    request.threads = 1;
-    icl::importWeights(request);
+    const std::string garg = importedFixture("garg_run", dir.filePath("garg.h5"));
     // The provenance as the file stores it, read independently of the GUI.
-    const icl::RunSummary file = icl::readRunSummary(request.out_path);
+    const icl::RunSummary file = icl::readRunSummary(garg);
     ASSERT_FALSE(file.import_json.empty());
     const nlohmann::json provenance = nlohmann::json::parse(file.import_json);
     const nlohmann::json& sources = provenance.at("sources");
     ASSERT_EQ(sources.size(), 3u) << "model_100.pt, model_200.pt, state.pt";
 
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(request.out_path)));
+    ASSERT_TRUE(openScripted(window, garg));
     icl::gui::ExperimentsPage* page = window.page<ExperimentsPage>();
     EXPECT_FALSE(page->provenanceBox()->isHidden());
     EXPECT_EQ(page->provenanceLabel()->text(),
@@ -546,15 +500,11 @@ TEST_F(MainWindowTest, AnImportedRunShowsWhereItCameFromAndARunTrainedHereDoesNo
     }
 
     // A float16 checkpoint without a config: every warning of the import is shown.
-    icl::ImportRequest fp16;
-    fp16.source = foreignFixture("fp16.pt").toStdString();
-    fp16.sets = { "model.n_heads=4", "task.kind=linear_regression" };
-    fp16.out_path = dir.filePath("fp16.h5").toStdString();
-    fp16.threads = 1;
-    icl::importWeights(fp16);
-    const nlohmann::json fp16Provenance = nlohmann::json::parse(icl::readRunSummary(fp16.out_path).import_json);
+    const std::string fp16
+        = importedFixture("fp16.pt", dir.filePath("fp16.h5"), { "model.n_heads=4", "task.kind=linear_regression" });
+    const nlohmann::json fp16Provenance = nlohmann::json::parse(icl::readRunSummary(fp16).import_json);
     ASSERT_FALSE(fp16Provenance.at("warnings").empty()) << "float16 converted to float32";
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(fp16.out_path)));
+    ASSERT_TRUE(window.openExperiment(QString::fromStdString(fp16)));
     EXPECT_FALSE(page->provenanceNotes()->isHidden());
     QTextDocument notes;
     notes.setHtml(page->provenanceNotes()->text());

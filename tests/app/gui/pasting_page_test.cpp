@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 
@@ -48,34 +49,19 @@ using icl::gui::MainWindow;
 using icl::gui::PastingPage;
 
 namespace {
-using icl::test::waitIdle;
-using icl::test::readAll;
-
-using icl::test::sameValues;
-
-constexpr int kTimeoutMs = 300000;
+using namespace icl::test;
 
 class PastingPageTest : public ::testing::Test {
 protected:
-    static void trainRun(const std::string& path, const std::string& preset, const std::vector<std::string>& sets)
-    {
-        icl::test::trainTinyRun(path, preset, sets);
-    }
     static void SetUpTestSuite()
     {
-        s_dir = new QTemporaryDir;
-        ASSERT_TRUE(s_dir->isValid());
-        s_gpt2 = s_dir->filePath("guo.h5").toStdString();
-        trainRun(s_gpt2, "guo-pasting",
+        s_dir = scratchFolder("pasting");
+        s_gpt2 = s_dir.filePath("guo.h5").toStdString();
+        trainTinyRun(s_gpt2, "guo-pasting",
             { "task.d=4", "task.rep_dim=4", "task.n_context=6", "model.n_layers=2", "model.n_heads=2",
                 "model.d_model=16", "training.batch_size=16", "training.eval_every=10", "training.checkpoint_every=10",
                 "eval.n_prompts=64", "eval.bootstrap=10" });
-        s_lsa = icl::test::tinyRun(icl::test::TinyRun::Lsa); // a run the page does not apply to
-    }
-    static void TearDownTestSuite()
-    {
-        delete s_dir;
-        s_dir = nullptr;
+        s_lsa = tinyRun(TinyRun::Lsa); // a run the page does not apply to
     }
 
     /// Shows `window` scripted, opens `path` and goes to the Pasting page, as a user does before clicking.
@@ -119,14 +105,20 @@ protected:
         return it == analyses.end() ? 0 : it->second;
     }
 
-    static QTemporaryDir* s_dir;
-    static std::string s_gpt2;
-    static std::string s_lsa;
-};
+    /// Opens the GPT-2 parent in this test's scripted window, whose Pasting page m_page is not shown (nothing runs):
+    /// for the tests of the options form.
+    ::testing::AssertionResult openParentForm()
+    {
+        m_window = std::make_unique<MainWindow>();
+        m_page = m_window->page<PastingPage>();
+        return openScripted(*m_window, s_gpt2);
+    }
 
-QTemporaryDir* PastingPageTest::s_dir = nullptr;
-std::string PastingPageTest::s_gpt2;
-std::string PastingPageTest::s_lsa;
+    std::unique_ptr<MainWindow> m_window;
+    PastingPage* m_page = nullptr;
+    static inline QDir s_dir;
+    static inline std::string s_gpt2, s_lsa;
+};
 
 std::vector<double> toDouble(const std::vector<int64_t>& v)
 {
@@ -208,7 +200,7 @@ TEST_F(PastingPageTest, GuoSettingsAreTheOnesTheReproduceScriptPastesWith)
 TEST_F(PastingPageTest, OpeningAParentShowsItsLatestStoredPasting)
 {
     // A copy of the parent with two pastings stored by the core (the page's own runs are other tests').
-    const std::string parent = s_dir->filePath("stored_parent.h5").toStdString();
+    const std::string parent = s_dir.filePath("stored_parent.h5").toStdString();
     std::filesystem::copy_file(s_gpt2, parent, std::filesystem::copy_options::overwrite_existing);
     icl::PastingOptions o;
     o.cut_layer = 1;
@@ -219,7 +211,7 @@ TEST_F(PastingPageTest, OpeningAParentShowsItsLatestStoredPasting)
     o.n_eval = 64;
     o.threads = 1;
     o.overwrite = true;
-    o.out_path = s_dir->filePath("stored_child.h5").toStdString();
+    o.out_path = s_dir.filePath("stored_child.h5").toStdString();
     (void)icl::computePasting(parent, o);
     o.steps = 6;
     o.train_scratch = false;
@@ -261,107 +253,94 @@ TEST_F(PastingPageTest, TheDefaultOutputFileIsThatOfTheCli)
 
 TEST_F(PastingPageTest, StartFromParentIsOfferedWhereTheCoreDefinesIt)
 {
-    MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    PastingPage* page = window.page<PastingPage>();
-    QCheckBox* init = page->optionsForm()->initFromParent();
+    ASSERT_TRUE(openParentForm());
+    QCheckBox* init = m_page->optionsForm()->initFromParent();
     ASSERT_NE(init, nullptr);
-    choose(page, "transformer1", 0);
+    choose(m_page, "transformer1", 0);
     EXPECT_FALSE(init->isEnabled()) << "transformer1 needs ℓ ≥ 1";
-    choose(page, "transformer1", 1);
+    choose(m_page, "transformer1", 1);
     EXPECT_TRUE(init->isEnabled());
     init->setChecked(true);
-    EXPECT_TRUE(page->options().copy_parent_embedding);
-    choose(page, "linear", 1);
+    EXPECT_TRUE(m_page->options().copy_parent_embedding);
+    choose(m_page, "linear", 1);
     EXPECT_FALSE(init->isEnabled()) << "linear needs ℓ = 0";
-    EXPECT_FALSE(page->options().copy_parent_embedding) << "a disabled choice is not passed on";
-    choose(page, "linear", 0);
+    EXPECT_FALSE(m_page->options().copy_parent_embedding) << "a disabled choice is not passed on";
+    choose(m_page, "linear", 0);
     EXPECT_TRUE(init->isEnabled());
-    EXPECT_TRUE(page->options().copy_parent_embedding);
+    EXPECT_TRUE(m_page->options().copy_parent_embedding);
 }
 
 TEST_F(PastingPageTest, WithoutItsMlpIsOfferedOnlyForATransformer1StartedFromTheParent)
 {
-    MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    PastingPage* page = window.page<PastingPage>();
-    QCheckBox* init = page->optionsForm()->initFromParent();
-    QCheckBox* zero = page->optionsForm()->zeroNewMlp();
+    ASSERT_TRUE(openParentForm());
+    QCheckBox* init = m_page->optionsForm()->initFromParent();
+    QCheckBox* zero = m_page->optionsForm()->zeroNewMlp();
     ASSERT_NE(zero, nullptr);
-    choose(page, "transformer1", 1);
+    choose(m_page, "transformer1", 1);
     init->setChecked(false);
     EXPECT_FALSE(zero->isEnabled()) << "PastingOptions::zero_new_mlp needs copy_parent_embedding";
     init->setChecked(true);
     ASSERT_TRUE(zero->isEnabled());
     zero->setChecked(true);
-    EXPECT_TRUE(page->options().zero_new_mlp);
-    EXPECT_TRUE(page->options().copy_parent_embedding);
-    choose(page, "linear", 0);
-    EXPECT_TRUE(page->options().copy_parent_embedding);
+    EXPECT_TRUE(m_page->options().zero_new_mlp);
+    EXPECT_TRUE(m_page->options().copy_parent_embedding);
+    choose(m_page, "linear", 0);
+    EXPECT_TRUE(m_page->options().copy_parent_embedding);
     EXPECT_FALSE(zero->isEnabled()) << "a linear embedding has no MLP";
-    EXPECT_FALSE(page->options().zero_new_mlp) << "a disabled choice is not passed on";
-    choose(page, "transformer1", 1);
+    EXPECT_FALSE(m_page->options().zero_new_mlp) << "a disabled choice is not passed on";
+    choose(m_page, "transformer1", 1);
     init->setChecked(false);
-    EXPECT_FALSE(page->options().zero_new_mlp);
+    EXPECT_FALSE(m_page->options().zero_new_mlp);
 }
 
 TEST_F(PastingPageTest, MatchLabelVarianceReplacesTheGivenWScale)
 {
-    MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    PastingPage* page = window.page<PastingPage>();
-    QCheckBox* match = page->optionsForm()->matchLabelVariance();
+    ASSERT_TRUE(openParentForm());
+    QCheckBox* match = m_page->optionsForm()->matchLabelVariance();
     ASSERT_NE(match, nullptr);
-    page->optionsForm()->wScale()->setValue(0.7);
-    EXPECT_FALSE(page->options().match_label_variance);
-    EXPECT_DOUBLE_EQ(page->options().w_scale, 0.7);
+    m_page->optionsForm()->wScale()->setValue(0.7);
+    EXPECT_FALSE(m_page->options().match_label_variance);
+    EXPECT_DOUBLE_EQ(m_page->options().w_scale, 0.7);
     match->setChecked(true);
-    EXPECT_TRUE(page->options().match_label_variance);
-    EXPECT_EQ(page->options().w_scale, 0.0) << "PastingOptions refuses both";
-    EXPECT_FALSE(page->optionsForm()->wScale()->isEnabled());
+    EXPECT_TRUE(m_page->options().match_label_variance);
+    EXPECT_EQ(m_page->options().w_scale, 0.0) << "PastingOptions refuses both";
+    EXPECT_FALSE(m_page->optionsForm()->wScale()->isEnabled());
     match->setChecked(false);
-    EXPECT_TRUE(page->optionsForm()->wScale()->isEnabled());
-    EXPECT_DOUBLE_EQ(page->options().w_scale, 0.7);
+    EXPECT_TRUE(m_page->optionsForm()->wScale()->isEnabled());
+    EXPECT_DOUBLE_EQ(m_page->options().w_scale, 0.7);
 }
 
 TEST_F(PastingPageTest, MatchLabelScaleExcludesMatchLabelVarianceAndSetsTheSchedule)
 {
-    MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
-    icl::gui::PastingOptionsForm* form = window.page<PastingPage>()->optionsForm();
-    PastingPage* page = window.page<PastingPage>();
+    ASSERT_TRUE(openParentForm());
+    icl::gui::PastingOptionsForm* form = m_page->optionsForm();
     QCheckBox* variance = form->matchLabelVariance();
     QCheckBox* scale = form->matchLabelScale();
     ASSERT_NE(scale, nullptr);
     form->wScale()->setValue(0.7);
     scale->setChecked(true);
-    EXPECT_TRUE(page->options().match_label_scale);
-    EXPECT_EQ(page->options().w_scale, 0.0) << "PastingOptions refuses w_scale with match_label_scale";
+    EXPECT_TRUE(m_page->options().match_label_scale);
+    EXPECT_EQ(m_page->options().w_scale, 0.0) << "PastingOptions refuses w_scale with match_label_scale";
     EXPECT_FALSE(form->wScale()->isEnabled());
     variance->setChecked(true);
     EXPECT_FALSE(scale->isChecked()) << "PastingOptions refuses both matchings";
-    EXPECT_TRUE(page->options().match_label_variance);
-    EXPECT_FALSE(page->options().match_label_scale);
+    EXPECT_TRUE(m_page->options().match_label_variance);
+    EXPECT_FALSE(m_page->options().match_label_scale);
     scale->setChecked(true);
     EXPECT_FALSE(variance->isChecked());
     scale->setChecked(false);
     EXPECT_TRUE(form->wScale()->isEnabled());
-    EXPECT_DOUBLE_EQ(page->options().w_scale, 0.7);
+    EXPECT_DOUBLE_EQ(m_page->options().w_scale, 0.7);
 
-    EXPECT_EQ(page->options().schedule, "constant") << "the CLI's default";
+    EXPECT_EQ(m_page->options().schedule, "constant") << "the CLI's default";
     form->schedule()->setCurrentIndex(form->schedule()->findData(QStringLiteral("cosine")));
-    EXPECT_EQ(page->options().schedule, "cosine");
+    EXPECT_EQ(m_page->options().schedule, "cosine");
 }
 
 TEST_F(PastingPageTest, BeforeAnyRunThePlotsHaveLabelledAxesAndNoSeries)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_gpt2)));
+    ASSERT_TRUE(openScripted(window, s_gpt2));
     PastingPage* page = window.page<PastingPage>();
     for (icl::widgets::PlotView* view : { page->iclPlot(), page->lossPlot() }) {
         const icl::Figure& f = view->figure();
@@ -390,7 +369,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     EXPECT_EQ(page->optionsForm()->cutLayer()->maximum(), 1) << "ℓ ≤ L − 1 for a 2-block parent";
     EXPECT_EQ(page->checkpointStep(), 20);
     configure(page, 12);
-    const QString out = s_dir->filePath("guo.paste-l1-transformer1.h5");
+    const QString out = s_dir.filePath("guo.paste-l1-transformer1.h5");
     EXPECT_EQ(page->optionsForm()->output()->placeholderText(), out) << "the default follows ℓ and the embedding";
     EXPECT_EQ(page->options().out_path, out.toStdString());
     const int storedBefore = storedPastings(s_gpt2);
@@ -402,7 +381,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     EXPECT_FALSE(page->runButton()->isEnabled());
     EXPECT_FALSE(page->optionsForm()->steps()->isEnabled()) << "the options of a running pasting are fixed";
     EXPECT_TRUE(window.findChild<QPushButton*>("cancelButton")->isEnabled());
-    ASSERT_TRUE(waitIdle(window, kTimeoutMs));
+    ASSERT_TRUE(waitIdle(window, kGuiTimeoutMs));
     EXPECT_TRUE(page->statusLabel()->text().isEmpty()) << page->statusLabel()->text().toStdString();
     ASSERT_TRUE(page->result().has_value());
     // In the units of the Steps field (12), though the pasted and the scratch model each train 12 steps.
@@ -427,7 +406,7 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     EXPECT_EQ(o.w_scale, 0.0) << "0 = the parent's";
     EXPECT_TRUE(o.train_scratch);
     EXPECT_TRUE(o.store);
-    o.out_path = s_dir->filePath("independent.h5").toStdString();
+    o.out_path = s_dir.filePath("independent.h5").toStdString();
     o.store = false;
     const icl::PastingResult want = icl::computePasting(s_gpt2, o);
     const icl::PastingResult& got = *page->result();
@@ -512,8 +491,8 @@ TEST_F(PastingPageTest, RunShowsComputePastingAndWritesThePastedExperiment)
     EXPECT_EQ(window.currentPlot(), page->iclPlot());
     QTest::mouseClick(page->lossPlot()->findChild<QWidget*>("plot"), Qt::LeftButton);
     EXPECT_EQ(window.currentPlot(), page->lossPlot());
-    const std::string csv = s_dir->filePath("pasting_loss.csv").toStdString();
-    const std::string png = s_dir->filePath("pasting_icl.png").toStdString();
+    const std::string csv = s_dir.filePath("pasting_loss.csv").toStdString();
+    const std::string png = s_dir.filePath("pasting_icl.png").toStdString();
     std::string error;
     ASSERT_TRUE(icl::widgets::exportFigure(page->lossPlot()->figure(), csv, "csv", 100, &error)) << error;
     ASSERT_TRUE(icl::widgets::exportFigure(page->iclPlot()->figure(), png, "png", 100, &error)) << error;
@@ -544,17 +523,17 @@ TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
     ASSERT_TRUE(showOnPastingPage(window, s_gpt2)); // clicked like a user would
     PastingPage* page = window.page<PastingPage>();
     configure(page, 1000000); // far more than a test waits for
-    const QString out = s_dir->filePath("cancelled.h5");
+    const QString out = s_dir.filePath("cancelled.h5");
     page->optionsForm()->output()->setText(out);
     const int storedBefore = storedPastings(s_gpt2);
 
     // Cancel with the page's button, then with the status bar's.
     for (const char* button : { "pastingCancel", "cancelButton" }) {
         ASSERT_TRUE(page->startPasting(false, false)) << button;
-        ASSERT_TRUE(QTest::qWaitFor([&] { return page->progressBar()->value() > 0; }, kTimeoutMs)) << button;
+        ASSERT_TRUE(QTest::qWaitFor([&] { return page->progressBar()->value() > 0; }, kGuiTimeoutMs)) << button;
         EXPECT_TRUE(QFileInfo::exists(out)) << "the run writes its output file";
         QTest::mouseClick(window.findChild<QPushButton*>(button), Qt::LeftButton);
-        ASSERT_TRUE(waitIdle(window, kTimeoutMs)) << button;
+        ASSERT_TRUE(waitIdle(window, kGuiTimeoutMs)) << button;
         EXPECT_TRUE(page->statusLabel()->text().startsWith("Cancelled after"))
             << page->statusLabel()->text().toStdString();
         const QString status = window.statusBar()->currentMessage();
@@ -577,9 +556,7 @@ TEST_F(PastingPageTest, CancelStopsTheRunAndLeavesNoResult)
 TEST_F(PastingPageTest, NonGpt2RunsAreRefusedWithAMessage)
 {
     MainWindow window;
-    window.setScripted(true);
-    window.showPage<PastingPage>();
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(s_lsa)));
+    ASSERT_TRUE(openOnShownPage<PastingPage>(window, s_lsa));
     PastingPage* page = window.page<PastingPage>();
     EXPECT_TRUE(page->messageLabel()->isVisibleTo(page));
     EXPECT_TRUE(page->messageLabel()->text().contains("GPT-2")) << page->messageLabel()->text().toStdString();

@@ -31,6 +31,19 @@ using icl::gui::MainWindow;
 using icl::gui::TrainPage;
 
 namespace {
+using namespace icl::test;
+
+/// Opens, in the scripted `window`, a copy of the tiny LSA run at `run` = `dir`/`folder`/run.h5, in a folder that is
+/// not the working directory.
+::testing::AssertionResult openCopyIn(MainWindow& window, const QTemporaryDir& dir, const QString& folder, QString* run)
+{
+    *run = dir.filePath(folder + QStringLiteral("/run.h5"));
+    if (!QDir(dir.path()).mkpath(folder) || !QFile::copy(QString::fromStdString(tinyRun(TinyRun::Lsa)), *run))
+        return ::testing::AssertionFailure() << "cannot copy the tiny run to " << run->toStdString();
+    if (QDir::currentPath() == QFileInfo(*run).absolutePath())
+        return ::testing::AssertionFailure() << "the working directory is " << run->toStdString() << "'s folder";
+    return openScripted(window, run->toStdString());
+}
 
 TEST(StatusState, TheStatusBarProgressIsShownOnlyWhileTraining)
 {
@@ -59,9 +72,7 @@ TEST(StatusState, TheStatusBarProgressIsShownOnlyWhileTraining)
 TEST(StatusState, PatchingShowsNoCountBeforeAnyRun)
 {
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(QString::fromStdString(icl::test::tinyRun(icl::test::TinyRun::Gpt2))));
-    window.showPage<icl::gui::PatchingPage>();
+    ASSERT_TRUE(openOnPage<icl::gui::PatchingPage>(window, icl::test::tinyRun(icl::test::TinyRun::Gpt2)));
     auto* bar = window.page<icl::gui::PatchingPage>()->findChild<QProgressBar*>("patchingProgress");
     ASSERT_NE(bar, nullptr);
     EXPECT_TRUE(bar->text().isEmpty()) << bar->text().toStdString();
@@ -100,13 +111,9 @@ TEST(StatusState, RecentFilesShowTheirFolders)
 TEST(StatusState, FileDialogsStartInTheOpenExperimentsFolder)
 {
     QTemporaryDir dir;
-    ASSERT_TRUE(QDir(dir.path()).mkpath("runs/here"));
-    const QString run = dir.filePath("runs/here/run.h5");
-    ASSERT_TRUE(QFile::copy(QString::fromStdString(icl::test::tinyRun(icl::test::TinyRun::Lsa)), run));
-    ASSERT_NE(QDir::currentPath(), QFileInfo(run).absolutePath()) << "the working directory is elsewhere";
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(run));
+    QString run;
+    ASSERT_TRUE(openCopyIn(window, dir, QStringLiteral("runs/here"), &run));
     TrainPage* page = window.page<TrainPage>();
     for (QRadioButton* radio : page->findChildren<QRadioButton*>())
         if (radio->text() == QStringLiteral("Config file"))
@@ -133,13 +140,9 @@ TEST(StatusState, FileDialogsStartInTheOpenExperimentsFolder)
 TEST(StatusState, PlotExportsStartInTheOpenExperimentsFolder)
 {
     QTemporaryDir dir;
-    ASSERT_TRUE(QDir(dir.path()).mkpath("runs/there"));
-    const QString run = dir.filePath("runs/there/run.h5");
-    ASSERT_TRUE(QFile::copy(QString::fromStdString(icl::test::tinyRun(icl::test::TinyRun::Lsa)), run));
-    ASSERT_NE(QDir::currentPath(), QFileInfo(run).absolutePath()) << "the working directory is elsewhere";
     MainWindow window;
-    window.setScripted(true);
-    ASSERT_TRUE(window.openExperiment(run));
+    QString run;
+    ASSERT_TRUE(openCopyIn(window, dir, QStringLiteral("runs/there"), &run));
     EXPECT_EQ(QFileInfo(icl::widgets::suggestedExportPath(QStringLiteral("loss"))).absoluteFilePath(),
               QDir(dir.filePath("runs/there")).filePath("loss.png"));
     EXPECT_EQ(icl::widgets::suggestedExportPath(dir.filePath("elsewhere/plot")), dir.filePath("elsewhere/plot.png"));

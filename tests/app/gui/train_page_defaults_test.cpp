@@ -69,13 +69,9 @@ TEST(TrainPageDefaults, AnImportedRunIsTheSourceAndANewFileBesideItTheOutput)
 {
     QTemporaryDir dir;
     ASSERT_TRUE(dir.isValid());
-    icl::ImportRequest request;
-    request.source = foreignFixture("garg_run").toStdString();
-    request.out_path = dir.filePath("garg.h5").toStdString();
-    request.threads = 1;
-    icl::importWeights(request);
-    const QString run = QString::fromStdString(request.out_path);
-    const nlohmann::json expected = storedConfig(request.out_path);
+    const std::string garg = importedFixture("garg_run", dir.filePath("garg.h5"));
+    const QString run = QString::fromStdString(garg);
+    const nlohmann::json expected = storedConfig(garg);
     ASSERT_NE(expected.value("preset", std::string()), std::string(icl::kDefaultPreset));
 
     MainWindow window;
