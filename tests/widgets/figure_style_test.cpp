@@ -145,7 +145,7 @@ TEST(FigureStyle, AnExportLaysTheLegendOutAtTheExportSize)
     Figure f;
     for (const char* name : { "model cosine vs GD, 1 step", "prediction difference vs GD, 1 step",
              "relative model difference vs GD, 1 step" })
-        f.series.push_back(seriesOf(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
+        f.series.push_back(predictorSeries(name, "", { 0, 1, 2 }, { 0.1, 0.5, 0.6 }));
     PlotView view;
     view.setFigure(f);
     drawAtExportSize(view, 1400, 500);
