@@ -43,7 +43,10 @@ std::string extensionOf(const std::string& path)
 /// Metadata written into exported files and CSV headers: the experiment, checkpoint and prompt seed.
 std::map<std::string, std::string> promptMetadata(const std::string& path, int64_t step, uint64_t promptSeed)
 {
-    return {{"experiment", path}, {"checkpoint_step", std::to_string(step)}, {"prompt_seed", std::to_string(promptSeed)}};
+    // The file name, as the GUI's exports and icl-cli report write it.
+    return {{"experiment", fs::path(path).filename().string()},
+            {"checkpoint_step", std::to_string(step)},
+            {"prompt_seed", std::to_string(promptSeed)}};
 }
 
 /// promptMetadata for the analyze commands: the prompt seed, or the prompt file it was read from.
