@@ -17,6 +17,7 @@
 #include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
@@ -28,18 +29,10 @@ std::string writeMapConstructionRun(const std::string& name, int64_t layers)
 {
     const std::string path = icl::test::scratchPrefix() + name;
     std::filesystem::remove(path);
-    icl::ConfigRequest r;
-    r.preset = "vonoswald-lsa-multilayer";
-    r.sets = {"task.d=5", "task.n_context=8", "model.n_layers=" + std::to_string(layers), "eval.n_prompts=200",
-              "eval.baselines=[\"zero\",\"least_squares\",\"gd\"]", "eval.gd_steps=[" + std::to_string(layers) + "]",
-              "eval.alignment=[]"};
-    icl::createExperimentFile(path, icl::resolveConfig(r).dump(), false);
-    icl::Lsa lsa(6, layers, 1, false);
-    icl::applyGdConstruction(*lsa, kMapEta, 8);
-    icl::CheckpointData cp;
-    cp.step = 10;
-    cp.params = icl::paramsToArrays(*lsa);
-    icl::commitToExperimentFile(path, {{{"step", 10.0}, {"baseline_eta/gd_" + std::to_string(layers), kMapEta}}}, &cp);
+    icl::test::writeGdConstructionRun(path,
+                                      {"eval.n_prompts=200", "eval.baselines=[\"zero\",\"least_squares\",\"gd\"]",
+                                       "eval.gd_steps=[" + std::to_string(layers) + "]", "eval.alignment=[]"},
+                                      layers, false, kMapEta);
     return path;
 }
 

@@ -10,6 +10,7 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/classification_trainer.h"
+#include "tests/core/io/image_fixtures.h"
 #include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 
@@ -109,12 +110,7 @@ TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
     icl::train(fewShotConfig(), o, [](const icl::TrainProgress& p) { return p.step < 10; });
     o.resume = true;
     icl::train({}, o, {});
-    const auto a = icl::readCheckpoint(straight, 20), b = icl::readCheckpoint(split, 20);
-    ASSERT_EQ(a.params.size(), b.params.size());
-    for (size_t i = 0; i < a.params.size(); ++i) {
-        ASSERT_EQ(a.params[i].name, b.params[i].name);
-        EXPECT_EQ(a.params[i].data, b.params[i].data) << a.params[i].name;
-    }
+    icl::test::expectSameParams(icl::readCheckpoint(straight, 20), icl::readCheckpoint(split, 20));
 }
 
 TEST(ClassificationTrainer, RecurrentBaselinesTrain)
@@ -139,12 +135,8 @@ TEST(ClassificationTrainer, RegressionIclCurveRefusesAFewShotRun)
     nlohmann::json c = fewShotConfig();
     c["training"]["steps"] = 2;
     icl::train(c, o, {});
-    try {
-        icl::computeIclCurve(o.out_path, icl::IclCurveOptions{});
-        FAIL() << "the ICL curve of a few-shot run was computed";
-    } catch (const icl::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("few-shot classification run"), std::string::npos) << e.what();
-    }
+    icl::test::expectError([&] { icl::computeIclCurve(o.out_path, icl::IclCurveOptions{}); },
+                           "few-shot classification run");
 }
 
 TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
@@ -264,35 +256,14 @@ TEST(ClassificationTrainer, CommonRareSplitRecordsAccuraciesPerClassSet)
     EXPECT_FALSE(icl::computeIclIwl(plain, {}).common_rare_split);
 }
 
-namespace {
-
-void writeBigEndian(std::ofstream& f, uint32_t v)
-{
-    const unsigned char b[4] = {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8), uint8_t(v)};
-    f.write(reinterpret_cast<const char*>(b), 4);
-}
-
-} // namespace
-
 // Exemplars from IDX files (MNIST layout): 12 classes × 2 images of 4 × 4 pixels written here; the model's
 // exemplar encoder reads 16 pixel values, and the run trains and evaluates on them.
 TEST(ClassificationTrainer, TrainsOnIdxExemplars)
 {
-    const std::string images = icl::test::freshScratchFile("fewshot_images.idx"), labels = icl::test::freshScratchFile("fewshot_labels.idx");
-    {
-        std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
-        writeBigEndian(fi, 0x00000803);
-        writeBigEndian(fi, 24);
-        writeBigEndian(fi, 4);
-        writeBigEndian(fi, 4);
-        writeBigEndian(fl, 0x00000801);
-        writeBigEndian(fl, 24);
-        for (int i = 0; i < 24; ++i) {
-            for (int p = 0; p < 16; ++p)
-                fi.put(char((i * 37 + p * 11) % 256));
-            fl.put(char(i % 12));
-        }
-    }
+    const std::string images = icl::test::freshScratchFile("fewshot_images.idx");
+    const std::string labels = icl::test::freshScratchFile("fewshot_labels.idx");
+    fixtures::writeIdxImageSet(images, labels, 24, 4, 4,
+                               [](int i, int p) { return uint8_t((i * 37 + p * 11) % 256); }, 12);
     nlohmann::json c = fewShotConfig();
     c["task"]["n_classes"] = 10;
     c["task"]["n_holdout"] = 2;
@@ -321,21 +292,10 @@ TEST(ClassificationTrainer, TrainsOnIdxExemplars)
 // is refused for vector exemplars.
 TEST(ClassificationTrainer, ResNetEncoderOnImagesKeepsItsBatchNormStatistics)
 {
-    const std::string images = icl::test::freshScratchFile("fewshot_resnet_images.idx"), labels = icl::test::freshScratchFile("fewshot_resnet_labels.idx");
-    {
-        std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
-        writeBigEndian(fi, 0x00000803);
-        writeBigEndian(fi, 36);
-        writeBigEndian(fi, 8);
-        writeBigEndian(fi, 8);
-        writeBigEndian(fl, 0x00000801);
-        writeBigEndian(fl, 36);
-        for (int i = 0; i < 36; ++i) {
-            for (int p = 0; p < 64; ++p)
-                fi.put(char((i * 53 + p * 29) % 256));
-            fl.put(char(i % 12));
-        }
-    }
+    const std::string images = icl::test::freshScratchFile("fewshot_resnet_images.idx");
+    const std::string labels = icl::test::freshScratchFile("fewshot_resnet_labels.idx");
+    fixtures::writeIdxImageSet(images, labels, 36, 8, 8,
+                               [](int i, int p) { return uint8_t((i * 53 + p * 29) % 256); }, 12);
     nlohmann::json c = fewShotConfig();
     c["task"].update({{"n_classes", 10}, {"n_holdout", 2}, {"exemplar_source", "idx"}, {"exemplar_path", images},
                       {"exemplar_labels_path", labels}});
