@@ -80,9 +80,7 @@ protected:
         fs::create_directories(dir);
         s_vectors = dir + "fewshot_sequence_vectors.h5";
         fs::remove(s_vectors);
-        icl::TrainOptions o;
-        o.out_path = s_vectors;
-        o.threads = 1;
+        icl::TrainOptions o = icl::test::cpuTrainOptions(s_vectors);
         icl::train(vectorConfig(), o, {});
 
         // 4 × 4 IDX images: 36 of them, class i mod 12, no within-class noise.
@@ -390,9 +388,7 @@ TEST_F(FewShotSequenceTest, RareClassesOfACommonRareSplitAreFlagged)
     c["training"]["checkpoint_every"] = 2;
     const std::string path = icl::test::scratchPrefix() + "fewshot_sequence_split.h5";
     fs::remove(path);
-    icl::TrainOptions o;
-    o.out_path = path;
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(path);
     icl::train(c, o, {});
     const icl::FewShotClassification task = taskOf(path);
     const std::vector<int64_t>& training = task.trainingClasses();

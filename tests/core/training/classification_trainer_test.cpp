@@ -43,6 +43,24 @@ icl::FewShotBatch handBatch()
     return b;
 }
 
+/// fewShotConfig() on exemplars read from the IDX files `images` and `labels`: 10 training and 2 holdout classes.
+nlohmann::json idxExemplarConfig(const std::string& images, const std::string& labels)
+{
+    nlohmann::json c = fewShotConfig();
+    c["task"].update({{"n_classes", 10}, {"n_holdout", 2}, {"exemplar_source", "idx"}, {"exemplar_path", images},
+                      {"exemplar_labels_path", labels}});
+    return c;
+}
+
+/// The parameter of `cp` named `name`; nullptr when it holds none.
+const icl::NamedArray* paramNamed(const icl::CheckpointData& cp, const std::string& name)
+{
+    for (const auto& a : cp.params)
+        if (a.name == name)
+            return &a;
+    return nullptr;
+}
+
 } // namespace
 
 // A hand-built predictor: logits chosen so that the answers are known.
@@ -74,9 +92,7 @@ TEST(ClassificationMetrics, AccuracyRestrictedLabelsAndInContextRateOfAHandBuilt
 TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
 {
     const std::string straight = icl::test::freshScratchFile("fewshot_straight.h5");
-    icl::TrainOptions o;
-    o.out_path = straight;
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(straight);
     const icl::TrainResult r = icl::train(fewShotConfig(), o, {});
     EXPECT_EQ(r.final_step, 20);
     const icl::RunSummary s = icl::readRunSummary(straight);
@@ -116,9 +132,8 @@ TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
 TEST(ClassificationTrainer, RecurrentBaselinesTrain)
 {
     for (const char* kind : {"lstm", "rnn"}) {
-        icl::TrainOptions o;
-        o.out_path = icl::test::freshScratchFile(std::string("fewshot_") + kind + ".h5");
-        o.threads = 1;
+        const std::string path = icl::test::freshScratchFile(std::string("fewshot_") + kind + ".h5");
+        icl::TrainOptions o = icl::test::cpuTrainOptions(path);
         nlohmann::json c = fewShotConfig(kind);
         c["training"]["steps"] = 5;
         EXPECT_EQ(icl::train(c, o, {}).final_step, 5) << kind;
@@ -129,9 +144,7 @@ TEST(ClassificationTrainer, RecurrentBaselinesTrain)
 // The regression analyses refuse a few-shot run with a message that says what it is (not a missing parameter).
 TEST(ClassificationTrainer, RegressionIclCurveRefusesAFewShotRun)
 {
-    icl::TrainOptions o;
-    o.out_path = icl::test::freshScratchFile("fewshot_icl_curve.h5");
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(icl::test::freshScratchFile("fewshot_icl_curve.h5"));
     nlohmann::json c = fewShotConfig();
     c["training"]["steps"] = 2;
     icl::train(c, o, {});
@@ -216,9 +229,7 @@ TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
 TEST(ClassificationTrainer, CommonRareSplitRecordsAccuraciesPerClassSet)
 {
     const std::string path = icl::test::freshScratchFile("fewshot_common_rare.h5");
-    icl::TrainOptions o;
-    o.out_path = path;
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(path);
     nlohmann::json c = fewShotConfig();
     c["task"]["n_common_classes"] = 6;
     c["task"]["p_bursty_zipfian"] = 0.5;
@@ -264,25 +275,15 @@ TEST(ClassificationTrainer, TrainsOnIdxExemplars)
     const std::string labels = icl::test::freshScratchFile("fewshot_labels.idx");
     fixtures::writeIdxImageSet(images, labels, 24, 4, 4,
                                [](int i, int p) { return uint8_t((i * 37 + p * 11) % 256); }, 12);
-    nlohmann::json c = fewShotConfig();
-    c["task"]["n_classes"] = 10;
-    c["task"]["n_holdout"] = 2;
-    c["task"]["exemplar_source"] = "idx";
-    c["task"]["exemplar_path"] = images;
-    c["task"]["exemplar_labels_path"] = labels;
+    nlohmann::json c = idxExemplarConfig(images, labels);
     c["training"]["steps"] = 3;
-    icl::TrainOptions o;
-    o.out_path = icl::test::freshScratchFile("fewshot_idx.h5");
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(icl::test::freshScratchFile("fewshot_idx.h5"));
     EXPECT_EQ(icl::train(c, o, {}).final_step, 3);
     const auto cp = icl::readCheckpoint(o.out_path, 3);
-    bool found = false;
-    for (const auto& a : cp.params)
-        if (a.name == "encoder.weight") {
-            found = true;
-            EXPECT_EQ(a.shape, (std::vector<int64_t>{16, 16}));  // d_model × pixels
-        }
-    EXPECT_TRUE(found);
+    const icl::NamedArray* encoder = paramNamed(cp, "encoder.weight");
+    EXPECT_NE(encoder, nullptr);
+    if (encoder)
+        EXPECT_EQ(encoder->shape, (std::vector<int64_t>{16, 16}));  // d_model × pixels
     c["task"].erase("exemplar_labels_path");
     EXPECT_THROW(icl::parseConfig(c), icl::Error);
 }
@@ -296,25 +297,19 @@ TEST(ClassificationTrainer, ResNetEncoderOnImagesKeepsItsBatchNormStatistics)
     const std::string labels = icl::test::freshScratchFile("fewshot_resnet_labels.idx");
     fixtures::writeIdxImageSet(images, labels, 36, 8, 8,
                                [](int i, int p) { return uint8_t((i * 53 + p * 29) % 256); }, 12);
-    nlohmann::json c = fewShotConfig();
-    c["task"].update({{"n_classes", 10}, {"n_holdout", 2}, {"exemplar_source", "idx"}, {"exemplar_path", images},
-                      {"exemplar_labels_path", labels}});
+    nlohmann::json c = idxExemplarConfig(images, labels);
     c["model"]["encoder"] = "resnet";
     c["training"]["steps"] = 4;
     c["training"]["eval_every"] = 2;
     c["training"]["checkpoint_every"] = 2;
-    icl::TrainOptions o;
-    o.out_path = icl::test::freshScratchFile("fewshot_resnet.h5");
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(icl::test::freshScratchFile("fewshot_resnet.h5"));
     EXPECT_EQ(icl::train(c, o, {}).final_step, 4);
     const auto cp = icl::readCheckpoint(o.out_path, 4);
-    bool runningMean = false;
-    for (const auto& a : cp.params)
-        if (a.name == "encoder.stem_bn.running_mean") {
-            runningMean = true;
-            EXPECT_NE(a.data, std::vector<float>(a.data.size(), 0.0f)) << "statistics moved during training";
-        }
-    EXPECT_TRUE(runningMean);
+    const icl::NamedArray* runningMean = paramNamed(cp, "encoder.stem_bn.running_mean");
+    EXPECT_NE(runningMean, nullptr);
+    if (runningMean)
+        EXPECT_NE(runningMean->data, std::vector<float>(runningMean->data.size(), 0.0f))
+            << "statistics moved during training";
     const icl::RunSummary s = icl::readRunSummary(o.out_path);
     const icl::IclIwlResult e = icl::computeIclIwl(o.out_path, {});
     EXPECT_DOUBLE_EQ(e.iwl_accuracy, s.metrics.at("iwl_accuracy").back());

@@ -312,21 +312,22 @@ TEST(Trainer, ResumeWithCurriculumMatchesAnUninterruptedRunBitwise)
 
 TEST(Trainer, SparseAndNoisyTasksTrainWithTheirBaselines)
 {
-    const std::string sparse = icl::test::freshScratchFile("trainer_sparse.h5");
-    icl::train(curriculumConfig({"task.kind=sparse_linear_regression", "task.sparsity=2", "training.steps=10",
-                                 "eval.n_prompts=2000", "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
-               icl::test::cpuTrainOptions(sparse), {});
-    const auto s = icl::readRunSummary(sparse);
+    // 10 steps of curriculumConfig() with these task settings, 2,000 eval prompts, the zero, least-squares and ridge
+    // baselines.
+    const auto trainTask = [](const std::string& name, const std::string& kind, const std::string& setting) {
+        const std::string path = icl::test::freshScratchFile(name);
+        icl::train(curriculumConfig({"task.kind=" + kind, setting, "training.steps=10", "eval.n_prompts=2000",
+                                     "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
+                   icl::test::cpuTrainOptions(path), {});
+        return icl::readRunSummary(path);
+    };
+    const auto s = trainTask("trainer_sparse.h5", "sparse_linear_regression", "task.sparsity=2");
     // Sparse w: ridge's λ is chosen on held-out prompts (stored), not the dense Bayes choice.
     EXPECT_EQ(s.metrics.count("baseline_lambda/ridge"), 1u);
     // E[y_q²] = k·w_scale² = 2 for N(0, I) inputs, so the zero baseline's 0.5·MSE is about 1.
     EXPECT_NEAR(s.lastMetric("baseline/zero"), 1.0, 0.4);
 
-    const std::string noisy = icl::test::freshScratchFile("trainer_noisy.h5");
-    icl::train(curriculumConfig({"task.kind=noisy_linear_regression", "task.noise_std=0.5", "training.steps=10",
-                                 "eval.n_prompts=2000", "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
-               icl::test::cpuTrainOptions(noisy), {});
-    const auto n = icl::readRunSummary(noisy);
+    const auto n = trainTask("trainer_noisy.h5", "noisy_linear_regression", "task.noise_std=0.5");
     // Gaussian w and noise: the Bayes penalty σ²/w_scale² stands, nothing is fitted.
     EXPECT_EQ(n.metrics.count("baseline_lambda/ridge"), 0u);
     // Ridge cannot beat the noise floor 0.5·σ² = 0.125 on the noisy query label.
