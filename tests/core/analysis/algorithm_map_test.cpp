@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "core/analysis/algorithm_map.h"
 #include "core/analysis/algorithm_map_impl.h"
@@ -158,10 +159,9 @@ TEST(AlgorithmMap, Gpt2MapReadsEveryLayerThroughProbesOnPrefixes)
     EXPECT_EQ(back.checkpoint_step, map.checkpoint_step);
     ASSERT_EQ(back.families.size(), map.families.size());
     for (size_t f = 0; f < map.families.size(); ++f) {
-        EXPECT_EQ(back.families[f].family, map.families[f].family);
-        EXPECT_EQ(back.families[f].steps, map.families[f].steps);
-        EXPECT_EQ(back.families[f].sim_errors, map.families[f].sim_errors);
-        EXPECT_EQ(back.families[f].unavailable, map.families[f].unavailable);
+        const icl::AlgorithmFamilyMap &got = back.families[f], &want = map.families[f];
+        EXPECT_EQ(std::tie(got.family, got.steps, got.sim_errors, got.unavailable),
+                  std::tie(want.family, want.steps, want.sim_errors, want.unavailable));
     }
     // Asked for by name, GD++ is refused with the reason.
     o.families = {"gdpp"};
