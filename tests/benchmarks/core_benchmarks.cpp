@@ -27,6 +27,7 @@
 #include "core/training/fused_adam.h"
 #include "core/training/sharded_step.h"
 #include "core/training/trainer.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
@@ -168,12 +169,7 @@ BENCHMARK(BM_BaselineGdOneStep)->Arg(2048);
 // attention) and, where `reference` > 0, vs_pytorch (steps_per_s / reference).
 void gpt2TrainStep(benchmark::State& state, const torch::Device& device, int64_t batchSize, double reference)
 {
-    icl::Gpt2Options o;
-    o.input_dim = 20;
-    o.n_layers = state.range(0);
-    o.n_heads = state.range(1);
-    o.d_model = state.range(2);
-    o.n_positions = 81;
+    const icl::Gpt2Options o = icl::test::gpt2Options(20, state.range(0), state.range(1), state.range(2), 81);
     icl::Gpt2 model(o, 0);
     model->to(device);
     icl::TaskConfig t;
@@ -281,12 +277,7 @@ void BM_AdamStepVsTorchAdam(benchmark::State& state)
 {
     using Clock = std::chrono::steady_clock;
     icl::configureThreads(0);
-    icl::Gpt2Options o;
-    o.input_dim = 20;
-    o.n_layers = 12;
-    o.n_heads = 8;
-    o.d_model = 256;
-    o.n_positions = 81;
+    const icl::Gpt2Options o = icl::test::gpt2Options(20, 12, 8, 256, 81);
     icl::Gpt2 model(o, 0), twin(o, 0);
     const auto ours = model->parameters(), theirs = twin->parameters();
     for (size_t i = 0; i < ours.size(); ++i) {
@@ -339,12 +330,7 @@ void BM_Gpt2TrainStepVsEager(benchmark::State& state)
     using Clock = std::chrono::steady_clock;
     icl::configureThreads(0);
     const double peak = measuredSgemmPeak();
-    icl::Gpt2Options o;
-    o.input_dim = 20;
-    o.n_layers = state.range(0);
-    o.n_heads = state.range(1);
-    o.d_model = state.range(2);
-    o.n_positions = 81;
+    const icl::Gpt2Options o = icl::test::gpt2Options(20, state.range(0), state.range(1), state.range(2), 81);
     icl::Gpt2 model(o, 0);
     torch::manual_seed(0);
     RefGpt2 ref(o.n_layers, o.n_heads, o.d_model, 20, 81);
@@ -534,6 +520,20 @@ std::string inspectorRun(const benchmark::State& state)
     return path;
 }
 
+/// The inspector benchmarks' GPT-2 runs (inspectorRun's Args): 4 layers × 4 heads × 64 and Garg et al.'s standard
+/// 12 × 8 × 256, all cores; times in ms of real time.
+void inspectorGpt2Runs(benchmark::internal::Benchmark* b)
+{
+    b->Args({0, 4, 4, 64, 0})->Args({0, 12, 8, 256, 0})->Unit(benchmark::kMillisecond)->UseRealTime();
+}
+
+/// inspectorGpt2Runs and the one-layer LSA.
+void inspectorRuns(benchmark::internal::Benchmark* b)
+{
+    inspectorGpt2Runs(b);
+    b->Args({1, 1, 1, 0, 0});
+}
+
 /// Median and fastest of per-call times: on a shared 2-core machine the mean is dominated by the
 /// moments another process holds a core.
 void reportTimes(benchmark::State& state, std::vector<double> ms)
@@ -563,13 +563,7 @@ void BM_InspectPromptEdit(benchmark::State& state)
     reportTimes(state, ms);
     std::filesystem::remove(path);
 }
-BENCHMARK(BM_InspectPromptEdit)
-    ->Args({0, 4, 4, 64, 0})
-    ->Args({0, 12, 8, 256, 0})
-    ->Args({0, 12, 8, 256, 1})
-    ->Args({1, 1, 1, 0, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_InspectPromptEdit)->Apply(inspectorRuns)->Args({0, 12, 8, 256, 1});
 
 // Activation patching of one prompt (change_label): (L + 1) forward passes of a batch of T = 81
 // patched copies, each starting after the patched activation, the final row first (no block to run).
@@ -600,12 +594,7 @@ void BM_InspectPatching(benchmark::State& state)
     state.counters["ms_first_row"] = first.empty() ? 0.0 : first[first.size() / 2];
     std::filesystem::remove(path);
 }
-BENCHMARK(BM_InspectPatching)
-    ->Args({0, 4, 4, 64, 0})
-    ->Args({0, 12, 8, 256, 0})
-    ->Args({1, 1, 1, 0, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime();
+BENCHMARK(BM_InspectPatching)->Apply(inspectorRuns);
 
 // The Probes page's first result (Guo et al. probes, every layer): icl::computeProbes for the targets
 // x and y at the x tokens, 512 fit and 512 test prompts through one shared forward pass. Counters:
@@ -639,12 +628,7 @@ void BM_Probes(benchmark::State& state)
     state.counters["ms_one_target"] = one.empty() ? 0.0 : one[one.size() / 2];
     std::filesystem::remove(path);
 }
-BENCHMARK(BM_Probes)
-    ->Args({0, 4, 4, 64, 0})
-    ->Args({0, 12, 8, 256, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1);
+BENCHMARK(BM_Probes)->Apply(inspectorGpt2Runs)->Iterations(1);
 
 // First inspect of a run, as the Attention page and `icl-cli analyze attention` do it: open the file
 // (config, checkpoint, fitted baselines), sample a prompt, and inspect it with every baseline — the
@@ -664,13 +648,7 @@ void BM_InspectFirstOpen(benchmark::State& state)
     reportTimes(state, ms);
     std::filesystem::remove(path);
 }
-BENCHMARK(BM_InspectFirstOpen)
-    ->Args({0, 4, 4, 64, 0})
-    ->Args({0, 12, 8, 256, 0})
-    ->Args({1, 1, 1, 0, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(3);
+BENCHMARK(BM_InspectFirstOpen)->Apply(inspectorRuns)->Iterations(3);
 
 // The ICL-curve page's first result on the run's 1,280 evaluation prompts (inspectorRun sets eval.n_prompts
 // to 64, so this sets 1,280 explicitly): the preview on the first 64 prompts (ms_first_look), and the
@@ -694,13 +672,7 @@ void BM_IclCurve(benchmark::State& state)
     state.counters["ms_first_look"] = firstLook.empty() ? 0.0 : firstLook[firstLook.size() / 2];
     std::filesystem::remove(path);
 }
-BENCHMARK(BM_IclCurve)
-    ->Args({0, 4, 4, 64, 0})
-    ->Args({0, 4, 4, 64, 1})
-    ->Args({0, 12, 8, 256, 0})
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1);
+BENCHMARK(BM_IclCurve)->Apply(inspectorGpt2Runs)->Args({0, 4, 4, 64, 1})->Iterations(1);
 
 /// The line search over η as it was before the spectral form: a 250-cell grid refined by golden
 /// section, every loss evaluated by iterating predictGd (k GD steps on the whole batch).

@@ -25,11 +25,7 @@ icl::Matrix causalSoftmax(int T, uint32_t seed)
 {
     std::mt19937 rng(seed);
     std::normal_distribution<double> z(0.0, 2.0);
-    icl::Matrix m;
-    m.name = "pattern";
-    m.rows = T;
-    m.cols = T;
-    m.data.assign(size_t(T) * T, 0.0);
+    icl::Matrix m{"pattern", T, T, std::vector<double>(size_t(T) * T, 0.0), {}, {}};
     for (int r = 0; r < T; ++r) {
         double sum = 0.0;
         for (int c = 0; c <= r; ++c)
@@ -45,14 +41,21 @@ icl::Matrix causalSoftmax(int T, uint32_t seed)
     return m;
 }
 
+/// causalSoftmax patterns of T tokens for the 12 × 8 heads of the grid benchmarks (seeds 0 … 95).
+std::vector<icl::Matrix> gridPatterns(int T)
+{
+    std::vector<icl::Matrix> patterns;
+    for (int i = 0; i < 96; ++i)
+        patterns.push_back(causalSoftmax(T, uint32_t(i)));
+    return patterns;
+}
+
 /// New patterns for all 12 × 8 heads and a full repaint of the grid (thumbnails rebuilt and drawn). At
 /// 1,024 tokens the 96 patterns are 805 MB of doubles, so this one is bound by memory bandwidth.
 void BM_AttentionGridRedraw12x8(benchmark::State& state)
 {
     const int T = int(state.range(0));
-    std::vector<icl::Matrix> patterns;
-    for (int i = 0; i < 96; ++i)
-        patterns.push_back(causalSoftmax(T, uint32_t(i)));
+    const std::vector<icl::Matrix> patterns = gridPatterns(T);
     const std::vector<bool> softmax(96, true);
     icl::widgets::AttentionGrid grid;
     grid.resize(600, 700);
@@ -70,9 +73,7 @@ BENCHMARK(BM_AttentionGridRedraw12x8)->Arg(82)->Arg(1024)->Unit(benchmark::kMill
 void BM_AttentionGridRepaint12x8(benchmark::State& state)
 {
     const int T = int(state.range(0));
-    std::vector<icl::Matrix> patterns;
-    for (int i = 0; i < 96; ++i)
-        patterns.push_back(causalSoftmax(T, uint32_t(i)));
+    const std::vector<icl::Matrix> patterns = gridPatterns(T);
     icl::widgets::AttentionGrid grid;
     grid.resize(600, 700);
     grid.setPatterns(12, 8, patterns, std::vector<bool>(96, true));

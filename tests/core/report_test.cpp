@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/report.h"
@@ -13,6 +15,17 @@
 #include "core/types/number_format.h"
 
 namespace {
+
+/// The summary of the run file `path` holding config `config_json` and the metric series `metrics`.
+icl::RunSummary reportRunSummary(const std::string& path, const std::string& config_json,
+                                 std::map<std::string, std::vector<double>> metrics = {})
+{
+    icl::RunSummary s;
+    s.path = path;
+    s.config_json = config_json;
+    s.metrics = std::move(metrics);
+    return s;
+}
 
 TEST(Report, IclCurveLeavesOutDivergingBaselinePointsAndSaysSo)
 {
@@ -23,9 +36,7 @@ TEST(Report, IclCurveLeavesOutDivergingBaselinePointsAndSaysSo)
     c.series = {{"model", {1.0, 0.8, 0.6}, {0.9, 0.7, 0.5}, {1.1, 0.9, 0.7}},
                 {"zero", {1.5, 1.5, 1.5}, {1.4, 1.4, 1.4}, {1.6, 1.6, 1.6}},
                 {"gd_3", {200.0, 16.0, 0.5}, {150.0, 15.0, 0.4}, {250.0, 17.0, 0.6}}};
-    icl::RunSummary s;
-    s.path = "/tmp/run.h5";
-    s.config_json = R"({"seed": 3})";
+    const icl::RunSummary s = reportRunSummary("/tmp/run.h5", R"({"seed": 3})");
     const icl::Figure f = icl::iclCurveFigure(c, s);
     ASSERT_EQ(f.series.size(), 3u);
     // 200 and 16 exceed 10 × 1.5: only n = 3 of GD-3 is drawn, with its band.
@@ -44,14 +55,12 @@ TEST(Report, IclCurveLeavesOutDivergingBaselinePointsAndSaysSo)
 
 TEST(Report, LossFigureHoldsEveryMetricSeriesAgainstStep)
 {
-    icl::RunSummary s;
-    s.path = "run.h5";
-    s.config_json = "{}";
-    s.metrics["step"] = {0, 100, 200};
-    s.metrics["train_loss"] = {1.6, 0.9, 0.85};
-    s.metrics["eval_loss"] = {1.65, 0.88, 0.84};
-    s.metrics["baseline/gd_1"] = {0.8, 0.8, 0.8};
-    s.metrics["baseline/least_squares"] = {0.0, 0.0, 0.0};
+    icl::RunSummary s = reportRunSummary("run.h5", "{}",
+                                         {{"step", {0, 100, 200}},
+                                          {"train_loss", {1.6, 0.9, 0.85}},
+                                          {"eval_loss", {1.65, 0.88, 0.84}},
+                                          {"baseline/gd_1", {0.8, 0.8, 0.8}},
+                                          {"baseline/least_squares", {0.0, 0.0, 0.0}}});
     const icl::Figure f = icl::lossFigure(s);
     ASSERT_EQ(f.series.size(), 4u);
     EXPECT_EQ(f.series[0].name, "model (eval)");
@@ -73,13 +82,11 @@ TEST(Report, LossFigureHoldsEveryMetricSeriesAgainstStep)
 // The ICL vs IWL figure: holdout ICL and IWL always, the common / rare curves only for a run with that split.
 TEST(Report, IclIwlFigureDrawsCommonAndRareCurvesWhenRecorded)
 {
-    icl::RunSummary s;
-    s.path = "chan.h5";
-    s.config_json = "{}";
-    s.metrics["step"] = {0, 500, 1000};
-    s.metrics["icl_accuracy"] = {0.5, 0.6, 0.9};
-    s.metrics["icl_accuracy_all_labels"] = {0.4, 0.6, 0.9};
-    s.metrics["iwl_accuracy"] = {0.0, 0.1, 0.2};
+    icl::RunSummary s = reportRunSummary("chan.h5", "{}",
+                                         {{"step", {0, 500, 1000}},
+                                          {"icl_accuracy", {0.5, 0.6, 0.9}},
+                                          {"icl_accuracy_all_labels", {0.4, 0.6, 0.9}},
+                                          {"iwl_accuracy", {0.0, 0.1, 0.2}}});
     auto names = [](const icl::Figure& f) {
         std::vector<std::string> n;
         for (const auto& series : f.series)
@@ -140,9 +147,7 @@ TEST(Report, OodFigureSaysWhichLineIsBelowTheLogAxis)
     c.model_loss = {0.1, 0.2, 3.0};
     c.gd_loss = {0.2, 0.3, 5.0};
     c.least_squares_loss = {1e-11, 2e-11, 4e-11};
-    icl::RunSummary s;
-    s.path = "run.h5";
-    s.config_json = "{}";
+    const icl::RunSummary s = reportRunSummary("run.h5", "{}");
     const icl::Figure f = icl::oodFigure(c, s);
     ASSERT_EQ(f.series.size(), 4u);  // model, GD, least squares, zero (none recorded here: an empty line)
     EXPECT_TRUE(f.log_y);
@@ -224,19 +229,11 @@ TEST(FigureStyle, NumbersShowFourSignificantDigits)
 // the evaluation prompts and the η fitted in training (the one the alignment header shows).
 TEST(FigureStyle, EtaScanFigureExplainsItsTwoEtaWithFourDigits)
 {
-    icl::EtaScan scan;
-    scan.k = 1;
-    scan.eta = {0.0, 1.0, 2.0, 3.0};
-    scan.loss = {1.7, 0.85, 0.9, 1.6};
-    scan.best_eta = 1.5059461234;
-    scan.best_loss = 0.803055123;
-    scan.model_loss = 0.804472123;
-    scan.fitted_eta = 1.4937181828736623;
-    scan.fitted_loss = 0.8031113;
-    scan.checkpoint_step = 3000;
-    icl::RunSummary s;
-    s.path = "run.h5";
-    s.config_json = R"({"seed": 0})";
+    // k, the η grid and GD-k's loss on it, the best η and its loss, the model's loss, the fitted η and its loss,
+    // the checkpoint step (icl::EtaScan's fields in order).
+    icl::EtaScan scan{1,           {0.0, 1.0, 2.0, 3.0}, {1.7, 0.85, 0.9, 1.6}, 1.5059461234, 0.803055123,
+                            0.804472123, 1.4937181828736623,   0.8031113,             3000};
+    const icl::RunSummary s = reportRunSummary("run.h5", R"({"seed": 0})");
     const icl::Figure f = icl::etaScanFigure(scan, s);
     for (const std::string& text : shownTexts(f))
         EXPECT_LE(mostSignificantDigits(text), 4) << text;

@@ -5,17 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/io/config.h"
-#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_file_driver.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
-{
-    icl::fuzz::initialize();
-    return 0;
-}
+const char* const icl::fuzz::kInputName = "config.json";
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+void icl::fuzz::fuzzInput(const std::string& path, const uint8_t*, size_t)
 {
-    const std::string path = icl::fuzz::writeInput("config.json", data, size);
     icl::fuzz::readOrRefuse("resolveConfig", [&] {
         icl::ConfigRequest request;
         request.config_file = path;
@@ -25,5 +20,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         for (int64_t step : {int64_t(0), int64_t(1), int64_t(1) << 40})
             (void)icl::trainingTask(config, step);
     });
-    return 0;
 }

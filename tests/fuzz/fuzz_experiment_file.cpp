@@ -7,17 +7,12 @@
 #include <algorithm>
 
 #include "core/io/experiment_file.h"
-#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_file_driver.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
-{
-    icl::fuzz::initialize();
-    return 0;
-}
+const char* const icl::fuzz::kInputName = "RUN.h5";
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+void icl::fuzz::fuzzInput(const std::string& path, const uint8_t* data, size_t size)
 {
-    const std::string path = icl::fuzz::writeInput("RUN.h5", data, size);
     icl::RunSummary summary;
     if (icl::fuzz::readOrRefuse("readRunSummary", [&] { summary = icl::readRunSummary(path); })) {
         for (const icl::CheckpointInfo& c : summary.checkpoints)
@@ -35,5 +30,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const std::vector<char> after = icl::fuzz::fileBytes(path);
     if (after.size() != size || !std::equal(after.begin(), after.end(), reinterpret_cast<const char*>(data)))
         icl::fuzz::finding("readRunSummary", "a read-only open changed RUN.h5");
-    return 0;
 }

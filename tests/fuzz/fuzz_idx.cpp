@@ -1,17 +1,12 @@
 // Fuzz harness: the IDX readers (core/io/idx.h: readIdx, readIdxImages, readIdxLabels) on the input as a file,
 // plain or gzip-compressed (zlib reads both). Seeds: corpus/idx.
 #include "core/io/idx.h"
-#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_file_driver.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
-{
-    icl::fuzz::initialize();
-    return 0;
-}
+const char* const icl::fuzz::kInputName = "data.idx";
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+void icl::fuzz::fuzzInput(const std::string& path, const uint8_t*, size_t)
 {
-    const std::string path = icl::fuzz::writeInput("data.idx", data, size);
     icl::fuzz::readOrRefuse("readIdx", [&] {
         const icl::IdxArray a = icl::readIdx(path);
         size_t n = 1;
@@ -22,5 +17,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     });
     icl::fuzz::readOrRefuse("readIdxImages", [&] { (void)icl::readIdxImages(path); });
     icl::fuzz::readOrRefuse("readIdxLabels", [&] { (void)icl::readIdxLabels(path); });
-    return 0;
 }

@@ -1,17 +1,12 @@
 // Fuzz harness: readPromptFile (core/io/prompt_file.h) on the input as a prompt file, JSON or CSV (told apart by
 // the first non-blank character). Seeds: corpus/prompt (the fixtures of tests/data/foreign and small variants).
 #include "core/io/prompt_file.h"
-#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_file_driver.h"
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
-{
-    icl::fuzz::initialize();
-    return 0;
-}
+const char* const icl::fuzz::kInputName = "prompt.txt";
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+void icl::fuzz::fuzzInput(const std::string& path, const uint8_t*, size_t)
 {
-    const std::string path = icl::fuzz::writeInput("prompt.txt", data, size);
     icl::fuzz::readOrRefuse("readPromptFile", [&] {
         const icl::Prompt p = icl::readPromptFile(path);
         if (p.x.size() != p.y.size())
@@ -19,5 +14,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     });
     icl::fuzz::readOrRefuse("readPromptFile (d = 2, at most 8 points)",
                             [&] { (void)icl::readPromptFile(path, icl::PromptFileLimits{2, 8}); });
-    return 0;
 }

@@ -4,7 +4,7 @@
 // from one to another. fuzz_torch_zip and fuzz_npz (ICL_FUZZ_ZIP_AWARE) also mutate the entries inside the archive
 // (zip_mutator.h).
 #include "core/io/weights_file.h"
-#include "tests/fuzz/fuzz_common.h"
+#include "tests/fuzz/fuzz_file_driver.h"
 
 #ifndef ICL_FUZZ_FILE_NAME
 #error "define ICL_FUZZ_FILE_NAME (tests/fuzz/CMakeLists.txt)"
@@ -19,15 +19,10 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
 }
 #endif
 
-extern "C" int LLVMFuzzerInitialize(int*, char***)
-{
-    icl::fuzz::initialize();
-    return 0;
-}
+const char* const icl::fuzz::kInputName = ICL_FUZZ_FILE_NAME;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
+void icl::fuzz::fuzzInput(const std::string& path, const uint8_t*, size_t)
 {
-    const std::string path = icl::fuzz::writeInput(ICL_FUZZ_FILE_NAME, data, size);
     icl::fuzz::readOrRefuse("detectWeightsFormat", [&] { (void)icl::detectWeightsFormat(path); });
     icl::fuzz::readOrRefuse("readWeightsFile", [&] {
         const icl::WeightsFile f = icl::readWeightsFile(path);
@@ -39,5 +34,4 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
                 icl::fuzz::finding("readWeightsFile", "tensor " + t.name + ": shape and data disagree");
         }
     });
-    return 0;
 }

@@ -19,6 +19,7 @@
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 using icl::test::expectError;
@@ -32,13 +33,7 @@ std::string writeRun(const std::string& name)
     r.preset = "garg-linear-regression";
     r.sets = {"task.d=3", "task.n_context=5", "model.n_layers=2", "model.n_heads=2", "model.d_model=16",
               "training.curriculum.enabled=false", "eval.n_prompts=64", "eval.baselines=[\"zero\"]"};
-    const nlohmann::json config = icl::resolveConfig(r);
-    icl::createExperimentFile(path, config.dump(), false);
-    icl::ModelHandle m = icl::makeModel(icl::parseConfig(config), 7);
-    icl::CheckpointData cp;
-    cp.step = 100;
-    cp.params = icl::paramsToArrays(*m.module);
-    icl::commitToExperimentFile(path, {{{"step", 100.0}, {"eval_loss", 1.0}}}, &cp);
+    icl::test::writeModelRun(path, icl::resolveConfig(r), 7, 100);
     return path;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <tuple>
 
 #include "core/analysis/algorithm_map.h"
 #include "core/analysis/algorithm_map_impl.h"
@@ -17,6 +18,7 @@
 #include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
@@ -28,18 +30,10 @@ std::string writeMapConstructionRun(const std::string& name, int64_t layers)
 {
     const std::string path = icl::test::scratchPrefix() + name;
     std::filesystem::remove(path);
-    icl::ConfigRequest r;
-    r.preset = "vonoswald-lsa-multilayer";
-    r.sets = {"task.d=5", "task.n_context=8", "model.n_layers=" + std::to_string(layers), "eval.n_prompts=200",
-              "eval.baselines=[\"zero\",\"least_squares\",\"gd\"]", "eval.gd_steps=[" + std::to_string(layers) + "]",
-              "eval.alignment=[]"};
-    icl::createExperimentFile(path, icl::resolveConfig(r).dump(), false);
-    icl::Lsa lsa(6, layers, 1, false);
-    icl::applyGdConstruction(*lsa, kMapEta, 8);
-    icl::CheckpointData cp;
-    cp.step = 10;
-    cp.params = icl::paramsToArrays(*lsa);
-    icl::commitToExperimentFile(path, {{{"step", 10.0}, {"baseline_eta/gd_" + std::to_string(layers), kMapEta}}}, &cp);
+    icl::test::writeGdConstructionRun(path,
+                                      {"eval.n_prompts=200", "eval.baselines=[\"zero\",\"least_squares\",\"gd\"]",
+                                       "eval.gd_steps=[" + std::to_string(layers) + "]", "eval.alignment=[]"},
+                                      layers, false, kMapEta);
     return path;
 }
 
@@ -165,10 +159,9 @@ TEST(AlgorithmMap, Gpt2MapReadsEveryLayerThroughProbesOnPrefixes)
     EXPECT_EQ(back.checkpoint_step, map.checkpoint_step);
     ASSERT_EQ(back.families.size(), map.families.size());
     for (size_t f = 0; f < map.families.size(); ++f) {
-        EXPECT_EQ(back.families[f].family, map.families[f].family);
-        EXPECT_EQ(back.families[f].steps, map.families[f].steps);
-        EXPECT_EQ(back.families[f].sim_errors, map.families[f].sim_errors);
-        EXPECT_EQ(back.families[f].unavailable, map.families[f].unavailable);
+        const icl::AlgorithmFamilyMap &got = back.families[f], &want = map.families[f];
+        EXPECT_EQ(std::tie(got.family, got.steps, got.sim_errors, got.unavailable),
+                  std::tie(want.family, want.steps, want.sim_errors, want.unavailable));
     }
     // Asked for by name, GD++ is refused with the reason.
     o.families = {"gdpp"};

@@ -16,6 +16,7 @@
 #include "core/tasks/prompts.h"
 #include "core/analysis/run_loader.h"
 #include "tests/support/scratch.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
@@ -25,24 +26,11 @@ std::string writeConstructionRun(const std::string& name, int64_t layers, bool t
 {
     const std::string path = icl::test::scratchPrefix() + name;
     std::filesystem::remove(path);
-    icl::ConfigRequest r;
-    r.preset = "vonoswald-lsa-multilayer";
-    r.sets = {"task.d=5",
-              "task.n_context=8",
-              "model.n_layers=" + std::to_string(layers),
-              std::string("model.tied=") + (tied ? "true" : "false"),
-              "eval.n_prompts=800",
-              "eval.baselines=[\"zero\",\"least_squares\",\"gd\"]",
-              "eval.gd_steps=[" + std::to_string(layers) + "]",
-              "eval.alignment=[]"};
-    const nlohmann::json config = icl::resolveConfig(r);
-    icl::createExperimentFile(path, config.dump(), false);
-    icl::Lsa lsa(6, layers, 1, tied);
-    icl::applyGdConstruction(*lsa, kEta, 8);
-    icl::CheckpointData cp;
-    cp.step = 10;
-    cp.params = icl::paramsToArrays(*lsa);
-    icl::commitToExperimentFile(path, {{{"step", 10.0}, {"baseline_eta/gd_" + std::to_string(layers), kEta}}}, &cp);
+    icl::test::writeGdConstructionRun(path,
+                                      {std::string("model.tied=") + (tied ? "true" : "false"), "eval.n_prompts=800",
+                                       "eval.baselines=[\"zero\",\"least_squares\",\"gd\"]",
+                                       "eval.gd_steps=[" + std::to_string(layers) + "]", "eval.alignment=[]"},
+                                      layers, tied, kEta);
     return path;
 }
 

@@ -25,7 +25,9 @@
 #include "core/tasks/fewshot_classification.h"
 #include "core/training/checkpoint.h"
 #include "core/training/trainer.h"
+#include "tests/core/io/image_fixtures.h"
 #include "tests/support/scratch.h"
+#include "tests/support/tiny_models.h"
 
 namespace fs = std::filesystem;
 using icl::FewShotSequence;
@@ -47,12 +49,6 @@ nlohmann::json vectorConfig()
              {{"optimizer", "adam"}, {"lr", 3e-3}, {"batch_size", 16}, {"steps", 20}, {"grad_clip", 1.0},
               {"schedule", "inverse_sqrt"}, {"warmup_steps", 5}, {"eval_every", 5}, {"checkpoint_every", 10}}},
             {"eval", {{"n_prompts", 64}}}};
-}
-
-void writeBigEndian(std::ofstream& f, uint32_t v)
-{
-    const unsigned char b[4] = {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8), uint8_t(v)};
-    f.write(reinterpret_cast<const char*>(b), 4);
 }
 
 /// Pixel p of image i of the IDX fixture (class i mod kImageClasses), 0…255.
@@ -84,28 +80,14 @@ protected:
         fs::create_directories(dir);
         s_vectors = dir + "fewshot_sequence_vectors.h5";
         fs::remove(s_vectors);
-        icl::TrainOptions o;
-        o.out_path = s_vectors;
-        o.threads = 1;
+        icl::TrainOptions o = icl::test::cpuTrainOptions(s_vectors);
         icl::train(vectorConfig(), o, {});
 
         // 4 × 4 IDX images: 36 of them, class i mod 12, no within-class noise.
         s_images = dir + "fewshot_sequence_images.idx";
         const std::string labels = dir + "fewshot_sequence_labels.idx";
-        {
-            std::ofstream fi(s_images, std::ios::binary), fl(labels, std::ios::binary);
-            writeBigEndian(fi, 0x00000803);
-            writeBigEndian(fi, 36);
-            writeBigEndian(fi, 4);
-            writeBigEndian(fi, 4);
-            writeBigEndian(fl, 0x00000801);
-            writeBigEndian(fl, 36);
-            for (int i = 0; i < 36; ++i) {
-                for (int p = 0; p < 16; ++p)
-                    fi.put(char(pixel(i, p)));
-                fl.put(char(i % kImageClasses));
-            }
-        }
+        fixtures::writeIdxImageSet(s_images, labels, 36, 4, 4, [](int i, int p) { return uint8_t(pixel(i, p)); },
+                                   kImageClasses);
         nlohmann::json c = vectorConfig();
         c["task"].update({{"n_classes", 10}, {"n_holdout", 2}, {"exemplar_source", "idx"}, {"exemplar_path", s_images},
                           {"exemplar_labels_path", labels}, {"within_class_noise", 0.0}});
@@ -358,13 +340,7 @@ TEST_F(FewShotSequenceTest, ErrorsNameTheFileAndTheProblem)
     icl::ConfigRequest r;
     r.preset = "garg-linear-regression";
     r.sets = {"task.d=2", "task.n_context=4", "model.n_layers=1", "model.n_heads=1", "model.d_model=8"};
-    const nlohmann::json config = icl::resolveConfig(r);
-    icl::createExperimentFile(regression, config.dump(), false);
-    icl::ModelHandle m = icl::makeModel(icl::parseConfig(config), 1);
-    icl::CheckpointData cp;
-    cp.step = 0;
-    cp.params = icl::paramsToArrays(*m.module);
-    icl::commitToExperimentFile(regression, {{{"step", 0.0}, {"eval_loss", 1.0}}}, &cp);
+    icl::test::writeModelRun(regression, icl::resolveConfig(r), 1, 0);
     try {
         icl::sampleFewShotSequence(regression, -1, FewShotSequenceKind::Training, 0);
         ADD_FAILURE() << "a regression run has no few-shot sequences";
@@ -412,9 +388,7 @@ TEST_F(FewShotSequenceTest, RareClassesOfACommonRareSplitAreFlagged)
     c["training"]["checkpoint_every"] = 2;
     const std::string path = icl::test::scratchPrefix() + "fewshot_sequence_split.h5";
     fs::remove(path);
-    icl::TrainOptions o;
-    o.out_path = path;
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(path);
     icl::train(c, o, {});
     const icl::FewShotClassification task = taskOf(path);
     const std::vector<int64_t>& training = task.trainingClasses();

@@ -26,6 +26,7 @@
 #include "core/training/checkpoint.h"
 #include "tests/support/scratch.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 using icl::test::expectError;
@@ -40,19 +41,7 @@ std::string writeRun(const std::string& name, const std::string& preset, const s
     icl::ConfigRequest r;
     r.preset = preset;
     r.sets = sets;
-    const nlohmann::json config = icl::resolveConfig(r);
-    icl::createExperimentFile(path, config.dump(), false);
-    icl::ModelHandle m = icl::makeModel(icl::parseConfig(config), 7);
-    {
-        torch::NoGradGuard guard;
-        torch::manual_seed(3);
-        for (auto& p : m.module->parameters())
-            p.add_(torch::randn(p.sizes()) * 0.3);
-    }
-    icl::CheckpointData cp;
-    cp.step = 100;
-    cp.params = icl::paramsToArrays(*m.module);
-    icl::commitToExperimentFile(path, {{{"step", 100.0}, {"eval_loss", 1.0}}}, &cp);
+    icl::test::writeModelRun(path, icl::resolveConfig(r), 7, 100, 0.3);
     return path;
 }
 

@@ -85,6 +85,15 @@ torch::Tensor loopFeatures(const torch::Tensor& u, const torch::Tensor& omega)
     return phi;
 }
 
+/// The step size of the reference model's gradient step at one query: η = 1 / Σ_j φ(k_j)ᵀφ(q), in plain loops.
+double featureStepSize(const std::vector<torch::Tensor>& phiK, const torch::Tensor& phiQ)
+{
+    double z = 0.0;
+    for (const torch::Tensor& phi : phiK)
+        z += (phi * phiQ).sum().item<double>();
+    return 1.0 / z;
+}
+
 TEST(KernelAttention, ExactReferenceModelEqualsSoftmaxAttention)
 {
     const int64_t B = 3, T = 5, N = 7, D = 4, Dv = 3;
@@ -209,10 +218,7 @@ TEST(KernelRandomFeatures, ReferenceModelIsOneGradientStepOnTheContrastiveLoss)
         phiK.push_back(loopFeatures(k[i], omega));
     for (int64_t t = 0; t < T; ++t) {
         const torch::Tensor phiQ = loopFeatures(q[t], omega);
-        double z = 0.0;
-        for (int64_t j = 0; j < N; ++j)
-            z += (phiK[size_t(j)] * phiQ).sum().item<double>();
-        const double eta = 1.0 / z;
+        const double eta = featureStepSize(phiK, phiQ);
         torch::Tensor W = torch::zeros({Dv, m}, torch::kFloat64).requires_grad_(true);
         torch::Tensor loss = torch::zeros({}, torch::kFloat64);
         for (int64_t i = 0; i < N; ++i)
@@ -374,10 +380,7 @@ TEST(KernelReferenceLoss, PenalisedLossFollowsExplicitGradientDescentWithRandomF
     };
     for (int64_t t = 0; t < T; ++t) {
         const torch::Tensor phiQ = loopFeatures(q[t], omega);
-        double z = 0.0;
-        for (int64_t j = 0; j < N; ++j)
-            z += (phiK[size_t(j)] * phiQ).sum().item<double>();
-        const double eta = 1.0 / z;
+        const double eta = featureStepSize(phiK, phiQ);
         ASSERT_GT(eta * lambda, 0.1);  // the penalty matters within a few steps
         ASSERT_LT(eta * lambda, 1.0);
         torch::Tensor W = torch::zeros({Dv, m}, torch::kFloat64);

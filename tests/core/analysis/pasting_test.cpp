@@ -20,6 +20,7 @@
 #include "tests/support/scratch.h"
 #include "tests/support/same_values.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 using icl::test::expectError;
@@ -42,19 +43,7 @@ std::string writeParent(const std::string& name, const std::string& kind = "gpt2
         r.preset = "vonoswald-lsa-1layer";
         r.sets = {"task.d=4", "task.n_context=6", "eval.n_prompts=64", "eval.baselines=[\"zero\"]", "eval.alignment=[]"};
     }
-    const nlohmann::json config = icl::resolveConfig(r);
-    icl::createExperimentFile(path, config.dump(), false);
-    icl::ModelHandle m = icl::makeModel(icl::parseConfig(config), 7);
-    {
-        torch::NoGradGuard guard;
-        torch::manual_seed(3);
-        for (auto& p : m.module->parameters())
-            p.add_(torch::randn(p.sizes()) * 0.3);
-    }
-    icl::CheckpointData cp;
-    cp.step = 100;
-    cp.params = icl::paramsToArrays(*m.module);
-    icl::commitToExperimentFile(path, {{{"step", 100.0}, {"eval_loss", 1.0}}}, &cp);
+    icl::test::writeModelRun(path, icl::resolveConfig(r), 7, 100, 0.3);
     return path;
 }
 
@@ -273,12 +262,7 @@ TEST(Pasting, BadOptionsThrowClearErrors)
 /// d = D = 4, one leaky-ReLU layer, N = 10, x ~ N(0, I), τ = 0.5 and the given σ.
 icl::TaskConfig oneLayerRepresentationTask(double noise_std)
 {
-    icl::TaskConfig t;
-    t.kind = "representation";
-    t.d = 4;
-    t.rep_dim = 4;
-    t.rep_layers = 1;
-    t.n_context = 10;
+    icl::TaskConfig t = icl::test::representationTask(4, 4, 1, 10);
     t.w_scale = 0.5;
     t.noise_std = noise_std;
     t.x_distribution = "normal";

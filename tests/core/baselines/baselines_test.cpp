@@ -16,6 +16,15 @@ namespace {
 using icl::test::maxAbsDiff;
 using icl::test::linearPrompts;
 
+/// The default experiment config with the evaluation's baselines `baselines` and GD step counts `gd_steps`.
+icl::ExperimentConfig configWithBaselines(std::vector<std::string> baselines, std::vector<int64_t> gd_steps)
+{
+    icl::ExperimentConfig c;
+    c.eval.baselines = std::move(baselines);
+    c.eval.gd_steps = std::move(gd_steps);
+    return c;
+}
+
 TEST(LeastSquares, EqualsNormalEquationsWhenOverdetermined)
 {
     const auto b = linearPrompts(50, 5, 12, 1, 0.3);
@@ -177,9 +186,7 @@ TEST(GradientDescent, BestEtaMatchesTheAnalyticValueForUniformInputs)
 
 TEST(Baselines, NamesAndDispatch)
 {
-    icl::ExperimentConfig c;
-    c.eval.baselines = {"zero", "gd"};
-    c.eval.gd_steps = {1, 3};
+    icl::ExperimentConfig c = configWithBaselines({"zero", "gd"}, {1, 3});
     EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"zero", "gd_1", "gd_3"}));
     const auto b = linearPrompts(10, 3, 4, 1);
     EXPECT_THROW(icl::predictBaseline("gd_3", b, c, {}), std::runtime_error);
@@ -195,9 +202,7 @@ TEST(Baselines, NamesAndDispatch)
 // inputs, whose one-step prediction is (η/N)·Σ y_i (2x_i)ᵀ(2x_q) = 4·(GD-1 at η on raw x).
 TEST(Baselines, FeaturesGdIsGdOnTheFeatures)
 {
-    icl::ExperimentConfig c;
-    c.eval.baselines = {"zero", "features_gd"};
-    c.eval.gd_steps = {1, 2};
+    const icl::ExperimentConfig c = configWithBaselines({"zero", "features_gd"}, {1, 2});
     EXPECT_EQ(icl::baselineNames(c.eval), (std::vector<std::string>{"zero", "features_gd_1", "features_gd_2"}));
     const auto b = linearPrompts(50, 3, 6, 2);
     icl::FittedBaselines fitted;

@@ -10,18 +10,26 @@
 #include "core/io/config.h"
 #include "core/io/config_schema.h"
 #include "core/io/kinds.h"
+#include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 
 namespace {
 
 std::string errorOf(const nlohmann::json& j)
 {
-    try {
-        icl::parseConfig(j);
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
+    return icl::test::errorOf([&] { icl::parseConfig(j); });
+}
+
+/// Expects an enabled curriculum of Garg et al. with these starts, increments and stage length (steps).
+void expectCurriculum(const icl::CurriculumConfig& c, int64_t dims_start, int64_t dims_inc, int64_t points_start,
+                      int64_t points_inc, int64_t interval)
+{
+    EXPECT_TRUE(c.enabled);
+    EXPECT_EQ(c.dims_start, dims_start);
+    EXPECT_EQ(c.dims_inc, dims_inc);
+    EXPECT_EQ(c.points_start, points_start);
+    EXPECT_EQ(c.points_inc, points_inc);
+    EXPECT_EQ(c.interval, interval);
 }
 
 TEST(Config, WrongTypeNamesTheKeyPath)
@@ -89,12 +97,7 @@ TEST(Config, RoundTripKeepsEveryValue)
                                                       {"points_start", 5}, {"points_inc", 3}, {"interval", 7}}}}}};
     const icl::ExperimentConfig gc = icl::parseConfig(g);
     EXPECT_EQ(gc.task.sparsity, 4);
-    EXPECT_TRUE(gc.training.curriculum.enabled);
-    EXPECT_EQ(gc.training.curriculum.dims_start, 4);
-    EXPECT_EQ(gc.training.curriculum.dims_inc, 2);
-    EXPECT_EQ(gc.training.curriculum.points_start, 5);
-    EXPECT_EQ(gc.training.curriculum.points_inc, 3);
-    EXPECT_EQ(gc.training.curriculum.interval, 7);
+    expectCurriculum(gc.training.curriculum, 4, 2, 5, 3, 7);
     EXPECT_EQ(icl::toJson(icl::parseConfig(icl::toJson(gc))), icl::toJson(gc));
     EXPECT_EQ(icl::toJson(gc)["training"]["curriculum"]["interval"], 7);
 }
@@ -283,12 +286,7 @@ TEST(Config, GargPresetUsesTheCurriculumAtPaperScale)
     r.preset = "garg-linear-regression";
     r.scale = "paper";
     const icl::ExperimentConfig c = icl::parseConfig(icl::resolveConfig(r));
-    EXPECT_TRUE(c.training.curriculum.enabled);
-    EXPECT_EQ(c.training.curriculum.dims_start, 5);
-    EXPECT_EQ(c.training.curriculum.dims_inc, 1);
-    EXPECT_EQ(c.training.curriculum.points_start, 11);
-    EXPECT_EQ(c.training.curriculum.points_inc, 2);
-    EXPECT_EQ(c.training.curriculum.interval, 2000);
+    expectCurriculum(c.training.curriculum, 5, 1, 11, 2, 2000);
     EXPECT_EQ(c.task.d, 20);
     EXPECT_EQ(c.task.n_context, 40);
 

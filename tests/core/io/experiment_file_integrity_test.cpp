@@ -53,10 +53,7 @@ std::string integrityScratchPath(const std::string& name)
 
 std::string lsaConfig()
 {
-    icl::ConfigRequest r;
-    r.preset = "vonoswald-lsa-1layer";
-    r.scale = "quick";
-    return icl::resolveConfig(r).dump(2);
+    return icl::test::quickPresetConfig("vonoswald-lsa-1layer").dump(2);
 }
 
 // Values with a closed form, so equality below is against what was written, not against the reader.
@@ -73,10 +70,7 @@ icl::NamedArray ramp(const std::string& name, std::vector<int64_t> shape, float 
 
 icl::CheckpointData checkpointAt(int64_t step)
 {
-    icl::CheckpointData c;
-    c.step = step;
-    c.train_loss = 1.0 / (step + 1);
-    c.wall_time_s = 0.5 * step;
+    icl::CheckpointData c = icl::test::checkpointRecordAt(step);
     c.params.push_back(ramp("layers.0.w_q", {11, 11}, 1.0f + step));
     c.params.push_back(ramp("layers.0.w_k", {11, 11}, 2.0f + step));
     c.params.push_back(ramp("layers.0.w_v", {11, 11}, 3.0f + step));

@@ -36,18 +36,12 @@ constexpr uint64_t kPage = 4096;
 
 std::string lsaConfig()
 {
-    icl::ConfigRequest r;
-    r.preset = "vonoswald-lsa-1layer";
-    r.scale = "quick";
-    return icl::resolveConfig(r).dump();
+    return icl::test::quickPresetConfig("vonoswald-lsa-1layer").dump();
 }
 
 icl::CheckpointData checkpointAt(int64_t step)
 {
-    icl::CheckpointData c;
-    c.step = step;
-    c.train_loss = 1.0 / (step + 1);
-    c.wall_time_s = 0.5 * step;
+    icl::CheckpointData c = icl::test::checkpointRecordAt(step);
     for (const char* name : {"layers.0.w_q", "layers.0.w_k"}) {
         icl::NamedArray w{name, {16, 16}, {}};
         for (int i = 0; i < 256; ++i)

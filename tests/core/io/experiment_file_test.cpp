@@ -31,12 +31,7 @@ icl::CheckpointData sampleCheckpoint(int64_t step)
 
 std::string errorOf(const std::string& path)
 {
-    try {
-        icl::readRunSummary(path);
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
+    return icl::test::errorOf([&] { icl::readRunSummary(path); });
 }
 
 TEST(ExperimentFile, RoundTripIsBitwise)

@@ -24,6 +24,17 @@ std::vector<uint8_t> counting(size_t n, uint8_t start = 0)
     return v;
 }
 
+/// Expects `set` to hold `count` images of `rows` × `cols` pixels, these pixels and these labels.
+void expectImageSet(const icl::IdxImageSet& set, int64_t count, int64_t rows, int64_t cols,
+                    const std::vector<uint8_t>& pixels, const std::vector<uint8_t>& labels)
+{
+    EXPECT_EQ(set.images.count, count);
+    EXPECT_EQ(set.images.rows, rows);
+    EXPECT_EQ(set.images.cols, cols);
+    EXPECT_EQ(set.images.pixels, pixels);
+    EXPECT_EQ(set.labels, labels);
+}
+
 } // namespace
 
 TEST(IdxFiles, ImagesAndLabelsReadBackAsWritten)
@@ -32,12 +43,7 @@ TEST(IdxFiles, ImagesAndLabelsReadBackAsWritten)
     const std::vector<uint8_t> pixels = counting(3 * 2 * 4, 1), labels { 4, 0, 9 };
     fixtures::writeFile(dir.file("images"), fixtures::idxBytes({ 3, 2, 4 }, pixels));
     fixtures::writeFile(dir.file("labels"), fixtures::idxBytes({ 3 }, labels));
-    const icl::IdxImageSet set = icl::readIdxImageSet(dir.file("images"), dir.file("labels"));
-    EXPECT_EQ(set.images.count, 3);
-    EXPECT_EQ(set.images.rows, 2);
-    EXPECT_EQ(set.images.cols, 4);
-    EXPECT_EQ(set.images.pixels, pixels);
-    EXPECT_EQ(set.labels, labels);
+    expectImageSet(icl::readIdxImageSet(dir.file("images"), dir.file("labels")), 3, 2, 4, pixels, labels);
 }
 
 TEST(IdxFiles, GzipCompressedFilesReadBackAsWritten)
@@ -47,12 +53,7 @@ TEST(IdxFiles, GzipCompressedFilesReadBackAsWritten)
     fixtures::writeGzipFile(dir.file("images.gz"), fixtures::idxBytes({ 5, 3, 3 }, pixels));
     fixtures::writeGzipFile(dir.file("labels.gz"), fixtures::idxBytes({ 5 }, labels));
     ASSERT_NE(fixtures::readFile(dir.file("images.gz"))[0], 0); // really compressed (gzip starts 1f 8b)
-    const icl::IdxImageSet set = icl::readIdxImageSet(dir.file("images.gz"), dir.file("labels.gz"));
-    EXPECT_EQ(set.images.count, 5);
-    EXPECT_EQ(set.images.rows, 3);
-    EXPECT_EQ(set.images.cols, 3);
-    EXPECT_EQ(set.images.pixels, pixels);
-    EXPECT_EQ(set.labels, labels);
+    expectImageSet(icl::readIdxImageSet(dir.file("images.gz"), dir.file("labels.gz")), 5, 3, 3, pixels, labels);
 }
 
 TEST(IdxFiles, GenericArrayOfAnyRankAndEmptyArrays)

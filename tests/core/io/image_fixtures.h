@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -59,6 +60,21 @@ inline void writeFile(const std::string& path, const std::vector<uint8_t>& bytes
     out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
     if (!out)
         throw std::runtime_error("fixture: cannot write " + path);
+}
+
+/// Writes `count` images of `rows` × `cols` pixels as the IDX file `images` (pixel p of image i, row-major, is
+/// pixel(i, p)) and their labels i mod `n_labels` as the IDX file `labels`: the MNIST layout, uint8 values.
+inline void writeIdxImageSet(const std::string& images, const std::string& labels, uint32_t count, uint32_t rows,
+    uint32_t cols, const std::function<uint8_t(int, int)>& pixel, int n_labels)
+{
+    std::vector<uint8_t> pixels, classes;
+    for (int i = 0; i < int(count); ++i) {
+        for (int p = 0; p < int(rows * cols); ++p)
+            pixels.push_back(pixel(i, p));
+        classes.push_back(uint8_t(i % n_labels));
+    }
+    writeFile(images, idxBytes({ count, rows, cols }, pixels));
+    writeFile(labels, idxBytes({ count }, classes));
 }
 
 inline std::vector<uint8_t> readFile(const std::string& path)

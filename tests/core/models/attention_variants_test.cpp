@@ -12,6 +12,7 @@
 #include "core/models/model.h"
 #include "core/tasks/linear_regression.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 using icl::test::linearPrompts;
@@ -20,10 +21,7 @@ using icl::AttentionVariant;
 
 icl::LsaOptions softmaxOptions(AttentionVariant variant, double strength)
 {
-    icl::LsaOptions o;
-    o.input_dim = 4;
-    o.n_layers = 1;
-    o.n_heads = 2;
+    auto o = icl::test::lsaOptions(4, 1, 2);
     o.softmax_layers = 1;
     o.attention_variant = variant;
     o.variant_strength = strength;
@@ -82,6 +80,23 @@ Pieces pieces(icl::Lsa& lsa, const icl::PromptBatch& b)
 }
 
 /// e + Σ_h W_O^h (A_h v_h) for an attention pattern A [B, H, T, N] and values v [B, H, N, D].
+/// The prompts of the variant tests (B = 5, d = 4, N = 6, seed 11, float32), the model of `variant` with `strength`,
+/// its forward pass and the pieces recomputed here.
+struct VariantRun {
+    icl::PromptBatch b;
+    icl::Lsa lsa;
+    Forward f;
+    Pieces p;
+};
+
+VariantRun variantRun(AttentionVariant variant, double strength)
+{
+    const icl::PromptBatch b = linearPrompts(5, 4, 6, 11, 0.0, torch::kFloat32);
+    icl::Lsa lsa = makeModel(variant, strength);
+    const Forward f = run(lsa, b);
+    return {b, lsa, f, pieces(lsa, b)};
+}
+
 torch::Tensor residual(icl::Lsa& lsa, const Pieces& p, const torch::Tensor& A, const torch::Tensor& v)
 {
     const torch::Tensor z = torch::matmul(A, v);
@@ -110,10 +125,7 @@ TEST(AttentionVariants, EveryVariantIsPlainSoftmaxAtStrengthZero)
 TEST(AttentionVariants, RegularizedShrinksByTheNullPair)
 {
     const double lambda = 1.5;
-    const icl::PromptBatch b = linearPrompts(5, 4, 6, 11, 0.0, torch::kFloat32);
-    icl::Lsa lsa = makeModel(AttentionVariant::Regularized, lambda);
-    const Forward f = run(lsa, b);
-    const Pieces p = pieces(lsa, b);
+    auto [b, lsa, f, p] = variantRun(AttentionVariant::Regularized, lambda);
     const torch::Tensor e = torch::exp(p.s);
     const torch::Tensor A = e / (e.sum(-1, true) + lambda);  // exp(s_i) / (Σ_j exp(s_j) + λ)
     EXPECT_LT((f.pattern - A).abs().max().item<double>(), 1e-6);
@@ -124,10 +136,7 @@ TEST(AttentionVariants, RegularizedShrinksByTheNullPair)
 TEST(AttentionVariants, NegativeSamplesSubtractTheOtherValuesMean)
 {
     const double beta = 0.7;
-    const icl::PromptBatch b = linearPrompts(5, 4, 6, 11, 0.0, torch::kFloat32);
-    icl::Lsa lsa = makeModel(AttentionVariant::NegativeSamples, beta);
-    const Forward f = run(lsa, b);
-    const Pieces p = pieces(lsa, b);
+    auto [b, lsa, f, p] = variantRun(AttentionVariant::NegativeSamples, beta);
     const int64_t N = p.v.size(2);
     torch::Tensor vEff = p.v.clone();
     for (int64_t i = 0; i < N; ++i) {
@@ -199,12 +208,7 @@ std::string configError(const std::vector<std::string>& sets)
     icl::ConfigRequest r;
     r.preset = "renliu-kernel";
     r.sets = sets;
-    try {
-        icl::resolveConfig(r);
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
+    return icl::test::errorOf([&] { icl::resolveConfig(r); });
 }
 
 TEST(AttentionVariants, ConfigErrorsNameTheKeyPath)

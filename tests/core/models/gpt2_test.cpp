@@ -7,6 +7,7 @@
 
 #include "core/models/gpt2.h"
 #include "core/tasks/linear_regression.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
@@ -114,12 +115,7 @@ std::vector<double> reference(icl::Gpt2Impl& model, const torch::Tensor& tokens)
 
 icl::Gpt2 tinyModel()
 {
-    icl::Gpt2Options o;
-    o.input_dim = 3;
-    o.n_layers = 2;
-    o.n_heads = 2;
-    o.d_model = 8;
-    o.n_positions = 9;
+    const icl::Gpt2Options o = icl::test::gpt2Options(3, 2, 2, 8, 9);
     icl::Gpt2 m(o, 5);
     m->to(torch::kFloat64);
     // Larger weights than GPT-2's 0.02 so attention is far from uniform and every term matters.
@@ -211,12 +207,7 @@ TEST(Gpt2, PredictionsAreReadAtTheXTokensAndCaptureNamesFollowTheField)
 // kernels (d_head = 32, 64 prompts × 81 tokens: the sizes of the papers' training step).
 TEST(Gpt2, TrainingStepIsTheSameWithAndWithoutACapture)
 {
-    icl::Gpt2Options o;
-    o.input_dim = 5;
-    o.n_layers = 2;
-    o.n_heads = 2;
-    o.d_model = 64;
-    o.n_positions = 81;
+    const icl::Gpt2Options o = icl::test::gpt2Options(5, 2, 2, 64, 81);
     icl::Gpt2 model(o, 3);
     icl::TaskConfig task;
     task.d = 5;
@@ -251,12 +242,7 @@ TEST(Gpt2, TrainingStepIsTheSameWithAndWithoutACapture)
 
 TEST(Gpt2, InitialisationFollowsGpt2)
 {
-    icl::Gpt2Options o;
-    o.input_dim = 8;
-    o.n_layers = 4;
-    o.n_heads = 4;
-    o.d_model = 128;
-    o.n_positions = 41;
+    const icl::Gpt2Options o = icl::test::gpt2Options(8, 4, 4, 128, 41);
     icl::Gpt2 m(o, 1);
     auto p = m->named_parameters();
     EXPECT_NEAR(p["blocks.0.attn.W_Q"].std().item<double>(), 0.02, 0.001);

@@ -10,6 +10,7 @@
 #include "core/models/lsa.h"
 #include "core/tasks/linear_regression.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 using icl::test::expectError;
@@ -17,13 +18,7 @@ using icl::test::linearPrompts;
 
 icl::Gpt2Options smallGpt2()
 {
-    icl::Gpt2Options o;
-    o.input_dim = 3;
-    o.n_layers = 2;
-    o.n_heads = 2;
-    o.d_model = 8;
-    o.n_positions = 11;
-    return o;
+    return icl::test::gpt2Options(3, 2, 2, 8, 11);
 }
 
 icl::Lsa lsaModel(bool mlp)
@@ -38,6 +33,19 @@ icl::Lsa lsaModel(bool mlp)
     lsa->initVarianceScaling(1.0, 5);
     lsa->to(torch::kFloat64);
     return lsa;
+}
+
+/// smallGpt2() from seed 3 in float64 and the interleaved tokens of `batch` prompts (d = 3, N = 5, task seed 4).
+struct Gpt2OnTokens {
+    icl::Gpt2 model;
+    torch::Tensor tokens;
+};
+
+Gpt2OnTokens gpt2OnTokens(int64_t batch)
+{
+    icl::Gpt2 model(smallGpt2(), 3);
+    model->to(torch::kFloat64);
+    return {model, icl::interleavedTokens(linearPrompts(batch, 3, 5, 4))};
 }
 
 TEST(Interventions, ZeroAblatingAGpt2HeadEqualsZeroingItsWO)
@@ -102,10 +110,8 @@ TEST(Interventions, LsaCapturesTheGpt2Names)
 
 TEST(Interventions, MeanAblationWithoutValueUsesTheBatchMeanAtThatPosition)
 {
-    icl::Gpt2 model(smallGpt2(), 3);
-    model->to(torch::kFloat64);
     torch::NoGradGuard guard;
-    const torch::Tensor tokens = icl::interleavedTokens(linearPrompts(4, 3, 5, 4));
+    auto [model, tokens] = gpt2OnTokens(4);
     icl::ActivationCapture plain;
     plain.names = {"resid_post.0"};
     model->forward(tokens, &plain);
@@ -122,10 +128,8 @@ TEST(Interventions, MeanAblationWithoutValueUsesTheBatchMeanAtThatPosition)
 
 TEST(Interventions, ReplacingAPositionChangesOnlyLaterPositionsOfGpt2)
 {
-    icl::Gpt2 model(smallGpt2(), 3);
-    model->to(torch::kFloat64);
     torch::NoGradGuard guard;
-    const torch::Tensor tokens = icl::interleavedTokens(linearPrompts(2, 3, 5, 4));
+    auto [model, tokens] = gpt2OnTokens(2);
     icl::ActivationCapture cap;
     cap.interventions.push_back(
         {icl::Intervention::Kind::Replace, "resid_pre.1", -1, 6, torch::ones({8}, torch::kFloat64)});

@@ -52,13 +52,20 @@ double maxRelativeError(const torch::Tensor& got, const std::vector<double>& wan
     return worst;
 }
 
+/// A one-layer, one-head LSA on d = `d` in float64 holding the GD construction with step size `eta` over N = `n`.
+icl::Lsa oneLayerConstruction(int64_t d, double eta, int64_t n)
+{
+    icl::Lsa model(d + 1, 1, 1, false);
+    model->to(torch::kFloat64);
+    icl::applyGdConstruction(*model, eta, n);
+    return model;
+}
+
 TEST(LsaConstruction, OneLayerEqualsOneGdStepExactly)
 {
     const double eta = 1.37;
     const auto b = linearPrompts(64, 10, 10, 7);
-    icl::Lsa model(11, 1, 1, false);
-    model->to(torch::kFloat64);
-    icl::applyGdConstruction(*model, eta, 10);
+    icl::Lsa model = oneLayerConstruction(10, eta, 10);
     const torch::Tensor pred = model->predict(b);
     EXPECT_LE(maxRelativeError(pred, gdReference(b, 1, eta)), 1e-10);
 
@@ -82,9 +89,7 @@ TEST(LsaConstruction, TokensBecomeResidualsOfTheUpdatedModel)
     // Each context token (x_j, y_j) becomes (x_j, y_j − ΔW x_j) with ΔW = (η/N)·Σ y_i x_iᵀ.
     const double eta = 0.9;
     const auto b = linearPrompts(8, 5, 7, 3);
-    icl::Lsa model(6, 1, 1, false);
-    model->to(torch::kFloat64);
-    icl::applyGdConstruction(*model, eta, 7);
+    icl::Lsa model = oneLayerConstruction(5, eta, 7);
     const torch::Tensor out = model->forward(icl::pairTokens(b), 7);
     auto x = b.x.accessor<double, 3>();
     auto y = b.y.accessor<double, 2>();

@@ -10,6 +10,7 @@
 #include "core/models/lsa.h"
 #include "core/tasks/linear_regression.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 using icl::test::linearPrompts;
@@ -51,10 +52,7 @@ TEST(LsaOptions, WithoutOptionsTheModelIsThePlainLsa)
 
 TEST(LsaOptions, SoftmaxLayerMatchesAHandComputedAttention)
 {
-    icl::LsaOptions o;
-    o.input_dim = 3;
-    o.n_layers = 1;
-    o.n_heads = 2;
+    auto o = icl::test::lsaOptions(3, 1, 2);
     o.softmax_layers = 1;
     icl::Lsa model(o);
     model->to(torch::kFloat64);

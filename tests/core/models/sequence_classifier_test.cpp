@@ -6,17 +6,13 @@
 
 #include "core/error.h"
 #include "core/models/sequence_classifier.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
 icl::FewShotClassification smallTask()
 {
-    icl::FewShotOptions o;
-    o.n_classes = 20;
-    o.n_holdout = 4;
-    o.exemplar_dim = 6;
-    o.seed = 3;
-    return icl::FewShotClassification(o);
+    return icl::FewShotClassification(icl::test::fewShotOptions(20, 4, 6, 3));
 }
 
 icl::SequenceClassifierOptions smallModel(const std::string& backbone)

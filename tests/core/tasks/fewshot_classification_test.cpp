@@ -9,16 +9,22 @@
 
 #include "core/error.h"
 #include "core/tasks/fewshot_classification.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
 icl::FewShotOptions smallOptions()
 {
-    icl::FewShotOptions o;
-    o.n_classes = 20;
-    o.n_holdout = 10;
-    o.exemplar_dim = 4;
-    o.seed = 7;
+    return icl::test::fewShotOptions(20, 10, 4, 7);
+}
+
+/// smallOptions() on 30 training classes, the first `n_common` of them (in permuted order) common, Zipf α = 1.
+icl::FewShotOptions commonRareOptions(int64_t n_common)
+{
+    auto o = smallOptions();
+    o.n_classes = 30;
+    o.n_common_classes = n_common;
+    o.zipf_alpha = 1.0;
     return o;
 }
 
@@ -115,13 +121,9 @@ TEST(FewShotClassification, FractionOfBurstySequencesIsPBursty)
 TEST(FewShotClassification, NonBurstyClassFrequenciesFollowZipf)
 {
     for (double alpha : {0.0, 1.0, 2.0}) {
-        icl::FewShotOptions o;
-        o.n_classes = 10;
-        o.n_holdout = 2;
+        auto o = icl::test::fewShotOptions(10, 2, 1, 11);
         o.zipf_alpha = alpha;
         o.p_bursty = 0.0;
-        o.exemplar_dim = 1;
-        o.seed = 11;
         const icl::FewShotClassification task(o);
         // Closed form: p(r) = r^−α / Σ_{k=1}^{10} k^−α.
         double h = 0;
@@ -312,13 +314,9 @@ TEST(FewShotClassification, EachClassShowsOnlyItsFixedLabelsAndAllOfThem)
 
 TEST(FewShotClassification, ExemplarsArePrototypePlusWithinClassNoise)
 {
-    icl::FewShotOptions o;
-    o.n_classes = 3;
-    o.n_holdout = 2;
+    auto o = icl::test::fewShotOptions(3, 2, 8, 3);
     o.p_bursty = 0;
-    o.exemplar_dim = 8;
     o.within_class_noise = 0.5;
-    o.seed = 3;
     const icl::FewShotClassification task(o);
     const auto b = task.sampleTraining(5000, 0, torch::kFloat64);
     const torch::Tensor x = b.exemplars.reshape({-1, 8}), cls = b.classes.flatten();
@@ -544,10 +542,7 @@ double chiSquare(const std::vector<double>& counts, const std::vector<double>& p
 // classes; uniform within each set; non-bursty "common" sequences hold common classes only.
 TEST(FewShotClassification, CommonAndRareBurstySequencesFollowTheConfiguredMix)
 {
-    auto o = smallOptions();
-    o.n_classes = 30;
-    o.n_common_classes = 6;
-    o.zipf_alpha = 1.0; // irrelevant within the sets (uniform), only for the Zipf kind
+    auto o = commonRareOptions(6); // Zipf α irrelevant within the sets (uniform), only for the Zipf kind
     o.p_bursty = 0.75;
     o.p_bursty_zipfian = 0.0;
     o.p_bursty_common = 0.3;
@@ -613,10 +608,7 @@ TEST(FewShotClassification, CommonAndRareBurstySequencesFollowTheConfiguredMix)
 TEST(FewShotClassification, QueryFrequenciesOfZipfCommonAndRareMixMatchClosedForm)
 {
     for (bool zipfWithin : {false, true}) {
-        auto o = smallOptions();
-        o.n_classes = 30;
-        o.n_common_classes = 5;
-        o.zipf_alpha = 1.0;
+        auto o = commonRareOptions(5);
         o.p_bursty = 1.0;
         o.p_bursty_zipfian = 0.4;
         o.p_bursty_common = 0.2;

@@ -7,20 +7,26 @@
 #include "core/error.h"
 #include "core/tasks/prompts.h"
 #include "core/tasks/sine_regression.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
+/// The laws of von Oswald et al. §5 that sineTask() asks for and the tests check: x ~ U(−5, 5), a ~ U(0.1, 5),
+/// φ ~ U(0, π).
+struct UniformLaw {
+    double lo, hi;
+};
+constexpr double kXRange = 5.0;
+constexpr UniformLaw kAmplitude{0.1, 5.0}, kPhase{0.0, M_PI};
+
 icl::TaskConfig sineTask()
 {
-    icl::TaskConfig t;
-    t.kind = "sine_regression";
-    t.d = 1;
-    t.n_context = 9;
-    t.x_range = 5.0;
-    t.amplitude_min = 0.1;
-    t.amplitude_max = 5.0;
-    t.phase_min = 0.0;
-    t.phase_max = M_PI;
+    icl::TaskConfig t = icl::test::taskConfig("sine_regression", 1, 9);
+    t.x_range = kXRange;
+    t.amplitude_min = kAmplitude.lo;
+    t.amplitude_max = kAmplitude.hi;
+    t.phase_min = kPhase.lo;
+    t.phase_max = kPhase.hi;
     return t;
 }
 
@@ -35,7 +41,7 @@ TEST(SineRegression, LabelsAreAmplitudeTimesShiftedSine)
     for (int64_t p = 0; p < 64; ++p)
         for (int64_t i = 0; i < 10; ++i)
             EXPECT_NEAR(y[p][i], w[p][0] * std::sin(x[p][i][0] + w[p][1]), 1e-12);
-    EXPECT_LE(b.x.abs().max().item<double>(), 5.0);
+    EXPECT_LE(b.x.abs().max().item<double>(), kXRange);
 }
 
 TEST(SineRegression, AmplitudeAndPhaseFollowIndependentUniformLaws)
@@ -51,9 +57,9 @@ TEST(SineRegression, AmplitudeAndPhaseFollowIndependentUniformLaws)
         EXPECT_GE(v.min().item<double>(), lo);
         EXPECT_LE(v.max().item<double>(), hi);
     };
-    checkUniform(a, 0.1, 5.0);
-    checkUniform(phi, 0.0, M_PI);
-    checkUniform(b.x.flatten(), -5.0, 5.0);
+    checkUniform(a, kAmplitude.lo, kAmplitude.hi);
+    checkUniform(phi, kPhase.lo, kPhase.hi);
+    checkUniform(b.x.flatten(), -kXRange, kXRange);
     // Independence: the sample correlation of a and φ is within 5 standard errors (1/√n) of 0.
     const torch::Tensor ca = a - a.mean(), cp = phi - phi.mean();
     const double corr = ((ca * cp).mean() / (ca.std() * cp.std())).item<double>();

@@ -10,6 +10,7 @@
 #include "core/io/config.h"
 #include "core/io/experiment_file.h"
 #include "core/training/classification_trainer.h"
+#include "tests/core/io/image_fixtures.h"
 #include "tests/support/core_checks.h"
 #include "tests/support/scratch.h"
 
@@ -40,6 +41,24 @@ icl::FewShotBatch handBatch()
     b.classes = torch::zeros({2, 3}, torch::kInt64);
     b.bursty = torch::zeros({2}, torch::kBool);
     return b;
+}
+
+/// fewShotConfig() on exemplars read from the IDX files `images` and `labels`: 10 training and 2 holdout classes.
+nlohmann::json idxExemplarConfig(const std::string& images, const std::string& labels)
+{
+    nlohmann::json c = fewShotConfig();
+    c["task"].update({{"n_classes", 10}, {"n_holdout", 2}, {"exemplar_source", "idx"}, {"exemplar_path", images},
+                      {"exemplar_labels_path", labels}});
+    return c;
+}
+
+/// The parameter of `cp` named `name`; nullptr when it holds none.
+const icl::NamedArray* paramNamed(const icl::CheckpointData& cp, const std::string& name)
+{
+    for (const auto& a : cp.params)
+        if (a.name == name)
+            return &a;
+    return nullptr;
 }
 
 } // namespace
@@ -73,9 +92,7 @@ TEST(ClassificationMetrics, AccuracyRestrictedLabelsAndInContextRateOfAHandBuilt
 TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
 {
     const std::string straight = icl::test::freshScratchFile("fewshot_straight.h5");
-    icl::TrainOptions o;
-    o.out_path = straight;
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(straight);
     const icl::TrainResult r = icl::train(fewShotConfig(), o, {});
     EXPECT_EQ(r.final_step, 20);
     const icl::RunSummary s = icl::readRunSummary(straight);
@@ -109,20 +126,14 @@ TEST(ClassificationTrainer, TrainsStoresIclAndIwlMetricsAndResumesBitwise)
     icl::train(fewShotConfig(), o, [](const icl::TrainProgress& p) { return p.step < 10; });
     o.resume = true;
     icl::train({}, o, {});
-    const auto a = icl::readCheckpoint(straight, 20), b = icl::readCheckpoint(split, 20);
-    ASSERT_EQ(a.params.size(), b.params.size());
-    for (size_t i = 0; i < a.params.size(); ++i) {
-        ASSERT_EQ(a.params[i].name, b.params[i].name);
-        EXPECT_EQ(a.params[i].data, b.params[i].data) << a.params[i].name;
-    }
+    icl::test::expectSameParams(icl::readCheckpoint(straight, 20), icl::readCheckpoint(split, 20));
 }
 
 TEST(ClassificationTrainer, RecurrentBaselinesTrain)
 {
     for (const char* kind : {"lstm", "rnn"}) {
-        icl::TrainOptions o;
-        o.out_path = icl::test::freshScratchFile(std::string("fewshot_") + kind + ".h5");
-        o.threads = 1;
+        const std::string path = icl::test::freshScratchFile(std::string("fewshot_") + kind + ".h5");
+        icl::TrainOptions o = icl::test::cpuTrainOptions(path);
         nlohmann::json c = fewShotConfig(kind);
         c["training"]["steps"] = 5;
         EXPECT_EQ(icl::train(c, o, {}).final_step, 5) << kind;
@@ -133,18 +144,12 @@ TEST(ClassificationTrainer, RecurrentBaselinesTrain)
 // The regression analyses refuse a few-shot run with a message that says what it is (not a missing parameter).
 TEST(ClassificationTrainer, RegressionIclCurveRefusesAFewShotRun)
 {
-    icl::TrainOptions o;
-    o.out_path = icl::test::freshScratchFile("fewshot_icl_curve.h5");
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(icl::test::freshScratchFile("fewshot_icl_curve.h5"));
     nlohmann::json c = fewShotConfig();
     c["training"]["steps"] = 2;
     icl::train(c, o, {});
-    try {
-        icl::computeIclCurve(o.out_path, icl::IclCurveOptions{});
-        FAIL() << "the ICL curve of a few-shot run was computed";
-    } catch (const icl::Error& e) {
-        EXPECT_NE(std::string(e.what()).find("few-shot classification run"), std::string::npos) << e.what();
-    }
+    icl::test::expectError([&] { icl::computeIclCurve(o.out_path, icl::IclCurveOptions{}); },
+                           "few-shot classification run");
 }
 
 TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
@@ -224,9 +229,7 @@ TEST(ClassificationTrainer, ConfigErrorsNameTheKey)
 TEST(ClassificationTrainer, CommonRareSplitRecordsAccuraciesPerClassSet)
 {
     const std::string path = icl::test::freshScratchFile("fewshot_common_rare.h5");
-    icl::TrainOptions o;
-    o.out_path = path;
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(path);
     nlohmann::json c = fewShotConfig();
     c["task"]["n_common_classes"] = 6;
     c["task"]["p_bursty_zipfian"] = 0.5;
@@ -264,54 +267,23 @@ TEST(ClassificationTrainer, CommonRareSplitRecordsAccuraciesPerClassSet)
     EXPECT_FALSE(icl::computeIclIwl(plain, {}).common_rare_split);
 }
 
-namespace {
-
-void writeBigEndian(std::ofstream& f, uint32_t v)
-{
-    const unsigned char b[4] = {uint8_t(v >> 24), uint8_t(v >> 16), uint8_t(v >> 8), uint8_t(v)};
-    f.write(reinterpret_cast<const char*>(b), 4);
-}
-
-} // namespace
-
 // Exemplars from IDX files (MNIST layout): 12 classes × 2 images of 4 × 4 pixels written here; the model's
 // exemplar encoder reads 16 pixel values, and the run trains and evaluates on them.
 TEST(ClassificationTrainer, TrainsOnIdxExemplars)
 {
-    const std::string images = icl::test::freshScratchFile("fewshot_images.idx"), labels = icl::test::freshScratchFile("fewshot_labels.idx");
-    {
-        std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
-        writeBigEndian(fi, 0x00000803);
-        writeBigEndian(fi, 24);
-        writeBigEndian(fi, 4);
-        writeBigEndian(fi, 4);
-        writeBigEndian(fl, 0x00000801);
-        writeBigEndian(fl, 24);
-        for (int i = 0; i < 24; ++i) {
-            for (int p = 0; p < 16; ++p)
-                fi.put(char((i * 37 + p * 11) % 256));
-            fl.put(char(i % 12));
-        }
-    }
-    nlohmann::json c = fewShotConfig();
-    c["task"]["n_classes"] = 10;
-    c["task"]["n_holdout"] = 2;
-    c["task"]["exemplar_source"] = "idx";
-    c["task"]["exemplar_path"] = images;
-    c["task"]["exemplar_labels_path"] = labels;
+    const std::string images = icl::test::freshScratchFile("fewshot_images.idx");
+    const std::string labels = icl::test::freshScratchFile("fewshot_labels.idx");
+    fixtures::writeIdxImageSet(images, labels, 24, 4, 4,
+                               [](int i, int p) { return uint8_t((i * 37 + p * 11) % 256); }, 12);
+    nlohmann::json c = idxExemplarConfig(images, labels);
     c["training"]["steps"] = 3;
-    icl::TrainOptions o;
-    o.out_path = icl::test::freshScratchFile("fewshot_idx.h5");
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(icl::test::freshScratchFile("fewshot_idx.h5"));
     EXPECT_EQ(icl::train(c, o, {}).final_step, 3);
     const auto cp = icl::readCheckpoint(o.out_path, 3);
-    bool found = false;
-    for (const auto& a : cp.params)
-        if (a.name == "encoder.weight") {
-            found = true;
-            EXPECT_EQ(a.shape, (std::vector<int64_t>{16, 16}));  // d_model × pixels
-        }
-    EXPECT_TRUE(found);
+    const icl::NamedArray* encoder = paramNamed(cp, "encoder.weight");
+    EXPECT_NE(encoder, nullptr);
+    if (encoder)
+        EXPECT_EQ(encoder->shape, (std::vector<int64_t>{16, 16}));  // d_model × pixels
     c["task"].erase("exemplar_labels_path");
     EXPECT_THROW(icl::parseConfig(c), icl::Error);
 }
@@ -321,40 +293,23 @@ TEST(ClassificationTrainer, TrainsOnIdxExemplars)
 // is refused for vector exemplars.
 TEST(ClassificationTrainer, ResNetEncoderOnImagesKeepsItsBatchNormStatistics)
 {
-    const std::string images = icl::test::freshScratchFile("fewshot_resnet_images.idx"), labels = icl::test::freshScratchFile("fewshot_resnet_labels.idx");
-    {
-        std::ofstream fi(images, std::ios::binary), fl(labels, std::ios::binary);
-        writeBigEndian(fi, 0x00000803);
-        writeBigEndian(fi, 36);
-        writeBigEndian(fi, 8);
-        writeBigEndian(fi, 8);
-        writeBigEndian(fl, 0x00000801);
-        writeBigEndian(fl, 36);
-        for (int i = 0; i < 36; ++i) {
-            for (int p = 0; p < 64; ++p)
-                fi.put(char((i * 53 + p * 29) % 256));
-            fl.put(char(i % 12));
-        }
-    }
-    nlohmann::json c = fewShotConfig();
-    c["task"].update({{"n_classes", 10}, {"n_holdout", 2}, {"exemplar_source", "idx"}, {"exemplar_path", images},
-                      {"exemplar_labels_path", labels}});
+    const std::string images = icl::test::freshScratchFile("fewshot_resnet_images.idx");
+    const std::string labels = icl::test::freshScratchFile("fewshot_resnet_labels.idx");
+    fixtures::writeIdxImageSet(images, labels, 36, 8, 8,
+                               [](int i, int p) { return uint8_t((i * 53 + p * 29) % 256); }, 12);
+    nlohmann::json c = idxExemplarConfig(images, labels);
     c["model"]["encoder"] = "resnet";
     c["training"]["steps"] = 4;
     c["training"]["eval_every"] = 2;
     c["training"]["checkpoint_every"] = 2;
-    icl::TrainOptions o;
-    o.out_path = icl::test::freshScratchFile("fewshot_resnet.h5");
-    o.threads = 1;
+    icl::TrainOptions o = icl::test::cpuTrainOptions(icl::test::freshScratchFile("fewshot_resnet.h5"));
     EXPECT_EQ(icl::train(c, o, {}).final_step, 4);
     const auto cp = icl::readCheckpoint(o.out_path, 4);
-    bool runningMean = false;
-    for (const auto& a : cp.params)
-        if (a.name == "encoder.stem_bn.running_mean") {
-            runningMean = true;
-            EXPECT_NE(a.data, std::vector<float>(a.data.size(), 0.0f)) << "statistics moved during training";
-        }
-    EXPECT_TRUE(runningMean);
+    const icl::NamedArray* runningMean = paramNamed(cp, "encoder.stem_bn.running_mean");
+    EXPECT_NE(runningMean, nullptr);
+    if (runningMean)
+        EXPECT_NE(runningMean->data, std::vector<float>(runningMean->data.size(), 0.0f))
+            << "statistics moved during training";
     const icl::RunSummary s = icl::readRunSummary(o.out_path);
     const icl::IclIwlResult e = icl::computeIclIwl(o.out_path, {});
     EXPECT_DOUBLE_EQ(e.iwl_accuracy, s.metrics.at("iwl_accuracy").back());

@@ -2,6 +2,7 @@
 // which are the reference: the same parameters, moments and step counts, bit for bit, after many steps.
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -72,32 +73,47 @@ struct ThreadsGuard {
     ~ThreadsGuard() { torch::set_num_threads(saved); }
 };
 
-TEST(FusedAdam, SameBitsAsTorchAdamOnOneAndTwoThreads)
+// `steps` steps of our optimiser (Ours) and LibTorch's (Ref), both built with options(weight decay), on the same
+// parameters and gradients, on 1 and 2 threads and for each weight decay of `decays`: every parameter, step count
+// and moment must end bitwise equal. Every step must take the one-pass update wherever ATen's float kernels are
+// vectorised (every x86-64 CPU with AVX2), which is what these tests are for. At step `lrChange` (none when < 0)
+// both switch to learning rate 1e-4, as a schedule does between steps. `what` starts the failure message.
+template <class Ours, class Ref, class State, class MakeOptions>
+void expectSameBitsAsLibTorch(const std::string& what, std::initializer_list<double> decays, MakeOptions options,
+                              int steps, int lrChange)
 {
     ThreadsGuard guard;
     for (int threads : {1, 2})
-        for (double weightDecay : {0.0, 0.01}) {
+        for (double weightDecay : decays) {
             torch::set_num_threads(threads);
             auto pOurs = makeParams(), pRef = copyOf(pOurs);
-            const auto opts = torch::optim::AdamOptions(3e-3).betas({0.9, 0.999}).weight_decay(weightDecay);
-            icl::FusedAdam ours(pOurs, opts);
-            torch::optim::Adam ref(pRef, opts);
-            for (int k = 0; k < 40; ++k) {
+            Ours ours(pOurs, options(weightDecay));
+            Ref ref(pRef, options(weightDecay));
+            for (int k = 0; k < steps; ++k) {
                 setGrads(pOurs, pRef, k);
-                // These steps take the one-pass update wherever ATen's float kernels are vectorised (every x86-64
-                // CPU with AVX2), which is what this test is for.
                 for (const auto& p : pOurs)
                     ASSERT_EQ(icl::fusedAdamApplies(p), icl::atenFloatVectorWidth() != 0);
-                if (k == 20) {  // a schedule changes the learning rate between steps
+                if (k == lrChange) {
                     icl::setLearningRate(ours, 1e-4);
                     icl::setLearningRate(ref, 1e-4);
                 }
                 ours.step();
                 ref.step();
             }
-            EXPECT_EQ((differences<torch::optim::AdamParamState>(ours, pOurs, ref, pRef)), "")
-                << threads << " threads, weight decay " << weightDecay;
+            EXPECT_EQ((differences<State>(ours, pOurs, ref, pRef)), "")
+                << what << threads << " threads, weight decay " << weightDecay;
         }
+}
+
+TEST(FusedAdam, SameBitsAsTorchAdamOnOneAndTwoThreads)
+{
+    // The learning rate changes after 20 of the 40 steps.
+    expectSameBitsAsLibTorch<icl::FusedAdam, torch::optim::Adam, torch::optim::AdamParamState>(
+        "", {0.0, 0.01},
+        [](double weightDecay) {
+            return torch::optim::AdamOptions(3e-3).betas({0.9, 0.999}).weight_decay(weightDecay);
+        },
+        40, 20);
 }
 
 TEST(FusedAdam, AppliesToContiguousFloatCpuParametersWithVectorisedAten)
@@ -115,24 +131,12 @@ TEST(FusedAdam, AppliesToContiguousFloatCpuParametersWithVectorisedAten)
 
 TEST(FusedAdamW, SameBitsAsTorchAdamW)
 {
-    ThreadsGuard guard;
-    for (int threads : {1, 2})
-        for (double weightDecay : {0.0, 0.05}) {
-            torch::set_num_threads(threads);
-            auto pOurs = makeParams(), pRef = copyOf(pOurs);
-            const auto opts = torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).weight_decay(weightDecay);
-            icl::FusedAdamW ours(pOurs, opts);
-            torch::optim::AdamW ref(pRef, opts);
-            for (int k = 0; k < 30; ++k) {
-                setGrads(pOurs, pRef, k);
-                for (const auto& p : pOurs)  // the one-pass update wherever ATen's float kernels are vectorised
-                    ASSERT_EQ(icl::fusedAdamApplies(p), icl::atenFloatVectorWidth() != 0);
-                ours.step();
-                ref.step();
-            }
-            EXPECT_EQ((differences<torch::optim::AdamWParamState>(ours, pOurs, ref, pRef)), "")
-                << "AdamW, " << threads << " threads, weight decay " << weightDecay;
-        }
+    expectSameBitsAsLibTorch<icl::FusedAdamW, torch::optim::AdamW, torch::optim::AdamWParamState>(
+        "AdamW, ", {0.0, 0.05},
+        [](double weightDecay) {
+            return torch::optim::AdamWOptions(1e-3).betas({0.9, 0.98}).weight_decay(weightDecay);
+        },
+        30, -1);
 }
 
 // What the one-pass update does not cover runs LibTorch's operations: AMSGrad, float64, non-contiguous gradients,

@@ -12,6 +12,7 @@
 #include "core/training/sharded_step.h"
 #include "core/training/trainer.h"
 #include "tests/support/scratch.h"
+#include "tests/support/tiny_models.h"
 
 namespace {
 
@@ -43,12 +44,7 @@ struct Gpt2Case {
 /// A 2-block GPT-2 (2 heads, width 16) on d = 5, N = 6 prompts, its weights moved away from the initialisation.
 Gpt2Case gpt2Case(int64_t batchSize, torch::Dtype dtype)
 {
-    icl::Gpt2Options o;
-    o.input_dim = 5;
-    o.n_layers = 2;
-    o.n_heads = 2;
-    o.d_model = 16;
-    o.n_positions = 13;
+    const icl::Gpt2Options o = icl::test::gpt2Options(5, 2, 2, 16, 13);
     Gpt2Case c{icl::Gpt2(o, 11), {}};
     {
         torch::NoGradGuard guard;

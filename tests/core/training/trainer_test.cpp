@@ -32,19 +32,22 @@ nlohmann::json tinyConfig(std::vector<std::string> extra = {})
     return icl::resolveConfig(r);
 }
 
-icl::TrainOptions optionsFor(const std::string& path)
+/// Trains `config` uninterrupted into `straight`, then into `split` until the progress callback stops it once step
+/// `stop` is reached; returns the final step of the stopped run (`stop` when the trainer stops where asked).
+int64_t trainStraightAndStopped(const nlohmann::json& config, const std::string& straight, const std::string& split,
+                                int64_t stop)
 {
-    icl::TrainOptions o;
-    o.out_path = path;
-    o.threads = 1;
-    return o;
+    icl::train(config, icl::test::cpuTrainOptions(straight), {});
+    const auto first = icl::train(config, icl::test::cpuTrainOptions(split),
+                                  [stop](const icl::TrainProgress& p) { return p.step < stop; });
+    return first.final_step;
 }
 
 TEST(Trainer, LossFallsToOneGdStepAndEverythingIsStored)
 {
     const std::string path = icl::test::freshScratchFile("trainer_falls.h5");
     int calls = 0;
-    const auto r = icl::train(tinyConfig(), optionsFor(path), [&](const icl::TrainProgress&) {
+    const auto r = icl::train(tinyConfig(), icl::test::cpuTrainOptions(path), [&](const icl::TrainProgress&) {
         ++calls;
         return true;
     });
@@ -72,7 +75,7 @@ TEST(Trainer, LossFallsToOneGdStepAndEverythingIsStored)
 TEST(Trainer, ConstructionsAreReadyMadeModels)
 {
     const std::string gd = icl::test::freshScratchFile("trainer_gd_construction.h5");
-    icl::train(tinyConfig({"model.init=gd_construction", "training.steps=0"}), optionsFor(gd), {});
+    icl::train(tinyConfig({"model.init=gd_construction", "training.steps=0"}), icl::test::cpuTrainOptions(gd), {});
     const auto s = icl::readRunSummary(gd);
     ASSERT_EQ(s.checkpoints.size(), 1u);
     EXPECT_NEAR(s.lastMetric("eval_loss"), s.lastMetric("baseline/gd_1"), 1e-5 * s.lastMetric("baseline/gd_1"));
@@ -82,7 +85,7 @@ TEST(Trainer, ConstructionsAreReadyMadeModels)
     icl::train(tinyConfig({"model.init=gdpp_construction", "model.n_layers=2", "training.steps=0",
                            "eval.baselines=[\"zero\",\"gd\",\"gd_plus_plus\"]", "eval.gd_steps=[2]",
                            "eval.alignment=[\"gdpp_2\"]"}),
-               optionsFor(gdpp), {});
+               icl::test::cpuTrainOptions(gdpp), {});
     const auto p = icl::readRunSummary(gdpp);
     EXPECT_NEAR(p.lastMetric("eval_loss"), p.lastMetric("baseline/gdpp_2"), 1e-4 * p.lastMetric("baseline/gdpp_2"));
     EXPECT_LT(p.lastMetric("alignment/gdpp_2/relative_model_difference"), 1e-4);
@@ -95,7 +98,7 @@ TEST(Trainer, ConstructionsAreReadyMadeModels)
 TEST(Trainer, StopsWhenTheCallbackSaysSoAndKeepsACheckpoint)
 {
     const std::string path = icl::test::freshScratchFile("trainer_stop.h5");
-    const auto r = icl::train(tinyConfig(), optionsFor(path),
+    const auto r = icl::train(tinyConfig(), icl::test::cpuTrainOptions(path),
                               [](const icl::TrainProgress& p) { return p.step < 30; });
     EXPECT_TRUE(r.stopped);
     EXPECT_EQ(r.final_step, 30);
@@ -105,16 +108,10 @@ TEST(Trainer, StopsWhenTheCallbackSaysSoAndKeepsACheckpoint)
 
 TEST(Trainer, ResumeContinuesAndMatchesAnUninterruptedRun)
 {
-    const std::string straight = icl::test::freshScratchFile("trainer_straight.h5");
-    icl::train(tinyConfig(), optionsFor(straight), {});
-
-    const std::string split = icl::test::freshScratchFile("trainer_split.h5");
-    const auto first = icl::train(tinyConfig(), optionsFor(split), [](const icl::TrainProgress& p) {
-        return p.step < 120;
-    });
-    ASSERT_EQ(first.final_step, 120);
-    icl::TrainOptions resume = optionsFor(split);
-    resume.resume = true;
+    const std::string straight = icl::test::freshScratchFile("trainer_straight.h5"),
+                      split = icl::test::freshScratchFile("trainer_split.h5");
+    ASSERT_EQ(trainStraightAndStopped(tinyConfig(), straight, split, 120), 120);
+    const icl::TrainOptions resume = icl::test::cpuTrainOptions(split, true);
     int64_t firstReported = -1;
     const auto second = icl::train({}, resume, [&](const icl::TrainProgress& p) {
         if (firstReported < 0 && p.phase == icl::TrainProgress::Phase::Training)
@@ -126,12 +123,7 @@ TEST(Trainer, ResumeContinuesAndMatchesAnUninterruptedRun)
 
     const auto s = icl::readRunSummary(split);
     EXPECT_EQ(s.metrics.at("step"), (std::vector<double>{0, 50, 100, 120, 150, 200, 250, 300}));
-    const auto a = icl::readCheckpoint(straight, 300), b = icl::readCheckpoint(split, 300);
-    ASSERT_EQ(a.params.size(), b.params.size());
-    for (size_t i = 0; i < a.params.size(); ++i) {
-        ASSERT_EQ(a.params[i].name, b.params[i].name);
-        EXPECT_EQ(a.params[i].data, b.params[i].data) << a.params[i].name;
-    }
+    icl::test::expectSameParams(icl::readCheckpoint(straight, 300), icl::readCheckpoint(split, 300));
 }
 
 TEST(Trainer, DivergenceStopsWithAMessageAndKeepsTheLastCheckpoint)
@@ -139,7 +131,7 @@ TEST(Trainer, DivergenceStopsWithAMessageAndKeepsTheLastCheckpoint)
     const std::string path = icl::test::freshScratchFile("trainer_nan.h5");
     try {
         icl::train(tinyConfig({"training.optimizer=sgd", "training.lr=1e6", "training.grad_clip=0"}),
-                   optionsFor(path), {});
+                   icl::test::cpuTrainOptions(path), {});
         FAIL() << "training with lr 1e6 did not diverge";
     } catch (const icl::Error& e) {
         const std::string msg = e.what();
@@ -157,10 +149,10 @@ TEST(Trainer, RefusesToOverwriteAndToResumeNothing)
     const std::string path = icl::test::freshScratchFile("trainer_exists.h5");
     icl::createExperimentFile(path, "{}", false);
     const auto before = fs::file_size(path);
-    EXPECT_THROW(icl::train(tinyConfig(), optionsFor(path), {}), icl::Error);
+    EXPECT_THROW(icl::train(tinyConfig(), icl::test::cpuTrainOptions(path), {}), icl::Error);
     EXPECT_EQ(fs::file_size(path), before);
 
-    icl::TrainOptions resume = optionsFor(icl::test::freshScratchFile("trainer_absent.h5"));
+    icl::TrainOptions resume = icl::test::cpuTrainOptions(icl::test::freshScratchFile("trainer_absent.h5"));
     resume.resume = true;
     EXPECT_THROW(icl::train({}, resume, {}), icl::Error);
     EXPECT_FALSE(fs::exists(resume.out_path));
@@ -169,7 +161,7 @@ TEST(Trainer, RefusesToOverwriteAndToResumeNothing)
 TEST(Trainer, BadDeviceIsRejectedBeforeAnyFileIsWritten)
 {
     const std::string path = icl::test::freshScratchFile("trainer_device.h5");
-    EXPECT_THROW(icl::train(tinyConfig({"device=cuda:7"}), optionsFor(path), {}), icl::Error);
+    EXPECT_THROW(icl::train(tinyConfig({"device=cuda:7"}), icl::test::cpuTrainOptions(path), {}), icl::Error);
     EXPECT_FALSE(fs::exists(path));
 }
 
@@ -212,9 +204,9 @@ TEST(Trainer, CurriculumPromptsHaveTheScheduledSize)
 TEST(Trainer, CurriculumIsRecordedAndEvaluationStaysAtFullSize)
 {
     const std::string with = icl::test::freshScratchFile("trainer_curriculum.h5");
-    icl::train(curriculumConfig(), optionsFor(with), {});
+    icl::train(curriculumConfig(), icl::test::cpuTrainOptions(with), {});
     const std::string without = icl::test::freshScratchFile("trainer_no_curriculum.h5");
-    icl::train(curriculumConfig({"training.curriculum.enabled=false"}), optionsFor(without), {});
+    icl::train(curriculumConfig({"training.curriculum.enabled=false"}), icl::test::cpuTrainOptions(without), {});
 
     const auto a = icl::readRunSummary(with), b = icl::readRunSummary(without);
     EXPECT_EQ(a.metrics.at("step"), (std::vector<double>{0, 10, 20, 30, 40}));
@@ -239,15 +231,17 @@ TEST(Trainer, CurriculumIsRecordedAndEvaluationStaysAtFullSize)
 TEST(Trainer, ResumeOfAFileStoppedBeforeItsFirstCheckpointStartsAgain)
 {
     const std::string straight = icl::test::freshScratchFile("trainer_empty_straight.h5");
-    icl::train(tinyConfig({"training.steps=100"}), optionsFor(straight), {});
+    icl::train(tinyConfig({"training.steps=100"}), icl::test::cpuTrainOptions(straight), {});
 
     const std::string empty = icl::test::freshScratchFile("trainer_empty.h5");
-    const auto first = icl::train(tinyConfig({"training.steps=100"}), optionsFor(empty), [](const icl::TrainProgress& p) {
+    const auto stopBeforeTraining = [](const icl::TrainProgress& p) {
         return p.phase != icl::TrainProgress::Phase::Preparing;
-    });
+    };
+    const auto first = icl::train(tinyConfig({"training.steps=100"}), icl::test::cpuTrainOptions(empty),
+                                  stopBeforeTraining);
     EXPECT_TRUE(first.stopped);
     ASSERT_TRUE(icl::readRunSummary(empty).checkpoints.empty());
-    icl::TrainOptions resume = optionsFor(empty);
+    icl::TrainOptions resume = icl::test::cpuTrainOptions(empty);
     resume.resume = true;
     EXPECT_EQ(icl::train({}, resume, {}).final_step, 100);
     const auto a = icl::readRunSummary(straight), b = icl::readRunSummary(empty);
@@ -265,7 +259,8 @@ TEST(Trainer, ASecondTrainerOfTheSameFileIsRefused)
     std::shared_future<void> released = release.get_future().share();
     std::thread first([&] {
         bool signalled = false;
-        icl::train(tinyConfig({"training.steps=100"}), optionsFor(path), [&](const icl::TrainProgress& p) {
+        const icl::TrainOptions options = icl::test::cpuTrainOptions(path);
+        icl::train(tinyConfig({"training.steps=100"}), options, [&](const icl::TrainProgress& p) {
             if (!signalled && p.step >= 50) {
                 signalled = true;
                 started.set_value();
@@ -276,7 +271,7 @@ TEST(Trainer, ASecondTrainerOfTheSameFileIsRefused)
     });
     started.get_future().wait();
     EXPECT_TRUE(fs::exists(path + ".lock"));
-    icl::TrainOptions resume = optionsFor(path);
+    icl::TrainOptions resume = icl::test::cpuTrainOptions(path);
     resume.resume = true;
     try {
         icl::train({}, resume, {});
@@ -285,7 +280,7 @@ TEST(Trainer, ASecondTrainerOfTheSameFileIsRefused)
         EXPECT_NE(std::string(e.what()).find("another process is training into this file"), std::string::npos)
             << e.what();
     }
-    icl::TrainOptions force = optionsFor(path);
+    icl::TrainOptions force = icl::test::cpuTrainOptions(path);
     force.force = true;
     EXPECT_THROW(icl::train(tinyConfig(), force, {}), icl::Error);
     release.set_value();
@@ -300,49 +295,39 @@ TEST(Trainer, ASecondTrainerOfTheSameFileIsRefused)
 
 TEST(Trainer, ResumeWithCurriculumMatchesAnUninterruptedRunBitwise)
 {
-    const std::string straight = icl::test::freshScratchFile("trainer_curriculum_straight.h5");
-    icl::train(curriculumConfig(), optionsFor(straight), {});
-
-    const std::string split = icl::test::freshScratchFile("trainer_curriculum_split.h5");
+    const std::string straight = icl::test::freshScratchFile("trainer_curriculum_straight.h5"),
+                      split = icl::test::freshScratchFile("trainer_curriculum_split.h5");
     // Stop mid-stage (stage 2 covers steps 10..14), so the resumed run must rebuild the stage from the step.
-    const auto first = icl::train(curriculumConfig(), optionsFor(split), [](const icl::TrainProgress& p) {
-        return p.step < 12;
-    });
-    ASSERT_EQ(first.final_step, 12);
-    icl::TrainOptions resume = optionsFor(split);
-    resume.resume = true;
+    ASSERT_EQ(trainStraightAndStopped(curriculumConfig(), straight, split, 12), 12);
+    const icl::TrainOptions resume = icl::test::cpuTrainOptions(split, true);
     const auto second = icl::train({}, resume, {});
     EXPECT_EQ(second.final_step, 40);
 
     const auto s = icl::readRunSummary(split);
     EXPECT_EQ(s.metrics.at("step"), (std::vector<double>{0, 10, 12, 20, 30, 40}));
     EXPECT_EQ(s.metrics.at("curriculum/points"), (std::vector<double>{3, 5, 7, 9, 9, 9}));
-    const auto a = icl::readCheckpoint(straight, 40), b = icl::readCheckpoint(split, 40);
-    ASSERT_EQ(a.params.size(), b.params.size());
-    for (size_t i = 0; i < a.params.size(); ++i) {
-        ASSERT_EQ(a.params[i].name, b.params[i].name);
-        EXPECT_EQ(a.params[i].data, b.params[i].data) << a.params[i].name;
-    }
+    icl::test::expectSameParams(icl::readCheckpoint(straight, 40), icl::readCheckpoint(split, 40));
     EXPECT_EQ(icl::readRunSummary(straight).lastMetric("eval_loss"), s.lastMetric("eval_loss"));
 }
 
 TEST(Trainer, SparseAndNoisyTasksTrainWithTheirBaselines)
 {
-    const std::string sparse = icl::test::freshScratchFile("trainer_sparse.h5");
-    icl::train(curriculumConfig({"task.kind=sparse_linear_regression", "task.sparsity=2", "training.steps=10",
-                                 "eval.n_prompts=2000", "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
-               optionsFor(sparse), {});
-    const auto s = icl::readRunSummary(sparse);
+    // 10 steps of curriculumConfig() with these task settings, 2,000 eval prompts, the zero, least-squares and ridge
+    // baselines.
+    const auto trainTask = [](const std::string& name, const std::string& kind, const std::string& setting) {
+        const std::string path = icl::test::freshScratchFile(name);
+        icl::train(curriculumConfig({"task.kind=" + kind, setting, "training.steps=10", "eval.n_prompts=2000",
+                                     "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
+                   icl::test::cpuTrainOptions(path), {});
+        return icl::readRunSummary(path);
+    };
+    const auto s = trainTask("trainer_sparse.h5", "sparse_linear_regression", "task.sparsity=2");
     // Sparse w: ridge's λ is chosen on held-out prompts (stored), not the dense Bayes choice.
     EXPECT_EQ(s.metrics.count("baseline_lambda/ridge"), 1u);
     // E[y_q²] = k·w_scale² = 2 for N(0, I) inputs, so the zero baseline's 0.5·MSE is about 1.
     EXPECT_NEAR(s.lastMetric("baseline/zero"), 1.0, 0.4);
 
-    const std::string noisy = icl::test::freshScratchFile("trainer_noisy.h5");
-    icl::train(curriculumConfig({"task.kind=noisy_linear_regression", "task.noise_std=0.5", "training.steps=10",
-                                 "eval.n_prompts=2000", "eval.baselines=[\"zero\",\"least_squares\",\"ridge\"]"}),
-               optionsFor(noisy), {});
-    const auto n = icl::readRunSummary(noisy);
+    const auto n = trainTask("trainer_noisy.h5", "noisy_linear_regression", "task.noise_std=0.5");
     // Gaussian w and noise: the Bayes penalty σ²/w_scale² stands, nothing is fitted.
     EXPECT_EQ(n.metrics.count("baseline_lambda/ridge"), 0u);
     // Ridge cannot beat the noise floor 0.5·σ² = 0.125 on the noisy query label.
@@ -362,7 +347,7 @@ TEST(Trainer, InverseSqrtScheduleFollowsChanEtAl)
     icl::train(tinyConfig({"training.steps=16", "training.eval_every=1", "training.checkpoint_every=16",
                            "training.lr=0.001", "training.schedule=inverse_sqrt", "training.warmup_steps=4",
                            "eval.n_prompts=16"}),
-               optionsFor(path), {});
+               icl::test::cpuTrainOptions(path), {});
     const auto s = icl::readRunSummary(path);
     const auto& lr = s.metrics.at("lr");
     const auto& step = s.metrics.at("step");
