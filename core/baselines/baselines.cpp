@@ -276,13 +276,16 @@ std::map<int64_t, double> lineSearchEtas(const PromptBatch& batch, const std::ve
     if (*std::min_element(ks.begin(), ks.end()) < 1)
         throw Error("GD step size search: the number of GD steps k must be ≥ 1");
     const GdSpectrum spectrum(batch);
-    // Coarse grid, shared by every k: the best cell of each.
+    // Coarse grid, shared by every k: the best cell of each. The grid points, and then the refinements of the k,
+    // are independent searches: they run on the intra-op threads, each on one, and are compared in grid order.
     const int cells = 250;
     const double h = (hi - lo) / cells;
-    std::vector<double> bestEta(size_t(kMax), lo), bestLoss = spectrum.losses(kMax, lo);
+    std::vector<std::vector<double>> grid(size_t(cells + 1));
+    parallelTasks(cells + 1, [&](int64_t i) { grid[size_t(i)] = spectrum.losses(kMax, lo + double(i) * h); });
+    std::vector<double> bestEta(size_t(kMax), lo), bestLoss = grid[0];
     for (int i = 1; i <= cells; ++i) {
         const double eta = lo + i * h;
-        const std::vector<double> l = spectrum.losses(kMax, eta);
+        const std::vector<double>& l = grid[size_t(i)];
         for (int64_t t = 0; t < kMax; ++t)
             if (l[size_t(t)] < bestLoss[size_t(t)]) {
                 bestLoss[size_t(t)] = l[size_t(t)];
@@ -290,12 +293,17 @@ std::map<int64_t, double> lineSearchEtas(const PromptBatch& batch, const std::ve
             }
     }
     // Golden-section refinement in each k's best cell.
-    for (int64_t k : ks) {
-        if (out.count(k))
-            continue;
-        out[k] = goldenSectionMinimum([&](double eta) { return spectrum.loss(k, eta); },
-                                      std::max(lo, bestEta[size_t(k - 1)] - h), std::min(hi, bestEta[size_t(k - 1)] + h));
-    }
+    std::vector<int64_t> unique(ks.begin(), ks.end());
+    std::sort(unique.begin(), unique.end());
+    unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+    std::vector<double> refined(unique.size());
+    parallelTasks(int64_t(unique.size()), [&](int64_t i) {
+        const int64_t k = unique[size_t(i)];
+        refined[size_t(i)] = goldenSectionMinimum([&](double eta) { return spectrum.loss(k, eta); },
+            std::max(lo, bestEta[size_t(k - 1)] - h), std::min(hi, bestEta[size_t(k - 1)] + h));
+    });
+    for (size_t i = 0; i < unique.size(); ++i)
+        out[unique[i]] = refined[i];
     return out;
 }
 

@@ -4,6 +4,7 @@
 // (core/CMakeLists.txt, ICL_OPENMP_SOURCES).
 
 #include <cstdint>
+#include <functional>
 
 namespace icl {
 
@@ -12,5 +13,10 @@ namespace icl {
 /// Splits the prompts over the calling thread's intra-op threads (serial inside a parallel region).
 void gdSpectrumPredictions(const double* lambda, const double* coef, int64_t B, int64_t d, int64_t kMax, double eta,
                            double* pred);
+
+/// Runs task(i) for i = 0 … n − 1 on the calling thread's intra-op threads in one parallel region (serial inside a
+/// parallel region, or for n = 1). For independent searches whose own evaluations are too small to split. The
+/// first exception thrown by a task is rethrown.
+void parallelTasks(int64_t n, const std::function<void(int64_t)>& task);
 
 } // namespace icl

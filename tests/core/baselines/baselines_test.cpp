@@ -130,21 +130,22 @@ TEST(GradientDescent, SpectralFormEqualsIteratedSteps)
 
 TEST(GradientDescent, SpectralFormIsTheSameOnAnyThreadCount)
 {
-    // The prompts are evaluated in blocks split over the intra-op threads: one, two or three threads give the
-    // same bits, and a batch that is no whole number of blocks (70 prompts) still equals the iterated steps.
-    const auto b = linearPrompts(70, 7, 9, 77, 0.1);
+    // Enough work (prompts × d × k) for the blocks of prompts to be split over the intra-op threads: one, two or
+    // three threads give the same bits, and a batch that is no whole number of blocks still equals the iterated steps.
+    const int64_t B = 14010, k = 40;
+    const auto b = linearPrompts(B, 8, 9, 77, 0.1);
     const icl::GdSpectrum spectrum(b);
     std::vector<std::vector<double>> byThreads;
     for (int threads : {1, 2, 3}) {
         const icl::ScopedThreads scope(threads);
-        byThreads.push_back(spectrum.predictions(6, 0.8));
+        byThreads.push_back(spectrum.predictions(k, 0.4));
     }
     EXPECT_TRUE(icl::test::sameBits(byThreads[0], byThreads[1]));
     EXPECT_TRUE(icl::test::sameBits(byThreads[0], byThreads[2]));
-    const torch::Tensor iterated = icl::predictGd(b, 6, 0.8);
+    const torch::Tensor iterated = icl::predictGd(b, k, 0.4);
     const double scale = 1.0 + iterated.abs().max().item<double>();
-    for (int64_t i = 0; i < 70; ++i)
-        EXPECT_NEAR(byThreads[0][size_t(i)], iterated[i].item<double>(), 1e-10 * scale) << "prompt " << i;
+    for (int64_t i = 0; i < B; ++i)
+        ASSERT_NEAR(byThreads[0][size_t(i)], iterated[i].item<double>(), 1e-10 * scale) << "prompt " << i;
 }
 
 TEST(GradientDescent, LineSearchFindsTheMinimumOfIteratedSteps)
