@@ -148,6 +148,24 @@ TEST(GradientDescent, SpectralFormIsTheSameOnAnyThreadCount)
         ASSERT_NEAR(byThreads[0][size_t(i)], iterated[i].item<double>(), 1e-10 * scale) << "prompt " << i;
 }
 
+TEST(GradientDescent, LineSearchIsTheSameOnAnyThreadCount)
+{
+    // The grid's η points and the refinements of the k run as parallel tasks: the same η on one or two threads.
+    const auto b = linearPrompts(300, 5, 10, 3, 0.2);
+    std::map<int64_t, double> one, two;
+    {
+        const icl::ScopedThreads scope(1);
+        one = icl::lineSearchEtas(b, {1, 2, 3, 5, 8});
+    }
+    {
+        const icl::ScopedThreads scope(2);
+        two = icl::lineSearchEtas(b, {1, 2, 3, 5, 8});
+    }
+    ASSERT_EQ(one.size(), 5u);
+    for (const auto& [k, eta] : one)
+        EXPECT_EQ(eta, two.at(k)) << "k = " << k;
+}
+
 TEST(GradientDescent, LineSearchFindsTheMinimumOfIteratedSteps)
 {
     // The searched η of GD-k is no worse than any point of a fine grid evaluated with the iterated
