@@ -1429,6 +1429,12 @@ std::string storeAnalysis(const std::string& path, const std::string& kind, int6
     return id;
 }
 
+bool anyHdf5ObjectOpen()
+{
+    std::lock_guard<std::mutex> lock(hdf5Mutex());
+    return H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL) != 0;  // < 0 (an HDF5 error) counts as open
+}
+
 void storeImportProvenance(const std::string& path, const std::string& provenance_json)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());

@@ -126,6 +126,10 @@ std::vector<StoredAnalysis> readStoredAnalyses(const std::string& path, const st
 /// file, key mapping, "trained_here": false); one crash-safe commit. Files of runs trained here have no /import.
 void storeImportProvenance(const std::string& path, const std::string& provenance_json);
 
+/// True while HDF5 holds any file or object open in this process (a file that a leaked handle keeps open would
+/// only be flushed by HDF5's exit handler). Thread affinity: any thread; takes the experiment file's HDF5 mutex.
+bool anyHdf5ObjectOpen();
+
 /// Test hook: called with the name of each point of a commit ("locked", "opened", "appended metrics/<series>",
 /// "wrote params/<name>", "sealed checkpoint", "linked checkpoint", "edited", each "HDF5 write" HDF5 makes,
 /// "closed", "journal written", "journal synced", each "overwrote a page", "synced",
