@@ -114,12 +114,9 @@ QTableWidget* AttentionPage::predictionTable() const
     return m_predictions.table;
 }
 
-void AttentionPage::showExperiment(const icl::RunSummary& summary, qint64 step)
+bool AttentionPage::bind(const icl::RunSummary& summary, QString* why)
 {
-    runner()->cancel();
     ++m_experimentGeneration;
-    m_summary = summary;
-    m_step = step;
     m_editor->reset();
     m_pendingMutation.reset();
     m_inspection.reset();
@@ -128,34 +125,18 @@ void AttentionPage::showExperiment(const icl::RunSummary& summary, qint64 step)
     m_head = 0;
     m_query = -1;
     clearViews();
-    m_status->clear();
-    if (summary.path.empty() || summary.checkpoints.empty() || step < 0) {
-        showMessage(summary.path.empty() ? tr("Open a trained experiment to inspect its attention.")
-                                         : tr("%1 has no saved checkpoint to inspect.")
-                                               .arg(shownText(QFileInfo(QString::fromStdString(summary.path)).fileName())));
-        m_dirty = false;
+    const QString file = shownText(QFileInfo(QString::fromStdString(summary.path)).fileName());
+    if (summary.path.empty() || summary.checkpoints.empty() || checkpointStep() < 0) {
+        *why = summary.path.empty() ? tr("Open a trained experiment to inspect its attention.")
+                                    : tr("%1 has no saved checkpoint to inspect.").arg(file);
+        showMessage(*why);
         updateControls();
-        return;
+        return false;
     }
     showContent();
-    m_headingLabel->setText(
-        tr("%1 · checkpoint %2 · loading…").arg(shownText(QFileInfo(QString::fromStdString(summary.path)).fileName())).arg(step));
-    request(m_editor->sampleMutation());
-}
-
-void AttentionPage::selectCheckpoint(qint64 step)
-{
-    if (step == m_step)
-        return;
-    m_step = step;
-    request();
-}
-
-void AttentionPage::setActive(bool active)
-{
-    m_active = active;
-    if (active && m_dirty)
-        request();
+    m_headingLabel->setText(tr("%1 · checkpoint %2 · loading…").arg(file).arg(checkpointStep()));
+    m_pendingMutation = m_editor->sampleMutation();  // the first prompt, sampled when the page computes
+    return true;
 }
 
 void AttentionPage::cancelJobs()
@@ -163,7 +144,7 @@ void AttentionPage::cancelJobs()
     if (!isBusy())
         return;
     runner()->cancel();
-    ++m_request; // a result still running is dropped
+    (void)newTicket(); // a result still running is dropped
     m_pendingMutation.reset();
     m_status->setText(tr("Cancelled."));
     updateControls();
@@ -210,16 +191,14 @@ void AttentionPage::request(std::optional<PromptMutation> mutation)
 {
     if (mutation)
         m_pendingMutation = mutation;
-    if (m_summary.path.empty() || m_step < 0)
-        return;
-    if (!m_active) {
-        m_dirty = true;
-        return;
-    }
-    m_dirty = false;
+    requestCompute(); // now when shown, else when the page is shown next
+}
+
+void AttentionPage::compute()
+{
     if (!m_editor->hasPrompt() && !m_pendingMutation)
         m_pendingMutation = m_editor->sampleMutation();
-    const quint64 id = ++m_request;
+    const Ticket ticket = newTicket();
     InspectRequest r;
     r.path = m_summary.path;
     r.generation = m_experimentGeneration;
@@ -230,17 +209,16 @@ void AttentionPage::request(std::optional<PromptMutation> mutation)
     r.scale = patternView()->scaleMode();
     runner()->enqueue(
         InspectJob, tr("attention"),
-        [this, id, worker = m_worker, r]() -> AnalysisRunner::Continuation {
+        [this, ticket, worker = m_worker, r]() -> AnalysisRunner::Continuation {
             // Worker thread: only this job touches the Inspector.
             auto result = std::make_shared<InspectResult>(worker->inspect(r));
-            return [this, id, result] {
-                if (id != m_request)
-                    return; // superseded
-                showResult(*result);
+            return [this, ticket, result] {
+                if (isCurrent(ticket))
+                    showResult(*result); // else superseded
             };
         },
-        [this, id](const QString& error) {
-            if (id != m_request)
+        [this, ticket](const QString& error) {
+            if (!isCurrent(ticket))
                 return;
             m_pendingMutation.reset();
             m_status->setText(QStringLiteral("<span style='color:#B2182B'>%1</span>").arg(error.toHtmlEscaped()));

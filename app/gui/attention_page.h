@@ -49,15 +49,6 @@ public:
     explicit AttentionPage(QWidget* parent = nullptr);
     ~AttentionPage() override;
 
-    /// Shows an experiment at checkpoint `step`: drops the previous prompt and results; the checkpoint is
-    /// loaded and a prompt sampled (seed from the seed box) when the page is (or becomes) active.
-    void showExperiment(const icl::RunSummary& summary, qint64 step) override;
-    /// Follows the timeline: re-runs the current prompt on the checkpoint at `step`.
-    void selectCheckpoint(qint64 step) override;
-    /// Pages compute only while shown; activating a page with pending work starts it.
-    void setActive(bool active) override;
-    /// Drops queued requests and the result of the running one.
-    void cancelJobs() override;
     /// Prompt edits re-run in milliseconds: they drive Cancel and idle, not the progress bar.
     bool reportsProgress() const override { return false; }
 
@@ -120,6 +111,14 @@ Q_SIGNALS:
     void promptChanged(const icl::Prompt& prompt);
 
 protected:
+    /// A new experiment (the base's compute-when-shown protocol): drops the previous prompt and results; the
+    /// checkpoint is loaded and a prompt sampled (seed from the seed box) when the page is (or becomes) shown.
+    bool bind(const icl::RunSummary& summary, QString* why) override;
+    /// Runs the model and every baseline on the prompt (with the pending edit) at the bound checkpoint; a new
+    /// checkpoint from the timeline re-runs the current prompt.
+    void compute() override;
+    /// Drops queued requests and the result of the running one.
+    void cancelJobs() override;
     void jobsFinished() override { updateControls(); }
 
 private:
@@ -136,8 +135,6 @@ private:
     /// The Inspector and what it has loaded; used only by jobs on the runner's worker thread.
     std::shared_ptr<InspectorSession> m_worker;
     quint64 m_experimentGeneration = 0; ///< bumped by showExperiment: the worker reloads the file
-    bool m_dirty = false; ///< work waits for the page to be shown
-    quint64 m_request = 0; ///< id of the latest request; older results are dropped
     std::optional<PromptMutation> m_pendingMutation;
 
     std::optional<icl::Inspection> m_inspection;
