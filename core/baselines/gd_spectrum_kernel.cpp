@@ -10,7 +10,7 @@ namespace icl {
 namespace {
 
 /// Prompts per block: a block's [d, kBlock] arrays stay in the L1 cache across the kMax steps, and the fixed width
-/// lets the innermost loop vectorise without run-time alias checks (docs/performance.md, "GD's η search").
+/// lets the innermost loop vectorise without run-time alias checks (docs/performance.md, "GD-k step sizes").
 constexpr int64_t kBlock = 32;
 /// Work (prompt × direction × step updates) below which a parallel region costs more than it saves: waking
 /// OMP_WAIT_POLICY=PASSIVE workers takes longer than a call of the η search (2,000 prompts, d = 20).
