@@ -64,8 +64,7 @@ AttentionPatternView::AttentionPatternView(QWidget* parent)
         { AttentionScale::Row, tr("÷ row max"), QStringLiteral("rowNormalizeAction"),
             tr("Colour each query row relative to its largest weight (the hover text keeps the weights)") },
         { AttentionScale::Log, tr("Log"), QStringLiteral("logScaleAction"),
-            tr("Colour log₁₀ of the softmax weights over 10⁻³ … 1, so that small weights show (linear heads keep "
-               "their scale)") },
+            tr("Colour log₁₀ of the softmax weights over 10⁻³ … 1, so that small weights show") },
     };
     for (const auto& m : modeActions) {
         QAction* a = m_toolBar->addAction(m.text);
@@ -170,6 +169,12 @@ void AttentionPatternView::setPattern(const icl::Matrix& pattern, bool softmax)
 {
     m_pattern = pattern;
     m_softmax = softmax;
+    // A log scale applies to softmax weights only; linear scores (any sign) keep their linear scale.
+    if (QAction* log = m_modeActions[int(AttentionScale::Log)]) {
+        log->setEnabled(softmax);
+        log->setToolTip(softmax ? tr("Colour log₁₀ of the softmax weights over 10⁻³ … 1, so that small weights show")
+                                : tr("Log scale: for softmax weights only (this head's scores are linear, of any sign)"));
+    }
     if (m_selectedRow >= m_pattern.rows)
         m_selectedRow = -1;
     rebuild();

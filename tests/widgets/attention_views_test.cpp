@@ -352,6 +352,11 @@ TEST(AttentionPatternView, LogScaleShowsSmallWeightsAndTheFrameStaysOffExports)
     EXPECT_TRUE(std::isnan(view.colorMap()->data()->cell(3, 0))) << "the causal mask";
     view.setScaleMode(AttentionScale::Linear);
     EXPECT_EQ(view.findChild<QAction*>(QStringLiteral("linearScaleAction"))->isChecked(), true);
+    // A linear-attention head (scores of any sign) offers no log scale; a softmax head again does.
+    view.setPattern(causalPattern(7), false);
+    EXPECT_FALSE(view.findChild<QAction*>(QStringLiteral("logScaleAction"))->isEnabled());
+    view.setPattern(causalPattern(7), true);
+    EXPECT_TRUE(view.findChild<QAction*>(QStringLiteral("logScaleAction"))->isEnabled());
 
     // The orange selection frame is on screen, never in an export.
     view.setSelectedQuery(3);
