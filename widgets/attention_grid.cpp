@@ -228,7 +228,7 @@ QString AttentionGrid::legendText() const
     }
     if (anyLinear) {
         const QString linear = m_mode == AttentionScale::Row ? tr("attention score ÷ row max |score| −1 – 1")
-                                                             : tr("attention score ±(each head's largest |score|)");
+                                                             : tr("attention score (± each head's max)");
         text = anySoftmax ? text + tr("; linear heads: %1").arg(linear) : linear;
     }
     return text;
