@@ -17,6 +17,7 @@
 
 #include <qcustomplot.h>
 
+#include "widgets/color_map_range.h"
 #include "widgets/color_scales.h"
 #include "widgets/heatmap_view.h"
 #include "widgets/plot_export.h"
@@ -279,7 +280,7 @@ void AttentionPatternView::rebuild()
     QCPColorMapData* data = m_colorMap->data();
     if (valid) {
         data->setSize(cols, rows);
-        data->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
+        data->setRange(colorMapCellRange(cols), colorMapCellRange(rows));
         for (int r = 0; r < rows; ++r)
             for (int c = 0; c < cols; ++c)
                 data->setCell(c, r, coloring.values[size_t(r) * size_t(cols) + size_t(c)]);

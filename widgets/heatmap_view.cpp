@@ -20,6 +20,7 @@
 #include <qcustomplot.h>
 
 #include "core/types/matrix_csv.h"
+#include "widgets/color_map_range.h"
 #include "widgets/plot_export.h"
 
 namespace icl::widgets {
@@ -235,7 +236,7 @@ void HeatmapView::rebuild()
     QCPColorMapData* data = m_colorMap->data();
     if (valid) {
         data->setSize(cols, rows);
-        data->setRange(QCPRange(0, cols - 1), QCPRange(0, rows - 1));
+        data->setRange(colorMapCellRange(cols), colorMapCellRange(rows));
         for (int r = 0; r < rows; ++r)
             for (int c = 0; c < cols; ++c)
                 data->setCell(c, r, m_matrix.at(r, c));

@@ -211,3 +211,22 @@ TEST(HeatmapView, ExportsValidPngSvgPdfAndCsv)
     EXPECT_FALSE(view.exportTo("/tmp/h.gif", "gif", 300, &error));
     EXPECT_NE(error.find("gif"), std::string::npos);
 }
+
+// A 1-layer model's algorithm map is one row: QCustomPlot drew nothing for a cell range of 0 … 0.
+TEST(HeatmapView, ASingleRowIsDrawn)
+{
+    Matrix m;
+    m.name = "one layer";
+    m.rows = 1;
+    m.cols = 3;
+    m.data = { 1.0, 1.0, 1.0 }; // the top of the diverging scale: deep red
+    HeatmapView view;
+    view.setMatrix(m);
+    view.plot()->setViewport(QRect(0, 0, 640, 400));
+    view.plot()->replot(QCustomPlot::rpImmediateRefresh);
+    const QImage image = view.plot()->toPixmap(640, 400).toImage();
+    const QPoint centre = view.plot()->axisRect()->rect().center();
+    const QColor c(image.pixel(centre));
+    EXPECT_GT(c.red(), c.blue() + 60) << c.name().toStdString();
+    EXPECT_LT(c.green(), 120) << c.name().toStdString();
+}
