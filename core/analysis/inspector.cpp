@@ -11,6 +11,7 @@
 #include "core/analysis/run_loader.h"
 #include "core/baselines/baselines.h"
 #include "core/error.h"
+#include "core/io/prompt_file.h"
 #include "core/io/kinds.h"
 #include "core/models/capture.h"
 #include "core/models/gpt2.h"
@@ -115,19 +116,22 @@ struct Inspector::Impl {
         if (p.y.size() < 2 || p.x.size() != p.y.size())
             throw Error("prompt: expected N ≥ 1 in-context examples and a query with as many x rows as labels, got "
                         + std::to_string(p.x.size()) + " x rows and " + std::to_string(p.y.size()) + " labels");
+        // Points and labels are named 1-based, as in prompt files (point i, y_i).
         for (size_t i = 0; i < p.x.size(); ++i) {
             if (int64_t(p.x[i].size()) != d)
-                throw Error("prompt: x row " + std::to_string(i) + " has " + std::to_string(p.x[i].size())
+                throw Error("prompt: point " + std::to_string(i + 1) + " has " + std::to_string(p.x[i].size())
                             + " components, the run's task has d = " + std::to_string(d));
             for (double v : p.x[i])
-                if (!std::isfinite(v))
-                    throw Error("prompt: x row " + std::to_string(i) + " holds a value that is not finite");
+                if (!std::isfinite(v) || std::abs(v) > kMaxPromptMagnitude)
+                    throw Error("prompt: point " + std::to_string(i + 1) + " holds a value that is not finite or "
+                                "beyond ±1e6 (the model computes in float32)");
         }
         // The query's label may be unknown (NaN, e.g. a prompt read from a file): the model and the
         // baselines never read it, only the errors do (they become NaN).
         for (size_t i = 0; i < p.y.size(); ++i)
-            if (!std::isfinite(p.y[i]) && !(i + 1 == p.y.size() && std::isnan(p.y[i])))
-                throw Error("prompt: label " + std::to_string(i) + " is not finite");
+            if ((!std::isfinite(p.y[i]) && !(i + 1 == p.y.size() && std::isnan(p.y[i])))
+                || std::abs(p.y[i]) > kMaxPromptMagnitude)
+                throw Error("prompt: y_" + std::to_string(i + 1) + " is not finite or beyond ±1e6");
         if (p.nContext() > maxContext())
             throw Error("prompt: " + std::to_string(p.nContext()) + " in-context examples, the model takes at most "
                         + std::to_string(maxContext()));

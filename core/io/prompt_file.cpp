@@ -123,6 +123,25 @@ void checkCounts(const std::string& path, const PromptFileLimits& limits, Prompt
                     + std::to_string(points) + " (N+1, the query's label last)");
 }
 
+/// Every value of a read prompt (x, the labels, w) within ±`most`; the errors name it 1-based.
+void checkMagnitudes(const std::string& path, const Prompt& p, double most)
+{
+    const std::string tooLarge = formatNumber(most) + " in magnitude (the model computes in float32)";
+    for (size_t i = 0; i < p.x.size(); ++i)
+        for (size_t c = 0; c < p.x[i].size(); ++c)
+            if (std::abs(p.x[i][c]) > most)
+                throw Error(path + ": point " + std::to_string(i + 1) + ", x_" + std::to_string(c + 1) + " is "
+                            + formatNumber(p.x[i][c]) + ", larger than " + tooLarge);
+    for (size_t i = 0; i < p.y.size(); ++i)
+        if (std::abs(p.y[i]) > most)  // false for NaN (an unknown query label)
+            throw Error(path + ": y_" + std::to_string(i + 1) + " is " + formatNumber(p.y[i]) + ", larger than "
+                        + tooLarge);
+    for (size_t c = 0; c < p.w.size(); ++c)
+        if (std::abs(p.w[c]) > most)
+            throw Error(path + ": w_" + std::to_string(c + 1) + " is " + formatNumber(p.w[c]) + ", larger than "
+                        + tooLarge);
+}
+
 // --- JSON ---
 
 std::string jsonKind(const nlohmann::json& j)
@@ -589,9 +608,12 @@ Prompt readPromptFile(const std::string& path, const PromptFileLimits& limits)
     const size_t first = text.find_first_not_of(" \t\r\n");
     if (first == std::string::npos)
         throw Error(path + ": empty file, expected a JSON object {\"x\": …, \"y\": …} or CSV rows x_1,…,x_d,y");
-    if (text[first] == '{' || text[first] == '[')
-        return withFileErrors(path, [&] { return readJson(path, text, limits, budget); });
-    return withFileErrors(path, [&] { return readCsv(path, text, limits, budget); });
+    const bool json = text[first] == '{' || text[first] == '[';
+    Prompt p = withFileErrors(path, [&] {
+        return json ? readJson(path, text, limits, budget) : readCsv(path, text, limits, budget);
+    });
+    checkMagnitudes(path, p, limits.max_magnitude);
+    return p;
 }
 
 void writePromptFile(const std::string& path, const Prompt& prompt, const std::map<std::string, std::string>& metadata)

@@ -26,19 +26,23 @@ inline constexpr uint64_t kMaxPromptFileBytes = uint64_t(16) << 20;
 /// usually far smaller: PromptFileLimits).
 inline constexpr int64_t kMaxPromptPoints = 100000;
 inline constexpr int64_t kMaxPromptDim = 100000;
+/// Largest magnitude of a value in a prompt (x, the labels, w). The models compute in float32: a finite 1e308 from a
+/// file made every prediction NaN. The tasks' values are of order 1 to 100.
+inline constexpr double kMaxPromptMagnitude = 1e6;
 
 /// What a prompt file must fit: the model's input dimension d and the most points (N+1) it can take.
 struct PromptFileLimits {
     int64_t d = 0;           ///< required width of every x row (0 = take it from the file)
     int64_t max_points = 0;  ///< most points N+1 the model takes (0 = kMaxPromptPoints)
     uint64_t max_memory = 0; ///< memory budget of the read in bytes (0 = defaultMemoryBudget())
+    double max_magnitude = kMaxPromptMagnitude; ///< largest |value| (∞: any finite value, for a bit-exact round trip)
 };
 
 /// Reads a prompt from `path` (JSON when the first non-blank character is '{' or '[', else CSV). A query
 /// label that is not given becomes NaN in Prompt::y (the inspector then shows no error for it); w stays
 /// empty unless the file gives it. Throws icl::Error with a one-line message naming the file, the row
 /// (JSON: "point i", 1-based, or "y_i"; CSV: "line L, column x_c") and what was expected for: wrong
-/// dimension (limits.d), ragged rows, non-numbers, NaN/±Inf, fewer than 2 points, more points than
+/// dimension (limits.d), ragged rows, non-numbers, NaN/±Inf, a value beyond ±limits.max_magnitude, fewer than 2 points, more points than
 /// limits.max_points, a y count that is neither N nor N+1, a missing "x" or "y" (JSON) or header (CSV),
 /// a header whose names are not x_1,…,x_d,y, and an unreadable file; and, before allocating for them, a
 /// file that is not a regular file or is over kMaxPromptFileBytes, JSON nested deeper than 64 levels, a CSV

@@ -27,6 +27,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
 
 /// A per-process temporary path (ctest runs test processes in parallel).
 std::string promptScratchPath(const std::string& name)
@@ -67,6 +68,14 @@ uint64_t bits(double v)
             return ::testing::AssertionFailure() << what << "[" << i << "]: " << got[i] << " != " << want[i];
     }
     return ::testing::AssertionSuccess();
+}
+
+/// Read limits that let the awkward prompt's extreme values (±DBL_MAX) through: the round trips are about bits.
+icl::PromptFileLimits anyFiniteValue()
+{
+    icl::PromptFileLimits any;
+    any.max_magnitude = std::numeric_limits<double>::infinity();
+    return any;
 }
 
 ::testing::AssertionResult samePrompt(const icl::Prompt& got, const icl::Prompt& want)
@@ -126,8 +135,8 @@ TEST(PromptFile, JsonRoundTripIsBitExact)
     const icl::Prompt p = awkwardPrompt();
     const std::string path = promptScratchPath("round.json");
     icl::writePromptFile(path, p, { { "experiment", "run.h5" }, { "note", "say \"hi\"" } });
-    EXPECT_TRUE(samePrompt(icl::readPromptFile(path), p));
-    EXPECT_TRUE(samePrompt(icl::readPromptFile(path, { 3, 4 }), p)) << "d and N+1 at their limits";
+    EXPECT_TRUE(samePrompt(icl::readPromptFile(path, anyFiniteValue()), p));
+    EXPECT_TRUE(samePrompt(icl::readPromptFile(path, { 3, 4, 0, kInf }), p)) << "d and N+1 at their limits";
 
     // An unknown query label is written as N labels and read back as NaN.
     icl::Prompt unknown = p;
@@ -138,7 +147,7 @@ TEST(PromptFile, JsonRoundTripIsBitExact)
     icl::writePromptFile(upath, unknown);
     EXPECT_EQ(readText(upath).find("null"), std::string::npos) << readText(upath);
     EXPECT_EQ(readText(upath).find("\"w\""), std::string::npos);
-    const icl::Prompt back = icl::readPromptFile(upath);
+    const icl::Prompt back = icl::readPromptFile(upath, anyFiniteValue());
     EXPECT_TRUE(samePrompt(back, unknown));
     EXPECT_TRUE(std::isnan(back.y.back()));
 }
@@ -148,7 +157,7 @@ TEST(PromptFile, CsvRoundTripIsBitExact)
     const icl::Prompt p = awkwardPrompt();
     const std::string path = promptScratchPath("round.csv");
     icl::writePromptFile(path, p, { { "experiment", "run.h5" }, { "seed", "ignored: the prompt's own seed is written" } });
-    EXPECT_TRUE(samePrompt(icl::readPromptFile(path), p));
+    EXPECT_TRUE(samePrompt(icl::readPromptFile(path, anyFiniteValue()), p));
     const std::string text = readText(path);
     EXPECT_EQ(text.rfind("# experiment: run.h5\n# seed: 18446744073709551615\n# noise_std: 0.05\n", 0), 0u) << text;
     EXPECT_NE(text.find("\nx_1,x_2,x_3,y\n"), std::string::npos) << text;
@@ -157,7 +166,7 @@ TEST(PromptFile, CsvRoundTripIsBitExact)
     unknown.y.back() = kNaN;
     const std::string upath = promptScratchPath("unknown.csv");
     icl::writePromptFile(upath, unknown);
-    EXPECT_TRUE(samePrompt(icl::readPromptFile(upath), unknown));
+    EXPECT_TRUE(samePrompt(icl::readPromptFile(upath, anyFiniteValue()), unknown));
 }
 
 TEST(PromptFile, CsvHasTheDocumentedLayout)
@@ -320,6 +329,13 @@ TEST(PromptFile, BadInputGivesOneLineMessages)
         { "meta.csv", "# noise_std: loud\nx_1,y\n1,1\n2,\n", {}, " line 1, \"# noise_std\": \"loud\" is not a finite number" },
         { "metaw.csv", "# title: t\n# w: 1 x 3\nx_1,y\n1,1\n2,\n", {}, " line 2, \"# w\": \"x\" is not a finite number" },
         { "metaseed.csv", "# seed: -1\nx_1,y\n1,1\n2,\n", {}, " line 1, \"# seed\": \"-1\" is not an integer ≥ 0" },
+        // Finite but beyond the float32 models' range: every prediction would be NaN.
+        { "huge.json", R"({"x": [[1, 2], [3, 1e308]], "y": [1]})", {},
+            ": point 2, x_2 is 1e+308, larger than 1e+06 in magnitude (the model computes in float32)" },
+        { "hugey.csv", "x_1,y\n1,1\n2,-2e6\n3,\n", {},
+            ": y_2 is -2e+06, larger than 1e+06 in magnitude (the model computes in float32)" },
+        { "hugew.json", R"({"x": [[1], [2]], "y": [1], "w": [1e7]})", {},
+            ": w_1 is 1e+07, larger than 1e+06 in magnitude (the model computes in float32)" },
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.name);
