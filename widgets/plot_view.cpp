@@ -398,16 +398,26 @@ void PlotView::rebuild()
     // On a log y axis, a series far below all others (least squares of a noiseless square system: float noise
     // near 1e-11) would stretch the axis over ten decades and flatten every other line: it is left out of the
     // axis and its legend entry says so (issue 49).
+    // Only a series that lies far below every value of the others too is left out: one inside or near another
+    // series' span (a model's loss line and the best-η marker by a GD curve that spans eight decades) is drawn.
     double top = 0.0;
-    std::vector<double> seriesTop(m_figure.series.size(), 0.0);
+    const double inf = std::numeric_limits<double>::infinity();
+    std::vector<double> seriesTop(m_figure.series.size(), 0.0), seriesBottom(m_figure.series.size(), inf);
     if (m_figure.log_y)
         for (size_t i = 0; i < m_figure.series.size(); ++i) {
             const icl::Series& s = m_figure.series[i];
             for (size_t k = 0; k < s.y.size() && k < s.x.size(); ++k)
-                if (std::isfinite(s.y[k]) && s.y[k] > 0 && drawable(s.x[k], m_figure.log_x))
+                if (std::isfinite(s.y[k]) && s.y[k] > 0 && drawable(s.x[k], m_figure.log_x)) {
                     seriesTop[i] = std::max(seriesTop[i], s.y[k]);
+                    seriesBottom[i] = std::min(seriesBottom[i], s.y[k]);
+                }
             top = std::max(top, seriesTop[i]);
         }
+    auto farBelow = [&](size_t i) { return seriesTop[i] > 0 && seriesTop[i] < kBelowLogAxis * top; };
+    double othersBottom = inf;  // the lowest value of the series that stay on the axis
+    for (size_t i = 0; i < m_figure.series.size(); ++i)
+        if (!farBelow(i))
+            othersBottom = std::min(othersBottom, seriesBottom[i]);
     for (size_t i = 0; i < m_figure.series.size(); ++i) {
         const icl::Series& series = m_figure.series[i];
         const QColor color = colors[i];
@@ -444,7 +454,7 @@ void PlotView::rebuild()
             upper->setSelectable(QCP::stNone);
         }
 
-        const bool belowAxis = m_figure.log_y && seriesTop[i] > 0 && seriesTop[i] < kBelowLogAxis * top;
+        const bool belowAxis = m_figure.log_y && farBelow(i) && seriesTop[i] < kBelowLogAxis * othersBottom;
         QVector<double> x, y;
         x.reserve(int(n));
         y.reserve(int(n));

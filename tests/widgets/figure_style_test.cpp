@@ -93,6 +93,26 @@ TEST(FigureStyle, ALogAxisSaysWhichSeriesAreBelowItsRange)
     EXPECT_EQ(view.seriesGraph(1)->dataCount(), 3);
 }
 
+// A GPT-2 run's η scan: GD-4's loss spans 0.029 … 2.7e6, and the trained model's line (1.12) and the best-η marker
+// (0.0290) were listed as "below the axis" and not drawn, though both lie inside or next to the curve's span.
+TEST(FigureStyle, ASeriesInsideAnotherSeriesSpanIsDrawnOnALogAxis)
+{
+    Figure f;
+    f.log_y = true;
+    f.series = { predictorSeries("GD, 4 steps", "gd_4", { 0, 0.65, 2, 4 }, { 0.975, 0.0294, 4e3, 2.7e6 }),
+        predictorSeries("trained model", "model", { 0, 4 }, { 1.12, 1.12 }),
+        predictorSeries("best η", "", { 0.66 }, { 0.0290 }) }; // the refined minimum, below the grid's
+    PlotView view;
+    view.setFigure(f);
+    drawAtExportSize(view);
+    for (int i : { 1, 2 }) {
+        EXPECT_EQ(view.seriesGraph(i)->name().indexOf(QStringLiteral("below the axis")), -1)
+            << view.seriesGraph(i)->name().toStdString();
+        EXPECT_GT(view.seriesGraph(i)->dataCount(), 0);
+    }
+    EXPECT_LE(view.plot()->yAxis->range().lower, 0.0290);
+}
+
 // The Attention page's lens plot: a 460 px wide plot whose legend beside the data took half of it.
 TEST(FigureStyle, ANarrowPlotPutsItsLegendBelowInColumns)
 {
