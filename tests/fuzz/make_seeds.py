@@ -177,6 +177,10 @@ def main():
             seed(harness, "foreign_" + name, f.read())
     seed("prompt", "d1_plain_numbers.json", b'{"x": [0.5, 1.5, 2.5], "y": [1, 3]}')
     seed("prompt", "gui_export.csv", b"# seed: 3\n# w: 1 -1\ntoken,x[1],x[2],y\n0,0.5,1,2\n1,1.5,-1,\n")
+    # Finite values beyond the ±1e6 bound (refused: the float32 models would give NaN), in x, y and w.
+    seed("prompt", "huge_x.json", b'{"x": [[1, 2], [3, 1e308]], "y": [1]}')
+    seed("prompt", "huge_w.json", b'{"x": [[1], [2]], "y": [1], "w": [-1e7]}')
+    seed("prompt", "huge_y.csv", b"x_1,y\n1,1\n2,-2e6\n3,\n")
     hostile_regressions(out)
 
 
