@@ -26,22 +26,20 @@ namespace icl::gui {
 AlgorithmMapPage::AlgorithmMapPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("algorithmMap"), parent)
 {
-    QWidget* content = createContent(tr("Open a regression experiment with an LSA or GPT-2 model (e.g. the fu-newton "
-                                        "or vonoswald-lsa-multilayer preset) to see which algorithm each layer runs."));
-    auto* layout = makeContentLayout(content);
+    const auto [content, layout]
+        = createContent(tr("Open a regression experiment with an LSA or GPT-2 model (e.g. the fu-newton "
+                           "or vonoswald-lsa-multilayer preset) to see which algorithm each layer runs."));
 
     auto* controls = new QHBoxLayout;
-    m_family = makeComboBox(content, "algorithmMapFamily",
+    m_family = addLabelledComboBox(controls, tr("Family"), content, "algorithmMapFamily",
         tr("Algorithm family of the heatmap: gradient descent (k steps, log-spaced), GD++ (the run's fitted scalars), "
            "Iterative Newton (k iterations) or ridge (penalty λ from large to small)"),
         {{tr("Iterative Newton"), QStringLiteral("newton")}, {tr("GD"), QStringLiteral("gd")},
             {tr("GD++"), QStringLiteral("gdpp")}, {tr("ridge"), QStringLiteral("ridge")}});
-    addLabelled(controls, tr("Family"), m_family);
-    m_similarity = makeComboBox(content, "algorithmMapSimilarity",
+    m_similarity = addLabelledComboBox(controls, tr("Similarity"), content, "algorithmMapSimilarity",
         tr("Similarity of errors (cosine of the residual sequences, Fu et al.) or of induced weights (cosine of the "
            "linear maps from one context to many queries)"),
         {{tr("errors"), QStringLiteral("errors")}, {tr("induced weights"), QStringLiteral("weights")}});
-    addLabelled(controls, tr("Similarity"), m_similarity);
     m_promptsSpin = makeSpinBox(content, "algorithmMapPrompts", 2, 100000, int(m_prompts), 100);
     m_promptsSpin->setToolTip(tr("Evaluation prompts of the map (a first look on the first %1 comes first)")
                                   .arg(icl::kAlgorithmMapFirstLookPrompts));
@@ -308,10 +306,7 @@ void AlgorithmMapPage::showTraining()
 
 bool AlgorithmMapPage::exportCurrentPlot()
 {
-    if (m_map.layers.empty())
-        return false;
-    m_view->exportWithDialog();
-    return true;
+    return exportIfShown(!m_map.layers.empty(), m_view);
 }
 
 } // namespace icl::gui

@@ -7,6 +7,7 @@
 #include <QStackedWidget>
 #include <QVBoxLayout>
 
+#include "app/gui/page_widgets.h"
 #include "app/gui/request_run.h"
 #include "widgets/plot_view.h"
 
@@ -94,10 +95,7 @@ widgets::PlotView* AnalysisPage::currentPlot() const
 bool AnalysisPage::exportCurrentPlot()
 {
     widgets::PlotView* plot = currentPlot();
-    if (!plot)
-        return false;
-    plot->exportWithDialog();
-    return true;
+    return exportIfShown(plot != nullptr, plot);
 }
 
 bool AnalysisPage::isBusy() const
@@ -170,17 +168,19 @@ AnalysisRunner::ErrorHandler AnalysisPage::statusErrorHandler(const Ticket& t, s
     };
 }
 
-bool AnalysisPage::followTraining(const icl::RunSummary& summary)
+void AnalysisPage::updateTrainingCurves(const icl::RunSummary& summary)
 {
+    if (!m_redrawTraining)
+        return;
     if (summary.path != m_path || !m_supported) {
         showExperiment(summary, summary.checkpoints.empty() ? -1 : summary.checkpoints.back().step);
-        return false;
+        return;
     }
     m_summary = summary;
-    return true;
+    m_redrawTraining();
 }
 
-QWidget* AnalysisPage::createContent(const QString& message)
+AnalysisPage::Content AnalysisPage::createContent(const QString& message)
 {
     m_stack = new QStackedWidget(this);
     auto* outer = new QVBoxLayout(this);
@@ -194,7 +194,7 @@ QWidget* AnalysisPage::createContent(const QString& message)
     m_stack->addWidget(m_message);
     auto* content = new QWidget(this);
     m_stack->addWidget(content);
-    return content;
+    return {content, makeContentLayout(content)};
 }
 
 void AnalysisPage::showMessage(const QString& text)

@@ -72,9 +72,10 @@ public:
     /// Status-bar lines after cancel() and when the page's jobs are done (empty: none).
     virtual QString cancelledMessage() const { return {}; }
     virtual QString doneMessage() const { return {}; }
-    /// A running training job committed new rows to `summary`'s file (at most twice a second). Default: nothing; a
-    /// page that draws the run's training curves redraws them (see followTraining).
-    virtual void updateTrainingCurves(const icl::RunSummary& summary) { (void)summary; }
+    /// A running training job committed new rows to `summary`'s file (at most twice a second). A page that draws the
+    /// run's training curves (followTrainingWith) adopts `summary` when it is the bound, supported run and redraws;
+    /// for another run it shows that run at its last checkpoint. Other pages ignore it.
+    void updateTrainingCurves(const icl::RunSummary& summary);
     /// True when the page's progress goes to the main window's progress bar (false for instant work).
     virtual bool reportsProgress() const { return true; }
 
@@ -156,17 +157,21 @@ protected:
         return m_jobs.firstLookCallback<Result>(t, std::move(show));
     }
 
-    /// For a page that draws the run's training curves while it trains: adopts `summary` (returns true) when it
-    /// is the bound, supported run; otherwise shows it at its last checkpoint (returns false).
-    bool followTraining(const icl::RunSummary& summary);
+    /// Makes the page follow a training run (updateTrainingCurves): `redraw` draws the curves of the new summary.
+    void followTrainingWith(std::function<void()> redraw) { m_redrawTraining = std::move(redraw); }
 
     AnalysisRunner* runner() const { return m_runner; }
     /// Joins the worker now (from a page's destructor, before the widgets its results go to are destroyed).
     void stopWorker();
 
+    /// The content widget createContent makes and its vertical layout (makeContentLayout).
+    struct Content {
+        QWidget* widget;
+        QVBoxLayout* layout;
+    };
     /// Lays the page out as a stack of a centred message (object name "<name>Message", text `message`) and a
-    /// content widget, which it returns for the page to fill; the message shows until showContent().
-    QWidget* createContent(const QString& message);
+    /// content widget, which it returns with its layout for the page to fill; the message shows until showContent().
+    Content createContent(const QString& message);
     /// Shows `text` in place of the content (a run the page does not apply to), or the content again.
     void showMessage(const QString& text);
     void showContent();
@@ -180,6 +185,7 @@ protected:
     QLabel* m_status = nullptr;
     QLabel* m_message = nullptr;       ///< createContent's message
     QStackedWidget* m_stack = nullptr; ///< createContent's stack: message, content
+    std::function<void()> m_redrawTraining; ///< followTrainingWith's redraw
 
 private:
     friend class RequestRun; // registers itself as the page's Run (RunOnRequest)

@@ -29,10 +29,10 @@ AttentionPage::AttentionPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("attention"), parent)
     , m_worker(std::make_shared<InspectorSession>())
 {
-    QWidget* content = createContent(tr("Open a trained experiment to see what each head attends to, edit the prompt "
-                                        "and compare the model's prediction with gradient descent, ridge and least "
-                                        "squares."));
-    auto* layout = makeContentLayout(content);
+    const auto [content, layout]
+        = createContent(tr("Open a trained experiment to see what each head attends to, edit the prompt "
+                           "and compare the model's prediction with gradient descent, ridge and least "
+                           "squares."));
     m_headingLabel = new QLabel(content);
     m_headingLabel->setObjectName(QStringLiteral("attentionHeading"));
     m_headingLabel->setWordWrap(true);

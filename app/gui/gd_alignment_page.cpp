@@ -48,11 +48,10 @@ GdAlignmentPage::GdAlignmentPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("gdAlignment"), parent)
 {
     m_status->hide(); // each tab has its own status line
-    QWidget* content = createContent(
+    followTrainingWith([this] { showAlignmentOverTraining(); });
+    const auto [content, layout] = createContent(
         tr("Open an experiment with a linear self-attention (LSA) model to compare it with gradient descent."));
-    auto* layout = new QVBoxLayout(content);
     layout->setContentsMargins(0, 0, 0, 0);
-    layout->setSpacing(4);
 
     // --- the selected checkpoint vs GD-K ---
     m_metrics = new AlignmentMetricsStrip(content);
@@ -196,15 +195,12 @@ widgets::PlotView* GdAlignmentPage::currentPlot() const
 
 bool GdAlignmentPage::exportCurrentPlot()
 {
-    if (widgets::PlotView* plot = currentPlot()) {
-        plot->exportWithDialog();
+    if (AnalysisPage::exportCurrentPlot())
         return true;
-    }
-    if (m_stack->currentWidget() != m_message && m_tabs->currentIndex() == 6 && m_copyHeatmap->matrix().rows > 0) {
-        m_copyHeatmap->exportWithDialog();
-        return true;
-    }
-    return m_stack->currentWidget() != m_message && m_tabs->currentIndex() == 2 && m_weights->exportFocused();
+    const bool content = m_stack->currentWidget() != m_message;
+    if (content && m_tabs->currentIndex() == 6)
+        return exportIfShown(m_copyHeatmap->matrix().rows > 0, m_copyHeatmap);
+    return content && m_tabs->currentIndex() == 2 && m_weights->exportFocused();
 }
 
 widgets::HeatmapView* GdAlignmentPage::heatmap(bool kq, bool construction) const
@@ -302,12 +298,6 @@ bool GdAlignmentPage::bind(const icl::RunSummary& summary, QString* why)
     }
     showAlignmentOverTraining();
     return true;
-}
-
-void GdAlignmentPage::updateTrainingCurves(const icl::RunSummary& summary)
-{
-    if (followTraining(summary))
-        showAlignmentOverTraining();
 }
 
 void GdAlignmentPage::showAlignmentOverTraining()

@@ -38,7 +38,6 @@ public:
     /// A running job wrote new rows to `summary`'s file: redraws the alignment-over-training plot (the
     /// paper's figure, live while training). A file other than the one shown is opened instead
     /// (showExperiment at its last checkpoint). Checkpoint analyses are not re-run.
-    void updateTrainingCurves(const icl::RunSummary& summary) override;
     /// Drops queued analyses and the result of the running one (which runs to its end).
     void cancelJobs() override;
     QString cancelledMessage() const override { return tr("Analyses cancelled (a running computation finishes first)"); }

@@ -62,6 +62,7 @@ bool hasCommonRareSplit(const icl::RunSummary& summary)
 IclIwlPage::IclIwlPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("iclIwl"), parent)
 {
+    followTrainingWith([this] { showCurves(); });
     auto* outer = new QVBoxLayout(this);
     outer->setContentsMargins(4, 4, 4, 4);
     m_tabs = new QTabWidget(this);
@@ -188,12 +189,6 @@ bool IclIwlPage::bind(const icl::RunSummary& summary, QString* why)
     return true;
 }
 
-void IclIwlPage::updateTrainingCurves(const icl::RunSummary& summary)
-{
-    if (followTraining(summary))
-        showCurves();
-}
-
 void IclIwlPage::showCurves()
 {
     try {
@@ -305,14 +300,9 @@ widgets::PlotView* IclIwlPage::currentPlot() const
 
 bool IclIwlPage::exportCurrentPlot()
 {
-    if (m_tabs->currentIndex() == SequenceTab) {
-        if (!m_sequenceView->sequence())
-            return false;
-        m_sequenceView->probabilityChart()->exportWithDialog();
-        return true;
-    }
-    currentPlot()->exportWithDialog();
-    return true;
+    if (m_tabs->currentIndex() == SequenceTab)
+        return exportIfShown(m_sequenceView->sequence().has_value(), m_sequenceView->probabilityChart());
+    return AnalysisPage::exportCurrentPlot();
 }
 
 QStringList IclIwlPage::tabNames()

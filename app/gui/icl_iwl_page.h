@@ -46,7 +46,6 @@ public:
     explicit IclIwlPage(QWidget* parent = nullptr);
 
     /// Redraws the curves from a newer summary of the same file (live training); another file is shown anew.
-    void updateTrainingCurves(const icl::RunSummary& summary) override;
     /// Drops queued work and stops the running evaluation at its next progress report.
     void cancelJobs() override;
     QString cancelledMessage() const override { return tr("ICL vs IWL evaluation cancelled"); }

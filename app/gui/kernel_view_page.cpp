@@ -47,9 +47,9 @@ nlohmann::json taskOf(const icl::RunSummary& s)
 KernelViewPage::KernelViewPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("kernelView"), parent)
 {
-    QWidget* content = createContent(tr("Open an experiment with a softmax-attention layer (e.g. the renliu-kernel "
-                                        "preset) to compare it with its contrastive reference model."));
-    auto* layout = makeContentLayout(content);
+    const auto [content, layout]
+        = createContent(tr("Open an experiment with a softmax-attention layer (e.g. the renliu-kernel "
+                           "preset) to compare it with its contrastive reference model."));
 
     auto* controls = new QHBoxLayout;
     auto spin = [&](const QString& label, const char* name, const QString& tip) {

@@ -97,6 +97,14 @@ void addLabelled(QBoxLayout* row, const QString& text, QWidget* widget, int stre
     row->addWidget(widget, stretch);
 }
 
+QComboBox* addLabelledComboBox(QBoxLayout* row, const QString& text, QWidget* parent, const char* name,
+    const QString& toolTip, std::initializer_list<ComboItem> items)
+{
+    QComboBox* box = makeComboBox(parent, name, toolTip, items);
+    addLabelled(row, text, box);
+    return box;
+}
+
 QHBoxLayout* makeFieldRow(QWidget* field, std::initializer_list<QWidget*> after, const QString& label)
 {
     auto* row = new QHBoxLayout;

@@ -86,6 +86,20 @@ QComboBox* makeComboBox(QWidget* parent, const char* name, const QString& toolTi
 /// row of controls `row`.
 void addLabelled(QBoxLayout* row, const QString& text, QWidget* widget, int stretch = 0);
 
+/// Opens `view`'s export dialog (PNG, SVG, PDF, CSV) when `shown`; returns `shown` (what a page's
+/// exportCurrentPlot answers).
+template <class View>
+bool exportIfShown(bool shown, View* view)
+{
+    if (shown)
+        view->exportWithDialog();
+    return shown;
+}
+
+/// makeComboBox(parent, name, toolTip, items), added to `row` after the label `text` (addLabelled).
+QComboBox* addLabelledComboBox(QBoxLayout* row, const QString& text, QWidget* parent, const char* name,
+    const QString& toolTip, std::initializer_list<ComboItem> items);
+
 /// A row of `field`, stretched, and the widgets `after` it (buttons); with a `label` (non-empty) before it, as
 /// addLabelled.
 QHBoxLayout* makeFieldRow(QWidget* field, std::initializer_list<QWidget*> after, const QString& label = QString());

@@ -54,10 +54,10 @@ QString count(int64_t n)
 PastingPage::PastingPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("pasting"), parent, Protocol::RunOnRequest)
 {
-    QWidget* content = createContent(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a "
-                                        "layer, train a new embedding under its frozen upper blocks and compare it "
-                                        "with a model trained from scratch."));
-    auto* layout = makeContentLayout(content);
+    const auto [content, layout]
+        = createContent(tr("Open a trained GPT-2 experiment (e.g. the guo-pasting preset) to cut it at a "
+                           "layer, train a new embedding under its frozen upper blocks and compare it "
+                           "with a model trained from scratch."));
 
     m_parentLabel = makeTextLine(QStringLiteral("pastingParent"), content);
     layout->addWidget(m_parentLabel);

@@ -54,9 +54,8 @@ PatchingPage::PatchingPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("patching"), parent, Protocol::RunOnRequest)
     , m_worker(std::make_shared<InspectorSession>())
 {
-    QWidget* content = createContent(
+    const auto [content, layout] = createContent(
         tr("Open a trained experiment to patch its residual stream from a clean prompt into a corrupted one."));
-    auto* layout = makeContentLayout(content);
     m_heading = new QLabel(content);
     m_heading->setObjectName(QStringLiteral("patchingHeading"));
     m_heading->setWordWrap(true);
@@ -266,10 +265,7 @@ void PatchingPage::updateControls()
 
 bool PatchingPage::exportCurrentPlot()
 {
-    if (!m_result)
-        return false;
-    m_heatmap->exportWithDialog();
-    return true;
+    return exportIfShown(m_result.has_value(), m_heatmap);
 }
 
 } // namespace icl::gui

@@ -25,17 +25,16 @@ namespace icl::gui {
 ProbesPage::ProbesPage(QWidget* parent)
     : AnalysisPage(QStringLiteral("probes"), parent)
 {
-    QWidget* content = createContent(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its "
-                                        "residual stream layer by layer."));
-    auto* layout = makeContentLayout(content);
+    const auto [content, layout]
+        = createContent(tr("Open a GPT-2 experiment (e.g. the guo-representation preset) to probe its "
+                           "residual stream layer by layer."));
 
     auto* controls = new QHBoxLayout;
-    m_positions = makeComboBox(content, "probePositions",
+    m_positions = addLabelledComboBox(controls, tr("Positions"), content, "probePositions",
         tr("Token positions whose residual stream the probes read: every x_i token, every y_i token, or the last "
            "(query) token"),
         {{tr("x tokens"), QStringLiteral("x")}, {tr("y tokens"), QStringLiteral("y")},
             {tr("query token"), QStringLiteral("query")}});
-    addLabelled(controls, tr("Positions"), m_positions);
     controls->addSpacing(16);
     controls->addWidget(new QLabel(tr("Targets"), content));
     const std::map<QString, QString> tips = {

@@ -127,6 +127,51 @@ TEST(AnalysisPage, ComputesOnlyWhenShownAndStale)
     EXPECT_EQ(page.shown, std::vector<qint64>({ 10, 20, 20 }));
 }
 
+/// A page that draws the run's training curves: records how many checkpoints each redraw saw.
+class FollowingPage : public StepPage {
+public:
+    FollowingPage()
+    {
+        followTrainingWith([this] { redraws.push_back(m_summary.checkpoints.size()); });
+    }
+    std::vector<size_t> redraws;
+};
+
+icl::RunSummary withCheckpoints(icl::RunSummary s, std::initializer_list<int64_t> steps)
+{
+    for (int64_t step : steps) {
+        s.checkpoints.emplace_back();
+        s.checkpoints.back().step = step;
+    }
+    return s;
+}
+
+TEST(AnalysisPage, TrainingCurvesRedrawOnlyOnAPageThatFollowsTraining)
+{
+    FollowingPage following;
+    following.setActive(true);
+    following.showExperiment(run(), 10);
+    ASSERT_TRUE(waitIdle(following));
+    following.updateTrainingCurves(withCheckpoints(run(), { 10, 20 }));
+    EXPECT_EQ(following.redraws, std::vector<size_t>({ 2 })) << "the bound run's new rows are redrawn";
+    EXPECT_EQ(following.requested, std::vector<qint64>({ 10 })) << "a redraw is not a new computation";
+
+    icl::RunSummary other = withCheckpoints(run(), { 5, 30 });
+    other.path = "other.h5";
+    following.updateTrainingCurves(other); // another run trains: the page shows it at its last checkpoint
+    ASSERT_TRUE(waitIdle(following));
+    EXPECT_EQ(following.redraws.size(), 1u);
+    EXPECT_EQ(following.requested, std::vector<qint64>({ 10, 30 }));
+
+    StepPage still;
+    still.setActive(true);
+    still.showExperiment(run(), 10);
+    ASSERT_TRUE(waitIdle(still));
+    still.updateTrainingCurves(other);
+    ASSERT_TRUE(waitIdle(still));
+    EXPECT_EQ(still.requested, std::vector<qint64>({ 10 })) << "a page that does not follow training ignores it";
+}
+
 TEST(AnalysisPage, NeverComputesForARunItDoesNotApplyTo)
 {
     StepPage page;
@@ -182,7 +227,7 @@ TEST(AnalysisPage, CancelStopsTheRequestAndLeavesThePageStale)
 /// A page laid out as a message over its content, as the pages that apply to some runs only.
 class MessagePage : public StepPage {
 public:
-    MessagePage() { m_content = createContent(QStringLiteral("Open a run.")); }
+    MessagePage() { m_content = createContent(QStringLiteral("Open a run.")).widget; }
     QWidget* content() const { return m_content; }
 
 protected:
