@@ -80,6 +80,13 @@ int64_t CheckpointTimeline::setCurrentStep(int64_t step)
 void CheckpointTimeline::setDamaged(std::map<int64_t, std::string> damaged)
 {
     m_damaged = std::move(damaged);
+    if (m_slider->value() == m_slider->maximum()) { // the default selection: the last checkpoint that is usable
+        int i = m_slider->maximum();
+        while (i > 0 && m_damaged.count(m_steps[size_t(i)]))
+            --i;
+        const QSignalBlocker blocker(m_slider);
+        m_slider->setValue(i);
+    }
     const QString text = m_range->text().section(QStringLiteral(" — "), 0, 0);
     m_range->setText(m_damaged.empty() ? text : tr("%1 — %2 damaged").arg(text).arg(m_damaged.size()));
     updateLabel();

@@ -27,7 +27,8 @@ public:
 
     /// Marks checkpoints that cannot be used (checksum mismatch): step -> one-line reason. They stay on
     /// the slider (the others remain usable); when one is selected the label reads "step N (damaged)"
-    /// in red with the reason as its tool tip. Call after setSteps; setSteps clears the marks.
+    /// in red with the reason as its tool tip. Call after setSteps; setSteps clears the marks. When the
+    /// last step is selected and damaged, selects the last usable one instead, without emitting.
     void setDamaged(std::map<int64_t, std::string> damaged);
     bool isDamaged(int64_t step) const { return m_damaged.count(step) > 0; }
 

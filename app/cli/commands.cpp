@@ -419,7 +419,8 @@ void addExportCommand(CLI::App& app)
         ->check(CLI::IsMember({ "png", "svg", "pdf", "csv" }));
     x->add_option("--out", exp.out, "output file")->required();
     addDpiOption(x, exp.dpi);
-    addCheckpointOption(x, exp.checkpoint, "checkpoint step for icl_curve, attention, lens, patching (default: last)");
+    addCheckpointOption(x, exp.checkpoint,
+                        "checkpoint step for icl_curve, attention, lens, patching (default: the last one not damaged)");
     auto* promptSeed
         = x->add_option("--prompt-seed", exp.prompt_seed, "attention, lens, patching: seed of the prompt (default 0)")
               ->check(unsignedInteger());

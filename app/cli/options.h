@@ -46,7 +46,8 @@ void addExperimentFile(CLI::App* command, std::string& path);
 void addJsonFlag(CLI::App* command, bool& json);
 
 /// --checkpoint STEP of a command that reads one checkpoint (default: the last).
-void addCheckpointOption(CLI::App* command, int64_t& step, const std::string& help = "checkpoint step (default: last)");
+void addCheckpointOption(CLI::App* command, int64_t& step,
+                         const std::string& help = "checkpoint step (default: the last one not damaged)");
 
 /// --threads N of a command that runs LibTorch (default 0: every core).
 void addThreadsOption(CLI::App* command, int& threads, const std::string& help = "LibTorch intra-op threads");

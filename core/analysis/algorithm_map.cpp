@@ -181,7 +181,7 @@ AlgorithmMapFit fitBestSteps(const std::vector<double>& best, int64_t first, int
     }
     f.slope = sxy / sxx;
     f.intercept = my - f.slope * mx;
-    if (syy > 0.0) {
+    if (syy > 0.0 && x.size() > 2) { // two points always fit: R² = 1 would say nothing
         double ssr = 0.0;
         for (size_t i = 0; i < x.size(); ++i) {
             const double e = y[i] - (f.intercept + f.slope * x[i]);

@@ -77,13 +77,13 @@ LoadedClassificationRun loadClassificationRun(const std::string& path, int64_t s
         throw Error(path + ": the file holds no checkpoint");
     if (step < -1)
         throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
-    r.step = step < 0 ? r.summary.checkpoints.back().step : step;
+    r.step = step < 0 ? lastUsableCheckpoint(r.summary) : step;
     const FewShotOptions options = fewShotOptions(r.config.task, r.config.seed);
     r.source = exemplarSourceOf(options);
     r.task = std::make_shared<const FewShotClassification>(options, r.source);
     // The run file's config sizes the model: refused in one line, naming the file, before anything is allocated.
     checkModelMemory(r.config, MemoryBudget(path), r.task->exemplarShape());
-    const CheckpointData cp = readCheckpoint(path, r.step);
+    const CheckpointData cp = readCheckpoint(path, r.step, CheckpointParts::ParamsOnly);
     r.model = makeSequenceClassifier(r.config, r.task->exemplarShape(), 0);
     loadParams(*r.model, cp.params, path + " (checkpoint " + std::to_string(r.step) + ")");
     r.model->eval();

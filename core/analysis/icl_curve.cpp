@@ -73,8 +73,8 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
     checkModelMemory(cfg, MemoryBudget(path));  // the run file's config sizes the model (eval --max-memory)
     int64_t step = options.checkpoint_step;
     if (step < 0)
-        step = summary.checkpoints.back().step;
-    CheckpointData cp = readCheckpoint(path, step);
+        step = lastUsableCheckpoint(summary);
+    CheckpointData cp = readCheckpoint(path, step, CheckpointParts::ParamsOnly);
     configureThreads(options.threads);
     torch::NoGradGuard guard;
 

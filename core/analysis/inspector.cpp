@@ -372,7 +372,7 @@ void Inspector::setCheckpoint(int64_t step)
 {
     Impl& m = *m_impl;
     if (step < 0)
-        step = m.run.summary.checkpoints.back().step;
+        step = lastUsableCheckpoint(m.run.summary);
     if (step == m.run.step)
         return;
     bool found = false;
@@ -380,7 +380,7 @@ void Inspector::setCheckpoint(int64_t step)
         found = found || c.step == step;
     if (!found)
         throw Error(m.path + ": no checkpoint at step " + std::to_string(step));
-    const CheckpointData cp = readCheckpoint(m.path, step);
+    const CheckpointData cp = readCheckpoint(m.path, step, CheckpointParts::ParamsOnly);
     torch::NoGradGuard guard;
     loadParams(*m.run.model.module, cp.params, m.path + " (checkpoint " + std::to_string(step) + ")");
     m.run.step = step;

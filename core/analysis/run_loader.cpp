@@ -22,8 +22,8 @@ LoadedRun loadRun(const std::string& path, int64_t step)
                     "(use the ICL vs IWL evaluation)");
     if (step < -1)
         throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
-    r.step = step < 0 ? r.summary.checkpoints.back().step : step;
-    const CheckpointData cp = readCheckpoint(path, r.step);
+    r.step = step < 0 ? lastUsableCheckpoint(r.summary) : step;
+    const CheckpointData cp = readCheckpoint(path, r.step, CheckpointParts::ParamsOnly);
     r.model = makeModel(r.config, 0);
     loadParams(*r.model.module, cp.params, path + " (checkpoint " + std::to_string(r.step) + ")");
     r.model.module->eval();

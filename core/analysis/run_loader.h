@@ -20,9 +20,10 @@ struct LoadedRun {
     FittedBaselines fitted;
 };
 
-/// Loads checkpoint `step` (−1 = last) of `path`. Throws icl::Error for a file without checkpoints,
-/// an absent step, parameters that do not fit the config's model, or a few-shot classification run
-/// (its models read label sequences, not prompts).
+/// Loads checkpoint `step` of `path`, its parameters only (−1: the last checkpoint not damaged,
+/// lastUsableCheckpoint). Throws icl::Error for a file without checkpoints, an absent or damaged step,
+/// parameters that do not fit the config's model, or a few-shot classification run (its models read label
+/// sequences, not prompts).
 LoadedRun loadRun(const std::string& path, int64_t step);
 
 } // namespace icl

@@ -840,7 +840,7 @@ RunSummary readRunSummaryLocked(const std::string& path)
     return s;
 }
 
-CheckpointData readCheckpointLocked(const std::string& path, int64_t step)
+CheckpointData readCheckpointLocked(const std::string& path, int64_t step, CheckpointParts parts)
 {
     OpenFile of = openFile(path);
     MemoryBudget& budget = *of.budget;
@@ -871,7 +871,7 @@ CheckpointData readCheckpointLocked(const std::string& path, int64_t step)
         // Names were written with '.' (e.g. "blocks.0.attn.w_q"); groups only appear for '/'.
     }
     checkComplete(manifest, "params/", path, object + "/params");
-    if (present(g.get(), "optimizer", path, object + "/optimizer")) {
+    if (parts == CheckpointParts::ParamsAndOptimizer && present(g.get(), "optimizer", path, object + "/optimizer")) {
         Hid o = openGroup(g.get(), "optimizer", path, object + "/optimizer");
         readArrays(o.get(), "", c.optimizer, path, object + "/optimizer", "optimizer/", manifest, budget);
         for (const auto& group : childNames(o.get(), path, object + "/optimizer")) {
@@ -911,8 +911,10 @@ CheckpointData readCheckpointLocked(const std::string& path, int64_t step)
             }
         }
     }
-    checkComplete(manifest, "optimizer/", path, object + "/optimizer");
-    checkComplete(manifest, "optimizer_scalar/", path, object + "/optimizer");
+    if (parts == CheckpointParts::ParamsAndOptimizer) {
+        checkComplete(manifest, "optimizer/", path, object + "/optimizer");
+        checkComplete(manifest, "optimizer_scalar/", path, object + "/optimizer");
+    }
     return c;
 }
 
@@ -1054,7 +1056,7 @@ FileVerification verifyLocked(const std::string& path)
         if (!c.damaged.empty())
             continue;  // already listed
         try {
-            const CheckpointData d = readCheckpointLocked(path, c.step);
+            const CheckpointData d = readCheckpointLocked(path, c.step, CheckpointParts::ParamsAndOptimizer);
             v.objects_checked += 1 + static_cast<int64_t>(d.params.size() + d.optimizer.size());
         } catch (const Error& e) {
             v.damaged.push_back(e.what());
@@ -1224,11 +1226,21 @@ std::vector<StoredAnalysis> readStoredAnalyses(const std::string& path, const st
     });
 }
 
-CheckpointData readCheckpoint(const std::string& path, int64_t step)
+CheckpointData readCheckpoint(const std::string& path, int64_t step, CheckpointParts parts)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());
     quietHdf5();
-    return guarded(path, [&] { return readCheckpointLocked(path, step); });
+    return guarded(path, [&] { return readCheckpointLocked(path, step, parts); });
+}
+
+int64_t lastUsableCheckpoint(const RunSummary& summary)
+{
+    if (summary.checkpoints.empty())
+        throw Error(summary.path + ": the file holds no checkpoint");
+    for (auto c = summary.checkpoints.rbegin(); c != summary.checkpoints.rend(); ++c)
+        if (c->damaged.empty())
+            return c->step;
+    throw Error(summary.checkpoints.back().damaged + "; every checkpoint of the file is damaged");
 }
 
 void setCommitFaultHookForTesting(std::function<void(const std::string& point)> hook)

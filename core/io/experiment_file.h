@@ -54,10 +54,20 @@ void createExperimentFile(const std::string& path, const std::string& config_jso
 /// RunSummary::damaged and flagged in CheckpointInfo::damaged, and the rest stays usable.
 RunSummary readRunSummary(const std::string& path);
 
-/// Reads one checkpoint (params and optimizer state) and verifies every array against the checkpoint's
-/// checksums. Throws icl::Error if absent or damaged ("RUN.h5: damaged: /checkpoints/000000100/params/
-/// blocks.0.attn.w_q (checksum mismatch)"); damaged data is never returned.
-CheckpointData readCheckpoint(const std::string& path, int64_t step);
+/// The step of the last checkpoint whose record is not damaged (CheckpointInfo::damaged): the checkpoint an
+/// analysis, an evaluation or an export uses when none is named. Throws icl::Error when `summary` holds no
+/// checkpoint, or when every one is damaged (naming the last one's damage).
+int64_t lastUsableCheckpoint(const RunSummary& summary);
+
+/// What readCheckpoint reads: a resumed run needs the optimizer state; an analysis, an evaluation or an export
+/// reads the parameters only, so damaged optimizer state does not stand in its way.
+enum class CheckpointParts { ParamsAndOptimizer, ParamsOnly };
+
+/// Reads one checkpoint (params and, unless `parts` says ParamsOnly, optimizer state) and verifies every array
+/// it reads against the checkpoint's checksums. Throws icl::Error if absent or damaged ("RUN.h5: damaged:
+/// /checkpoints/000000100/params/blocks.0.attn.w_q (checksum mismatch)"); damaged data is never returned.
+CheckpointData readCheckpoint(const std::string& path, int64_t step,
+                              CheckpointParts parts = CheckpointParts::ParamsAndOptimizer);
 
 /// Repairs what an interrupted commit left beside `path`, as the next commit (`train --resume`) would: takes the
 /// writer lock, checks that RUN.h5.journal is this file's (docs/file-integrity.md, "The journal belongs to its

@@ -997,7 +997,7 @@ void exportWeights(const std::string& run_path, const std::string& out_path, int
     if (summary.checkpoints.empty())
         throw Error(run_path + ": no checkpoints to export");
     if (step < 0)
-        step = summary.checkpoints.back().step;
+        step = lastUsableCheckpoint(summary);
     const bool found = std::any_of(summary.checkpoints.begin(), summary.checkpoints.end(),
                                    [&](const CheckpointInfo& c) { return c.step == step; });
     if (!found) {
@@ -1007,7 +1007,7 @@ void exportWeights(const std::string& run_path, const std::string& out_path, int
         throw Error(run_path + ": no checkpoint " + std::to_string(step) + " (saved: " + steps + ")");
     }
     const ExperimentConfig cfg = parseConfig(parseBoundedJson(summary.config_json, run_path + ": /config"));
-    const CheckpointData checkpoint = readCheckpoint(run_path, step);
+    const CheckpointData checkpoint = readCheckpoint(run_path, step, CheckpointParts::ParamsOnly);
     std::vector<NamedArray> tensors;
     std::map<std::string, std::string> metadata;
     if (layout == "workbench") {

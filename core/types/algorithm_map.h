@@ -12,8 +12,8 @@ namespace icl {
 
 /// Least-squares line y = intercept + slope·ℓ through the best steps of the middle layers, with Spearman's rank
 /// correlation of (ℓ, k*). `kind` says what y is: "linear" (y = k*, Newton, GD++), "log_linear" (y = log10 k*,
-/// GD) or "log_lambda" (y = log10 λ*, ridge). NaN fields when fewer than two middle layers have a best step or
-/// the best steps do not vary (r2 and spearman are then NaN too).
+/// GD) or "log_lambda" (y = log10 λ*, ridge). NaN fields when fewer than two middle layers have a best step; r2 and
+/// spearman are NaN also when only two have one (any two points lie on a line) or the best steps do not vary.
 struct AlgorithmMapFit {
     std::string kind;
     int64_t first_layer = 0;  ///< middle layers first_layer … last_layer (1-based)

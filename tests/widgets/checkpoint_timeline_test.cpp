@@ -72,3 +72,24 @@ TEST(CheckpointTimeline, DamagedCheckpointsAreMarkedAndTheOthersStaySelectable)
     timeline.setSteps({ 0, 100 });
     EXPECT_FALSE(timeline.isDamaged(100)) << "new steps clear the marks";
 }
+
+TEST(CheckpointTimeline, ADamagedLastCheckpointIsNotTheDefaultSelection)
+{
+    CheckpointTimeline timeline;
+    QSignalSpy spy(&timeline, &CheckpointTimeline::checkpointSelected);
+    timeline.setSteps({ 0, 100, 200, 300 });
+    timeline.setDamaged({ { 200, "run.h5: damaged: /checkpoints/000000200 (checksum mismatch)" },
+        { 300, "run.h5: damaged: /checkpoints/000000300 (checksum mismatch)" } });
+    EXPECT_EQ(timeline.currentStep(), 100) << "the last usable checkpoint";
+    EXPECT_EQ(timeline.findChild<QLabel*>("checkpointLabel")->text(), "step 100");
+    EXPECT_EQ(spy.count(), 0) << "as setSteps' own selection, it is not a user's choice";
+    EXPECT_EQ(timeline.setCurrentStep(300), 300) << "a damaged step stays selectable";
+
+    timeline.setSteps({ 0, 100 });
+    timeline.setCurrentStep(0);
+    timeline.setDamaged({ { 100, "run.h5: damaged: /checkpoints/000000100 (checksum mismatch)" } });
+    EXPECT_EQ(timeline.currentStep(), 0);
+    timeline.setCurrentStep(100);
+    timeline.setDamaged({ { 100, "run.h5: damaged: /checkpoints/000000100 (checksum mismatch)" } });
+    EXPECT_EQ(timeline.currentStep(), 0) << "the last step selected and damaged moves to the usable one";
+}

@@ -274,8 +274,12 @@ TEST(AlgorithmMapArithmetic, SimilaritiesBestStepsAndFits)
     const icl::AlgorithmMapFit lg = fitBestSteps({1, 10, 100}, 1, 3, "log_linear");
     EXPECT_NEAR(lg.slope, 1.0, 1e-12);
     EXPECT_NEAR(lg.r2, 1.0, 1e-12);
-    // Fewer than two layers: no fit.
+    // Fewer than two layers: no fit; two: the line through them, but no R² or rank correlation.
     EXPECT_TRUE(std::isnan(fitBestSteps({1, 2}, 2, 2, "linear").slope));
+    const icl::AlgorithmMapFit two = fitBestSteps({1, 2, 4}, 2, 3, "linear");
+    EXPECT_NEAR(two.slope, 2.0, 1e-12);
+    EXPECT_TRUE(std::isnan(two.r2));
+    EXPECT_TRUE(std::isnan(two.spearman));
     int64_t first = 0, last = 0;
     defaultMiddleLayers(12, &first, &last);
     EXPECT_EQ(first, 4);

@@ -5,8 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <hdf5.h>
 
 #include "core/analysis/gd_alignment.h"
+#include "core/error.h"
 #include "core/models/lsa_construction.h"
 #include "core/baselines/baselines.h"
 #include "core/io/config.h"
@@ -17,6 +22,7 @@
 #include "core/analysis/run_loader.h"
 #include "tests/support/scratch.h"
 #include "tests/support/tiny_models.h"
+#include "tests/support/tiny_runs.h"
 
 namespace {
 
@@ -125,4 +131,94 @@ TEST(AnalysesOnFile, EtaScanEqualsIteratedGdAtEveryEtaAndTheModelAtItsOwnEta)
     // The model is two GD steps with η = kEta: its loss is the scan's at η = kEta (grid point 6).
     EXPECT_NEAR(scan.loss[6], scan.model_loss, 1e-4 * scan.model_loss);
     EXPECT_LE(scan.best_loss, scan.loss[6] * (1.0 + 1e-12));
+}
+
+namespace {
+
+// Flips the first bit of the data of `dataset` in the HDF5 file `path` (a contiguous dataset).
+void flipFirstDataBit(const std::string& path, const std::string& dataset)
+{
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
+    const haddr_t offset = H5Dget_offset(d);
+    H5Dclose(d);
+    H5Fclose(f);
+    ASSERT_NE(offset, HADDR_UNDEF) << dataset;
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(offset));
+    char c = 0;
+    file.read(&c, 1);
+    c = static_cast<char>(c ^ 1);
+    file.seekp(static_cast<std::streamoff>(offset));
+    file.write(&c, 1);
+}
+
+// Overwrites the train_loss attribute of checkpoint group `group`: its record no longer matches its checksum.
+void damageCheckpointRecord(const std::string& path, const std::string& group)
+{
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    hid_t g = H5Gopen2(f, group.c_str(), H5P_DEFAULT);
+    hid_t a = H5Aopen(g, "train_loss", H5P_DEFAULT);
+    const double wrong = 1234.5;
+    H5Awrite(a, H5T_NATIVE_DOUBLE, &wrong);
+    H5Aclose(a);
+    H5Gclose(g);
+    H5Fclose(f);
+}
+
+std::string errorOf(const std::function<void()>& f)
+{
+    try {
+        f();
+    } catch (const icl::Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+} // namespace
+
+TEST(AnalysesOnFile, ADamagedLastCheckpointOrOptimizerStateDoesNotStopAnAnalysis)
+{
+    namespace fs = std::filesystem;
+    const std::string& tiny = icl::test::tinyRun(icl::test::TinyRun::Lsa); // checkpoints 0, 10, 20
+    const icl::CheckpointData intact = icl::readCheckpoint(tiny, 20);
+    ASSERT_FALSE(intact.optimizer.empty()) << "the last checkpoint keeps the optimizer state";
+
+    // Damaged optimizer state: resuming is refused, an analysis reads the intact parameters.
+    const std::string optimizer = icl::test::scratchPrefix() + "damaged_optimizer.h5";
+    fs::copy_file(tiny, optimizer, fs::copy_options::overwrite_existing);
+    const std::string dataset = "/checkpoints/000000020/optimizer/" + intact.optimizer.front().name;
+    flipFirstDataBit(optimizer, dataset);
+    EXPECT_EQ(errorOf([&] { icl::readCheckpoint(optimizer, 20); }),
+              optimizer + ": damaged: " + dataset + " (checksum mismatch)");
+    const icl::CheckpointData params = icl::readCheckpoint(optimizer, 20, icl::CheckpointParts::ParamsOnly);
+    EXPECT_TRUE(params.optimizer.empty());
+    ASSERT_EQ(params.params.size(), intact.params.size());
+    for (size_t i = 0; i < params.params.size(); ++i) {
+        EXPECT_EQ(params.params[i].name, intact.params[i].name);
+        EXPECT_EQ(params.params[i].data, intact.params[i].data) << params.params[i].name;
+    }
+    EXPECT_EQ(icl::loadRun(optimizer, -1).step, 20);
+
+    // The last checkpoint's record damaged: the default is the last usable one; naming it is refused.
+    const std::string record = icl::test::scratchPrefix() + "damaged_last_checkpoint.h5";
+    fs::copy_file(tiny, record, fs::copy_options::overwrite_existing);
+    damageCheckpointRecord(record, "/checkpoints/000000020");
+    const icl::RunSummary summary = icl::readRunSummary(record);
+    ASSERT_EQ(summary.checkpoints.size(), 3u);
+    EXPECT_FALSE(summary.checkpoints.back().damaged.empty());
+    EXPECT_EQ(icl::lastUsableCheckpoint(summary), 10);
+    EXPECT_EQ(icl::loadRun(record, -1).step, 10);
+    EXPECT_EQ(errorOf([&] { icl::loadRun(record, 20); }),
+              record + ": damaged: /checkpoints/000000020 (checksum mismatch)");
+
+    // Every checkpoint damaged: one line naming the last one's damage.
+    damageCheckpointRecord(record, "/checkpoints/000000000");
+    damageCheckpointRecord(record, "/checkpoints/000000010");
+    EXPECT_EQ(errorOf([&] { icl::lastUsableCheckpoint(icl::readRunSummary(record)); }),
+              record + ": damaged: /checkpoints/000000020 (checksum mismatch); every checkpoint of the file is damaged");
+    icl::RunSummary none;
+    none.path = "empty.h5";
+    EXPECT_EQ(errorOf([&] { icl::lastUsableCheckpoint(none); }), "empty.h5: the file holds no checkpoint");
 }
