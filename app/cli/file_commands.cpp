@@ -251,10 +251,22 @@ int runInfo(const std::string& path, bool asJson)
 int runVerify(const std::string& path, bool asJson)
 {
     const FileVerification v = verifyExperimentFile(path);
+    const bool ok = v.damaged.empty() && v.refused.empty();
     if (asJson) {
-        printJsonObj(json{{"file", path}, {"ok", v.damaged.empty()}, {"checksums", v.checksums},
-                          {"objects_checked", v.objects_checked}, {"damaged", v.damaged}, {"notes", v.notes}});
-        return v.damaged.empty() ? 0 : 1;
+        json out{{"file", path},
+                 {"ok", ok},
+                 {"checksums", v.checksums},
+                 {"objects_checked", v.objects_checked},
+                 {"damaged", v.damaged},
+                 {"notes", v.notes}};
+        if (!v.refused.empty())
+            out["error"] = v.refused;
+        printJsonObj(out);
+        return ok ? 0 : 1;
+    }
+    if (!v.refused.empty()) {
+        printErrorLine(v.refused);
+        return 1;
     }
     for (const auto& n : v.notes)
         std::cout << "note: " << shown(n) << "\n";

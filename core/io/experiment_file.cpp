@@ -1044,8 +1044,11 @@ FileVerification verifyLocked(const std::string& path)
     RunSummary s;
     try {
         s = readRunSummaryLocked(path);
-    } catch (const Error& e) {
+    } catch (const DamagedError& e) {
         v.damaged.push_back(e.what());
+        return v;
+    } catch (const Error& e) {
+        v.refused = e.what();
         return v;
     }
     v.checksums = s.checksums;
@@ -1114,6 +1117,12 @@ void checkRollBack(const std::string& path, bool acceptDamaged)
         return;
     }
     const FileVerification v = verifyLocked(path);
+    if (!v.refused.empty())
+        throw Error(v.refused.find(j) != std::string::npos
+                        ? v.refused  // the journal itself was refused
+                        : path + ": " + j + " would restore a file that does not open (" + v.refused
+                              + "); it was left as it is and the file was not changed (`icl-cli recover " + path
+                              + " --accept-damaged` rolls back anyway)");
     if (v.damaged.empty())
         return;
     const std::string first = v.damaged.front();
@@ -1257,7 +1266,7 @@ FileVerification verifyExperimentFile(const std::string& path)
         return guarded(path, [&] { return verifyLocked(path); });
     } catch (const Error& e) {
         FileVerification v;
-        v.damaged.push_back(e.what());
+        v.refused = e.what();
         return v;
     }
 }

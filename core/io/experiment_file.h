@@ -85,11 +85,14 @@ struct FileVerification {
     int64_t objects_checked = 0;       ///< groups, attributes sets and datasets read and compared
     std::vector<std::string> damaged;  ///< one line per damaged object ("RUN.h5: damaged: … (…)")
     std::vector<std::string> notes;    ///< e.g. no checksums, a leftover RUN.h5.tmp
+    /// Empty, or why the file is not read at all (missing, not an experiment file, a journal it does not own): one
+    /// line, and nothing was checked.
+    std::string refused;
 };
 
 /// Reads every object of the file (every checkpoint, task array, analysis and captured activation) and
-/// checks it against its checksum. Never throws for damage: a file that does not open at all gives one
-/// entry in `damaged`. Cost: one read of the whole file (SHA-256 runs at ~1.8 GB/s here).
+/// checks it against its checksum. Never throws: damage that stops the file from opening (its root, /config)
+/// is its one entry in `damaged`; a file that is not read at all says why in `refused`. Cost: one read of the whole file (SHA-256 runs at ~1.8 GB/s here).
 FileVerification verifyExperimentFile(const std::string& path);
 
 /// One row per evaluation: series name -> value. All rows of a file carry the same series.

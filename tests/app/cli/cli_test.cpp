@@ -223,6 +223,15 @@ TEST(Cli, BadInputExitsNonZeroWithOneClearLine)
     expectOneLineError(run(std::string("train") + kTiny + " --out " + out), "file exists");
     expectOneLineError(run("info " + out), "not an ICL Workbench experiment file");
     expectOneLineError(run("info " + temp("cli_missing.h5")), "no such file");
+    // verify: a file it cannot read is refused, not counted as a damaged object
+    const Result missing = run("verify " + temp("cli_missing.h5"));
+    expectOneLineError(missing, temp("cli_missing.h5") + ": no such file");
+    EXPECT_EQ(missing.err.find("damaged"), std::string::npos) << missing.err;
+    EXPECT_TRUE(missing.out.empty()) << missing.out;
+    const auto missingJson = nlohmann::json::parse(run("verify " + temp("cli_missing.h5") + " --json").out);
+    EXPECT_EQ(missingJson["ok"], false);
+    EXPECT_EQ(missingJson["damaged"], nlohmann::json::array());
+    EXPECT_NE(missingJson["error"].get<std::string>().find("no such file"), std::string::npos);
     EXPECT_NE(run("export " + out + " --plot loss --format gif --out x.gif").code, 0);
 
     // Seeds are unsigned 64-bit: "-1" and 2^64 are refused, not wrapped around to another seed.
