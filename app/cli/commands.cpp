@@ -433,7 +433,7 @@ void addExportCommand(CLI::App& app)
     x->add_option("--head", exp.head, "attention: 0-based head (default 0)")->check(atLeast(0));
     x->add_option("--attention-scale", exp.attention_scale,
          "attention: colour scale of softmax weights, as the Attention page's toolbar: linear (0 … 1), row (each "
-         "query row ÷ its maximum) or log (log10, 1e-3 … 1) (default linear)")
+         "query row ÷ its maximum) or log (log10, 1e-3 … 1; softmax heads only) (default linear)")
         ->check(CLI::IsMember({ "linear", "row", "log" }));
     x->add_option(
          "--corruption", exp.corruption, "patching: change_label, different_w or shuffle_pairs (default change_label)")

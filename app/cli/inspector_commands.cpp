@@ -89,7 +89,13 @@ Prompt commandPrompt(const InspectorArgs& args, const Inspector& inspector)
     PromptFileLimits limits;
     limits.d = inspector.inputDim();
     limits.max_points = inspector.maxContext() > 0 ? inspector.maxContext() + 1 : 0;
-    return readPromptFile(args.prompt_file, limits);
+    const Prompt p = readPromptFile(args.prompt_file, limits);
+    try {
+        inspector.checkPrompt(p); // what the file cannot know: w against the run's task
+    } catch (const Error& e) {
+        throw Error(args.prompt_file + ": " + e.what());
+    }
+    return p;
 }
 
 /// Where the prompt came from, for the text output: "prompt seed 3" or "prompt FILE".
@@ -481,6 +487,10 @@ void exportInspectorPlot(const ExportArgs& args)
         metadata["head"] = std::to_string(args.head);
         // Drawn by the Attention page's own view: the same colours, colour bar and axis titles as its export.
         const bool softmax = view.softmax_head.at(size_t(args.layer * view.n_heads + args.head));
+        if (!softmax && args.attention_scale == "log")
+            throw Error("--attention-scale log: layer " + std::to_string(args.layer) + ", head "
+                        + std::to_string(args.head) + " is a linear-attention head (its scores have any sign); the "
+                        "log scale is for softmax weights only (use linear or row)");
         metadata["attention_scale"] = args.attention_scale;
         exportAttentionPlot(m, softmax, metadata, args.out, args.format, args.dpi, args.attention_scale);
         return;

@@ -135,6 +135,11 @@ struct Inspector::Impl {
         if (p.nContext() > maxContext())
             throw Error("prompt: " + std::to_string(p.nContext()) + " in-context examples, the model takes at most "
                         + std::to_string(maxContext()));
+        for (double v : p.w)
+            if (!std::isfinite(v) || std::abs(v) > kMaxPromptMagnitude)
+                throw Error("prompt: w holds a value that is not finite or beyond ±1e6");
+        if (!p.w.empty())
+            (void)label(p, p.x.front()); // the task instance's size and kind, as labelling checks it
     }
 
     /// The prompt as a batch of one (x [1, N+1, d], y [1, N+1], w [1, |w|]) in `dtype`.
@@ -366,6 +371,12 @@ int64_t Inspector::nLayers() const { return m_impl->nLayers(); }
 int64_t Inspector::nHeads() const { return m_impl->nHeads(); }
 int64_t Inspector::nContext() const { return m_impl->task().n_context; }
 int64_t Inspector::inputDim() const { return m_impl->task().d; }
+void Inspector::checkPrompt(const Prompt& prompt) const
+{
+    torch::NoGradGuard guard;
+    m_impl->checkPrompt(prompt);
+}
+
 int64_t Inspector::maxContext() const { return m_impl->gpt ? m_impl->maxContext() : 0; }
 
 void Inspector::setCheckpoint(int64_t step)

@@ -68,6 +68,9 @@ public:
 
     /// A prompt of the run's task drawn from `seed` (same distribution as training prompts).
     Prompt samplePrompt(uint64_t seed) const;
+    /// Checks that `prompt` fits the run (N ≥ 1 and at most maxContext(), d components per point, finite values
+    /// within ±1e6, a task instance w of the task's size or none); throws icl::Error saying what does not.
+    void checkPrompt(const Prompt& prompt) const;
     /// Redraws example `index` (0 ≤ index ≤ N; N = the query) of `prompt`: new x from the task's input
     /// distribution, y from the prompt's task instance w with noise σ = prompt.noise_std.
     /// Throws icl::Error when the prompt has no task instance (empty w) or the index is out of range.

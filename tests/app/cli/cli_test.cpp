@@ -789,6 +789,11 @@ TEST(Cli, AnalyzeAttentionLensPatchingOnAnLsaRun)
     expectOneLineError(
         run("export " + out + " --plot attention --attention-scale cubic --format svg --out " + temp("x.svg")),
         "--attention-scale");
+    // LSA scores have any sign: the log scale (for softmax weights) is refused with the reason, not ignored.
+    const std::string logSvg = temp("cli_attention_log.svg");
+    expectOneLineError(run("export " + out + " --plot attention --attention-scale log --format svg --out " + logSvg),
+                       "--attention-scale log: layer 0, head 0 is a linear-attention head");
+    EXPECT_FALSE(fs::exists(logSvg));
     expectOneLineError(run("export " + out + " --plot attention --layer 3 --format csv --out " + temp("x.csv")),
                        "--layer 3");
     expectOneLineError(run("analyze " + out + " attention --out " + temp("x.txt")), "writes .csv or .h5 files");
@@ -966,6 +971,15 @@ TEST(Cli, AnalyzeWithAPromptFile)
                        badCsv + " line 2, column y: \"abc\" is not a number");
     expectOneLineError(run("analyze " + out + " patching --prompt " + temp("cli_prompt_missing_" + tag + ".json")),
                        ": no such file");
+    // A task instance w of the wrong size (d = 5) is refused by every analysis, naming the file, even by patching,
+    // which never reads w.
+    const std::string badW = temp("cli_prompt_bad_w_" + tag + ".json");
+    std::ofstream(badW) << R"({"x": [[1, 2, 3, 4, 5], [1, 2, 3, 4, 5]], "y": [1, 2], "w": [1, 2, 3]})";
+    for (const char* kind : {"attention", "lens", "patching --corruption change_label --example 1"}) {
+        const Result r = run("analyze " + out + " " + kind + " --prompt " + badW + " --json");
+        expectOneLineError(r, badW + ": prompt: w has 3 components, expected d = 5");
+        EXPECT_TRUE(r.out.empty()) << kind << ": " << r.out;
+    }
     expectOneLineError(run("analyze " + out + " attention --prompt " + jsonPath + " --prompt-seed 2"), "excludes");
     expectOneLineError(run("analyze " + out + " attention --prompt " + jsonPath + " --prompts 3 --out "
                            + temp("cli_prompt_" + tag + "_capture.h5")),
