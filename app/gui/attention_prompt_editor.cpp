@@ -97,7 +97,7 @@ PromptEditor::PromptEditor(QWidget* parent)
     auto* promptRow = new QHBoxLayout;
     promptRow->setSpacing(4);
     auto* seedLabel = new QLabel(tr("Seed"), this);
-    m_seed = makeSpinBox(this, "attentionSeed", 0, INT_MAX, 1);
+    m_seed = makeSpinBox(this, "attentionSeed", 0, INT_MAX, 0); // 0: as the CLI's --prompt-seed
     m_seed->setToolTip(tr("Seed of the sampled prompt (same distribution as the training prompts)"));
     seedLabel->setBuddy(m_seed);
     m_resamplePrompt = makePushButton(this, "attentionResamplePrompt", tr("Resample prompt"),

@@ -72,12 +72,12 @@ PatchingPage::PatchingPage(QWidget* parent)
            "independent task vector w′, or the labels permuted among the examples"));
     m_example = makeSpinBox(content, "patchingExample", 1, 1, 1);
     fields.add(0, 1, tr("Changed example i"), m_example, tr("The in-context example whose label is changed (1-based)"));
-    m_seed = makeSpinBox(content, "patchingSeed", 0, INT_MAX, 1);
+    m_seed = makeSpinBox(content, "patchingSeed", 0, INT_MAX, 0); // the CLI's defaults
     fields.add(0, 2, tr("Corruption seed"), m_seed, tr("Seed of the corruption's random draws"));
     m_useShared = makeCheckBox(content, "patchingUseShared", tr("Use the Attention page's prompt"), true,
         tr("Patch the prompt shown (and edited) on the Attention page; otherwise sample one from the prompt seed"));
     grid->addWidget(m_useShared, 1, 0, 1, 2);
-    m_promptSeed = makeSpinBox(content, "patchingPromptSeed", 0, INT_MAX, 1);
+    m_promptSeed = makeSpinBox(content, "patchingPromptSeed", 0, INT_MAX, 0);
     fields.add(1, 1, tr("Prompt seed"), m_promptSeed,
         tr("Seed of the clean prompt when the Attention page has none or it is not used (the Attention page's "
            "default seed is 1 too)"));

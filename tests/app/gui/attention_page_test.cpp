@@ -215,7 +215,10 @@ TEST_F(AttentionPageTest, EditsReRunTheModelExactlyLikeTheCore)
     ASSERT_TRUE(samePrompt(page->prompt(), p));
     icl::Inspection want = reference.inspect(p);
     EXPECT_TRUE(tableShows(page->predictionTable(), want));
-    EXPECT_NE(want.predictions[0].prediction, reference.inspect(reference.samplePrompt(1)).predictions[0].prediction)
+    EXPECT_NE(want.predictions[0].prediction,
+              reference.inspect(reference.samplePrompt(uint64_t(page->promptEditor()->seedChooser()->value())))
+                  .predictions[0]
+                  .prediction)
         << "the edit changes the model's prediction";
 
     // Edit one x component of the query.
@@ -322,7 +325,8 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
     const QString text = svgText(svg);
     EXPECT_TRUE(containsAll(text,
         { "key token", "query token", "attention weight", "query", "experiment: gpt2.h5",
-            QStringLiteral("checkpoint_step: %1").arg(want.checkpoint_step), "seed: 1" }));
+            QStringLiteral("checkpoint_step: %1").arg(want.checkpoint_step),
+                QStringLiteral("seed: %1").arg(prompt.seed) }));
     const QString pdf = dir.filePath("pattern.pdf");
     ASSERT_TRUE(view->exportTo(pdf.toStdString(), "pdf", 300, &error)) << error;
     const QByteArray pdfBytes = readAll(pdf);
@@ -358,7 +362,7 @@ TEST_F(AttentionPageTest, ExportsCarryLabelsLegendMetadataAndThePlottedData)
             EXPECT_EQ(promptRows[r + 1][int(c)].toDouble(), prompt.x[r][c]);
         EXPECT_EQ(promptRows[r + 1].back().toDouble(), prompt.y[r]);
     }
-    EXPECT_TRUE(readAll(promptCsv).contains("# seed: 1\n"));
+    EXPECT_TRUE(readAll(promptCsv).contains(QStringLiteral("# seed: %1\n").arg(prompt.seed).toUtf8()));
     EXPECT_TRUE(readAll(promptCsv).contains("# experiment: gpt2.h5\n"));
 
     // Query-row bar chart.

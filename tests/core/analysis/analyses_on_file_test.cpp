@@ -5,10 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <functional>
-
-#include <hdf5.h>
 
 #include "core/analysis/gd_alignment.h"
 #include "core/error.h"
@@ -23,6 +19,8 @@
 #include "tests/support/scratch.h"
 #include "tests/support/tiny_models.h"
 #include "tests/support/tiny_runs.h"
+#include "tests/support/core_checks.h"
+#include "tests/support/file_damage.h"
 
 namespace {
 
@@ -133,51 +131,6 @@ TEST(AnalysesOnFile, EtaScanEqualsIteratedGdAtEveryEtaAndTheModelAtItsOwnEta)
     EXPECT_LE(scan.best_loss, scan.loss[6] * (1.0 + 1e-12));
 }
 
-namespace {
-
-// Flips the first bit of the data of `dataset` in the HDF5 file `path` (a contiguous dataset).
-void flipFirstDataBit(const std::string& path, const std::string& dataset)
-{
-    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
-    const haddr_t offset = H5Dget_offset(d);
-    H5Dclose(d);
-    H5Fclose(f);
-    ASSERT_NE(offset, HADDR_UNDEF) << dataset;
-    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-    file.seekg(static_cast<std::streamoff>(offset));
-    char c = 0;
-    file.read(&c, 1);
-    c = static_cast<char>(c ^ 1);
-    file.seekp(static_cast<std::streamoff>(offset));
-    file.write(&c, 1);
-}
-
-// Overwrites the train_loss attribute of checkpoint group `group`: its record no longer matches its checksum.
-void damageCheckpointRecord(const std::string& path, const std::string& group)
-{
-    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    hid_t g = H5Gopen2(f, group.c_str(), H5P_DEFAULT);
-    hid_t a = H5Aopen(g, "train_loss", H5P_DEFAULT);
-    const double wrong = 1234.5;
-    H5Awrite(a, H5T_NATIVE_DOUBLE, &wrong);
-    H5Aclose(a);
-    H5Gclose(g);
-    H5Fclose(f);
-}
-
-std::string errorOf(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
-} // namespace
-
 TEST(AnalysesOnFile, ADamagedLastCheckpointOrOptimizerStateDoesNotStopAnAnalysis)
 {
     namespace fs = std::filesystem;
@@ -189,8 +142,8 @@ TEST(AnalysesOnFile, ADamagedLastCheckpointOrOptimizerStateDoesNotStopAnAnalysis
     const std::string optimizer = icl::test::scratchPrefix() + "damaged_optimizer.h5";
     fs::copy_file(tiny, optimizer, fs::copy_options::overwrite_existing);
     const std::string dataset = "/checkpoints/000000020/optimizer/" + intact.optimizer.front().name;
-    flipFirstDataBit(optimizer, dataset);
-    EXPECT_EQ(errorOf([&] { icl::readCheckpoint(optimizer, 20); }),
+    icl::test::flipBit(optimizer, icl::test::dataOffset(optimizer, dataset), 0);
+    EXPECT_EQ(icl::test::errorOf([&] { icl::readCheckpoint(optimizer, 20); }),
               optimizer + ": damaged: " + dataset + " (checksum mismatch)");
     const icl::CheckpointData params = icl::readCheckpoint(optimizer, 20, icl::CheckpointParts::ParamsOnly);
     EXPECT_TRUE(params.optimizer.empty());
@@ -204,21 +157,21 @@ TEST(AnalysesOnFile, ADamagedLastCheckpointOrOptimizerStateDoesNotStopAnAnalysis
     // The last checkpoint's record damaged: the default is the last usable one; naming it is refused.
     const std::string record = icl::test::scratchPrefix() + "damaged_last_checkpoint.h5";
     fs::copy_file(tiny, record, fs::copy_options::overwrite_existing);
-    damageCheckpointRecord(record, "/checkpoints/000000020");
+    icl::test::overwriteNumberAttribute(record, "/checkpoints/000000020", "train_loss", 1234.5);
     const icl::RunSummary summary = icl::readRunSummary(record);
     ASSERT_EQ(summary.checkpoints.size(), 3u);
     EXPECT_FALSE(summary.checkpoints.back().damaged.empty());
     EXPECT_EQ(icl::lastUsableCheckpoint(summary), 10);
     EXPECT_EQ(icl::loadRun(record, -1).step, 10);
-    EXPECT_EQ(errorOf([&] { icl::loadRun(record, 20); }),
+    EXPECT_EQ(icl::test::errorOf([&] { icl::loadRun(record, 20); }),
               record + ": damaged: /checkpoints/000000020 (checksum mismatch)");
 
     // Every checkpoint damaged: one line naming the last one's damage.
-    damageCheckpointRecord(record, "/checkpoints/000000000");
-    damageCheckpointRecord(record, "/checkpoints/000000010");
-    EXPECT_EQ(errorOf([&] { icl::lastUsableCheckpoint(icl::readRunSummary(record)); }),
+    icl::test::overwriteNumberAttribute(record, "/checkpoints/000000000", "train_loss", 1234.5);
+    icl::test::overwriteNumberAttribute(record, "/checkpoints/000000010", "train_loss", 1234.5);
+    EXPECT_EQ(icl::test::errorOf([&] { icl::lastUsableCheckpoint(icl::readRunSummary(record)); }),
               record + ": damaged: /checkpoints/000000020 (checksum mismatch); every checkpoint of the file is damaged");
     icl::RunSummary none;
     none.path = "empty.h5";
-    EXPECT_EQ(errorOf([&] { icl::lastUsableCheckpoint(none); }), "empty.h5: the file holds no checkpoint");
+    EXPECT_EQ(icl::test::errorOf([&] { icl::lastUsableCheckpoint(none); }), "empty.h5: the file holds no checkpoint");
 }

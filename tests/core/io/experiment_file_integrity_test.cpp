@@ -22,10 +22,14 @@
 #include "core/io/experiment_file.h"
 #include "tests/support/scratch.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/file_damage.h"
 
 namespace fs = std::filesystem;
 
 namespace {
+using icl::test::dataOffset;
+using icl::test::errorOf;
+using icl::test::flipBit;
 using icl::test::sameBits;
 
 // Files of this process, removed (with their .tmp and .lock) when it exits; forked writers leave with _exit.
@@ -122,40 +126,6 @@ bool sameArrays(std::vector<icl::NamedArray> a, std::vector<icl::NamedArray> b)
     return true;
 }
 
-// Flips bit `bit` of byte `offset` of the file.
-void flipBit(const std::string& path, uint64_t offset, int bit)
-{
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(static_cast<std::streamoff>(offset));
-    char c = 0;
-    f.read(&c, 1);
-    c = static_cast<char>(c ^ (1 << bit));
-    f.seekp(static_cast<std::streamoff>(offset));
-    f.write(&c, 1);
-}
-
-// File offset of a contiguous dataset's data.
-uint64_t dataOffset(const std::string& path, const std::string& dataset)
-{
-    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-    hid_t d = H5Dopen2(f, dataset.c_str(), H5P_DEFAULT);
-    const haddr_t off = H5Dget_offset(d);
-    H5Dclose(d);
-    H5Fclose(f);
-    EXPECT_NE(off, HADDR_UNDEF) << dataset;
-    return off;
-}
-
-std::string errorOf(const std::function<void()>& f)
-{
-    try {
-        f();
-    } catch (const icl::Error& e) {
-        return e.what();
-    }
-    return "";
-}
-
 TEST(ExperimentFileIntegrity, NewFilesCarryChecksumsAndVerifyClean)
 {
     const std::string path = smallRun("clean.h5");
@@ -246,14 +216,7 @@ TEST(ExperimentFileIntegrity, ADamagedConfigIsOneLineNamingConfig)
 TEST(ExperimentFileIntegrity, ADamagedCheckpointIsFlaggedAndTheOthersStayUsable)
 {
     const std::string path = smallRun("checkpoint.h5");
-    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-    hid_t g = H5Gopen2(f, "/checkpoints/000000100", H5P_DEFAULT);
-    hid_t a = H5Aopen(g, "train_loss", H5P_DEFAULT);
-    const double wrong = 0.125;
-    H5Awrite(a, H5T_NATIVE_DOUBLE, &wrong);
-    H5Aclose(a);
-    H5Gclose(g);
-    H5Fclose(f);
+    icl::test::overwriteNumberAttribute(path, "/checkpoints/000000100", "train_loss", 0.125);
     const icl::RunSummary s = icl::readRunSummary(path);
     ASSERT_EQ(s.checkpoints.size(), 3u);
     const std::string line = path + ": damaged: /checkpoints/000000100 (checksum mismatch)";
