@@ -1,5 +1,6 @@
 // Fuzz harness: opening an experiment file (core/io/experiment_file.h) as every read-only command does:
-// readRunSummary, then readCheckpoint of each checkpoint it lists, readTaskArrays, readStoredAnalyses, and
+// readRunSummary, then readCheckpoint of each checkpoint it lists (whole, and its parameters only as the analyses
+// read it), lastUsableCheckpoint, readTaskArrays, readStoredAnalyses, and
 // verifyExperimentFile (which never throws). The input is written to /dev/shm as RUN.h5 (the readers take a path;
 // HDF5's core driver would need a reader that takes a file access list). Seeds: corpus/experiment_file (small
 // runs written by fuzz_make_seeds: a checkpoint, metrics, task arrays, an analysis; version 1 and 2).
@@ -15,8 +16,14 @@ void icl::fuzz::fuzzInput(const std::string& path, const uint8_t* data, size_t s
 {
     icl::RunSummary summary;
     if (icl::fuzz::readOrRefuse("readRunSummary", [&] { summary = icl::readRunSummary(path); })) {
-        for (const icl::CheckpointInfo& c : summary.checkpoints)
+        for (const icl::CheckpointInfo& c : summary.checkpoints) {
             icl::fuzz::readOrRefuse("readCheckpoint", [&] { (void)icl::readCheckpoint(path, c.step); });
+            icl::fuzz::readOrRefuse("readCheckpoint(ParamsOnly)", [&] {
+                (void)icl::readCheckpoint(path, c.step, icl::CheckpointParts::ParamsOnly);
+            });
+        }
+        if (!summary.checkpoints.empty())
+            icl::fuzz::readOrRefuse("lastUsableCheckpoint", [&] { (void)icl::lastUsableCheckpoint(summary); });
         icl::fuzz::readOrRefuse("readTaskArrays", [&] { (void)icl::readTaskArrays(path); });
         for (const auto& analyses : summary.analyses) {
             const std::string& kind = analyses.first;
