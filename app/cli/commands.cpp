@@ -242,6 +242,7 @@ int runExport(const ExportArgs& args)
     if (ext != "." + args.format)
         throw Error("--out " + args.out + ": expected a file name ending in ." + args.format + " for --format "
                     + args.format);
+    refuseOutputOverInput(args.out, {args.path, args.prompt_file});
     if (isInspectorPlot(args.plot)) {
         exportInspectorPlot(args);
     } else if (isAlgorithmMapPlot(args.plot)) {

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <utility>
 
 #include "core/error.h"
@@ -112,6 +113,16 @@ void addCheckpointOption(CLI::App* command, int64_t& step, const std::string& he
 void addThreadsOption(CLI::App* command, int& threads, const std::string& help)
 {
     command->add_option("--threads", threads, help)->check(atLeast(1));
+}
+
+void refuseOutputOverInput(const std::string& out, std::initializer_list<std::string> inputs)
+{
+    for (const std::string& in : inputs) {
+        std::error_code ec;
+        if (!in.empty() && std::filesystem::equivalent(out, in, ec) && !ec)
+            throw Error("--out " + out + ": is " + in + " (or a link to it), which this command reads; writing it would "
+                        "destroy it");
+    }
 }
 
 void addMaxMemoryOption(CLI::App* command, uint64_t& bytes)

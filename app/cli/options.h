@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,10 @@ void addCheckpointOption(CLI::App* command, int64_t& step,
 
 /// --threads N of a command that runs LibTorch (default 0: every core).
 void addThreadsOption(CLI::App* command, int& threads, const std::string& help = "LibTorch intra-op threads");
+
+/// Refuses, in one line, an output path that is one of the command's input files or a link to one: writing it would
+/// destroy that input. Inputs that are empty or do not exist are skipped.
+void refuseOutputOverInput(const std::string& out, std::initializer_list<std::string> inputs);
 
 /// --max-memory SIZE of a command that reads a file from outside (import, analyze, eval): the memory budget of what
 /// the file's contents size (core/io/memory_budget.h), e.g. 512M or 2G; default ICL_MAX_MEMORY, else RAM / 4.

@@ -137,12 +137,12 @@ int runExportWeights(const ExportWeightsArgs& args)
     std::error_code ec;
     if (std::filesystem::exists(args.out, ec) && !args.force)
         throw Error(args.out + ": file exists (use --force to replace it)");
-    exportWeights(args.path, args.out, args.checkpoint, args.layout);
+    refuseOutputOverInput(args.out, {args.path});
+    const int64_t step = exportWeights(args.path, args.out, args.checkpoint, args.layout);
     if (args.json)
-        printJsonObj(json{{"file", args.path}, {"out", args.out}, {"layout", args.layout},
-                          {"checkpoint", args.checkpoint}});
+        printJsonObj(json{{"file", args.path}, {"out", args.out}, {"layout", args.layout}, {"checkpoint", step}});
     else
-        std::cout << "wrote " << args.out << " (" << args.layout << " layout)\n";
+        std::cout << "wrote " << args.out << " (" << args.layout << " layout, checkpoint " << step << ")\n";
     return 0;
 }
 

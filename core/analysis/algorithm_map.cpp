@@ -943,9 +943,12 @@ std::vector<AlgorithmMap> computeAlgorithmMapsImpl(const std::string& path, cons
         throw Error(path + ": " + why);
     if (summary.checkpoints.empty())
         throw Error(path + ": the file holds no checkpoint");
-    if (steps.empty())
+    if (steps.empty()) // every checkpoint whose record is intact: one damaged checkpoint does not stop the others
         for (const auto& c : summary.checkpoints)
-            steps.push_back(c.step);
+            if (c.damaged.empty())
+                steps.push_back(c.step);
+    if (steps.empty())
+        (void)lastUsableCheckpoint(summary); // throws: every checkpoint is damaged
     // Progress units per checkpoint: the forward chunks (weights, fit, evaluation) and the assembly.
     const bool gpt = cfg.model.kind == "gpt2";
     const int64_t chunk = kAlgorithmMapFirstLookPrompts, W = std::min(o.n_weight_contexts, o.n_prompts);

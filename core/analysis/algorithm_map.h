@@ -59,8 +59,8 @@ AlgorithmMap computeAlgorithmMap(const std::string& path, const AlgorithmMapOpti
                                  const std::function<bool(int64_t, int64_t)>& progress = {},
                                  const std::function<void(const AlgorithmMap&)>& first_look = {});
 
-/// The same map for several checkpoints (empty `steps`: every checkpoint of the file, in order): the
-/// evaluation prompts and the algorithms are computed once; each map is stored when options.store.
+/// The same map for several checkpoints (empty `steps`: every checkpoint of the file that is not damaged, in
+/// order): the evaluation prompts and the algorithms are computed once; each map is stored when options.store.
 /// `progress` counts over all of them; `each` (optional) receives every map as it is done.
 std::vector<AlgorithmMap> computeAlgorithmMaps(const std::string& path, const AlgorithmMapOptions& options,
                                                std::vector<int64_t> steps,

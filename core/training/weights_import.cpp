@@ -985,7 +985,7 @@ ImportResult importWeightsUnchecked(const ImportRequest& request, const ImportCa
 
 } // namespace
 
-void exportWeights(const std::string& run_path, const std::string& out_path, int64_t step, const std::string& layout)
+int64_t exportWeights(const std::string& run_path, const std::string& out_path, int64_t step, const std::string& layout)
 {
     const std::string ext = fs::path(out_path).extension().string();
     const bool safetensors = ext == ".safetensors";
@@ -1036,6 +1036,7 @@ void exportWeights(const std::string& run_path, const std::string& out_path, int
         writeSafetensors(out_path, tensors, metadata);
     else
         writeTorchZip(out_path, tensors, metadata);
+    return step;
 }
 
 } // namespace icl

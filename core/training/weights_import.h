@@ -92,7 +92,7 @@ struct ImportResult {
 /// out_path exists without force or the plan has missing keys.
 ImportResult importWeights(const ImportRequest& request, const ImportCallback& callback = {});
 
-/// Writes the weights of checkpoint `step` (−1 = the last) of run `run_path` to `out_path`: safetensors
+/// Writes the weights of checkpoint `step` (−1 = the last one not damaged) of run `run_path` to `out_path`: safetensors
 /// when it ends in ".safetensors", a PyTorch zip checkpoint when it ends in ".pt" / ".pth". Layout
 /// "workbench": the workbench's parameter names, with the run's config in the file's metadata
 /// ("icl_workbench_config"), so importing it back is bitwise identical; "garg" (gpt2 regression runs only):
@@ -102,7 +102,8 @@ ImportResult importWeights(const ImportRequest& request, const ImportCallback& c
 /// all float32; load_state_dict copies them into the buffers' own dtypes).
 /// Throws icl::Error for an unknown extension or layout, a run that has no such checkpoint, or a garg
 /// layout on a model it does not fit.
-void exportWeights(const std::string& run_path, const std::string& out_path, int64_t step,
-                   const std::string& layout);
+/// Returns the step written.
+int64_t exportWeights(const std::string& run_path, const std::string& out_path, int64_t step,
+                      const std::string& layout);
 
 } // namespace icl

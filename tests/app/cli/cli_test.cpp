@@ -342,6 +342,31 @@ TEST(Cli, ADamagedFileIsOneLineInEveryCommandAndVerifyListsIt)
     EXPECT_EQ(v.out, i.err.substr(std::string("icl-cli: ").size())) << "verify lists the damaged object";
 }
 
+// An output path that is the experiment file, or a link to it, is refused before anything is written: an export
+// used to replace the run it read.
+TEST(Cli, AnExportNeverWritesOverTheRunItReads)
+{
+    const std::string out = temp("cli_export_self.h5");
+    ASSERT_EQ(run(std::string("train") + kTiny + " --steps 20 --out " + out).code, 0);
+    const std::string png = temp("cli_export_self_link.png"), st = temp("cli_export_self_link.safetensors");
+    fs::remove(png);
+    fs::remove(st);
+    fs::create_symlink(out, png);
+    fs::create_symlink(out, st);
+    expectOneLineError(run("export " + out + " --plot loss --format png --out " + png),
+                       "--out " + png + ": is " + out + " (or a link to it)");
+    expectOneLineError(run("export-weights " + out + " --out " + st + " --force"),
+                       "--out " + st + ": is " + out + " (or a link to it)");
+    EXPECT_EQ(run("verify " + out).code, 0) << "the run is intact";
+
+    // export-weights says which checkpoint it wrote (the last, 20), also when none is named.
+    const std::string weights = temp("cli_export_self_weights.safetensors");
+    fs::remove(weights);
+    const Result w = run("export-weights " + out + " --out " + weights + " --json");
+    ASSERT_EQ(w.code, 0) << w.err;
+    EXPECT_EQ(nlohmann::json::parse(w.out)["checkpoint"], 20);
+}
+
 TEST(Cli, PresetsListsTheDefaultExperiment)
 {
     const Result r = run("presets --json");

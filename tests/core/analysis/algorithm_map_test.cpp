@@ -16,6 +16,7 @@
 #include "core/tasks/prompts.h"
 #include "core/training/checkpoint.h"
 #include "tests/support/core_checks.h"
+#include "tests/support/file_damage.h"
 #include "tests/support/scratch.h"
 #include "tests/support/tiny_runs.h"
 #include "tests/support/tiny_models.h"
@@ -180,6 +181,15 @@ TEST(AlgorithmMap, AcrossTrainingOneMapPerCheckpointAndCancel)
     EXPECT_EQ(maps[2].checkpoint_step, 20);
     icl::test::expectError([&] { icl::computeAlgorithmMaps(path, o, {}, [](int64_t, int64_t) { return false; }); },
                            "cancelled");
+
+    // A damaged checkpoint is left out; the others are mapped.
+    const std::string damaged = icl::test::scratchPrefix() + "algorithm_map_damaged.h5";
+    std::filesystem::copy_file(path, damaged, std::filesystem::copy_options::overwrite_existing);
+    icl::test::overwriteNumberAttribute(damaged, "/checkpoints/000000010", "train_loss", 1234.5);
+    const std::vector<icl::AlgorithmMap> left = icl::computeAlgorithmMaps(damaged, o, {});
+    ASSERT_EQ(left.size(), 2u);
+    EXPECT_EQ(left[0].checkpoint_step, 0);
+    EXPECT_EQ(left[1].checkpoint_step, 20);
 }
 
 TEST(AlgorithmMap, RefusesWhatHasNoMap)
