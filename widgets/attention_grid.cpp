@@ -227,8 +227,9 @@ QString AttentionGrid::legendText() const
         }
     }
     if (anyLinear) {
-        const QString linear = m_mode == AttentionScale::Row ? tr("attention score ÷ row max |score| −1 – 1")
-                                                             : tr("attention score (± each head's max)");
+        // Short enough for the thumbnails' width at 1280 × 800.
+        const QString linear = m_mode == AttentionScale::Row ? tr("attention score ÷ row |max|")
+                                                             : tr("attention score, ± head max");
         text = anySoftmax ? text + tr("; linear heads: %1").arg(linear) : linear;
     }
     return text;
