@@ -48,6 +48,8 @@ std::string prettyBaselineRaw(const std::string& name)
         return "GD, " + name.substr(3) + " step" + (name.substr(3) == "1" ? "" : "s");
     if (name.rfind("gdpp_", 0) == 0)
         return "GD++, " + name.substr(5) + " layers";
+    if (name.rfind("newton_", 0) == 0)
+        return "Newton, " + name.substr(7) + " iteration" + (name.substr(7) == "1" ? "" : "s");
     if (name == "oracle_ridge_phi")
         return "oracle (ridge on Φ*(x))";
     if (name == "mixture_posterior")
@@ -121,6 +123,7 @@ Figure pastingIclCurvesFigure(
         = "ICL error vs. in-context examples (pasted at ℓ = " + std::to_string(r.cut_layer) + ", " + fromFile(r.embedding)
           + ")";
     f.x_label = "number of in-context examples";
+    f.x_integer = true;
     f.y_label = kLossLabel;
     f.metadata = pastingMetadata(r, o, parent);
     const std::vector<double> n = toDouble(r.n_examples);
@@ -243,6 +246,7 @@ Figure iclCurveFigure(const IclCurve& curve, const RunSummary& summary)
     Figure f;
     f.name = "icl_curve";
     f.x_label = "number of in-context examples";
+    f.x_integer = true;
     f.y_label = "loss  0.5·(ŷ − y)²";
     f.metadata = runMetadata(summary);
     f.metadata["checkpoint_step"] = std::to_string(curve.checkpoint_step);

@@ -52,7 +52,8 @@ double niceStep(double raw)
 /// on a small range.
 class LinearTicker : public QCPAxisTicker {
 public:
-    LinearTicker() { setTickCount(5); }
+    /// `integers`: ticks at whole numbers only (an axis that counts; a step of 2.5 becomes 5, below 1 becomes 1).
+    explicit LinearTicker(bool integers = false) : m_integers(integers) { setTickCount(5); }
 
 protected:
     double getTickStep(const QCPRange& range) override
@@ -60,8 +61,13 @@ protected:
         double step = QCPAxisTicker::getTickStep(range);
         for (int i = 0; i < 8 && step > 0 && range.size() / step < double(kMinTicks); ++i)
             step = niceStep(step / 2.0 * (1 - 1e-9));
+        if (m_integers && step != std::floor(step))
+            step = step < 1.0 ? 1.0 : 2.0 * step;
         return step;
     }
+
+private:
+    bool m_integers;
 };
 
 /// Log ticker that labels 1, 2 and 5 × 10^k (with minor ticks at the other integer multiples)
@@ -385,6 +391,8 @@ void PlotView::rebuild()
         }
     };
     configureAxis(xAxis, m_figure.log_x);
+    if (!m_figure.log_x && m_figure.x_integer)
+        xAxis->setTicker(QSharedPointer<QCPAxisTicker>(new LinearTicker(true)));
     if (!m_figure.log_x && !m_figure.x_ticks.empty() && m_figure.x_ticks.size() == m_figure.x_tick_labels.size()) {
         QSharedPointer<QCPAxisTickerText> ticker(new QCPAxisTickerText);
         for (size_t i = 0; i < m_figure.x_ticks.size(); ++i)

@@ -54,7 +54,7 @@ void printMap(const std::string& path, const AlgorithmMap& map)
     for (const AlgorithmFamilyMap& f : map.families) {
         std::cout << "  " << algorithmFamilyTitle(f.family) << ": ";
         if (!f.available()) {
-            std::cout << "not on the map (" << f.unavailable << ")\n";
+            std::cout << "not on the map: " << f.unavailable << "\n";
             continue;
         }
         std::cout << "best " << (f.step_name == "lambda" ? "λ" : "k") << " per layer (similarity of errors)\n";

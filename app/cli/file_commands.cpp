@@ -161,8 +161,12 @@ int runInfo(const std::string& path, bool asJson)
         json cps = json::array();
         for (const auto& c : s.checkpoints) {
             json cp = {{"step", c.step}, {"train_loss", jsonNumber(c.train_loss)}, {"wall_time_s", c.wall_time_s}};
-            if (!c.damaged.empty())
+            if (!c.damaged.empty()) {
+                // A damaged record's numbers are not the file's (the reader leaves them 0).
+                cp["train_loss"] = nullptr;
+                cp["wall_time_s"] = nullptr;
                 cp["damaged"] = c.damaged;
+            }
             cps.push_back(cp);
         }
         out["checkpoints"] = cps;

@@ -4,6 +4,7 @@
 #include <exception>
 #include <set>
 
+#include <QColor>
 #include <QHeaderView>
 
 #include <nlohmann/json.hpp>
@@ -74,10 +75,12 @@ void CheckpointTable::showRun(const icl::RunSummary& summary)
     setRowCount(0);
     const std::set<int64_t> imported = importedSteps(summary);
     for (const icl::CheckpointInfo& c : summary.checkpoints)
-        addCheckpoint(c.step, c.train_loss, c.wall_time_s, imported.count(c.step) > 0);
+        addCheckpoint(c.step, c.train_loss, c.wall_time_s, imported.count(c.step) > 0,
+                      QString::fromStdString(c.damaged));
 }
 
-void CheckpointTable::addCheckpoint(int64_t step, double trainLoss, double wallTime, bool imported)
+void CheckpointTable::addCheckpoint(int64_t step, double trainLoss, double wallTime, bool imported,
+                                    const QString& damaged)
 {
     const int row = rowCount();
     insertRow(row);
@@ -91,6 +94,14 @@ void CheckpointTable::addCheckpoint(int64_t step, double trainLoss, double wallT
     timeItem->setToolTip(imported ? tr("Imported from a foreign checkpoint: not trained here, no wall time")
                                   : tr("%1 s of training").arg(wallTime, 0, 'f', 1));
     timeItem->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    if (!damaged.isEmpty()) {
+        lossItem->setText(tr("damaged"));
+        timeItem->setText(QStringLiteral("—"));
+        for (QTableWidgetItem* i : { stepItem, lossItem, timeItem }) {
+            i->setToolTip(damaged);
+            i->setForeground(QColor(0xd5, 0x5e, 0x00));  // vermillion: a warning on light and dark themes
+        }
+    }
     setItem(row, 0, stepItem);
     setItem(row, 1, lossItem);
     setItem(row, 2, timeItem);

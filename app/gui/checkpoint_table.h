@@ -24,7 +24,9 @@ public:
     /// Every checkpoint of `summary`, those of its import provenance (/import) marked as imported.
     void showRun(const icl::RunSummary& summary);
     /// Appends a row (a checkpoint written while training) and scrolls to it.
-    void addCheckpoint(int64_t step, double trainLoss, double wallTime, bool imported = false);
+    /// A non-empty `damaged` (CheckpointInfo::damaged) shows "damaged" instead of its numbers, the damage as tooltip.
+    void addCheckpoint(int64_t step, double trainLoss, double wallTime, bool imported = false,
+                       const QString& damaged = QString());
     /// Selects and shows the row of `step` (none: nothing changes).
     void selectStep(qint64 step);
 };

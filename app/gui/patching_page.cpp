@@ -80,7 +80,7 @@ PatchingPage::PatchingPage(QWidget* parent)
     m_promptSeed = makeSpinBox(content, "patchingPromptSeed", 0, INT_MAX, 0);
     fields.add(1, 1, tr("Prompt seed"), m_promptSeed,
         tr("Seed of the clean prompt when the Attention page has none or it is not used (the Attention page's "
-           "default seed is 1 too)"));
+           "default seed is 0 too)"));
     for (int c : { 1, 3, 5 })
         grid->setColumnStretch(c, 1);
     layout->addLayout(grid);

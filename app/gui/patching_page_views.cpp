@@ -130,7 +130,9 @@ void PatchingPage::clearResult()
 {
     m_result.reset();
     m_heatmap->setMetadata({});
-    m_heatmap->setMatrix(icl::Matrix {});
+    icl::Matrix none;
+    none.name = tr("No patching result yet: press Run patching").toStdString();  // the title of the empty heatmap
+    m_heatmap->setMatrix(none);
     m_summaryLabel->setText(tr("Press Run patching to patch the clean residual stream at every layer and token "
                                "position into the corrupted run."));
     m_labels->setRowCount(0);

@@ -449,8 +449,8 @@ void computeAlgorithms(AlgorithmSide& a, const LoadedRun& run, const AlgorithmMa
             }
             std::sort(f.steps.begin(), f.steps.end());
             if (f.steps.empty()) {
-                f.unavailable = "this run has no fitted GD++ scalars (they are fitted during training when "
-                                "eval.baselines lists \"gd_plus_plus\", for each k > 1 of eval.gd_steps)";
+                f.unavailable = "this run has no fitted GD++ scalars; training fits them when eval.baselines "
+                                "lists \"gd_plus_plus\", one set for each k > 1 of eval.gd_steps";
                 a.families.push_back(std::move(f));
                 continue;
             }

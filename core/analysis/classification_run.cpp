@@ -75,9 +75,7 @@ LoadedClassificationRun loadClassificationRun(const std::string& path, int64_t s
                     "\"fewshot_classification\"), this one is \"" + r.config.task.kind + "\"");
     if (r.summary.checkpoints.empty())
         throw Error(path + ": the file holds no checkpoint");
-    if (step < -1)
-        throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
-    r.step = step < 0 ? lastUsableCheckpoint(r.summary) : step;
+    r.step = checkpointToRead(r.summary, step);
     const FewShotOptions options = fewShotOptions(r.config.task, r.config.seed);
     r.source = exemplarSourceOf(options);
     r.task = std::make_shared<const FewShotClassification>(options, r.source);

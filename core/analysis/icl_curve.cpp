@@ -71,9 +71,7 @@ IclCurve computeIclCurve(const std::string& path, const IclCurveOptions& options
         throw Error(path + ": a few-shot classification run (Chan et al.); the ICL curve is for the regression tasks "
                     "(use the ICL vs IWL evaluation)");
     checkModelMemory(cfg, MemoryBudget(path));  // the run file's config sizes the model (eval --max-memory)
-    int64_t step = options.checkpoint_step;
-    if (step < 0)
-        step = lastUsableCheckpoint(summary);
+    const int64_t step = checkpointToRead(summary, options.checkpoint_step);
     CheckpointData cp = readCheckpoint(path, step, CheckpointParts::ParamsOnly);
     configureThreads(options.threads);
     torch::NoGradGuard guard;

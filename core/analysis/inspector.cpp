@@ -382,15 +382,9 @@ int64_t Inspector::maxContext() const { return m_impl->gpt ? m_impl->maxContext(
 void Inspector::setCheckpoint(int64_t step)
 {
     Impl& m = *m_impl;
-    if (step < 0)
-        step = lastUsableCheckpoint(m.run.summary);
+    step = checkpointToRead(m.run.summary, step);
     if (step == m.run.step)
         return;
-    bool found = false;
-    for (const auto& c : m.run.summary.checkpoints)
-        found = found || c.step == step;
-    if (!found)
-        throw Error(m.path + ": no checkpoint at step " + std::to_string(step));
     const CheckpointData cp = readCheckpoint(m.path, step, CheckpointParts::ParamsOnly);
     torch::NoGradGuard guard;
     loadParams(*m.run.model.module, cp.params, m.path + " (checkpoint " + std::to_string(step) + ")");

@@ -20,9 +20,7 @@ LoadedRun loadRun(const std::string& path, int64_t step)
     if (kindOf(r.config.task) == TaskKind::FewshotClassification)
         throw Error(path + ": a few-shot classification run (Chan et al.); this analysis is for the regression tasks "
                     "(use the ICL vs IWL evaluation)");
-    if (step < -1)
-        throw Error("checkpoint " + std::to_string(step) + ": expected a step >= 0 (or -1 for the last)");
-    r.step = step < 0 ? lastUsableCheckpoint(r.summary) : step;
+    r.step = checkpointToRead(r.summary, step);
     const CheckpointData cp = readCheckpoint(path, r.step, CheckpointParts::ParamsOnly);
     r.model = makeModel(r.config, 0);
     loadParams(*r.model.module, cp.params, path + " (checkpoint " + std::to_string(r.step) + ")");

@@ -1252,6 +1252,29 @@ int64_t lastUsableCheckpoint(const RunSummary& summary)
     throw Error(summary.checkpoints.back().damaged + "; every checkpoint of the file is damaged");
 }
 
+int64_t checkpointToRead(const RunSummary& summary, int64_t step)
+{
+    if (step == -1)
+        return lastUsableCheckpoint(summary);
+    const auto& cps = summary.checkpoints;
+    if (step >= 0 && std::any_of(cps.begin(), cps.end(), [&](const CheckpointInfo& c) { return c.step == step; }))
+        return step;
+    // The saved steps, the first and last five of a long run.
+    std::string saved;
+    for (size_t i = 0; i < cps.size(); ++i) {
+        if (cps.size() > 10 && i == 5) {
+            saved += ", …";
+            i = cps.size() - 5;
+        }
+        saved += (saved.empty() ? "" : ", ") + std::to_string(cps[i].step);
+    }
+    const std::string steps = cps.empty() ? "the file holds no checkpoint" : "saved: " + saved;
+    if (step < -1)
+        throw Error("checkpoint " + std::to_string(step) + ": expected a saved step or -1 for the last one not "
+                    "damaged (" + steps + ")");
+    throw Error(summary.path + ": no checkpoint at step " + std::to_string(step) + " (" + steps + ")");
+}
+
 void setCommitFaultHookForTesting(std::function<void(const std::string& point)> hook)
 {
     std::lock_guard<std::mutex> lock(hdf5Mutex());

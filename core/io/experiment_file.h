@@ -59,6 +59,11 @@ RunSummary readRunSummary(const std::string& path);
 /// checkpoint, or when every one is damaged (naming the last one's damage).
 int64_t lastUsableCheckpoint(const RunSummary& summary);
 
+/// The checkpoint an analysis reads for a requested `step`: the step itself when `summary` lists it, the last
+/// usable one (lastUsableCheckpoint) for -1. Throws icl::Error naming the file and the saved steps for a step
+/// the file does not hold or one below -1 (a damaged step is refused later, by readCheckpoint, with its damage).
+int64_t checkpointToRead(const RunSummary& summary, int64_t step);
+
 /// What readCheckpoint reads: a resumed run needs the optimizer state; an analysis, an evaluation or an export
 /// reads the parameters only, so damaged optimizer state does not stand in its way.
 enum class CheckpointParts { ParamsAndOptimizer, ParamsOnly };

@@ -80,6 +80,7 @@ Figure referenceLossFigure(const KernelView& view)
     f.name = "reference_loss";
     f.title = "Reference model: loss along GD steps";
     f.x_label = "GD step";
+    f.x_integer = true;
     f.y_label = "−Σ vᵀWφ(k) + (λ/2)‖W‖²";
     f.metadata = viewMetadata(view);
     for (const ReferenceLossCurve& c : view.loss) {

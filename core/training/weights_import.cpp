@@ -996,16 +996,7 @@ int64_t exportWeights(const std::string& run_path, const std::string& out_path, 
     const RunSummary summary = readRunSummary(run_path);
     if (summary.checkpoints.empty())
         throw Error(run_path + ": no checkpoints to export");
-    if (step < 0)
-        step = lastUsableCheckpoint(summary);
-    const bool found = std::any_of(summary.checkpoints.begin(), summary.checkpoints.end(),
-                                   [&](const CheckpointInfo& c) { return c.step == step; });
-    if (!found) {
-        std::string steps;
-        for (const auto& c : summary.checkpoints)
-            steps += (steps.empty() ? "" : ", ") + std::to_string(c.step);
-        throw Error(run_path + ": no checkpoint " + std::to_string(step) + " (saved: " + steps + ")");
-    }
+    step = checkpointToRead(summary, step);
     const ExperimentConfig cfg = parseConfig(parseBoundedJson(summary.config_json, run_path + ": /config"));
     const CheckpointData checkpoint = readCheckpoint(run_path, step, CheckpointParts::ParamsOnly);
     std::vector<NamedArray> tensors;

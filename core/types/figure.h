@@ -32,6 +32,8 @@ struct Figure {
     std::string y_label;
     bool log_x = false;
     bool log_y = false;
+    /// The x axis counts something (in-context examples, layers, GD steps): a linear axis ticks integers only.
+    bool x_integer = false;
     /// Optional named ticks on a linear x axis (e.g. layers "embed", "block 0", … at x = 0, 1, …);
     /// empty: numeric ticks. Same length as x_tick_labels.
     std::vector<double> x_ticks;

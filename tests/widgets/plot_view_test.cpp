@@ -95,6 +95,33 @@ TEST(PlotView, LogAxesWhenTheFigureAsks)
     EXPECT_GE(view.plot()->xAxis->range().upper, 1000.0);
 }
 
+TEST(PlotView, ACountingAxisTicksWholeNumbersOnly)
+{
+    // In-context examples 0 … 15: QCustomPlot's readable step on this range is 2.5 (ticks at 2.5, 7.5).
+    Figure f = figureOf("number of in-context examples", "error",
+        { seriesOf("model", { 0, 3, 6, 9, 12, 15 }, { 1.0, 0.8, 0.5, 0.3, 0.1, 0.05 }) });
+    const auto ticksOf = [](PlotView& view) {
+        QCPAxis* x = view.plot()->xAxis;
+        QVector<double> ticks, subTicks;
+        QVector<QString> labels;
+        x->ticker()->generate(x->range(), QLocale::c(), 'g', 6, ticks, &subTicks, &labels);
+        return ticks;
+    };
+    PlotView view;
+    view.setFigure(f);
+    bool fractional = false;
+    for (double t : ticksOf(view))
+        fractional = fractional || t != std::floor(t);
+    ASSERT_TRUE(fractional) << "the range no longer shows the fractional default; choose another";
+
+    f.x_integer = true;
+    view.setFigure(f);
+    const QVector<double> ticks = ticksOf(view);
+    EXPECT_GE(ticks.size(), 3);
+    for (double t : ticks)
+        EXPECT_EQ(t, std::floor(t)) << t;
+}
+
 TEST(PlotView, LogAxisOmitsNonPositiveValues)
 {
     Figure f = figureOf("n", "error", { seriesOf("least_squares", { 1, 2, 3 }, { 1.0, 0.0, 0.1 }) });

@@ -424,6 +424,9 @@ TEST_F(AttentionPageTest, PatchingHeatmapEqualsAnIndependentPatchingOfTheEditedP
     window.showPage<PatchingPage>();
     PatchingPage* page = window.page<PatchingPage>();
     EXPECT_TRUE(page->sharedPromptCheck()->isChecked());
+    // Before Run the empty heatmap says so in its title, not only in the side panel.
+    EXPECT_EQ(page->heatmap()->matrix().rows, 0);
+    EXPECT_EQ(page->heatmap()->matrix().name, "No patching result yet: press Run patching");
     icl::Inspector reference(s_gpt2);
     for (const char* corruption : { "change_label", "shuffle_pairs", "different_w" }) {
         SCOPED_TRACE(corruption);

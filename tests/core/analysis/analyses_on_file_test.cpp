@@ -175,3 +175,25 @@ TEST(AnalysesOnFile, ADamagedLastCheckpointOrOptimizerStateDoesNotStopAnAnalysis
     none.path = "empty.h5";
     EXPECT_EQ(icl::test::errorOf([&] { icl::lastUsableCheckpoint(none); }), "empty.h5: the file holds no checkpoint");
 }
+
+TEST(AnalysesOnFile, AnAbsentCheckpointIsRefusedWithTheSavedSteps)
+{
+    icl::RunSummary summary;
+    summary.path = "run.h5";
+    for (int64_t step = 0; step <= 1100; step += 100) {
+        icl::CheckpointInfo c;
+        c.step = step;
+        summary.checkpoints.push_back(c);
+    }
+    EXPECT_EQ(icl::checkpointToRead(summary, 300), 300);
+    EXPECT_EQ(icl::checkpointToRead(summary, -1), 1100);
+    // Twelve saved steps: the first and last five are listed.
+    EXPECT_EQ(icl::test::errorOf([&] { icl::checkpointToRead(summary, 50); }),
+              "run.h5: no checkpoint at step 50 (saved: 0, 100, 200, 300, 400, …, 700, 800, 900, 1000, 1100)");
+    EXPECT_EQ(icl::test::errorOf([&] { icl::checkpointToRead(summary, -5); }),
+              "checkpoint -5: expected a saved step or -1 for the last one not damaged (saved: 0, 100, 200, 300, "
+              "400, …, 700, 800, 900, 1000, 1100)");
+    summary.checkpoints.resize(2);
+    EXPECT_EQ(icl::test::errorOf([&] { icl::checkpointToRead(summary, 7); }),
+              "run.h5: no checkpoint at step 7 (saved: 0, 100)");
+}
