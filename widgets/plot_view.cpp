@@ -179,11 +179,12 @@ std::vector<QColor> PlotView::seriesColors(const icl::Figure& figure)
         if (!c.isValid())
             continue;
         // The family's first series gets its colour, later ones (GD-2 after GD-1, the train loss after the model's
-        // eval loss, a fit line after its points) lighter shades of it: mixed with white 40 %, 60 %, 75 %, …
+        // eval loss, a fit line after its points) lighter shades of it: mixed with white 26 %, 42 %, 51 %, … and
+        // never past 65 %, so that a fifth Newton iteration count is still seen on white.
         const int member = members[c.rgb()]++;
         QColor shade = c;
         if (member > 0) {
-            const double w = std::min(0.9, 1.0 - 0.6 * std::pow(0.6, member - 1));
+            const double w = 0.65 * (1.0 - std::pow(0.6, member));
             shade = QColor::fromRgbF(float(c.redF() + (1 - c.redF()) * w), float(c.greenF() + (1 - c.greenF()) * w),
                 float(c.blueF() + (1 - c.blueF()) * w));
         }
